@@ -1,0 +1,157 @@
+//! `fm`, the front door (SPEC §13): `fm <tool> …` runs the same entry point
+//! as `fm-<tool>`; `init`, `doctor`, `completions`, `man` and `demo` live here.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use super::common::{self, HomeArg};
+use super::TOOLS;
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::{doctor, fsx};
+
+const TOOL: &str = "fm";
+
+/// The config every new home starts with: every key, commented, at its default.
+pub const DEFAULT_CONFIG: &str = include_str!("../../config/firstmate.toml");
+
+/// Run a fleet of AI coding agents in tmux panes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm",
+    version,
+    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board\n\nExamples:\n  fm init ~/fleet\n  fm demo\n  fm status fix-login --json\n  fm doctor"
+)]
+struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Create a home: config/firstmate.toml with commented defaults, data/, state/
+    Init {
+        /// Directory to make a home (default: the current directory)
+        dir: Option<PathBuf>,
+    },
+    /// Check tmux, git, the home, the watcher and inotify
+    Doctor {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Print shell completions
+    Completions {
+        #[arg(value_parser = ["bash", "zsh", "fish"])]
+        shell: String,
+    },
+    /// Write man pages (fm.1 and fm-<tool>.1) into DIR
+    Man { dir: PathBuf },
+    /// Run the whole loop unattended in a temporary home and private tmux server
+    Demo {
+        /// Keep the temporary home and tmux server afterwards
+        #[arg(long)]
+        keep: bool,
+    },
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    if let Some(first) = args.get(1).and_then(|a| a.to_str())
+        && let Some(tool) = super::tool(first)
+    {
+        let Some(main) = tool.main else {
+            eprintln!("fm: error: `fm {first}` ({}) is not built yet", tool.about);
+            return ExitCode::from(crate::error::exit::USAGE);
+        };
+        let mut rest = vec![OsString::from(format!("fm-{first}"))];
+        rest.extend(args.into_iter().skip(2));
+        return main(rest);
+    }
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+fn run(a: Args) -> Result<u8> {
+    match a.cmd {
+        Cmd::Init { dir } => init(dir.as_deref()),
+        Cmd::Doctor { json, home } => {
+            let home = Home::resolve(home.home.as_deref())?;
+            let checks = doctor::run(&home);
+            if json {
+                common::out_json(&checks)?;
+            } else {
+                for c in &checks {
+                    common::out(&c.line())?;
+                }
+            }
+            Ok(u8::from(checks.iter().any(|c| c.level == doctor::Level::Fail)))
+        }
+        Cmd::Completions { shell } => {
+            let shell = match shell.as_str() {
+                "bash" => clap_complete::Shell::Bash,
+                "zsh" => clap_complete::Shell::Zsh,
+                _ => clap_complete::Shell::Fish,
+            };
+            let mut cmd = full_command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "fm", &mut buf);
+            common::out_bytes(&buf)?;
+            Ok(0)
+        }
+        Cmd::Man { dir } => man(&dir),
+        Cmd::Demo { keep } => crate::demo::run(keep),
+    }
+}
+
+/// `fm` with every built tool as a subcommand (for completions and man).
+fn full_command() -> clap::Command {
+    let mut cmd = Args::command();
+    for t in TOOLS {
+        if let Some(c) = t.command {
+            cmd = cmd.subcommand(c().name(t.name).about(t.about));
+        }
+    }
+    cmd
+}
+
+fn init(dir: Option<&Path>) -> Result<u8> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io("get current directory", ".", e))?;
+    let root = cwd.join(dir.unwrap_or(Path::new(".")));
+    fsx::ensure_dir(&root)?;
+    let home = Home::at(&root)?;
+    let cfg = home.config_file();
+    if fsx::read_optional(&cfg)?.is_some() {
+        return Err(Error::refused(format!("{} already exists; not overwriting it", cfg.display())));
+    }
+    for d in [home.config_dir(), home.data_dir(), home.state_dir()] {
+        fsx::ensure_dir(&d)?;
+    }
+    fsx::atomic_write(&cfg, DEFAULT_CONFIG.as_bytes())?;
+    common::out(&format!("initialised firstmate home: {}", home.root().display()))?;
+    Ok(0)
+}
+
+fn man(dir: &Path) -> Result<u8> {
+    fsx::ensure_dir(dir)?;
+    let write = |name: &str, cmd: clap::Command| -> Result<()> {
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::io("render man page", dir, e))?;
+        fsx::atomic_write(&dir.join(format!("{name}.1")), &buf)
+    };
+    write("fm", Args::command())?;
+    let mut n = 1;
+    for t in TOOLS {
+        if let Some(c) = t.command {
+            write(&format!("fm-{}", t.name), c())?;
+            n += 1;
+        }
+    }
+    common::out(&format!("wrote {n} man pages to {}", dir.display()))?;
+    Ok(0)
+}

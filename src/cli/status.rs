@@ -1,0 +1,189 @@
+//! `fm-status` (SPEC §3.4, §9.3): append a status line, write the busy
+//! record, or show the fold.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+use serde::Serialize;
+
+use super::common::{self, HomeArg};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::status::{self, Current, Decision, Fold, Parsed};
+use crate::task_id::TaskId;
+use crate::{clock, fsx};
+
+const TOOL: &str = "fm-status";
+
+/// Append to a task's status log, record busy/idle, or show its state.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-status",
+    version,
+    after_help = "Examples:\n  fm-status fix-login working compiling the parser\n  fm-status fix-login needs-decision --key db which database should I use?\n  fm-status fix-login --busy --source prompt-hook\n  fm-status fix-login --json"
+)]
+pub struct Args {
+    /// Task id
+    #[arg(value_name = "ID")]
+    id: OsString,
+    /// Verb to append: working, needs-decision, blocked, paused, done, failed, resolved, note
+    #[arg(value_name = "VERB")]
+    verb: Option<String>,
+    /// Text of the line (joined with spaces)
+    #[arg(value_name = "TEXT", trailing_var_arg = true, allow_hyphen_values = true)]
+    text: Vec<String>,
+    /// Decision key for the appended line
+    #[arg(long, value_name = "K")]
+    key: Option<String>,
+    /// Write the busy record: busy
+    #[arg(long, conflicts_with_all = ["idle", "verb", "json", "log"])]
+    busy: bool,
+    /// Write the busy record: idle
+    #[arg(long, conflicts_with_all = ["verb", "json", "log"])]
+    idle: bool,
+    /// Who reports busy/idle (a hook name)
+    #[arg(long, value_name = "S", default_value = "hook")]
+    source: String,
+    /// Print the fold as JSON
+    #[arg(long)]
+    json: bool,
+    /// List every parsed line
+    #[arg(long)]
+    log: bool,
+    /// Actor recorded in the event
+    #[arg(long, value_name = "NAME", default_value = "")]
+    from: String,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct LogEntry {
+    n: usize,
+    kind: &'static str,
+    verb: Option<String>,
+    key: Option<String>,
+    at: Option<u64>,
+    text: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    id: TaskId,
+    current: Option<Current>,
+    open: Vec<Decision>,
+    lines: usize,
+    malformed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log: Option<Vec<LogEntry>>,
+}
+
+fn run(a: Args) -> Result<u8> {
+    let id = TaskId::parse_os(&a.id)?;
+    if a.key.is_some() && a.verb.is_none() {
+        return Err(Error::usage("--key needs a verb and text to append"));
+    }
+    let ctx = a.home.ctx(TOOL)?;
+    let (home, cfg) = (&ctx.home, &ctx.cfg);
+    let now = clock::now();
+    if a.busy || a.idle {
+        let word = if a.busy { "busy" } else { "idle" };
+        let source = a.source.split_whitespace().collect::<Vec<_>>().join("-");
+        let source = if source.is_empty() { "hook".to_string() } else { source };
+        fsx::ensure_dir(&home.state_dir())?;
+        fsx::atomic_write(&home.busy(&id), format!("{word} {now} {source}\n").as_bytes())?;
+        return Ok(0);
+    }
+    if let Some(verb) = &a.verb {
+        let text = a.text.join(" ");
+        let line = status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)?;
+        fsx::ensure_dir(&home.state_dir())?;
+        fsx::append_line(&home.status(&id), line.as_bytes())?;
+        let actor = if a.from.is_empty() { id.as_str() } else { a.from.as_str() };
+        Event::at(now, TOOL, id.as_str(), "status.appended")
+            .actor(actor)
+            .field("verb", verb.to_lowercase())
+            .field("key", a.key.clone().unwrap_or_else(|| "default".into()))
+            .record(home);
+        return Ok(0);
+    }
+    show(&ctx, &id, &a, now)
+}
+
+fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
+    let path = ctx.home.status(id);
+    let bytes = fsx::read_optional(&path)?.unwrap_or_default();
+    let paused = &ctx.cfg.brief.paused_verb;
+    let fold = Fold::from_bytes(&bytes, paused);
+    let log = a.log.then(|| log_entries(&bytes, paused));
+    let report = Report {
+        id: id.clone(),
+        current: fold.current(),
+        open: fold.open.clone(),
+        lines: fold.lines,
+        malformed: fold.malformed,
+        log,
+    };
+    if a.json {
+        common::out_json(&report)?;
+        return Ok(0);
+    }
+    let mtime = std::fs::metadata(&path).ok().and_then(|m| m.modified().ok()).and_then(|t| {
+        t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
+    });
+    match &report.current {
+        Some(c) => {
+            let key = if c.key == "default" { String::new() } else { format!(" key={}", c.key) };
+            let age = c.at.or(mtime).map(|t| clock::age(now.saturating_sub(t))).unwrap_or_else(|| "?".into());
+            common::out(&format!("current: {}{key} \u{b7} {} \u{b7} {age}", c.verb, c.text))?;
+        }
+        None => common::out("current: none")?,
+    }
+    for d in &report.open {
+        common::out(&format!("open: {} {} \u{b7} {}", d.key, d.verb, d.text))?;
+    }
+    for e in report.log.iter().flatten() {
+        let at = e.at.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+        let verb = e.verb.as_deref().unwrap_or(e.kind);
+        let key = e.key.as_deref().unwrap_or("-");
+        common::out(&format!("{:>5} {:<8} {verb} {key} {at} {}", e.n, e.kind, e.text))?;
+    }
+    Ok(0)
+}
+
+fn log_entries(bytes: &[u8], paused: &str) -> Vec<LogEntry> {
+    let mut out = Vec::new();
+    for (i, raw) in fsx::complete_lines(bytes).split(|&b| b == b'\n').enumerate() {
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(raw).trim_end().to_string();
+        out.push(match status::parse_line(raw, paused) {
+            Parsed::Line(l) => {
+                LogEntry { n: i + 1, kind: "line", verb: Some(l.verb), key: Some(l.key), at: l.at, text: l.text }
+            }
+            Parsed::Prose => LogEntry { n: i + 1, kind: "prose", verb: None, key: None, at: None, text },
+            Parsed::Invalid(why) => LogEntry {
+                n: i + 1,
+                kind: "invalid",
+                verb: None,
+                key: None,
+                at: None,
+                text: format!("{text} ({why})"),
+            },
+        });
+    }
+    out
+}

@@ -1,0 +1,118 @@
+//! One error type for the whole library, and the one place that maps an
+//! error to an exit code (SPEC §14).
+//!
+//! Every variant carries the id or path it is about, so that the message a
+//! user sees names the thing that went wrong. The binaries never choose exit
+//! codes themselves: they call [`Error::exit_code`].
+
+use std::path::PathBuf;
+
+/// Exit codes of SPEC §14.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const REFUSED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const ENV: u8 = 3;
+    pub const INTERRUPTED: u8 = 130;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A task id that fails SPEC §1.3.
+    #[error("invalid task id {id:?}: {reason}")]
+    InvalidId { id: String, reason: &'static str },
+
+    /// Bad arguments or bad input (empty body, unknown verb, …).
+    #[error("{0}")]
+    Usage(String),
+
+    /// The command understood the request and says no (exit 1).
+    #[error("{0}")]
+    Refused(String),
+
+    /// A path component that must not be a symlink is one.
+    #[error("refusing to follow symlink ({})", .0.display())]
+    Symlink(PathBuf),
+
+    /// No home could be resolved.
+    #[error("no firstmate home found: pass --home, set FM_HOME, or create one with `fm init` ({})", .0.display())]
+    NoHome(PathBuf),
+
+    /// The config file does not parse or holds a value of the wrong type.
+    #[error("{}:{line}: {key}: {msg}", path.display())]
+    Config { path: PathBuf, line: usize, key: String, msg: String },
+
+    /// An `FM_*` environment override does not parse.
+    #[error("environment variable {var}: {msg}")]
+    EnvVar { var: String, msg: String },
+
+    /// A bounded lock wait ran out.
+    #[error("timed out after {secs}s waiting for lock ({})", path.display())]
+    LockTimeout { path: PathBuf, secs: u64 },
+
+    /// An I/O operation failed.
+    #[error("{op} failed ({}): {source}", path.display())]
+    Io { op: &'static str, path: PathBuf, #[source] source: std::io::Error },
+
+    /// An external program (tmux, git) is missing or failed.
+    #[error("{program}: {msg}")]
+    External { program: String, msg: String },
+
+    /// The user pressed Ctrl-C.
+    #[error("interrupted")]
+    Interrupted,
+
+    /// Writing to stdout hit a closed pipe: not an error for the user (§14).
+    #[error("closed pipe")]
+    ClosedPipe,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The single mapping from errors to SPEC §14 exit codes.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::InvalidId { .. } | Error::Usage(_) => exit::USAGE,
+            Error::Refused(_) | Error::Symlink(_) => exit::REFUSED,
+            Error::NoHome(_)
+            | Error::Config { .. }
+            | Error::EnvVar { .. }
+            | Error::LockTimeout { .. }
+            | Error::Io { .. }
+            | Error::External { .. } => exit::ENV,
+            Error::Interrupted => exit::INTERRUPTED,
+            Error::ClosedPipe => exit::OK,
+        }
+    }
+
+    /// Shorthand for an [`Error::Io`].
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { op, path: path.into(), source }
+    }
+
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+
+    pub fn refused(msg: impl Into<String>) -> Self {
+        Error::Refused(msg.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_spec_14() {
+        assert_eq!(Error::usage("x").exit_code(), 2);
+        assert_eq!(Error::InvalidId { id: "a/b".into(), reason: "r" }.exit_code(), 2);
+        assert_eq!(Error::refused("x").exit_code(), 1);
+        assert_eq!(Error::Symlink("p".into()).exit_code(), 1);
+        assert_eq!(Error::LockTimeout { path: "p".into(), secs: 5 }.exit_code(), 3);
+        assert_eq!(Error::NoHome("p".into()).exit_code(), 3);
+        assert_eq!(Error::Interrupted.exit_code(), 130);
+        assert_eq!(Error::ClosedPipe.exit_code(), 0);
+    }
+}

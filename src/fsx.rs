@@ -1,0 +1,432 @@
+//! File primitives (SPEC §2): the only module that creates, replaces,
+//! appends to or renames files. Every other module asks it to.
+//!
+//! Guarantees:
+//! - **Atomic replace**: readers see the old bytes or the new bytes, never a
+//!   mix; after return the data and the directory entry are on disk.
+//! - **Append**: a record is one `write_all` of a complete `\n`-terminated
+//!   line on an `O_APPEND` descriptor; records over 4 KiB also hold an
+//!   exclusive lock on the file. Readers ignore a final line without `\n`.
+//! - **Locks**: a dedicated lock file, never deleted, locked with
+//!   `File::lock`; waits are bounded and a timeout writes nothing.
+//! - **Numbered create**: the next number is one more than the highest
+//!   present in every scanned directory; the file appears complete or not
+//!   at all, and an existing file is never clobbered.
+//! - Files are created 0600 and directories 0700; a symlink where a file or
+//!   directory is expected is refused, never followed.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// Default bound on lock waits (SPEC §2).
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// Records above this size are appended under an exclusive file lock.
+pub const LOCKED_APPEND_OVER: usize = 4096;
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            Error::Symlink(path.to_path_buf())
+        } else {
+            Error::io(op, path, e)
+        }
+    }
+}
+
+/// Refuses `path` if it is a symlink. A missing path is fine.
+pub fn refuse_symlink(path: &Path) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
+/// True if `path` exists as a directory (not through a symlink).
+pub fn is_dir(path: &Path) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
+        Ok(m) => Ok(m.is_dir()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
+/// Creates `path` (and missing parents) with mode 0700. An existing
+/// directory is fine; a symlink or a file in its place is refused.
+pub fn ensure_dir(path: &Path) -> Result<()> {
+    if is_dir(path)? {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(io_err("create directory", path))?;
+    if !is_dir(path)? {
+        return Err(Error::io("create directory", path, io::ErrorKind::AlreadyExists.into()));
+    }
+    Ok(())
+}
+
+/// Reads a whole file, refusing a symlink. `Ok(None)` when it does not exist.
+pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+    let mut f = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).map_err(io_err("read", path))?;
+    Ok(Some(buf))
+}
+
+/// Reads a whole file, refusing a symlink; a missing file is an error.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    read_optional(path)?
+        .ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
+}
+
+/// The prefix of `bytes` up to and including the last `\n`: what a reader
+/// may trust of a file someone may be appending to.
+pub fn complete_lines(bytes: &[u8]) -> &[u8] {
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => &[],
+    }
+}
+
+fn temp_path(target: &Path) -> PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    target.with_file_name(format!(".{name}.tmp.{}.{n}", std::process::id()))
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Flushes a directory entry to disk.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = File::open(dir).map_err(io_err("open directory", dir))?;
+    f.sync_all().map_err(io_err("fsync directory", dir))
+}
+
+/// Writes `bytes` to a fresh dot-temp file beside `target` and fsyncs it.
+fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    let tmp = temp_path(target);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .map_err(io_err("create temp file", &tmp))?;
+        f.write_all(bytes).map_err(io_err("write", &tmp))?;
+        f.sync_all().map_err(io_err("fsync", &tmp))
+    })();
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Atomic replace: temp file, write, fsync, rename over `target`, fsync the
+/// directory. A symlink at `target` is refused.
+pub fn atomic_write(target: &Path, bytes: &[u8]) -> Result<()> {
+    refuse_symlink(target)?;
+    let tmp = write_temp(target, bytes)?;
+    if let Err(e) = fs::rename(&tmp, target) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io("rename", target, e));
+    }
+    sync_dir(parent_of(target))
+}
+
+/// Renames `from` to `to` unless `to` exists. Returns `Ok(false)` (and
+/// leaves both alone) when `to` already exists.
+pub fn rename_noclobber(from: &Path, to: &Path) -> Result<bool> {
+    match rename_noreplace(from, to) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io("rename", to, e)),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: both pointers are valid NUL-terminated strings for the call.
+    let rc = unsafe {
+        libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE)
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        // Filesystems without RENAME_NOREPLACE: fall back to link + unlink.
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => link_then_unlink(from, to),
+        _ => Err(err),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    link_then_unlink(from, to)
+}
+
+fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
+    fs::hard_link(from, to)?;
+    fs::remove_file(from)
+}
+
+/// Appends one complete record. `line` must end with `\n`; it is written
+/// with a single `write_all` on an append descriptor, under an exclusive
+/// lock on the file when longer than 4 KiB.
+pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
+    debug_assert!(line.ends_with(b"\n"));
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io_err("open for append", path))?;
+    let locked = line.len() > LOCKED_APPEND_OVER;
+    if locked {
+        f.lock().map_err(io_err("lock", path))?;
+    }
+    let res = f.write_all(line).map_err(io_err("append", path));
+    if locked {
+        let _ = f.unlock();
+    }
+    res
+}
+
+/// An exclusive lock on a dedicated lock file; released on drop. The lock
+/// file is never deleted, so two processes always contend on one inode.
+#[derive(Debug)]
+pub struct LockGuard {
+    file: File,
+    path: PathBuf,
+}
+
+impl LockGuard {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Replaces the lock file's contents (e.g. with the holder's pid).
+    pub fn write_contents(&mut self, bytes: &[u8]) -> Result<()> {
+        use std::io::Seek;
+        self.file.set_len(0).map_err(io_err("truncate", &self.path))?;
+        self.file.seek(io::SeekFrom::Start(0)).map_err(io_err("seek", &self.path))?;
+        self.file.write_all(bytes).map_err(io_err("write", &self.path))?;
+        self.file.sync_data().map_err(io_err("fsync", &self.path))
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+fn open_lock_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io_err("open lock", path))
+}
+
+/// Takes the lock if it is free right now.
+pub fn try_lock(path: &Path) -> Result<Option<LockGuard>> {
+    let file = open_lock_file(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(LockGuard { file, path: path.to_path_buf() })),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+    }
+}
+
+/// Waits at most `wait` for the lock; a timeout is [`Error::LockTimeout`].
+pub fn lock(path: &Path, wait: Duration) -> Result<LockGuard> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if let Some(g) = try_lock(path)? {
+            return Ok(g);
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::LockTimeout { path: path.to_path_buf(), secs: wait.as_secs() });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// `NNN.<ext>` with at least three digits (SPEC §5.1).
+pub fn numbered_name(n: u64, ext: &str) -> String {
+    format!("{n:03}.{ext}")
+}
+
+/// The number in a `NNN.<ext>` name; `None` for any other name.
+pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    if stem.is_empty() || stem.len() > 19 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// Numbers of the `NNN.<ext>` files in `dir`, sorted; a missing dir is empty.
+pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
+    refuse_symlink(dir)?;
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
+        if let Some(n) = entry.file_name().to_str().and_then(|s| parse_numbered(s, ext)) {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Numbered create (SPEC §2). Under the lock at `lock_path`, picks one more
+/// than the highest `NNN.<ext>` in `dir` and every dir of `also_scan`,
+/// writes `bytes` to a dot-temp file and renames it into place without
+/// clobbering. Returns the number and the final path.
+pub fn create_numbered(
+    dir: &Path,
+    also_scan: &[&Path],
+    ext: &str,
+    lock_path: &Path,
+    bytes: &[u8],
+) -> Result<(u64, PathBuf)> {
+    let _guard = lock(lock_path, LOCK_WAIT)?;
+    let mut highest = list_numbered(dir, ext)?.last().copied().unwrap_or(0);
+    for d in also_scan {
+        highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
+    }
+    let mut n = highest + 1;
+    let mut target = dir.join(numbered_name(n, ext));
+    let tmp = write_temp(&target, bytes)?;
+    loop {
+        match rename_noclobber(&tmp, &target) {
+            Ok(true) => break,
+            // Someone wrote outside the lock (a human?): never clobber, move on.
+            Ok(false) => {
+                n += 1;
+                target = dir.join(numbered_name(n, ext));
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+    }
+    sync_dir(dir)?;
+    Ok((n, target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn symlinks_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        fs::write(&real, b"x").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(atomic_write(&link, b"y"), Err(Error::Symlink(_))));
+        assert!(matches!(append_line(&link, b"y\n"), Err(Error::Symlink(_))));
+        assert!(matches!(read_optional(&link), Err(Error::Symlink(_))));
+        assert_eq!(fs::read(&real).unwrap(), b"x");
+    }
+
+    #[test]
+    fn numbered_names_round_trip_past_999() {
+        assert_eq!(numbered_name(7, "msg"), "007.msg");
+        assert_eq!(numbered_name(1000, "msg"), "1000.msg");
+        assert_eq!(parse_numbered("1000.msg", "msg"), Some(1000));
+        assert_eq!(parse_numbered("002.msg", "msg"), Some(2));
+        for bad in [".002.msg", "002.msg.tmp", "x.msg", ".msg", "002.md", "-1.msg"] {
+            assert_eq!(parse_numbered(bad, "msg"), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn numbered_create_counts_other_dirs_and_never_clobbers() {
+        let d = tempfile::tempdir().unwrap();
+        let handled = d.path().join("handled");
+        fs::create_dir(&handled).unwrap();
+        fs::write(handled.join("004.msg"), b"old").unwrap();
+        let lock = d.path().join(".lock");
+        let (n, p) = create_numbered(d.path(), &[&handled], "msg", &lock, b"hello").unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(fs::read(p).unwrap(), b"hello");
+        let (n, _) = create_numbered(d.path(), &[&handled], "msg", &lock, b"again").unwrap();
+        assert_eq!(n, 6);
+    }
+
+    #[test]
+    fn lock_wait_is_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        let _held = lock(&p, LOCK_WAIT).unwrap();
+        let err = lock(&p, Duration::from_millis(50)).unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+    }
+
+    #[test]
+    fn complete_lines_drops_a_torn_tail() {
+        assert_eq!(complete_lines(b"a\nb\npart"), b"a\nb\n");
+        assert_eq!(complete_lines(b"part"), b"");
+    }
+}

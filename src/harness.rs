@@ -1,0 +1,229 @@
+//! Harness profiles (SPEC §10.2): how to launch, interrupt and quit each
+//! agent program, how to tell from tmux whether it is still alive, and how
+//! to read "busy" and the composer line from its screen.
+//!
+//! Built-ins exist for claude, codex, opencode, pi, shell and stand-in; a
+//! `[harness.<name>]` table in the config overrides any of their keys or
+//! defines a new profile.
+
+use crate::config::Config;
+
+/// Commands that count as "a shell in the foreground" for liveness.
+pub const SHELLS: &[&str] = &["bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh"];
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HarnessProfile {
+    pub name: String,
+    /// Argv template; `{brief}`, `{id}`, `{inbox}`, `{home}`, `{status}`
+    /// are substituted per element (never through a shell).
+    pub launch: Vec<String>,
+    /// tmux key names sent to interrupt a turn.
+    pub interrupt: Vec<String>,
+    /// Text typed to quit the agent.
+    pub exit: String,
+    pub busy_regex: Option<String>,
+    pub agent_commands: Option<Vec<String>>,
+    pub composer_regex: Option<String>,
+}
+
+/// A `[harness.<name>]` table: every key optional.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HarnessOverride {
+    pub launch: Option<Vec<String>>,
+    pub interrupt: Option<Vec<String>>,
+    pub exit: Option<String>,
+    pub busy_regex: Option<String>,
+    pub agent_commands: Option<Vec<String>>,
+    pub composer_regex: Option<String>,
+}
+
+impl HarnessOverride {
+    pub(crate) fn set(&mut self, key: &str, v: serde_json::Value) {
+        let list = |v: &serde_json::Value| {
+            v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        };
+        let s = |v: &serde_json::Value| v.as_str().map(str::to_string);
+        match key {
+            "launch" => self.launch = list(&v),
+            "interrupt" => self.interrupt = list(&v),
+            "exit" => self.exit = s(&v),
+            "busy_regex" => self.busy_regex = s(&v).filter(|s| !s.is_empty()),
+            "agent_commands" => self.agent_commands = list(&v),
+            "composer_regex" => self.composer_regex = s(&v).filter(|s| !s.is_empty()),
+            _ => {}
+        }
+    }
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Names of the built-in profiles.
+pub const BUILTINS: &[&str] = &["claude", "codex", "opencode", "pi", "shell", "stand-in"];
+
+const KICKOFF: &str = "Read the brief at {brief} and follow it.";
+
+/// A built-in profile by name.
+pub fn builtin(name: &str) -> Option<HarnessProfile> {
+    let p = |launch: Vec<String>, interrupt: &[&str], exit: &str, busy: Option<&str>, cmds: Option<&[&str]>, composer: Option<&str>| {
+        HarnessProfile {
+            name: name.to_string(),
+            launch,
+            interrupt: strs(interrupt),
+            exit: exit.to_string(),
+            busy_regex: busy.map(str::to_string),
+            agent_commands: cmds.map(strs),
+            composer_regex: composer.map(str::to_string),
+        }
+    };
+    Some(match name {
+        "claude" => p(
+            strs(&["claude", KICKOFF]),
+            &["Escape"],
+            "/exit",
+            Some(r"esc to interrupt"),
+            Some(&["claude", "node"]),
+            Some(r"^\s*>\s?(.*)$"),
+        ),
+        "codex" => p(
+            strs(&["codex", KICKOFF]),
+            &["Escape"],
+            "/quit",
+            Some(r"esc to interrupt|Working \("),
+            Some(&["codex", "node"]),
+            Some(r"^\s*›\s?(.*)$"),
+        ),
+        "opencode" => p(
+            strs(&["opencode", "--prompt", KICKOFF]),
+            &["Escape"],
+            "/exit",
+            Some(r"esc interrupt|working\.\.\."),
+            Some(&["opencode", "node", "bun"]),
+            None,
+        ),
+        "pi" => p(strs(&["pi", KICKOFF]), &["Escape"], "/quit", Some(r"Working\.\.\."), Some(&["pi", "node"]), None),
+        "shell" => p(strs(&["bash"]), &["C-c"], "exit", None, None, None),
+        "stand-in" => p(
+            strs(&["fm-stand-in", "--home", "{home}", "{id}"]),
+            &["C-c"],
+            "/exit",
+            Some(r"^stand-in: busy"),
+            Some(&["fm-stand-in"]),
+            Some(r"^stand-in> ?(.*)$"),
+        ),
+        _ => return None,
+    })
+}
+
+/// The profile `name` with the config's overrides applied; `None` if it is
+/// neither built in nor configured with at least a `launch`.
+pub fn profile(cfg: &Config, name: &str) -> Option<HarnessProfile> {
+    let ov = cfg.harness.get(name);
+    let mut p = match (builtin(name), ov) {
+        (Some(p), _) => p,
+        (None, Some(ov)) if ov.launch.is_some() => HarnessProfile {
+            name: name.to_string(),
+            launch: Vec::new(),
+            interrupt: strs(&["C-c"]),
+            exit: "exit".into(),
+            busy_regex: None,
+            agent_commands: None,
+            composer_regex: None,
+        },
+        _ => return None,
+    };
+    if let Some(ov) = ov {
+        if let Some(v) = &ov.launch {
+            p.launch = v.clone();
+        }
+        if let Some(v) = &ov.interrupt {
+            p.interrupt = v.clone();
+        }
+        if let Some(v) = &ov.exit {
+            p.exit = v.clone();
+        }
+        if ov.busy_regex.is_some() {
+            p.busy_regex = ov.busy_regex.clone();
+        }
+        if ov.agent_commands.is_some() {
+            p.agent_commands = ov.agent_commands.clone();
+        }
+        if ov.composer_regex.is_some() {
+            p.composer_regex = ov.composer_regex.clone();
+        }
+    }
+    Some(p)
+}
+
+impl HarnessProfile {
+    /// Liveness (SPEC §10.2) from what tmux says about the pane.
+    pub fn is_alive(&self, pane_dead: bool, foreground: &str) -> bool {
+        if pane_dead {
+            return false;
+        }
+        if self.name == "shell" {
+            return true;
+        }
+        match &self.agent_commands {
+            Some(cmds) => cmds.iter().any(|c| c == foreground),
+            None => !is_shell(foreground),
+        }
+    }
+}
+
+/// Liveness for a pane whose meta names no harness: alive while the pane
+/// exists and is not dead (SPEC §4).
+pub fn is_alive(profile: Option<&HarnessProfile>, pane_dead: bool, foreground: &str) -> bool {
+    match profile {
+        Some(p) => p.is_alive(pane_dead, foreground),
+        None => !pane_dead,
+    }
+}
+
+pub fn is_shell(cmd: &str) -> bool {
+    let base = cmd.rsplit('/').next().unwrap_or(cmd).trim_start_matches('-');
+    SHELLS.contains(&base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_exists_and_has_a_launch() {
+        for name in BUILTINS {
+            let p = builtin(name).unwrap();
+            assert!(!p.launch.is_empty(), "{name}");
+            assert!(p.busy_regex.as_deref().map(|r| regex::Regex::new(r).is_ok()).unwrap_or(true));
+        }
+    }
+
+    #[test]
+    fn liveness_rules() {
+        let claude = builtin("claude").unwrap();
+        assert!(claude.is_alive(false, "claude"));
+        assert!(!claude.is_alive(false, "bash"));
+        assert!(!claude.is_alive(true, "claude"));
+        let shell = builtin("shell").unwrap();
+        assert!(shell.is_alive(false, "bash"));
+        assert!(!shell.is_alive(true, "bash"));
+        let mut custom = shell.clone();
+        custom.name = "x".into();
+        assert!(custom.is_alive(false, "python3"));
+        assert!(!custom.is_alive(false, "-zsh"));
+        assert!(is_alive(None, false, "bash"));
+        assert!(!is_alive(None, true, "bash"));
+    }
+
+    #[test]
+    fn config_overrides_builtins_and_adds_profiles() {
+        let mut cfg = Config::default();
+        let ov = HarnessOverride { exit: Some("/bye".into()), ..Default::default() };
+        cfg.harness.insert("claude".into(), ov);
+        cfg.harness.insert("mine".into(), HarnessOverride { launch: Some(vec!["x".into()]), ..Default::default() });
+        assert_eq!(profile(&cfg, "claude").unwrap().exit, "/bye");
+        assert_eq!(profile(&cfg, "mine").unwrap().launch, vec!["x".to_string()]);
+        assert!(profile(&cfg, "nope").is_none());
+    }
+}

@@ -1,0 +1,258 @@
+//! The home directory (SPEC §1.1–1.2): how it is found, and every path
+//! inside it. No other module joins paths under the home; they ask
+//! [`Home`], so the layout lives in exactly one place.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::task_id::TaskId;
+
+/// Relative location of the config file inside a home.
+pub const CONFIG_REL: &str = "config/firstmate.toml";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// Resolves the home: `flag`, then `$FM_HOME`, then the nearest ancestor
+    /// of the current directory holding `config/firstmate.toml`.
+    pub fn resolve(flag: Option<&Path>) -> Result<Home> {
+        let cwd = std::env::current_dir().map_err(|e| Error::io("get current directory", ".", e))?;
+        let env = std::env::var_os("FM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
+        Home::resolve_from(flag, env.as_deref(), &cwd)
+    }
+
+    /// [`Home::resolve`] with its inputs passed in (for tests).
+    pub fn resolve_from(flag: Option<&Path>, env: Option<&Path>, cwd: &Path) -> Result<Home> {
+        if let Some(dir) = flag.or(env) {
+            return Home::at(&cwd.join(dir));
+        }
+        let mut dir = Some(cwd);
+        while let Some(d) = dir {
+            if d.join(CONFIG_REL).is_file() {
+                return Home::at(d);
+            }
+            dir = d.parent();
+        }
+        Err(Error::NoHome(cwd.to_path_buf()))
+    }
+
+    /// A home rooted at an existing directory, made absolute and physical.
+    pub fn at(dir: &Path) -> Result<Home> {
+        let root = dir.canonicalize().map_err(|_| Error::NoHome(dir.to_path_buf()))?;
+        if !root.is_dir() {
+            return Err(Error::NoHome(dir.to_path_buf()));
+        }
+        Ok(Home { root })
+    }
+
+    /// A home at `root` taken as given (already absolute); for `fm init`.
+    pub fn new_unchecked(root: PathBuf) -> Home {
+        Home { root }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.root.join("config")
+    }
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join(CONFIG_REL)
+    }
+    pub fn brief_include(&self) -> PathBuf {
+        self.root.join("config/brief-include.md")
+    }
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.join("data")
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
+    // --- data/<id>/ ---
+    pub fn task_data(&self, id: &TaskId) -> PathBuf {
+        self.data_dir().join(id.as_str())
+    }
+    pub fn brief(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join("brief.md")
+    }
+    pub fn brief_history(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join("brief.history")
+    }
+    pub fn brief_history_lock(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join(".brief.lock")
+    }
+    pub fn report(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join("report.md")
+    }
+    pub fn response(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join("response.md")
+    }
+
+    // --- data/board/ ---
+    pub fn board_dir(&self) -> PathBuf {
+        self.data_dir().join("board")
+    }
+    pub fn board_lock(&self) -> PathBuf {
+        self.board_dir().join(".lock")
+    }
+    /// The file of board task `T-NNN` (`name` is the canonical `T-NNN`).
+    pub fn board_task(&self, name: &str) -> PathBuf {
+        self.board_dir().join(format!("{name}.task"))
+    }
+
+    // --- state/<id>.* ---
+    fn state_file(&self, id: &TaskId, suffix: &str) -> PathBuf {
+        self.state_dir().join(format!("{id}.{suffix}"))
+    }
+    pub fn meta(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "meta")
+    }
+    pub fn meta_lock(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!(".meta-{id}.lock"))
+    }
+    pub fn control_lock(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!(".control-{id}.lock"))
+    }
+    pub fn status(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "status")
+    }
+    pub fn busy(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "busy")
+    }
+    pub fn run(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "run")
+    }
+    pub fn inbox(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "inbox")
+    }
+    pub fn inbox_handled(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join("handled")
+    }
+    pub fn inbox_lock(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".lock")
+    }
+    pub fn inbox_record(&self, id: &TaskId, seq: u64) -> PathBuf {
+        self.inbox(id).join(crate::fsx::numbered_name(seq, "msg"))
+    }
+    pub fn handled_record(&self, id: &TaskId, seq: u64) -> PathBuf {
+        self.inbox_handled(id).join(crate::fsx::numbered_name(seq, "msg"))
+    }
+    pub fn ring_state(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".ring-state")
+    }
+    pub fn escalated(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".escalated")
+    }
+
+    // --- home-wide state ---
+    pub fn events(&self) -> PathBuf {
+        self.state_dir().join("events.jsonl")
+    }
+    pub fn wakes(&self) -> PathBuf {
+        self.state_dir().join("wakes.log")
+    }
+    pub fn wakes_lock(&self) -> PathBuf {
+        self.state_dir().join(".wakes.lock")
+    }
+    pub fn wakes_cursor(&self) -> PathBuf {
+        self.state_dir().join(".wakes.cursor")
+    }
+    /// Per-task read offsets of status logs already surfaced as wakes.
+    pub fn watch_offsets(&self) -> PathBuf {
+        self.state_dir().join(".watch.offsets")
+    }
+    pub fn watch_lock(&self) -> PathBuf {
+        self.state_dir().join(".watch.lock")
+    }
+    pub fn watch_beat(&self) -> PathBuf {
+        self.state_dir().join(".watch.beat")
+    }
+    pub fn archive_dir(&self) -> PathBuf {
+        self.state_dir().join("archive")
+    }
+    pub fn archive_entry(&self, id: &TaskId, epoch: u64) -> PathBuf {
+        self.archive_dir().join(format!("{id}-{epoch}"))
+    }
+
+    /// Where task worktrees live: `paths.worktrees`, relative to the home
+    /// unless absolute.
+    pub fn worktrees_dir(&self, cfg: &crate::config::Config) -> PathBuf {
+        self.root.join(&cfg.paths.worktrees)
+    }
+    pub fn worktree(&self, cfg: &crate::config::Config, id: &TaskId) -> PathBuf {
+        self.worktrees_dir(cfg).join(id.as_str())
+    }
+
+    /// Ids of every task with a meta file, sorted.
+    pub fn task_ids_with_meta(&self) -> Result<Vec<TaskId>> {
+        let dir = self.state_dir();
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("read directory", dir, e)),
+        };
+        let mut ids = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(stem) = name.strip_suffix(".meta")
+                && let Ok(id) = TaskId::parse(stem)
+            {
+                ids.push(id);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_order_flag_env_ancestor() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let c = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(c.path().join("config")).unwrap();
+        std::fs::write(c.path().join(CONFIG_REL), "").unwrap();
+        let deep = c.path().join("x/y");
+        std::fs::create_dir_all(&deep).unwrap();
+        let canon = |p: &Path| p.canonicalize().unwrap();
+        let h = Home::resolve_from(Some(a.path()), Some(b.path()), &deep).unwrap();
+        assert_eq!(h.root(), canon(a.path()));
+        let h = Home::resolve_from(None, Some(b.path()), &deep).unwrap();
+        assert_eq!(h.root(), canon(b.path()));
+        let h = Home::resolve_from(None, None, &deep).unwrap();
+        assert_eq!(h.root(), canon(c.path()));
+        let err = Home::resolve_from(None, None, a.path()).unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(err.to_string().contains("fm init"));
+    }
+
+    #[test]
+    fn relative_flag_is_made_absolute() {
+        let a = tempfile::tempdir().unwrap();
+        std::fs::create_dir(a.path().join("h")).unwrap();
+        let h = Home::resolve_from(Some(Path::new("h")), None, a.path()).unwrap();
+        assert!(h.root().is_absolute());
+        assert!(h.root().ends_with("h"));
+    }
+
+    #[test]
+    fn every_task_path_stays_under_the_home() {
+        let h = Home::new_unchecked(PathBuf::from("/home/x"));
+        let id = TaskId::parse("t1").unwrap();
+        for p in [h.brief(&id), h.meta(&id), h.status(&id), h.inbox_record(&id, 1000), h.ring_state(&id)] {
+            assert!(p.starts_with("/home/x"));
+        }
+        assert_eq!(h.inbox_record(&id, 7), PathBuf::from("/home/x/state/t1.inbox/007.msg"));
+    }
+}

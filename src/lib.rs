@@ -1,0 +1,24 @@
+//! firstmate: run a fleet of AI coding agents working in tmux panes.
+//!
+//! Small binaries (`fm-*`, and `fm` as the front door) share this library,
+//! which reads and writes plain files under a home's `data/` and `state/`
+//! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
+//! that writes files and [`home::Home`] the only one that joins paths.
+
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod demo;
+pub mod doctor;
+pub mod error;
+pub mod events;
+pub mod fsx;
+pub mod harness;
+pub mod home;
+pub mod meta;
+pub mod status;
+pub mod task_id;
+
+pub use error::{Error, Result};
+pub use home::Home;
+pub use task_id::TaskId;

@@ -1,0 +1,98 @@
+//! Task ids (SPEC §1.3): the only names that ever become path components
+//! under `data/` and `state/`. A [`TaskId`] can only be built by validation,
+//! so holding one proves the string is safe to join into a path.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// Longest id accepted: one leading character plus 63 more.
+pub const MAX_LEN: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// Validates `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` without `..`.
+    pub fn parse(raw: &str) -> Result<TaskId> {
+        let bad = |reason| Err(Error::InvalidId { id: raw.to_string(), reason });
+        let bytes = raw.as_bytes();
+        if bytes.is_empty() {
+            return bad("empty");
+        }
+        if bytes.len() > MAX_LEN {
+            return bad("longer than 64 characters");
+        }
+        if !bytes[0].is_ascii_alphanumeric() {
+            return bad("must start with a letter or digit");
+        }
+        if !bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+            return bad("only letters, digits, '.', '_' and '-' are allowed");
+        }
+        if raw.contains("..") {
+            return bad("must not contain '..'");
+        }
+        Ok(TaskId(raw.to_string()))
+    }
+
+    /// Like [`TaskId::parse`] for an OS string argument (non-UTF-8 is invalid).
+    pub fn parse_os(raw: &std::ffi::OsStr) -> Result<TaskId> {
+        match raw.to_str() {
+            Some(s) => TaskId::parse(s),
+            None => Err(Error::InvalidId {
+                id: raw.to_string_lossy().into_owned(),
+                reason: "not valid UTF-8",
+            }),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for TaskId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<TaskId> {
+        TaskId::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_ids() {
+        for ok in ["a", "A1", "fix-login", "v1.2_x", "9", &"a".repeat(64)] {
+            assert!(TaskId::parse(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_hostile_ids() {
+        let long = "a".repeat(65);
+        for bad in ["", "../x", "a/b", ".hidden", "-x", "a b", "é", "a..b", &long, "a\0b", "a\nb"] {
+            let err = TaskId::parse(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn valid_ids_are_single_safe_components(s in "\\PC{0,70}") {
+            if let Ok(id) = TaskId::parse(&s) {
+                let p = std::path::Path::new(id.as_str());
+                proptest::prop_assert_eq!(p.components().count(), 1);
+                proptest::prop_assert!(!id.as_str().starts_with('.'));
+            }
+        }
+    }
+}
