@@ -15,7 +15,9 @@ pub mod events;
 pub mod fsx;
 pub mod harness;
 pub mod home;
+pub mod inbox;
 pub mod meta;
+pub mod pane;
 pub mod status;
 pub mod task_id;
 

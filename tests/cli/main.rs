@@ -3,4 +3,5 @@
 
 mod fm;
 mod harness;
+mod pane;
 mod status;
