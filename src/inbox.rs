@@ -53,10 +53,19 @@ pub fn render(at: &str, from: &str, fire_and_forget: bool, body: &[u8]) -> Vec<u
 /// Parses a record's bytes. Headers end at the first line that is exactly
 /// `--`; a file without one is not a record (`None`).
 pub fn parse(seq: u64, bytes: &[u8]) -> Option<Record> {
-    let mut rec = Record { seq, at: String::new(), from: "captain".into(), fire_and_forget: false, body: Vec::new() };
+    let mut rec = Record {
+        seq,
+        at: String::new(),
+        from: "captain".into(),
+        fire_and_forget: false,
+        body: Vec::new(),
+    };
     let mut pos = 0;
     loop {
-        let end = bytes[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i)?;
+        let end = bytes[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| pos + i)?;
         let line = &bytes[pos..end];
         pos = end + 1;
         if line == b"--" {
@@ -147,13 +156,26 @@ pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -
     validate_body(cfg, msg.body)?;
     validate_from(msg.from)?;
     if !task_known(home, id) {
-        return Err(Error::refused(format!("unknown task {id}: no meta and no brief")));
+        return Err(Error::refused(format!(
+            "unknown task {id}: no meta and no brief"
+        )));
     }
     check_dirs(home, id)?;
     fsx::ensure_dir(&home.inbox_handled(id))?;
-    let bytes = render(&crate::clock::rfc3339(now), msg.from, msg.fire_and_forget, msg.body);
+    let bytes = render(
+        &crate::clock::rfc3339(now),
+        msg.from,
+        msg.fire_and_forget,
+        msg.body,
+    );
     let handled = home.inbox_handled(id);
-    let (seq, path) = fsx::create_numbered(&home.inbox(id), &[&handled], EXT, &home.inbox_lock(id), &bytes)?;
+    let (seq, path) = fsx::create_numbered(
+        &home.inbox(id),
+        &[&handled],
+        EXT,
+        &home.inbox_lock(id),
+        &bytes,
+    )?;
     Ok(Queued { seq, path })
 }
 
@@ -163,7 +185,13 @@ mod tests {
 
     #[test]
     fn render_parse_round_trip_is_byte_exact() {
-        for body in [&b"hello"[..], b"two\nlines\n\n", b"--\n--\n", b"\xff\xfe\x00", b"Enter"] {
+        for body in [
+            &b"hello"[..],
+            b"two\nlines\n\n",
+            b"--\n--\n",
+            b"\xff\xfe\x00",
+            b"Enter",
+        ] {
             let bytes = render("2026-11-30T09:15:02Z", "bob", true, body);
             let r = parse(7, &bytes).unwrap();
             assert_eq!(r.body, body);
@@ -180,13 +208,23 @@ mod tests {
         let home = Home::at(d.path()).unwrap();
         let cfg = Config::default();
         let id = TaskId::parse("t").unwrap();
-        let msg = Outgoing { from: "captain", body: b"hi", fire_and_forget: false };
+        let msg = Outgoing {
+            from: "captain",
+            body: b"hi",
+            fire_and_forget: false,
+        };
         assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap_err().exit_code(), 1);
         crate::meta::update(&home, &id, |m| m.set("kind", "ship")).unwrap();
         assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap().seq, 1);
         assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap().seq, 2);
-        let empty = Outgoing { body: b" \n\t", ..msg.clone() };
-        assert_eq!(queue(&home, &cfg, &id, &empty, 0).unwrap_err().exit_code(), 2);
+        let empty = Outgoing {
+            body: b" \n\t",
+            ..msg.clone()
+        };
+        assert_eq!(
+            queue(&home, &cfg, &id, &empty, 0).unwrap_err().exit_code(),
+            2
+        );
         assert_eq!(pending(&home, &id).unwrap(), vec![1, 2]);
         let r = load_pending(&home, &id, 2).unwrap().unwrap();
         assert_eq!(r.body, b"hi");

@@ -56,12 +56,18 @@ pub struct Tmux {
 impl Tmux {
     /// `socket` empty means the default server.
     pub fn new(socket: &str) -> Tmux {
-        Tmux { socket: (!socket.is_empty()).then(|| socket.to_string()) }
+        Tmux {
+            socket: (!socket.is_empty()).then(|| socket.to_string()),
+        }
     }
 
     /// The tmux of a task: meta `tmux_socket` if set, else the config's.
     pub fn for_task(meta_socket: &str, cfg_socket: &str) -> Tmux {
-        Tmux::new(if meta_socket.is_empty() { cfg_socket } else { meta_socket })
+        Tmux::new(if meta_socket.is_empty() {
+            cfg_socket
+        } else {
+            meta_socket
+        })
     }
 
     /// Runs `tmux [-L socket] args…` and returns stdout.
@@ -71,11 +77,19 @@ impl Tmux {
             cmd.args(["-L", s]);
         }
         cmd.args(args.iter().map(|a| a.as_ref()));
-        let (code, stdout, stderr) = run_bounded(cmd, TMUX_TIMEOUT).map_err(|msg| Error::External { program: "tmux".into(), msg })?;
+        let (code, stdout, stderr) =
+            run_bounded(cmd, TMUX_TIMEOUT).map_err(|msg| Error::External {
+                program: "tmux".into(),
+                msg,
+            })?;
         if code != Some(0) {
             return Err(Error::External {
                 program: "tmux".into(),
-                msg: format!("{} ({})", stderr.trim(), args.first().map(|a| a.as_ref()).unwrap_or("")),
+                msg: format!(
+                    "{} ({})",
+                    stderr.trim(),
+                    args.first().map(|a| a.as_ref()).unwrap_or("")
+                ),
             });
         }
         Ok(stdout)
@@ -86,13 +100,16 @@ impl Tmux {
 fn no_server(e: &Error) -> bool {
     match e {
         Error::External { msg, .. } => {
-            msg.contains("no server running") || msg.contains("error connecting to") || msg.contains("No such file or directory")
+            msg.contains("no server running")
+                || msg.contains("error connecting to")
+                || msg.contains("No such file or directory")
         }
         _ => false,
     }
 }
 
-const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
+const LIST_FORMAT: &str =
+    "#{pane_id}\t#{pane_dead}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
 
 /// Parses `list-panes -a -F LIST_FORMAT` output.
 pub fn parse_list(out: &str) -> Vec<PaneInfo> {
@@ -138,7 +155,8 @@ impl Pane for Tmux {
     }
 
     fn type_text(&self, pane: &str, text: &str) -> Result<()> {
-        self.run(&["send-keys", "-t", pane, "-l", "--", text]).map(drop)
+        self.run(&["send-keys", "-t", pane, "-l", "--", text])
+            .map(drop)
     }
 
     fn press(&self, pane: &str, key: &str) -> Result<()> {
@@ -148,10 +166,19 @@ impl Pane for Tmux {
 
 /// Runs `cmd` with a time bound; returns (exit code, stdout, stderr).
 /// A missing program or a timeout is an `Err(message)`.
-pub fn run_bounded(mut cmd: Command, limit: Duration) -> std::result::Result<(Option<i32>, String, String), String> {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+pub fn run_bounded(
+    mut cmd: Command,
+    limit: Duration,
+) -> std::result::Result<(Option<i32>, String, String), String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound { "not installed (not found on PATH)".to_string() } else { e.to_string() }
+        if e.kind() == std::io::ErrorKind::NotFound {
+            "not installed (not found on PATH)".to_string()
+        } else {
+            e.to_string()
+        }
     })?;
     let mut so = child.stdout.take().expect("piped stdout");
     let mut se = child.stderr.take().expect("piped stderr");
@@ -215,7 +242,13 @@ impl FakePane {
     }
 
     pub fn add(&self, id: &str, command: &str) {
-        self.panes.borrow_mut().insert(id.into(), FakeScreen { command: command.into(), ..Default::default() });
+        self.panes.borrow_mut().insert(
+            id.into(),
+            FakeScreen {
+                command: command.into(),
+                ..Default::default()
+            },
+        );
     }
 
     pub fn screen(&self, id: &str) -> FakeScreen {
@@ -230,10 +263,16 @@ impl FakePane {
 
     fn check(&self, pane: &str) -> Result<()> {
         if self.broken {
-            return Err(Error::External { program: "tmux".into(), msg: "broken".into() });
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: "broken".into(),
+            });
         }
         if !self.panes.borrow().contains_key(pane) {
-            return Err(Error::External { program: "tmux".into(), msg: format!("can't find pane: {pane}") });
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: format!("can't find pane: {pane}"),
+            });
         }
         Ok(())
     }
@@ -242,7 +281,10 @@ impl FakePane {
 impl Pane for FakePane {
     fn list(&self) -> Result<Vec<PaneInfo>> {
         if self.broken {
-            return Err(Error::External { program: "tmux".into(), msg: "broken".into() });
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: "broken".into(),
+            });
         }
         Ok(self
             .panes
@@ -325,7 +367,11 @@ mod tests {
 
     #[test]
     fn bounded_run_reports_missing_programs() {
-        let err = run_bounded(Command::new("definitely-not-a-program-fm"), Duration::from_secs(1)).unwrap_err();
+        let err = run_bounded(
+            Command::new("definitely-not-a-program-fm"),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
         assert!(err.contains("not installed"));
     }
 }

@@ -18,7 +18,12 @@ fn list_info_type_press_capture_on_a_private_server() {
     assert_eq!(real.info("%9999").unwrap(), None);
     real.type_text(&pane, "$(echo hi) `x` ; 'q'").unwrap();
     real.press(&pane, "Enter").unwrap();
-    assert!(wait_until(5.0, || real.capture(&pane, 10).unwrap().matches("$(echo hi) `x` ; 'q'").count() == 2));
+    assert!(wait_until(5.0, || real
+        .capture(&pane, 10)
+        .unwrap()
+        .matches("$(echo hi) `x` ; 'q'")
+        .count()
+        == 2));
     // A killed window is gone by id; nothing falls back to another pane.
     let other = t.window("w2", &["cat"]);
     t.run(["kill-window", "-t", &pane]);
@@ -30,7 +35,11 @@ fn list_info_type_press_capture_on_a_private_server() {
 #[test]
 fn no_server_means_no_panes() {
     let real = RealTmux::new(&format!("fm-test-none-{}", std::process::id()));
-    if std::process::Command::new("tmux").arg("-V").output().is_err() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
         return;
     }
     assert_eq!(real.list().unwrap(), vec![]);
