@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod deliver;
 pub mod demo;
 pub mod doctor;
@@ -19,6 +20,7 @@ pub mod home;
 pub mod inbox;
 pub mod meta;
 pub mod pane;
+pub mod stand_in;
 pub mod status;
 pub mod task_id;
 

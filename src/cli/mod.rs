@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 pub mod common;
+pub mod control;
 pub mod fm;
 pub mod status;
 
