@@ -217,7 +217,8 @@ impl Agent {
                     return true;
                 }
                 let line = std::mem::take(&mut self.buf);
-                let _ = write!(io.out, "\r\n");
+                // Rewrite the submitted line so it no longer looks like the composer.
+                let _ = write!(io.out, "\r\x1b[Ksubmitted: {line}\r\n");
                 if line.trim() == "/exit" {
                     if !self.ignore_exit {
                         io.say("bye");
