@@ -20,7 +20,11 @@ fn log_of(n: usize) -> Vec<u8> {
     for i in 0..n {
         match i % 5 {
             0 => s.push_str(&format!("working [at={}]: step {i}\n", 1_700_000_000 + i)),
-            1 => s.push_str(&format!("needs-decision [at={}] [key=k{}]: question {i}\n", 1_700_000_000 + i, i % 7)),
+            1 => s.push_str(&format!(
+                "needs-decision [at={}] [key=k{}]: question {i}\n",
+                1_700_000_000 + i,
+                i % 7
+            )),
             2 => s.push_str(&format!("resolved [key=k{}]: answer {i}\n", i % 7)),
             3 => s.push_str("some prose a human wrote: with a colon\n"),
             _ => s.push_str(&format!("note [at={}]: {i}\n", 1_700_000_000 + i)),
@@ -39,7 +43,10 @@ fn main() {
             t.elapsed()
         })
         .collect();
-    println!("fold 10,000-line status log: median {:?} (50 runs)", median(runs));
+    println!(
+        "fold 10,000-line status log: median {:?} (50 runs)",
+        median(runs)
+    );
 
     let exe = Path::new(env!("CARGO_BIN_EXE_fm-status"));
     let home = tempfile::tempdir().expect("temp home");
@@ -59,5 +66,8 @@ fn main() {
             t.elapsed()
         })
         .collect();
-    println!("fm-status append (whole process): median {:?} (200 runs)", median(runs));
+    println!(
+        "fm-status append (whole process): median {:?} (200 runs)",
+        median(runs)
+    );
 }

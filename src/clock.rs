@@ -15,7 +15,10 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> u64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
     }
 }
 
@@ -39,7 +42,12 @@ pub fn rfc3339(epoch: u64) -> String {
     let days = (epoch / 86_400) as i64;
     let secs = epoch % 86_400;
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// `YYYY-MM-DD HH:MM UTC`, for human-facing notes.

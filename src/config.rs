@@ -66,8 +66,13 @@ pub struct WatchCfg {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            tmux: TmuxCfg { session: "fm".into(), socket: String::new() },
-            paths: PathsCfg { worktrees: "worktrees".into() },
+            tmux: TmuxCfg {
+                session: "fm".into(),
+                socket: String::new(),
+            },
+            paths: PathsCfg {
+                worktrees: "worktrees".into(),
+            },
             brief: BriefCfg {
                 delegator: "firstmate".into(),
                 branch_prefix: "fm/".into(),
@@ -76,7 +81,12 @@ impl Default for Config {
                 tools: Vec::new(),
                 max_intent_bytes: 65536,
             },
-            send: SendCfg { settle_ms: 300, enter_wait_ms: 400, enter_retries: 3, max_body_bytes: 1_048_576 },
+            send: SendCfg {
+                settle_ms: 300,
+                enter_wait_ms: 400,
+                enter_retries: 3,
+                max_body_bytes: 1_048_576,
+            },
             watch: WatchCfg {
                 grace_secs: 90,
                 max_rings: 3,
@@ -185,7 +195,8 @@ impl Config {
                         };
                         let mut ov = HarnessOverride::default();
                         for (key, v) in h {
-                            let Some((_, kind)) = HARNESS_SCHEMA.iter().find(|(k, _)| k == key) else {
+                            let Some((_, kind)) = HARNESS_SCHEMA.iter().find(|(k, _)| k == key)
+                            else {
                                 cfg.warnings.push(format!(
                                     "{}:{}: unknown key harness.{name}.{key} (ignored)",
                                     path.display(),
@@ -221,7 +232,8 @@ impl Config {
                             at(key)
                         )),
                         Some((_, _, kind)) => {
-                            let val = typed(v, *kind).ok_or_else(|| type_err(key, kind_name(*kind)))?;
+                            let val =
+                                typed(v, *kind).ok_or_else(|| type_err(key, kind_name(*kind)))?;
                             values.insert((section.clone(), key.clone()), val);
                         }
                     }
@@ -234,8 +246,10 @@ impl Config {
             }
             let var = format!("FM_{}_{}", section.to_uppercase(), key.to_uppercase());
             if let Some((_, raw)) = env.iter().find(|(k, _)| *k == var) {
-                let val = parse_env(raw, *kind)
-                    .ok_or_else(|| Error::EnvVar { var: var.clone(), msg: format!("expected {}, got {raw:?}", kind_name(*kind)) })?;
+                let val = parse_env(raw, *kind).ok_or_else(|| Error::EnvVar {
+                    var: var.clone(),
+                    msg: format!("expected {}, got {raw:?}", kind_name(*kind)),
+                })?;
                 values.insert((section.to_string(), key.to_string()), val);
             }
         }
@@ -294,9 +308,11 @@ fn typed(v: &toml::Value, kind: Kind) -> Option<Val> {
     match (kind, v) {
         (Kind::Int, toml::Value::Integer(n)) if *n >= 0 => Some(Val::Int(*n as u64)),
         (Kind::Str, toml::Value::String(s)) => Some(Val::Str(s.clone())),
-        (Kind::StrList, toml::Value::Array(a)) => {
-            a.iter().map(|x| x.as_str().map(str::to_string)).collect::<Option<Vec<_>>>().map(Val::List)
-        }
+        (Kind::StrList, toml::Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(Val::List),
         _ => None,
     }
 }
@@ -319,7 +335,11 @@ fn into_json(v: Val) -> serde_json::Value {
 
 /// 1-based line of byte offset `pos`.
 fn line_of(text: &str, pos: usize) -> usize {
-    text.as_bytes()[..pos.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..pos.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Best-effort line of `key` inside `[section]` (or at top level for "").
@@ -329,7 +349,13 @@ fn locate(text: &str, section: &str, key: &str) -> usize {
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if let Some(h) = line.strip_prefix('[') {
-            current = h.trim_start_matches('[').split(']').next().unwrap_or("").trim().to_string();
+            current = h
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
             if current == section && key.is_empty() {
                 return i + 1;
             }
@@ -338,7 +364,12 @@ fn locate(text: &str, section: &str, key: &str) -> usize {
             }
             continue;
         }
-        let lhs = line.split('=').next().unwrap_or("").trim().trim_matches('"');
+        let lhs = line
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"');
         if current == section && !key.is_empty() && lhs == key && line.contains('=') {
             return i + 1;
         }
@@ -354,7 +385,10 @@ mod tests {
     use super::*;
 
     fn load(text: &str, env: &[(&str, &str)]) -> Result<Config> {
-        let env: Vec<_> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let env: Vec<_> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_parts(Path::new("firstmate.toml"), Some(text), &env)
     }
 
@@ -370,12 +404,22 @@ mod tests {
         let text = include_str!("../config/firstmate.toml");
         let c = load(text, &[]).unwrap();
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
-        assert_eq!(Config { harness: BTreeMap::new(), ..c }, Config::default());
+        assert_eq!(
+            Config {
+                harness: BTreeMap::new(),
+                ..c
+            },
+            Config::default()
+        );
     }
 
     #[test]
     fn file_values_and_env_overrides() {
-        let c = load("[watch]\ngrace_secs = 5\n[tmux]\nsocket = \"a\"\n", &[("FM_WATCH_GRACE_SECS", "1"), ("FM_TMUX_SOCKET", "b")]).unwrap();
+        let c = load(
+            "[watch]\ngrace_secs = 5\n[tmux]\nsocket = \"a\"\n",
+            &[("FM_WATCH_GRACE_SECS", "1"), ("FM_TMUX_SOCKET", "b")],
+        )
+        .unwrap();
         assert_eq!(c.watch.grace_secs, 1);
         assert_eq!(c.tmux.socket, "b");
         let c = load("[watch]\ngrace_secs = 5\n", &[]).unwrap();
@@ -401,16 +445,26 @@ mod tests {
         let err = load("[watch]\n\ngrace_secs = \"soon\"\n", &[]).unwrap_err();
         let msg = err.to_string();
         assert_eq!(err.exit_code(), 3);
-        assert!(msg.contains(":3:") && msg.contains("watch.grace_secs"), "{msg}");
+        assert!(
+            msg.contains(":3:") && msg.contains("watch.grace_secs"),
+            "{msg}"
+        );
         let err = load("[send]\nsettle_ms = = 3\n", &[]).unwrap_err();
         assert!(err.to_string().contains(":2:"), "{err}");
     }
 
     #[test]
     fn harness_tables_are_read() {
-        let c = load("[harness.mine]\nlaunch = [\"x\", \"{brief}\"]\nexit = \"/q\"\n", &[]).unwrap();
+        let c = load(
+            "[harness.mine]\nlaunch = [\"x\", \"{brief}\"]\nexit = \"/q\"\n",
+            &[],
+        )
+        .unwrap();
         let h = &c.harness["mine"];
-        assert_eq!(h.launch.as_deref(), Some(&["x".to_string(), "{brief}".to_string()][..]));
+        assert_eq!(
+            h.launch.as_deref(),
+            Some(&["x".to_string(), "{brief}".to_string()][..])
+        );
         assert_eq!(h.exit.as_deref(), Some("/q"));
     }
 

@@ -40,7 +40,12 @@ pub enum Error {
 
     /// The config file does not parse or holds a value of the wrong type.
     #[error("{}:{line}: {key}: {msg}", path.display())]
-    Config { path: PathBuf, line: usize, key: String, msg: String },
+    Config {
+        path: PathBuf,
+        line: usize,
+        key: String,
+        msg: String,
+    },
 
     /// An `FM_*` environment override does not parse.
     #[error("environment variable {var}: {msg}")]
@@ -52,7 +57,12 @@ pub enum Error {
 
     /// An I/O operation failed.
     #[error("{op} failed ({}): {source}", path.display())]
-    Io { op: &'static str, path: PathBuf, #[source] source: std::io::Error },
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 
     /// An external program (tmux, git) is missing or failed.
     #[error("{program}: {msg}")]
@@ -88,7 +98,11 @@ impl Error {
 
     /// Shorthand for an [`Error::Io`].
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { op, path: path.into(), source }
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
     }
 
     pub fn usage(msg: impl Into<String>) -> Self {
@@ -107,10 +121,24 @@ mod tests {
     #[test]
     fn exit_codes_follow_spec_14() {
         assert_eq!(Error::usage("x").exit_code(), 2);
-        assert_eq!(Error::InvalidId { id: "a/b".into(), reason: "r" }.exit_code(), 2);
+        assert_eq!(
+            Error::InvalidId {
+                id: "a/b".into(),
+                reason: "r"
+            }
+            .exit_code(),
+            2
+        );
         assert_eq!(Error::refused("x").exit_code(), 1);
         assert_eq!(Error::Symlink("p".into()).exit_code(), 1);
-        assert_eq!(Error::LockTimeout { path: "p".into(), secs: 5 }.exit_code(), 3);
+        assert_eq!(
+            Error::LockTimeout {
+                path: "p".into(),
+                secs: 5
+            }
+            .exit_code(),
+            3
+        );
         assert_eq!(Error::NoHome("p".into()).exit_code(), 3);
         assert_eq!(Error::Interrupted.exit_code(), 130);
         assert_eq!(Error::ClosedPipe.exit_code(), 0);

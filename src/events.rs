@@ -53,7 +53,8 @@ impl Event {
         let path = home.events();
         let res = crate::fsx::ensure_dir(&home.state_dir())
             .and_then(|()| crate::fsx::append_line(&path, self.to_line().as_bytes()));
-        res.err().map(|e| format!("warning: event not recorded: {e}"))
+        res.err()
+            .map(|e| format!("warning: event not recorded: {e}"))
     }
 
     /// Appends and prints any warning to stderr.
@@ -78,7 +79,9 @@ mod tests {
 
     #[test]
     fn event_line_is_one_json_object() {
-        let e = Event::at(5, "fm-send", "t1", "inbox.queued").actor("bob").field("seq", 3);
+        let e = Event::at(5, "fm-send", "t1", "inbox.queued")
+            .actor("bob")
+            .field("seq", 3);
         let line = e.to_line();
         assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
         let m = parse_line(line.trim_end().as_bytes()).unwrap();

@@ -74,14 +74,22 @@ pub fn ensure_dir(path: &Path) -> Result<()> {
         .create(path)
         .map_err(io_err("create directory", path))?;
     if !is_dir(path)? {
-        return Err(Error::io("create directory", path, io::ErrorKind::AlreadyExists.into()));
+        return Err(Error::io(
+            "create directory",
+            path,
+            io::ErrorKind::AlreadyExists.into(),
+        ));
     }
     Ok(())
 }
 
 /// Reads a whole file, refusing a symlink. `Ok(None)` when it does not exist.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    let mut f = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err("open", path)(e)),
@@ -93,8 +101,7 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 
 /// Reads a whole file, refusing a symlink; a missing file is an error.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
-    read_optional(path)?
-        .ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
+    read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
 }
 
 /// The prefix of `bytes` up to and including the last `\n`: what a reader
@@ -107,7 +114,10 @@ pub fn complete_lines(bytes: &[u8]) -> &[u8] {
 }
 
 fn temp_path(target: &Path) -> PathBuf {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     target.with_file_name(format!(".{name}.tmp.{}.{n}", std::process::id()))
 }
@@ -178,7 +188,13 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     let (f, t) = (c(from)?, c(to)?);
     // SAFETY: both pointers are valid NUL-terminated strings for the call.
     let rc = unsafe {
-        libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE)
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
     };
     if rc == 0 {
         return Ok(());
@@ -240,9 +256,15 @@ impl LockGuard {
     /// Replaces the lock file's contents (e.g. with the holder's pid).
     pub fn write_contents(&mut self, bytes: &[u8]) -> Result<()> {
         use std::io::Seek;
-        self.file.set_len(0).map_err(io_err("truncate", &self.path))?;
-        self.file.seek(io::SeekFrom::Start(0)).map_err(io_err("seek", &self.path))?;
-        self.file.write_all(bytes).map_err(io_err("write", &self.path))?;
+        self.file
+            .set_len(0)
+            .map_err(io_err("truncate", &self.path))?;
+        self.file
+            .seek(io::SeekFrom::Start(0))
+            .map_err(io_err("seek", &self.path))?;
+        self.file
+            .write_all(bytes)
+            .map_err(io_err("write", &self.path))?;
         self.file.sync_data().map_err(io_err("fsync", &self.path))
     }
 }
@@ -269,7 +291,10 @@ fn open_lock_file(path: &Path) -> Result<File> {
 pub fn try_lock(path: &Path) -> Result<Option<LockGuard>> {
     let file = open_lock_file(path)?;
     match file.try_lock() {
-        Ok(()) => Ok(Some(LockGuard { file, path: path.to_path_buf() })),
+        Ok(()) => Ok(Some(LockGuard {
+            file,
+            path: path.to_path_buf(),
+        })),
         Err(fs::TryLockError::WouldBlock) => Ok(None),
         Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
     }
@@ -284,7 +309,10 @@ pub fn lock(path: &Path, wait: Duration) -> Result<LockGuard> {
             return Ok(g);
         }
         if Instant::now() >= deadline {
-            return Err(Error::LockTimeout { path: path.to_path_buf(), secs: wait.as_secs() });
+            return Err(Error::LockTimeout {
+                path: path.to_path_buf(),
+                secs: wait.as_secs(),
+            });
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(20));
@@ -316,7 +344,11 @@ pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
-        if let Some(n) = entry.file_name().to_str().and_then(|s| parse_numbered(s, ext)) {
+        if let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| parse_numbered(s, ext))
+        {
             out.push(n);
         }
     }
@@ -374,7 +406,10 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"two");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 
     #[test]
@@ -396,7 +431,14 @@ mod tests {
         assert_eq!(numbered_name(1000, "msg"), "1000.msg");
         assert_eq!(parse_numbered("1000.msg", "msg"), Some(1000));
         assert_eq!(parse_numbered("002.msg", "msg"), Some(2));
-        for bad in [".002.msg", "002.msg.tmp", "x.msg", ".msg", "002.md", "-1.msg"] {
+        for bad in [
+            ".002.msg",
+            "002.msg.tmp",
+            "x.msg",
+            ".msg",
+            "002.md",
+            "-1.msg",
+        ] {
             assert_eq!(parse_numbered(bad, "msg"), None, "{bad}");
         }
     }

@@ -40,7 +40,11 @@ pub struct HarnessOverride {
 impl HarnessOverride {
     pub(crate) fn set(&mut self, key: &str, v: serde_json::Value) {
         let list = |v: &serde_json::Value| {
-            v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            v.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
         };
         let s = |v: &serde_json::Value| v.as_str().map(str::to_string);
         match key {
@@ -66,7 +70,12 @@ const KICKOFF: &str = "Read the brief at {brief} and follow it.";
 
 /// A built-in profile by name.
 pub fn builtin(name: &str) -> Option<HarnessProfile> {
-    let p = |launch: Vec<String>, interrupt: &[&str], exit: &str, busy: Option<&str>, cmds: Option<&[&str]>, composer: Option<&str>| {
+    let p = |launch: Vec<String>,
+             interrupt: &[&str],
+             exit: &str,
+             busy: Option<&str>,
+             cmds: Option<&[&str]>,
+             composer: Option<&str>| {
         HarnessProfile {
             name: name.to_string(),
             launch,
@@ -102,7 +111,14 @@ pub fn builtin(name: &str) -> Option<HarnessProfile> {
             Some(&["opencode", "node", "bun"]),
             None,
         ),
-        "pi" => p(strs(&["pi", KICKOFF]), &["Escape"], "/quit", Some(r"Working\.\.\."), Some(&["pi", "node"]), None),
+        "pi" => p(
+            strs(&["pi", KICKOFF]),
+            &["Escape"],
+            "/quit",
+            Some(r"Working\.\.\."),
+            Some(&["pi", "node"]),
+            None,
+        ),
         "shell" => p(strs(&["bash"]), &["C-c"], "exit", None, None, None),
         "stand-in" => p(
             strs(&["fm-stand-in", "--home", "{home}", "{id}"]),
@@ -182,7 +198,11 @@ pub fn is_alive(profile: Option<&HarnessProfile>, pane_dead: bool, foreground: &
 }
 
 pub fn is_shell(cmd: &str) -> bool {
-    let base = cmd.rsplit('/').next().unwrap_or(cmd).trim_start_matches('-');
+    let base = cmd
+        .rsplit('/')
+        .next()
+        .unwrap_or(cmd)
+        .trim_start_matches('-');
     SHELLS.contains(&base)
 }
 
@@ -195,7 +215,12 @@ mod tests {
         for name in BUILTINS {
             let p = builtin(name).unwrap();
             assert!(!p.launch.is_empty(), "{name}");
-            assert!(p.busy_regex.as_deref().map(|r| regex::Regex::new(r).is_ok()).unwrap_or(true));
+            assert!(
+                p.busy_regex
+                    .as_deref()
+                    .map(|r| regex::Regex::new(r).is_ok())
+                    .unwrap_or(true)
+            );
         }
     }
 
@@ -219,9 +244,18 @@ mod tests {
     #[test]
     fn config_overrides_builtins_and_adds_profiles() {
         let mut cfg = Config::default();
-        let ov = HarnessOverride { exit: Some("/bye".into()), ..Default::default() };
+        let ov = HarnessOverride {
+            exit: Some("/bye".into()),
+            ..Default::default()
+        };
         cfg.harness.insert("claude".into(), ov);
-        cfg.harness.insert("mine".into(), HarnessOverride { launch: Some(vec!["x".into()]), ..Default::default() });
+        cfg.harness.insert(
+            "mine".into(),
+            HarnessOverride {
+                launch: Some(vec!["x".into()]),
+                ..Default::default()
+            },
+        );
         assert_eq!(profile(&cfg, "claude").unwrap().exit, "/bye");
         assert_eq!(profile(&cfg, "mine").unwrap().launch, vec!["x".to_string()]);
         assert!(profile(&cfg, "nope").is_none());

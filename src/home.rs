@@ -19,8 +19,11 @@ impl Home {
     /// Resolves the home: `flag`, then `$FM_HOME`, then the nearest ancestor
     /// of the current directory holding `config/firstmate.toml`.
     pub fn resolve(flag: Option<&Path>) -> Result<Home> {
-        let cwd = std::env::current_dir().map_err(|e| Error::io("get current directory", ".", e))?;
-        let env = std::env::var_os("FM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
+        let cwd =
+            std::env::current_dir().map_err(|e| Error::io("get current directory", ".", e))?;
+        let env = std::env::var_os("FM_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         Home::resolve_from(flag, env.as_deref(), &cwd)
     }
 
@@ -41,7 +44,9 @@ impl Home {
 
     /// A home rooted at an existing directory, made absolute and physical.
     pub fn at(dir: &Path) -> Result<Home> {
-        let root = dir.canonicalize().map_err(|_| Error::NoHome(dir.to_path_buf()))?;
+        let root = dir
+            .canonicalize()
+            .map_err(|_| Error::NoHome(dir.to_path_buf()))?;
         if !root.is_dir() {
             return Err(Error::NoHome(dir.to_path_buf()));
         }
@@ -85,6 +90,10 @@ impl Home {
     }
     pub fn brief_history_lock(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join(".brief.lock")
+    }
+    /// Held while a brief is replaced, so history numbers follow the order of writes.
+    pub fn brief_write_lock(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join(".brief-write.lock")
     }
     pub fn report(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join("report.md")
@@ -140,7 +149,8 @@ impl Home {
         self.inbox(id).join(crate::fsx::numbered_name(seq, "msg"))
     }
     pub fn handled_record(&self, id: &TaskId, seq: u64) -> PathBuf {
-        self.inbox_handled(id).join(crate::fsx::numbered_name(seq, "msg"))
+        self.inbox_handled(id)
+            .join(crate::fsx::numbered_name(seq, "msg"))
     }
     pub fn ring_state(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".ring-state")
@@ -250,9 +260,18 @@ mod tests {
     fn every_task_path_stays_under_the_home() {
         let h = Home::new_unchecked(PathBuf::from("/home/x"));
         let id = TaskId::parse("t1").unwrap();
-        for p in [h.brief(&id), h.meta(&id), h.status(&id), h.inbox_record(&id, 1000), h.ring_state(&id)] {
+        for p in [
+            h.brief(&id),
+            h.meta(&id),
+            h.status(&id),
+            h.inbox_record(&id, 1000),
+            h.ring_state(&id),
+        ] {
             assert!(p.starts_with("/home/x"));
         }
-        assert_eq!(h.inbox_record(&id, 7), PathBuf::from("/home/x/state/t1.inbox/007.msg"));
+        assert_eq!(
+            h.inbox_record(&id, 7),
+            PathBuf::from("/home/x/state/t1.inbox/007.msg")
+        );
     }
 }

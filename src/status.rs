@@ -48,12 +48,18 @@ impl Verb {
 
     /// Counts as "the current line" when no decision is open.
     pub fn is_state(self) -> bool {
-        matches!(self, Verb::Working | Verb::Paused | Verb::Done | Verb::Failed)
+        matches!(
+            self,
+            Verb::Working | Verb::Paused | Verb::Done | Verb::Failed
+        )
     }
 
     /// The watcher surfaces lines with these verbs as `status` wakes.
     pub fn wakes(self) -> bool {
-        matches!(self, Verb::NeedsDecision | Verb::Blocked | Verb::Paused | Verb::Done | Verb::Failed)
+        matches!(
+            self,
+            Verb::NeedsDecision | Verb::Blocked | Verb::Paused | Verb::Done | Verb::Failed
+        )
     }
 }
 
@@ -81,7 +87,9 @@ pub enum Parsed {
 
 /// True for a valid key slug.
 pub fn valid_key(k: &str) -> bool {
-    !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// Byte index of the first colon not inside a `[...]` tag.
@@ -124,14 +132,18 @@ fn parse_at(v: &str) -> Option<u64> {
 pub fn parse_line(raw: &[u8], paused: &str) -> Parsed {
     let text = String::from_utf8_lossy(raw);
     let line = text.trim_end_matches(['\r', '\n']);
-    let Some(colon) = real_colon(line) else { return Parsed::Prose };
+    let Some(colon) = real_colon(line) else {
+        return Parsed::Prose;
+    };
     let head = &line[..colon];
     let (verb_part, tag_part) = match head.find('[') {
         Some(i) => (&head[..i], &head[i..]),
         None => (head, ""),
     };
     let verb = verb_part.trim().to_lowercase();
-    let Some(kind) = Verb::from_word(&verb, &paused.to_lowercase()) else { return Parsed::Prose };
+    let Some(kind) = Verb::from_word(&verb, &paused.to_lowercase()) else {
+        return Parsed::Prose;
+    };
     let Some(tag_list) = tags(tag_part) else {
         return Parsed::Invalid(format!("unreadable tags {:?}", tag_part.trim()));
     };
@@ -196,7 +208,12 @@ impl Fold {
                 self.lines += 1;
                 if l.kind.opens() {
                     self.open.retain(|d| d.key != l.key);
-                    self.open.push(Decision { key: l.key.clone(), verb: l.verb.clone(), text: l.text.clone(), at: l.at });
+                    self.open.push(Decision {
+                        key: l.key.clone(),
+                        verb: l.verb.clone(),
+                        text: l.text.clone(),
+                        at: l.at,
+                    });
                 } else if l.kind == Verb::Resolved {
                     self.open.retain(|d| d.key != l.key);
                 }
@@ -222,9 +239,19 @@ impl Fold {
     /// The current line: the newest open decision, else the newest state line.
     pub fn current(&self) -> Option<Current> {
         if let Some(d) = self.open.last() {
-            return Some(Current { verb: d.verb.clone(), key: d.key.clone(), text: d.text.clone(), at: d.at });
+            return Some(Current {
+                verb: d.verb.clone(),
+                key: d.key.clone(),
+                text: d.text.clone(),
+                at: d.at,
+            });
         }
-        self.last_state.as_ref().map(|l| Current { verb: l.verb.clone(), key: l.key.clone(), text: l.text.clone(), at: l.at })
+        self.last_state.as_ref().map(|l| Current {
+            verb: l.verb.clone(),
+            key: l.key.clone(),
+            text: l.text.clone(),
+            at: l.at,
+        })
     }
 }
 
@@ -238,7 +265,13 @@ pub struct Current {
 }
 
 /// Builds the line `fm-status` appends, validating it first (exit 2 on refusal).
-pub fn format_append(verb: &str, at: u64, key: Option<&str>, text: &str, paused: &str) -> Result<String> {
+pub fn format_append(
+    verb: &str,
+    at: u64,
+    key: Option<&str>,
+    text: &str,
+    paused: &str,
+) -> Result<String> {
     let word = verb.trim().to_lowercase();
     if Verb::from_word(&word, &paused.to_lowercase()).is_none() {
         return Err(Error::usage(format!(
@@ -249,14 +282,23 @@ pub fn format_append(verb: &str, at: u64, key: Option<&str>, text: &str, paused:
         return Err(Error::usage("empty status text"));
     }
     if text.contains(['\n', '\r']) {
-        return Err(Error::usage("status text must be one line (it contains a newline)"));
+        return Err(Error::usage(
+            "status text must be one line (it contains a newline)",
+        ));
     }
     if text.len() > MAX_TEXT {
-        return Err(Error::usage(format!("status text is {} bytes; the limit is {MAX_TEXT}", text.len())));
+        return Err(Error::usage(format!(
+            "status text is {} bytes; the limit is {MAX_TEXT}",
+            text.len()
+        )));
     }
     let key_tag = match key {
         Some(k) if valid_key(k) => format!(" [key={k}]"),
-        Some(k) => return Err(Error::usage(format!("malformed key {k:?} (letters, digits, '.', '_', '-')"))),
+        Some(k) => {
+            return Err(Error::usage(format!(
+                "malformed key {k:?} (letters, digits, '.', '_', '-')"
+            )));
+        }
         None => String::new(),
     };
     Ok(format!("{word} [at={at}]{key_tag}: {text}\n"))
@@ -280,7 +322,10 @@ mod tests {
     #[test]
     fn grammar() {
         let l = line("Working [at=1700000000] [key=a]: compiling");
-        assert_eq!((l.verb.as_str(), l.key.as_str(), l.text.as_str(), l.at), ("working", "a", "compiling", Some(1700000000)));
+        assert_eq!(
+            (l.verb.as_str(), l.key.as_str(), l.text.as_str(), l.at),
+            ("working", "a", "compiling", Some(1700000000))
+        );
         let l = line("done: shipped: all of it");
         assert_eq!(l.text, "shipped: all of it");
         assert_eq!(l.key, "default");
@@ -294,15 +339,28 @@ mod tests {
         assert_eq!(l.at, None);
         assert_eq!(parse_line(b"just prose", "paused"), Parsed::Prose);
         assert_eq!(parse_line(b"thinking: hard", "paused"), Parsed::Prose);
-        assert!(matches!(parse_line(b"blocked [key=bad key]: x", "paused"), Parsed::Invalid(_)));
-        assert!(matches!(parse_line(b"blocked: [key=bad key] x", "paused"), Parsed::Invalid(_)));
-        assert!(matches!(parse_line(b"done \xff\xfe: bytes", "paused"), Parsed::Prose));
-        assert!(matches!(parse_line(b"done: \xff\xfe bytes", "paused"), Parsed::Line(l) if l.kind == Verb::Done));
+        assert!(matches!(
+            parse_line(b"blocked [key=bad key]: x", "paused"),
+            Parsed::Invalid(_)
+        ));
+        assert!(matches!(
+            parse_line(b"blocked: [key=bad key] x", "paused"),
+            Parsed::Invalid(_)
+        ));
+        assert!(matches!(
+            parse_line(b"done \xff\xfe: bytes", "paused"),
+            Parsed::Prose
+        ));
+        assert!(
+            matches!(parse_line(b"done: \xff\xfe bytes", "paused"), Parsed::Line(l) if l.kind == Verb::Done)
+        );
     }
 
     #[test]
     fn configured_paused_word() {
-        assert!(matches!(parse_line(b"waiting: for CI", "waiting"), Parsed::Line(l) if l.kind == Verb::Paused));
+        assert!(
+            matches!(parse_line(b"waiting: for CI", "waiting"), Parsed::Line(l) if l.kind == Verb::Paused)
+        );
         assert_eq!(parse_line(b"waiting: for CI", "paused"), Parsed::Prose);
     }
 
@@ -343,10 +401,26 @@ mod tests {
 
     #[test]
     fn append_validation() {
-        assert_eq!(format_append("done", 5, None, "ok", "paused").unwrap(), "done [at=5]: ok\n");
-        assert_eq!(format_append("blocked", 5, Some("k"), "x", "paused").unwrap(), "blocked [at=5] [key=k]: x\n");
-        for (verb, key, text) in [("nope", None, "x"), ("done", None, " "), ("done", None, "a\nb"), ("done", Some("a b"), "x")] {
-            assert_eq!(format_append(verb, 5, key, text, "paused").unwrap_err().exit_code(), 2);
+        assert_eq!(
+            format_append("done", 5, None, "ok", "paused").unwrap(),
+            "done [at=5]: ok\n"
+        );
+        assert_eq!(
+            format_append("blocked", 5, Some("k"), "x", "paused").unwrap(),
+            "blocked [at=5] [key=k]: x\n"
+        );
+        for (verb, key, text) in [
+            ("nope", None, "x"),
+            ("done", None, " "),
+            ("done", None, "a\nb"),
+            ("done", Some("a b"), "x"),
+        ] {
+            assert_eq!(
+                format_append(verb, 5, key, text, "paused")
+                    .unwrap_err()
+                    .exit_code(),
+                2
+            );
         }
         assert!(format_append("done", 5, None, &"x".repeat(2000), "paused").is_ok());
         assert!(format_append("done", 5, None, &"x".repeat(2001), "paused").is_err());

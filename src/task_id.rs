@@ -16,7 +16,12 @@ pub struct TaskId(String);
 impl TaskId {
     /// Validates `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` without `..`.
     pub fn parse(raw: &str) -> Result<TaskId> {
-        let bad = |reason| Err(Error::InvalidId { id: raw.to_string(), reason });
+        let bad = |reason| {
+            Err(Error::InvalidId {
+                id: raw.to_string(),
+                reason,
+            })
+        };
         let bytes = raw.as_bytes();
         if bytes.is_empty() {
             return bad("empty");
@@ -27,7 +32,10 @@ impl TaskId {
         if !bytes[0].is_ascii_alphanumeric() {
             return bad("must start with a letter or digit");
         }
-        if !bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        if !bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
             return bad("only letters, digits, '.', '_' and '-' are allowed");
         }
         if raw.contains("..") {
@@ -79,7 +87,9 @@ mod tests {
     #[test]
     fn refuses_hostile_ids() {
         let long = "a".repeat(65);
-        for bad in ["", "../x", "a/b", ".hidden", "-x", "a b", "é", "a..b", &long, "a\0b", "a\nb"] {
+        for bad in [
+            "", "../x", "a/b", ".hidden", "-x", "a b", "é", "a..b", &long, "a\0b", "a\nb",
+        ] {
             let err = TaskId::parse(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }

@@ -43,7 +43,11 @@ impl HomeArg {
 pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, ExitCode> {
     T::try_parse_from(args).map_err(|e| {
         let _ = e.print();
-        ExitCode::from(if e.use_stderr() { crate::error::exit::USAGE } else { crate::error::exit::OK })
+        ExitCode::from(if e.use_stderr() {
+            crate::error::exit::USAGE
+        } else {
+            crate::error::exit::OK
+        })
     })
 }
 
@@ -73,7 +77,10 @@ pub fn finish(tool: &str, result: Result<u8>) -> ExitCode {
 /// Prints one line to stdout; a closed pipe becomes [`Error::ClosedPipe`].
 pub fn out(line: &str) -> Result<()> {
     let mut so = std::io::stdout().lock();
-    let res = so.write_all(line.as_bytes()).and_then(|()| so.write_all(b"\n")).and_then(|()| so.flush());
+    let res = so
+        .write_all(line.as_bytes())
+        .and_then(|()| so.write_all(b"\n"))
+        .and_then(|()| so.flush());
     res.map_err(|e| {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             Error::ClosedPipe
@@ -97,7 +104,8 @@ pub fn out_bytes(bytes: &[u8]) -> Result<()> {
 
 /// Prints a value as one line of JSON.
 pub fn out_json<T: serde::Serialize>(value: &T) -> Result<()> {
-    let s = serde_json::to_string(value).map_err(|e| Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
+    let s = serde_json::to_string(value)
+        .map_err(|e| Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
     out(&s)
 }
 

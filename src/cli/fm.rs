@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use super::common::{self, HomeArg};
 use super::TOOLS;
+use super::common::{self, HomeArg};
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::{doctor, fsx};
@@ -90,7 +90,9 @@ fn run(a: Args) -> Result<u8> {
                     common::out(&c.line())?;
                 }
             }
-            Ok(u8::from(checks.iter().any(|c| c.level == doctor::Level::Fail)))
+            Ok(u8::from(
+                checks.iter().any(|c| c.level == doctor::Level::Fail),
+            ))
         }
         Cmd::Completions { shell } => {
             let shell = match shell.as_str() {
@@ -127,13 +129,19 @@ fn init(dir: Option<&Path>) -> Result<u8> {
     let home = Home::at(&root)?;
     let cfg = home.config_file();
     if fsx::read_optional(&cfg)?.is_some() {
-        return Err(Error::refused(format!("{} already exists; not overwriting it", cfg.display())));
+        return Err(Error::refused(format!(
+            "{} already exists; not overwriting it",
+            cfg.display()
+        )));
     }
     for d in [home.config_dir(), home.data_dir(), home.state_dir()] {
         fsx::ensure_dir(&d)?;
     }
     fsx::atomic_write(&cfg, DEFAULT_CONFIG.as_bytes())?;
-    common::out(&format!("initialised firstmate home: {}", home.root().display()))?;
+    common::out(&format!(
+        "initialised firstmate home: {}",
+        home.root().display()
+    ))?;
     Ok(0)
 }
 
@@ -141,7 +149,9 @@ fn man(dir: &Path) -> Result<u8> {
     fsx::ensure_dir(dir)?;
     let write = |name: &str, cmd: clap::Command| -> Result<()> {
         let mut buf = Vec::new();
-        clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::io("render man page", dir, e))?;
+        clap_mangen::Man::new(cmd)
+            .render(&mut buf)
+            .map_err(|e| Error::io("render man page", dir, e))?;
         fsx::atomic_write(&dir.join(format!("{name}.1")), &buf)
     };
     write("fm", Args::command())?;

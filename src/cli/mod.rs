@@ -5,7 +5,9 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+pub mod brief;
 pub mod common;
+pub mod dod;
 pub mod fm;
 pub mod status;
 
@@ -20,20 +22,60 @@ pub struct Tool {
 
 /// Every tool, in the order `fm --help` lists them.
 pub const TOOLS: &[Tool] = &[
-    Tool { name: "brief", about: "write and check a task's brief", main: None, command: None },
-    Tool { name: "send", about: "queue a steering message and ring the doorbell", main: None, command: None },
-    Tool { name: "ack", about: "acknowledge, list and read inbox messages", main: None, command: None },
+    Tool {
+        name: "brief",
+        about: "write and check a task's brief",
+        main: Some(brief::main),
+        command: Some(brief::command),
+    },
+    Tool {
+        name: "send",
+        about: "queue a steering message and ring the doorbell",
+        main: None,
+        command: None,
+    },
+    Tool {
+        name: "ack",
+        about: "acknowledge, list and read inbox messages",
+        main: None,
+        command: None,
+    },
     Tool {
         name: "status",
         about: "append to and fold a task's status log",
         main: Some(status::main),
         command: Some(status::command),
     },
-    Tool { name: "crew-state", about: "what every worker is doing right now", main: None, command: None },
-    Tool { name: "dod", about: "render and verify the definition of done", main: None, command: None },
-    Tool { name: "control", about: "spawn, interrupt, exit, relaunch, tear down", main: None, command: None },
-    Tool { name: "watch", about: "re-ring unread messages and feed the captain", main: None, command: None },
-    Tool { name: "board", about: "task board with claims and dependencies", main: None, command: None },
+    Tool {
+        name: "crew-state",
+        about: "what every worker is doing right now",
+        main: None,
+        command: None,
+    },
+    Tool {
+        name: "dod",
+        about: "render and verify the definition of done",
+        main: Some(dod::main),
+        command: Some(dod::command),
+    },
+    Tool {
+        name: "control",
+        about: "spawn, interrupt, exit, relaunch, tear down",
+        main: None,
+        command: None,
+    },
+    Tool {
+        name: "watch",
+        about: "re-ring unread messages and feed the captain",
+        main: None,
+        command: None,
+    },
+    Tool {
+        name: "board",
+        about: "task board with claims and dependencies",
+        main: None,
+        command: None,
+    },
 ];
 
 pub fn tool(name: &str) -> Option<&'static Tool> {

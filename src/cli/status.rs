@@ -31,7 +31,11 @@ pub struct Args {
     #[arg(value_name = "VERB")]
     verb: Option<String>,
     /// Text of the line (joined with spaces)
-    #[arg(value_name = "TEXT", trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        value_name = "TEXT",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     text: Vec<String>,
     /// Decision key for the appended line
     #[arg(long, value_name = "K")]
@@ -101,17 +105,29 @@ fn run(a: Args) -> Result<u8> {
     if a.busy || a.idle {
         let word = if a.busy { "busy" } else { "idle" };
         let source = a.source.split_whitespace().collect::<Vec<_>>().join("-");
-        let source = if source.is_empty() { "hook".to_string() } else { source };
+        let source = if source.is_empty() {
+            "hook".to_string()
+        } else {
+            source
+        };
         fsx::ensure_dir(&home.state_dir())?;
-        fsx::atomic_write(&home.busy(&id), format!("{word} {now} {source}\n").as_bytes())?;
+        fsx::atomic_write(
+            &home.busy(&id),
+            format!("{word} {now} {source}\n").as_bytes(),
+        )?;
         return Ok(0);
     }
     if let Some(verb) = &a.verb {
         let text = a.text.join(" ");
-        let line = status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)?;
+        let line =
+            status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)?;
         fsx::ensure_dir(&home.state_dir())?;
         fsx::append_line(&home.status(&id), line.as_bytes())?;
-        let actor = if a.from.is_empty() { id.as_str() } else { a.from.as_str() };
+        let actor = if a.from.is_empty() {
+            id.as_str()
+        } else {
+            a.from.as_str()
+        };
         Event::at(now, TOOL, id.as_str(), "status.appended")
             .actor(actor)
             .field("verb", verb.to_lowercase())
@@ -140,14 +156,29 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
         common::out_json(&report)?;
         return Ok(0);
     }
-    let mtime = std::fs::metadata(&path).ok().and_then(|m| m.modified().ok()).and_then(|t| {
-        t.duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs())
-    });
+    let mtime = std::fs::metadata(&path)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs())
+        });
     match &report.current {
         Some(c) => {
-            let key = if c.key == "default" { String::new() } else { format!(" key={}", c.key) };
-            let age = c.at.or(mtime).map(|t| clock::age(now.saturating_sub(t))).unwrap_or_else(|| "?".into());
-            common::out(&format!("current: {}{key} \u{b7} {} \u{b7} {age}", c.verb, c.text))?;
+            let key = if c.key == "default" {
+                String::new()
+            } else {
+                format!(" key={}", c.key)
+            };
+            let age =
+                c.at.or(mtime)
+                    .map(|t| clock::age(now.saturating_sub(t)))
+                    .unwrap_or_else(|| "?".into());
+            common::out(&format!(
+                "current: {}{key} \u{b7} {} \u{b7} {age}",
+                c.verb, c.text
+            ))?;
         }
         None => common::out("current: none")?,
     }
@@ -158,23 +189,41 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
         let at = e.at.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
         let verb = e.verb.as_deref().unwrap_or(e.kind);
         let key = e.key.as_deref().unwrap_or("-");
-        common::out(&format!("{:>5} {:<8} {verb} {key} {at} {}", e.n, e.kind, e.text))?;
+        common::out(&format!(
+            "{:>5} {:<8} {verb} {key} {at} {}",
+            e.n, e.kind, e.text
+        ))?;
     }
     Ok(0)
 }
 
 fn log_entries(bytes: &[u8], paused: &str) -> Vec<LogEntry> {
     let mut out = Vec::new();
-    for (i, raw) in fsx::complete_lines(bytes).split(|&b| b == b'\n').enumerate() {
+    for (i, raw) in fsx::complete_lines(bytes)
+        .split(|&b| b == b'\n')
+        .enumerate()
+    {
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         let text = String::from_utf8_lossy(raw).trim_end().to_string();
         out.push(match status::parse_line(raw, paused) {
-            Parsed::Line(l) => {
-                LogEntry { n: i + 1, kind: "line", verb: Some(l.verb), key: Some(l.key), at: l.at, text: l.text }
-            }
-            Parsed::Prose => LogEntry { n: i + 1, kind: "prose", verb: None, key: None, at: None, text },
+            Parsed::Line(l) => LogEntry {
+                n: i + 1,
+                kind: "line",
+                verb: Some(l.verb),
+                key: Some(l.key),
+                at: l.at,
+                text: l.text,
+            },
+            Parsed::Prose => LogEntry {
+                n: i + 1,
+                kind: "prose",
+                verb: None,
+                key: None,
+                at: None,
+                text,
+            },
             Parsed::Invalid(why) => LogEntry {
                 n: i + 1,
                 kind: "invalid",

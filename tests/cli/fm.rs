@@ -6,7 +6,12 @@ use crate::harness::{Cmd, TestHome, bin};
 fn init_creates_a_home_and_refuses_to_clobber() {
     let h = TestHome::bare();
     let dir = h.root().join("fleet");
-    Cmd::new(bin("fm")).arg("init").arg(&dir).run().success().stdout_has("initialised firstmate home");
+    Cmd::new(bin("fm"))
+        .arg("init")
+        .arg(&dir)
+        .run()
+        .success()
+        .stdout_has("initialised firstmate home");
     let cfg = std::fs::read_to_string(dir.join("config/firstmate.toml")).unwrap();
     assert!(cfg.contains("grace_secs = 90"));
     for d in ["data", "state", "config"] {
@@ -15,8 +20,16 @@ fn init_creates_a_home_and_refuses_to_clobber() {
         assert_eq!(m.permissions().mode() & 0o777, 0o700, "{d}");
     }
     std::fs::write(dir.join("config/firstmate.toml"), "# mine\n").unwrap();
-    Cmd::new(bin("fm")).arg("init").arg(&dir).run().status(1).stderr_has("already exists");
-    assert_eq!(std::fs::read_to_string(dir.join("config/firstmate.toml")).unwrap(), "# mine\n");
+    Cmd::new(bin("fm"))
+        .arg("init")
+        .arg(&dir)
+        .run()
+        .status(1)
+        .stderr_has("already exists");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("config/firstmate.toml")).unwrap(),
+        "# mine\n"
+    );
 }
 
 #[test]
@@ -24,17 +37,42 @@ fn doctor_on_a_fresh_home_reports_every_check() {
     let h = TestHome::bare();
     let dir = h.root().join("fleet");
     Cmd::new(bin("fm")).arg("init").arg(&dir).run().success();
-    let r = Cmd::new(bin("fm")).args(["doctor", "--home"]).arg(&dir).run();
+    let r = Cmd::new(bin("fm"))
+        .args(["doctor", "--home"])
+        .arg(&dir)
+        .run();
     let out = r.stdout();
-    let names: Vec<&str> = out.lines().map(|l| l[5..].split(':').next().unwrap()).collect();
-    assert_eq!(names, ["tmux", "git", "config", "data dir", "state dir", "watcher", "inotify"], "{out}");
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| l[5..].split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "tmux",
+            "git",
+            "config",
+            "data dir",
+            "state dir",
+            "watcher",
+            "inotify"
+        ],
+        "{out}"
+    );
     for l in out.lines() {
-        assert!(l.starts_with("ok ") || l.starts_with("warn ") || l.starts_with("fail "), "{l}");
+        assert!(
+            l.starts_with("ok ") || l.starts_with("warn ") || l.starts_with("fail "),
+            "{l}"
+        );
     }
     assert!(out.contains("warn watcher: not running"), "{out}");
     let fails = out.lines().any(|l| l.starts_with("fail"));
     assert_eq!(r.code(), i32::from(fails));
-    let j = Cmd::new(bin("fm")).args(["doctor", "--json", "--home"]).arg(&dir).run().json();
+    let j = Cmd::new(bin("fm"))
+        .args(["doctor", "--json", "--home"])
+        .arg(&dir)
+        .run()
+        .json();
     assert_eq!(j.as_array().unwrap().len(), 7);
     assert_eq!(j[0]["check"], "tmux");
 }
@@ -45,30 +83,56 @@ fn doctor_fails_on_a_broken_home() {
     h.write("config/firstmate.toml", "[watch\n");
     std::fs::remove_dir(h.path("state")).unwrap();
     let r = h.fm("fm").arg("doctor").run().status(1);
-    assert!(r.stdout().contains("fail config:") && r.stdout().contains("fail state dir:"), "{}", r.stdout());
+    assert!(
+        r.stdout().contains("fail config:") && r.stdout().contains("fail state dir:"),
+        "{}",
+        r.stdout()
+    );
 }
 
 #[test]
 fn no_home_exits_3_naming_fm_init() {
     let h = TestHome::bare();
-    Cmd::new(bin("fm-status")).arg("t").current_dir(h.root()).run().status(3).stderr_has("fm init");
+    Cmd::new(bin("fm-status"))
+        .arg("t")
+        .current_dir(h.root())
+        .run()
+        .status(3)
+        .stderr_has("fm init");
 }
 
 #[test]
 fn home_is_found_from_a_subdirectory() {
     let h = TestHome::new();
     std::fs::create_dir_all(h.path("deep/er")).unwrap();
-    Cmd::new(bin("fm-status")).args(["t", "done", "x"]).current_dir(h.path("deep/er")).run().success();
+    Cmd::new(bin("fm-status"))
+        .args(["t", "done", "x"])
+        .current_dir(h.path("deep/er"))
+        .run()
+        .success();
     assert!(h.exists("state/t.status"));
 }
 
 #[test]
 fn fm_tool_runs_the_same_code_as_fm_dash_tool() {
     let h = TestHome::new();
-    h.fm("fm").args(["status", "t", "working", "via", "fm"]).run().success();
+    h.fm("fm")
+        .args(["status", "t", "working", "via", "fm"])
+        .run()
+        .success();
     h.fm("status").args(["t", "--json"]).run().success();
-    let a = h.fm("fm").args(["status", "t", "--json"]).run().success().stdout();
-    let b = h.fm("status").args(["t", "--json"]).run().success().stdout();
+    let a = h
+        .fm("fm")
+        .args(["status", "t", "--json"])
+        .run()
+        .success()
+        .stdout();
+    let b = h
+        .fm("status")
+        .args(["t", "--json"])
+        .run()
+        .success()
+        .stdout();
     assert_eq!(a, b);
     assert!(a.contains("via fm"));
     h.fm("fm").args(["status", "--", "../x"]).run().status(2);
@@ -76,18 +140,37 @@ fn fm_tool_runs_the_same_code_as_fm_dash_tool() {
 
 #[test]
 fn help_has_examples_and_usage_errors_exit_2() {
-    Cmd::new(bin("fm")).arg("--help").run().success().stdout_has("Examples:");
-    Cmd::new(bin("fm-status")).arg("--help").run().success().stdout_has("Examples:");
+    Cmd::new(bin("fm"))
+        .arg("--help")
+        .run()
+        .success()
+        .stdout_has("Examples:");
+    Cmd::new(bin("fm-status"))
+        .arg("--help")
+        .run()
+        .success()
+        .stdout_has("Examples:");
     Cmd::new(bin("fm")).arg("frobnicate").run().status(2);
     Cmd::new(bin("fm-status")).run().status(2);
 }
 
 #[test]
 fn completions_and_man_pages() {
-    let r = Cmd::new(bin("fm")).args(["completions", "bash"]).run().success();
+    let r = Cmd::new(bin("fm"))
+        .args(["completions", "bash"])
+        .run()
+        .success();
     assert!(r.stdout().contains("complete") && r.stdout().contains("status"));
-    Cmd::new(bin("fm")).args(["completions", "zsh"]).run().success().stdout_has("#compdef fm");
-    Cmd::new(bin("fm")).args(["completions", "fish"]).run().success().stdout_has("complete -c fm");
+    Cmd::new(bin("fm"))
+        .args(["completions", "zsh"])
+        .run()
+        .success()
+        .stdout_has("#compdef fm");
+    Cmd::new(bin("fm"))
+        .args(["completions", "fish"])
+        .run()
+        .success()
+        .stdout_has("complete -c fm");
     let h = TestHome::bare();
     let dir = h.root().join("man");
     Cmd::new(bin("fm")).arg("man").arg(&dir).run().success();
@@ -98,8 +181,19 @@ fn completions_and_man_pages() {
 
 #[test]
 fn closed_stdout_pipe_is_success() {
-    let script = format!("'{}' completions bash | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}", bin("fm").display());
-    let out = std::process::Command::new("bash").args(["-c", &script]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "{}", String::from_utf8_lossy(&out.stderr));
+    let script = format!(
+        "'{}' completions bash | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        bin("fm").display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "0",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }

@@ -11,7 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Path of a built binary (`fm`, `fm-status`, …).
 pub fn bin(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_BIN_EXE_fm")).parent().unwrap().to_path_buf();
+    let dir = PathBuf::from(env!("CARGO_BIN_EXE_fm"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
     dir.join(name)
 }
 
@@ -22,7 +25,10 @@ pub struct TestHome {
 
 impl TestHome {
     pub fn new() -> TestHome {
-        let dir = tempfile::Builder::new().prefix("fm-test-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("fm-test-")
+            .tempdir()
+            .unwrap();
         let root = dir.path().canonicalize().unwrap();
         for d in ["config", "data", "state"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
@@ -33,7 +39,12 @@ impl TestHome {
 
     /// An empty directory with no config (not a home yet).
     pub fn bare() -> TestHome {
-        TestHome { dir: tempfile::Builder::new().prefix("fm-test-").tempdir().unwrap() }
+        TestHome {
+            dir: tempfile::Builder::new()
+                .prefix("fm-test-")
+                .tempdir()
+                .unwrap(),
+        }
     }
 
     pub fn root(&self) -> PathBuf {
@@ -77,7 +88,11 @@ impl TestHome {
 
     /// `fm-<tool>` (or `fm` for "fm") with `--home` set to this home.
     pub fn fm(&self, tool: &str) -> Cmd {
-        let name = if tool == "fm" { "fm".to_string() } else { format!("fm-{tool}") };
+        let name = if tool == "fm" {
+            "fm".to_string()
+        } else {
+            format!("fm-{tool}")
+        };
         let mut c = Cmd::new(bin(&name));
         c.cmd.env("FM_HOME", self.root());
         c
@@ -134,7 +149,11 @@ impl Cmd {
     pub fn run(mut self) -> Run {
         use std::io::Write;
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        self.cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        self.cmd.stdin(if self.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         let mut child = self.cmd.spawn().expect("spawn binary under test");
         if let Some(bytes) = self.stdin.take() {
             let mut si = child.stdin.take().unwrap();
@@ -142,7 +161,9 @@ impl Cmd {
                 let _ = si.write_all(&bytes);
             });
         }
-        Run { out: child.wait_with_output().unwrap() }
+        Run {
+            out: child.wait_with_output().unwrap(),
+        }
     }
 }
 
@@ -162,7 +183,12 @@ impl Run {
         self.out.status.code().unwrap_or(-1)
     }
     fn context(&self) -> String {
-        format!("exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code(), self.stdout(), self.stderr())
+        format!(
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code(),
+            self.stdout(),
+            self.stderr()
+        )
     }
     pub fn status(self, code: i32) -> Run {
         assert_eq!(self.code(), code, "{}", self.context());
@@ -172,11 +198,19 @@ impl Run {
         self.status(0)
     }
     pub fn stdout_has(self, s: &str) -> Run {
-        assert!(self.stdout().contains(s), "stdout lacks {s:?}\n{}", self.context());
+        assert!(
+            self.stdout().contains(s),
+            "stdout lacks {s:?}\n{}",
+            self.context()
+        );
         self
     }
     pub fn stderr_has(self, s: &str) -> Run {
-        assert!(self.stderr().contains(s), "stderr lacks {s:?}\n{}", self.context());
+        assert!(
+            self.stderr().contains(s),
+            "stderr lacks {s:?}\n{}",
+            self.context()
+        );
         self
     }
     pub fn stdout_is(self, s: &str) -> Run {
@@ -184,7 +218,8 @@ impl Run {
         self
     }
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.context()))
+        serde_json::from_str(&self.stdout())
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.context()))
     }
 }
 
@@ -199,7 +234,11 @@ impl Tmux {
     /// A new server, or `None` (with a printed reason) when tmux is missing;
     /// with `FM_REQUIRE_TMUX=1` a missing tmux fails the test instead.
     pub fn start() -> Option<Tmux> {
-        let ok = Command::new("tmux").arg("-V").output().map(|o| o.status.success()).unwrap_or(false);
+        let ok = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
         if !ok {
             if std::env::var("FM_REQUIRE_TMUX").as_deref() == Ok("1") {
                 panic!("tmux is required (FM_REQUIRE_TMUX=1) but not installed");
@@ -210,7 +249,16 @@ impl Tmux {
         let n = TMUX_N.fetch_add(1, Ordering::Relaxed);
         let socket = format!("fm-test-{}-{n}", std::process::id());
         let t = Tmux { socket };
-        t.run(["new-session", "-d", "-s", "fm-test", "-x", "200", "-y", "50"]);
+        t.run([
+            "new-session",
+            "-d",
+            "-s",
+            "fm-test",
+            "-x",
+            "200",
+            "-y",
+            "50",
+        ]);
         Some(t)
     }
 
@@ -219,14 +267,32 @@ impl Tmux {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let out = Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap();
-        assert!(out.status.success(), "tmux failed: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Opens a window running `argv` (no shell), returning its pane id.
     pub fn window(&self, name: &str, argv: &[&str]) -> String {
-        let mut args = vec!["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fm-test", "-n", name];
+        let mut args = vec![
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-t",
+            "fm-test",
+            "-n",
+            name,
+        ];
         args.extend_from_slice(argv);
         self.run(args).trim().to_string()
     }
@@ -238,7 +304,9 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
     }
 }
 

@@ -12,7 +12,11 @@ fn hostile_ids_exit_2_and_create_nothing() {
     let before = h.tree();
     let long = "a".repeat(65);
     for id in HOSTILE.iter().copied().chain([long.as_str()]) {
-        h.fm("status").args(["--", id, "done", "x"]).run().status(2).stderr_has("error:");
+        h.fm("status")
+            .args(["--", id, "done", "x"])
+            .run()
+            .status(2)
+            .stderr_has("error:");
         h.fm("status").args(["--busy", "--", id]).run().status(2);
         h.fm("status").args(["--", id]).run().status(2);
     }
@@ -22,23 +26,44 @@ fn hostile_ids_exit_2_and_create_nothing() {
 #[test]
 fn append_then_show_the_fold() {
     let h = TestHome::new();
-    h.fm("status").args(["t1", "working", "compiling", "the", "parser"]).run().success();
-    h.fm("status").args(["t1", "needs-decision", "--key", "db", "which database?"]).run().success();
-    h.fm("status").args(["t1", "done", "finished"]).run().success();
+    h.fm("status")
+        .args(["t1", "working", "compiling", "the", "parser"])
+        .run()
+        .success();
+    h.fm("status")
+        .args(["t1", "needs-decision", "--key", "db", "which database?"])
+        .run()
+        .success();
+    h.fm("status")
+        .args(["t1", "done", "finished"])
+        .run()
+        .success();
     let log = String::from_utf8(h.read("state/t1.status")).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 3);
-    assert!(lines[0].starts_with("working [at=") && lines[0].ends_with("]: compiling the parser"), "{log}");
+    assert!(
+        lines[0].starts_with("working [at=") && lines[0].ends_with("]: compiling the parser"),
+        "{log}"
+    );
     assert!(lines[1].contains("] [key=db]: which database?"), "{log}");
     let r = h.fm("status").arg("t1").run().success();
     let out = r.stdout();
     let mut it = out.lines();
     let current = it.next().unwrap();
-    assert!(current.starts_with("current: needs-decision key=db \u{b7} which database? \u{b7} "), "{out}");
-    assert_eq!(it.next(), Some("open: db needs-decision \u{b7} which database?"));
+    assert!(
+        current.starts_with("current: needs-decision key=db \u{b7} which database? \u{b7} "),
+        "{out}"
+    );
+    assert_eq!(
+        it.next(),
+        Some("open: db needs-decision \u{b7} which database?")
+    );
     assert_eq!(it.next(), None);
 
-    h.fm("status").args(["t1", "resolved", "--key", "db", "postgres"]).run().success();
+    h.fm("status")
+        .args(["t1", "resolved", "--key", "db", "postgres"])
+        .run()
+        .success();
     let j = h.fm("status").args(["t1", "--json"]).run().success().json();
     assert_eq!(j["id"], "t1");
     assert_eq!(j["current"]["verb"], "done");
@@ -54,7 +79,12 @@ fn append_then_show_the_fold() {
 fn hand_written_lines_are_tolerated() {
     let h = TestHome::new();
     h.write("state/t.status", b"just prose\n\xff\xfe garbage\nblocked [at=10:30] [key=k]: door stuck\nworking [key=bad key]: nope\npaused: until 2026-12-01 10:00 UTC\n");
-    let j = h.fm("status").args(["t", "--json", "--log"]).run().success().json();
+    let j = h
+        .fm("status")
+        .args(["t", "--json", "--log"])
+        .run()
+        .success()
+        .json();
     assert_eq!(j["current"]["verb"], "blocked");
     assert_eq!(j["current"]["at"], serde_json::Value::Null);
     assert_eq!(j["open"][0]["key"], "k");
@@ -68,7 +98,11 @@ fn hand_written_lines_are_tolerated() {
 #[test]
 fn unknown_task_shows_none() {
     let h = TestHome::new();
-    h.fm("status").arg("nobody").run().success().stdout_is("current: none\n");
+    h.fm("status")
+        .arg("nobody")
+        .run()
+        .success()
+        .stdout_is("current: none\n");
 }
 
 #[test]
@@ -83,30 +117,47 @@ fn refused_appends_write_nothing() {
         vec!["t", "done", big.as_str()],
         vec!["t", "blocked", "--key", "bad key", "x"],
     ] {
-        h.fm("status").args(&args).run().status(2).stderr_has("fm-status: error:");
+        h.fm("status")
+            .args(&args)
+            .run()
+            .status(2)
+            .stderr_has("fm-status: error:");
     }
     assert!(!h.exists("state/t.status"));
     assert!(!h.exists("state/events.jsonl"));
-    h.fm("status").args(["t", "done", &"x".repeat(2000)]).run().success();
+    h.fm("status")
+        .args(["t", "done", &"x".repeat(2000)])
+        .run()
+        .success();
 }
 
 #[test]
 fn busy_and_idle_records() {
     let h = TestHome::new();
-    h.fm("status").args(["t", "--busy", "--source", "prompt-hook"]).run().success();
+    h.fm("status")
+        .args(["t", "--busy", "--source", "prompt-hook"])
+        .run()
+        .success();
     let rec = String::from_utf8(h.read("state/t.busy")).unwrap();
     let parts: Vec<&str> = rec.trim_end().split(' ').collect();
     assert_eq!(parts[0], "busy");
     assert!(parts[1].parse::<u64>().is_ok());
     assert_eq!(parts[2], "prompt-hook");
     h.fm("status").args(["t", "--idle"]).run().success();
-    assert!(String::from_utf8(h.read("state/t.busy")).unwrap().starts_with("idle "));
+    assert!(
+        String::from_utf8(h.read("state/t.busy"))
+            .unwrap()
+            .starts_with("idle ")
+    );
 }
 
 #[test]
 fn appends_record_an_event() {
     let h = TestHome::new();
-    h.fm("status").args(["t", "blocked", "--key", "k", "x"]).run().success();
+    h.fm("status")
+        .args(["t", "blocked", "--key", "k", "x"])
+        .run()
+        .success();
     let ev = String::from_utf8(h.read("state/events.jsonl")).unwrap();
     let v: serde_json::Value = serde_json::from_str(ev.trim()).unwrap();
     assert_eq!(v["action"], "status.appended");
@@ -118,23 +169,41 @@ fn appends_record_an_event() {
 fn malformed_config_exits_3_naming_file_and_line() {
     let h = TestHome::new();
     h.write("config/firstmate.toml", "[watch]\ngrace_secs = \"soon\"\n");
-    h.fm("status").args(["t", "done", "x"]).run().status(3).stderr_has("firstmate.toml:2:").stderr_has("watch.grace_secs");
+    h.fm("status")
+        .args(["t", "done", "x"])
+        .run()
+        .status(3)
+        .stderr_has("firstmate.toml:2:")
+        .stderr_has("watch.grace_secs");
     assert!(!h.exists("state/t.status"));
     h.write("config/firstmate.toml", "[watch\n");
-    h.fm("status").arg("t").run().status(3).stderr_has("firstmate.toml:1:");
+    h.fm("status")
+        .arg("t")
+        .run()
+        .status(3)
+        .stderr_has("firstmate.toml:1:");
 }
 
 #[test]
 fn bad_env_override_exits_3_naming_it() {
     let h = TestHome::new();
-    h.fm("status").arg("t").env("FM_WATCH_GRACE_SECS", "soon").run().status(3).stderr_has("FM_WATCH_GRACE_SECS");
+    h.fm("status")
+        .arg("t")
+        .env("FM_WATCH_GRACE_SECS", "soon")
+        .run()
+        .status(3)
+        .stderr_has("FM_WATCH_GRACE_SECS");
 }
 
 #[test]
 fn unknown_config_key_warns_but_works() {
     let h = TestHome::new();
     h.write("config/firstmate.toml", "[watch]\nbogus = 1\n");
-    h.fm("status").arg("t").run().success().stderr_has("unknown key watch.bogus");
+    h.fm("status")
+        .arg("t")
+        .run()
+        .success()
+        .stderr_has("unknown key watch.bogus");
 }
 
 /// 16 processes × 250 appends, plus plain `echo >>` writers, all at once:
@@ -152,7 +221,11 @@ fn concurrent_appends_never_tear() {
                 let st = Command::new(bin("fm-status"))
                     .arg("--home")
                     .arg(&root)
-                    .args(["race", "working", &format!("writer {p} line {i} {}", "x".repeat(p * 7))])
+                    .args([
+                        "race",
+                        "working",
+                        &format!("writer {p} line {i} {}", "x".repeat(p * 7)),
+                    ])
                     .status()
                     .unwrap();
                 assert!(st.success());
@@ -175,7 +248,10 @@ fn concurrent_appends_never_tear() {
     }
     let log = std::fs::read(&status).unwrap();
     assert!(log.ends_with(b"\n"));
-    let lines: Vec<&[u8]> = log.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&[u8]> = log
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
     assert_eq!(lines.len(), 5000);
     let mut fm_lines = 0;
     for l in &lines {
@@ -183,15 +259,31 @@ fn concurrent_appends_never_tear() {
             firstmate::status::Parsed::Line(p) => {
                 if p.verb == "working" {
                     fm_lines += 1;
-                    assert!(p.text.starts_with("writer "), "torn: {}", String::from_utf8_lossy(l));
+                    assert!(
+                        p.text.starts_with("writer "),
+                        "torn: {}",
+                        String::from_utf8_lossy(l)
+                    );
                 } else {
-                    assert!(p.text.starts_with("echo "), "torn: {}", String::from_utf8_lossy(l));
+                    assert!(
+                        p.text.starts_with("echo "),
+                        "torn: {}",
+                        String::from_utf8_lossy(l)
+                    );
                 }
             }
-            other => panic!("unparseable line {:?}: {other:?}", String::from_utf8_lossy(l)),
+            other => panic!(
+                "unparseable line {:?}: {other:?}",
+                String::from_utf8_lossy(l)
+            ),
         }
     }
     assert_eq!(fm_lines, 4000);
-    let j = h.fm("status").args(["race", "--json"]).run().success().json();
+    let j = h
+        .fm("status")
+        .args(["race", "--json"])
+        .run()
+        .success()
+        .json();
     assert_eq!(j["lines"], 5000);
 }
