@@ -1,6 +1,8 @@
 //! Integration tests: the real binaries, driven in temporary homes, with
 //! private tmux servers and real git repositories where they matter.
 
+mod brief;
+mod dod;
 mod fm;
 mod harness;
 mod status;
