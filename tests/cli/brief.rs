@@ -7,7 +7,7 @@ use crate::harness::{Cmd, TestHome, bin};
 /// Snapshot `text` with the temp home and the timestamp normalised.
 fn snap(h: &TestHome, name: &str, text: &str) {
     let root = h.root().display().to_string();
-    let filters = vec![
+    let filters = [
         (regex::escape(&root), "[HOME]".to_string()),
         (
             regex::escape(&root.replace('\'', "'\\''")),
