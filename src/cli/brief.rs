@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::meta::{self, Meta};
 use crate::task_id::TaskId;
-use crate::{clock, dod, frontmatter, fsx, response};
+use crate::{clock, dod, frontmatter, fsx, inbox, response};
 
 const TOOL: &str = "fm-brief";
 
@@ -247,10 +247,42 @@ fn print_report(a: &Args, r: &Report, detail: String) -> Result<u8> {
     Ok(0)
 }
 
-/// Queues `brief updated: re-read <path>` for a task whose meta records a
-/// pane. Returns what happened, for the report.
-fn notify_live_worker(_ctx: &Ctx, _id: &TaskId, _path: &Path) -> Option<String> {
-    None
+/// Queues `brief updated: re-read <path>` in the inbox of a task whose meta
+/// records a pane (the criterion for "a live worker" here; liveness proper
+/// is the pane module's). The record is queued quietly: the watcher rings.
+/// A failure to queue never undoes the brief; it is reported instead.
+fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
+    let meta = Meta::load(&ctx.home, id).ok()??;
+    if meta.str("pane").is_empty() {
+        return None;
+    }
+    let body = format!("brief updated: re-read {}", path.display());
+    let from = ctx.cfg.brief.delegator.as_str();
+    let msg = inbox::Outgoing {
+        from,
+        body: body.as_bytes(),
+        fire_and_forget: false,
+    };
+    match inbox::queue(&ctx.home, &ctx.cfg, id, &msg, clock::now()) {
+        Ok(q) => {
+            Event::new(TOOL, id.as_str(), "inbox.queued")
+                .actor(from)
+                .field("seq", q.seq)
+                .record(&ctx.home);
+            Some(format!(
+                "queued {} {}",
+                id,
+                q.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ))
+        }
+        Err(e) => {
+            eprintln!("{TOOL}: warning: brief written but the notice was not queued: {e}");
+            Some(format!("not queued: {e}"))
+        }
+    }
 }
 
 fn read_text(path: &Path, what: &str) -> Result<String> {

@@ -750,3 +750,38 @@ fn identical_inputs_render_identical_briefs_apart_from_the_timestamp() {
     let old = String::from_utf8(h.read("data/a/brief.history/001.md")).unwrap();
     assert_eq!(strip(old), strip(brief(&h, "a")));
 }
+
+#[test]
+fn reapply_queues_a_notice_for_a_worker_with_a_pane() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["idle", "webapp", "--mode", "direct-PR"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["idle", "webapp", "--mode", "direct-PR", "--force"])
+        .run()
+        .success();
+    assert!(!h.exists("state/idle.inbox"), "no pane recorded: no notice");
+    h.fm("brief")
+        .args(["live", "webapp", "--mode", "direct-PR"])
+        .run()
+        .success();
+    h.write("state/live.meta", "pane=%12\n");
+    h.fm("brief")
+        .args(["live", "webapp", "--mode", "local-only", "--force"])
+        .run()
+        .success()
+        .stdout_has("notice: queued live 001.msg");
+    let msg = String::from_utf8(h.read("state/live.inbox/001.msg")).unwrap();
+    let want = format!(
+        "--\nbrief updated: re-read {}",
+        h.path("data/live/brief.md").display()
+    );
+    assert!(msg.ends_with(&want), "{msg}");
+    h.fm("brief")
+        .args(["--revoke", "live"])
+        .run()
+        .success()
+        .stdout_has("notice: queued live 002.msg");
+}

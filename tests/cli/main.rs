@@ -5,4 +5,5 @@ mod brief;
 mod dod;
 mod fm;
 mod harness;
+mod pane;
 mod status;

@@ -1,0 +1,289 @@
+//! Doorbell delivery (SPEC §5.2–5.3): the only text firstmate ever types
+//! into a worker's pane is a short constant line pointing at the inbox.
+//!
+//! [`deliver`] types it at most once, then presses Enter (and only Enter)
+//! up to `enter_retries` more times while it still sits unsent. It never
+//! types into a dead agent's pane, never over someone else's half-typed
+//! text, and never into a pane other than the recorded pane id.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::SendCfg;
+use crate::harness::HarnessProfile;
+use crate::home::Home;
+use crate::pane::Pane;
+use crate::task_id::TaskId;
+
+/// What happened to a ring (SPEC §5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Rang,
+    Queued,
+    Skipped,
+    Failed,
+    Dead,
+    NoPane,
+    Quiet,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Rang => "rang",
+            Outcome::Queued => "queued",
+            Outcome::Skipped => "skipped",
+            Outcome::Failed => "failed",
+            Outcome::Dead => "dead",
+            Outcome::NoPane => "no-pane",
+            Outcome::Quiet => "quiet",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Single-quotes `s` for a POSIX shell (`'` becomes `'\''`).
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The doorbell line for a task: constant per task, starting with `: `
+/// (a shell no-op), printable characters only.
+pub fn doorbell(home: &Home, id: &TaskId) -> String {
+    let inbox = home.inbox(id).display().to_string();
+    let line = format!(
+        ": firstmate inbox {} has mail - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)",
+        shell_quote(&inbox)
+    );
+    line.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// What the caller knows about the target before ringing.
+#[derive(Debug, Clone)]
+pub struct Target<'a> {
+    /// The recorded pane id (`%N`); `None` when meta has none.
+    pub pane: Option<&'a str>,
+    pub profile: Option<&'a HarnessProfile>,
+    /// The busy record says busy (newer than the last status line).
+    pub busy_record: bool,
+}
+
+/// Lines of the screen read for busy/composer checks.
+const TAIL_LINES: usize = 12;
+
+fn last_nonblank_lines(screen: &str, n: usize) -> Vec<&str> {
+    let mut v: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let cut = v.len().saturating_sub(n);
+    v.drain(..cut);
+    v
+}
+
+/// The composer's current text, if the profile can read it.
+fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
+    let re = regex::Regex::new(profile?.composer_regex.as_deref()?).ok()?;
+    last_nonblank_lines(screen, TAIL_LINES)
+        .iter()
+        .rev()
+        .find_map(|l| {
+            re.captures(l).map(|c| {
+                c.get(1)
+                    .map(|m| m.as_str().trim().to_string())
+                    .unwrap_or_default()
+            })
+        })
+}
+
+/// Whether the screen tail matches the profile's busy regex.
+pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
+    let Some(re) = profile
+        .and_then(|p| p.busy_regex.as_deref())
+        .and_then(|r| regex::Regex::new(r).ok())
+    else {
+        return false;
+    };
+    last_nonblank_lines(screen, TAIL_LINES)
+        .iter()
+        .any(|l| re.is_match(l))
+}
+
+/// True while the doorbell still sits unsent on the screen.
+fn unsent(profile: Option<&HarnessProfile>, screen: &str, line: &str) -> bool {
+    match composer_text(profile, screen) {
+        Some(text) => {
+            !text.is_empty() && line.trim().starts_with(&text) || text.contains(line.trim())
+        }
+        None if profile.and_then(|p| p.composer_regex.as_ref()).is_some() => false,
+        None => last_nonblank_lines(screen, 1)
+            .first()
+            .is_some_and(|l| l.trim_end().ends_with(line.trim())),
+    }
+}
+
+/// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
+/// so tests run without waiting.
+pub fn deliver(
+    pane: &dyn Pane,
+    target: &Target,
+    line: &str,
+    cfg: &SendCfg,
+    sleep: &dyn Fn(Duration),
+) -> Outcome {
+    let Some(id) = target.pane else {
+        return Outcome::NoPane;
+    };
+    let info = match pane.info(id) {
+        Ok(Some(info)) => info,
+        Ok(None) => return Outcome::Dead,
+        Err(_) => return Outcome::Failed,
+    };
+    if !crate::harness::is_alive(target.profile, info.dead, &info.command) {
+        return Outcome::Dead;
+    }
+    let Ok(screen) = pane.capture(id, 0) else {
+        return Outcome::Failed;
+    };
+    if target.busy_record || screen_busy(target.profile, &screen) {
+        return Outcome::Queued;
+    }
+    if let Some(text) = composer_text(target.profile, &screen)
+        && !text.is_empty()
+    {
+        return Outcome::Skipped;
+    }
+    if pane.type_text(id, line).is_err() {
+        return Outcome::Failed;
+    }
+    sleep(Duration::from_millis(cfg.settle_ms));
+    for _ in 0..=cfg.enter_retries {
+        if pane.press(id, "Enter").is_err() {
+            return Outcome::Failed;
+        }
+        sleep(Duration::from_millis(cfg.enter_wait_ms));
+        match pane.capture(id, 0) {
+            Ok(s) if unsent(target.profile, &s, line) => continue,
+            Ok(_) => return Outcome::Rang,
+            Err(_) => return Outcome::Failed,
+        }
+    }
+    Outcome::Failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::pane::FakePane;
+
+    fn profile() -> HarnessProfile {
+        let mut p = crate::harness::builtin("claude").unwrap();
+        p.agent_commands = Some(vec!["claude".into()]);
+        p.composer_regex = Some(r"^> ?(.*)$".into());
+        p.busy_regex = Some("esc to interrupt".into());
+        p
+    }
+
+    fn ring(f: &FakePane, p: Option<&HarnessProfile>, busy: bool) -> Outcome {
+        let cfg = Config::default().send;
+        deliver(
+            f,
+            &Target {
+                pane: Some("%1"),
+                profile: p,
+                busy_record: busy,
+            },
+            ": ring",
+            &cfg,
+            &|_| {},
+        )
+    }
+
+    #[test]
+    fn rings_once_and_submits() {
+        let f = FakePane::with("%1", "claude");
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls, vec!["type:: ring", "key:Enter"]);
+        assert_eq!(f.screen("%1").history, vec![": ring"]);
+    }
+
+    #[test]
+    fn swallowed_enter_is_pressed_again_never_retyped() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 2);
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Rang);
+        let calls = f.screen("%1").calls;
+        assert_eq!(calls.iter().filter(|c| c.starts_with("type:")).count(), 1);
+        assert_eq!(calls.iter().filter(|c| *c == "key:Enter").count(), 3);
+    }
+
+    #[test]
+    fn enter_retries_are_bounded() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 100);
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Failed);
+        assert_eq!(f.screen("%1").calls.len(), 1 + 4);
+    }
+
+    #[test]
+    fn dead_gone_busy_and_someone_elses_text() {
+        let p = profile();
+        let f = FakePane::with("%1", "bash");
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Dead);
+        let f = FakePane::with("%2", "claude");
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Dead);
+        let f = FakePane::with("%1", "claude");
+        assert_eq!(ring(&f, Some(&p), true), Outcome::Queued);
+        f.edit("%1", |s| s.history.push("working… esc to interrupt".into()));
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Queued);
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.composer = "half a thought".into());
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        let f = FakePane {
+            broken: true,
+            ..FakePane::with("%1", "claude")
+        };
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Failed);
+        let cfg = Config::default().send;
+        assert_eq!(
+            deliver(
+                &f,
+                &Target {
+                    pane: None,
+                    profile: None,
+                    busy_record: false
+                },
+                "x",
+                &cfg,
+                &|_| {}
+            ),
+            Outcome::NoPane
+        );
+    }
+
+    #[test]
+    fn doorbell_is_constant_quoted_and_printable() {
+        let d = tempfile::tempdir().unwrap();
+        let odd = d.path().join("it's here");
+        std::fs::create_dir(&odd).unwrap();
+        let home = Home::at(&odd).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        let a = doorbell(&home, &id);
+        assert_eq!(a, doorbell(&home, &id));
+        assert!(a.starts_with(": "));
+        assert!(a.contains(r"it'\''s here"));
+        assert!(a.contains("fm-ack t1"));
+        assert!(!a.chars().any(char::is_control));
+    }
+}

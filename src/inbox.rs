@@ -1,0 +1,239 @@
+//! The steering inbox's records (SPEC §5.1): `state/<id>.inbox/NNN.msg`.
+//!
+//! A record is a few `key=value` headers, a line that is exactly `--`, then
+//! the body byte-exact. Records are created only by [`queue`] — numbered
+//! under the inbox lock counting `handled/` too, written to a dot-temp file
+//! and renamed into place without clobbering — so a reader sees a complete
+//! record or none, and a number is never reused. Readers sort numerically
+//! and ignore every other name (dot-temps, ladder files, `handled/`).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::fsx;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+pub const SCHEMA: &str = "fm-inbox.v1";
+pub const EXT: &str = "msg";
+
+/// A parsed record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub seq: u64,
+    pub at: String,
+    pub from: String,
+    pub fire_and_forget: bool,
+    #[serde(skip)]
+    pub body: Vec<u8>,
+}
+
+impl Record {
+    /// The body's first line, lossily decoded (for listings).
+    pub fn first_line(&self) -> String {
+        let line = self.body.split(|&b| b == b'\n').next().unwrap_or(&[]);
+        String::from_utf8_lossy(line).into_owned()
+    }
+}
+
+/// The bytes of a record.
+pub fn render(at: &str, from: &str, fire_and_forget: bool, body: &[u8]) -> Vec<u8> {
+    let mut out = format!("schema={SCHEMA}\nat={at}\nfrom={from}\n").into_bytes();
+    if fire_and_forget {
+        out.extend_from_slice(b"delivery=fire-and-forget\n");
+    }
+    out.extend_from_slice(b"--\n");
+    out.extend_from_slice(body);
+    out
+}
+
+/// Parses a record's bytes. Headers end at the first line that is exactly
+/// `--`; a file without one is not a record (`None`).
+pub fn parse(seq: u64, bytes: &[u8]) -> Option<Record> {
+    let mut rec = Record {
+        seq,
+        at: String::new(),
+        from: "captain".into(),
+        fire_and_forget: false,
+        body: Vec::new(),
+    };
+    let mut pos = 0;
+    loop {
+        let end = bytes[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| pos + i)?;
+        let line = &bytes[pos..end];
+        pos = end + 1;
+        if line == b"--" {
+            rec.body = bytes[pos..].to_vec();
+            return Some(rec);
+        }
+        let line = String::from_utf8_lossy(line);
+        if let Some((k, v)) = line.split_once('=') {
+            match k {
+                "at" => rec.at = v.to_string(),
+                "from" => rec.from = v.to_string(),
+                "delivery" => rec.fire_and_forget = v == "fire-and-forget",
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Refuses an inbox or `handled/` that is a symlink (exit 1).
+fn check_dirs(home: &Home, id: &TaskId) -> Result<()> {
+    fsx::refuse_symlink(&home.inbox(id))?;
+    fsx::refuse_symlink(&home.inbox_handled(id))
+}
+
+/// Pending record numbers, ascending.
+pub fn pending(home: &Home, id: &TaskId) -> Result<Vec<u64>> {
+    check_dirs(home, id)?;
+    fsx::list_numbered(&home.inbox(id), EXT)
+}
+
+/// Handled (acknowledged) record numbers, ascending.
+pub fn handled(home: &Home, id: &TaskId) -> Result<Vec<u64>> {
+    check_dirs(home, id)?;
+    fsx::list_numbered(&home.inbox_handled(id), EXT)
+}
+
+/// Loads pending record `seq`; `None` if it is not pending (or unreadable as a record).
+pub fn load_pending(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>> {
+    Ok(fsx::read_optional(&home.inbox_record(id, seq))?.and_then(|b| parse(seq, &b)))
+}
+
+/// Whether a task exists for sending: it has meta or a brief.
+pub fn task_known(home: &Home, id: &TaskId) -> bool {
+    home.meta(id).exists() || home.brief(id).exists()
+}
+
+/// A message to queue.
+#[derive(Debug, Clone)]
+pub struct Outgoing<'a> {
+    pub from: &'a str,
+    pub body: &'a [u8],
+    pub fire_and_forget: bool,
+}
+
+/// Where a queued record landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    pub seq: u64,
+    pub path: PathBuf,
+}
+
+/// Validates a body against SPEC §5.4 (exit 2 on refusal).
+pub fn validate_body(cfg: &Config, body: &[u8]) -> Result<()> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(Error::usage("empty message body"));
+    }
+    if body.len() as u64 > cfg.send.max_body_bytes {
+        return Err(Error::usage(format!(
+            "message body is {} bytes; the limit is {} (send.max_body_bytes)",
+            body.len(),
+            cfg.send.max_body_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Validates a sender name (one line, no `=` surprises in the header).
+fn validate_from(from: &str) -> Result<()> {
+    if from.is_empty() || from.contains(['\n', '\r']) || from.len() > 200 {
+        return Err(Error::usage(format!("invalid sender name {from:?}")));
+    }
+    Ok(())
+}
+
+/// Writes a new record (numbered create, SPEC §2). Validates the body and
+/// sender, refuses an unknown task (exit 1) and symlinked directories.
+pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -> Result<Queued> {
+    validate_body(cfg, msg.body)?;
+    validate_from(msg.from)?;
+    if !task_known(home, id) {
+        return Err(Error::refused(format!(
+            "unknown task {id}: no meta and no brief"
+        )));
+    }
+    check_dirs(home, id)?;
+    fsx::ensure_dir(&home.inbox_handled(id))?;
+    let bytes = render(
+        &crate::clock::rfc3339(now),
+        msg.from,
+        msg.fire_and_forget,
+        msg.body,
+    );
+    let handled = home.inbox_handled(id);
+    let (seq, path) = fsx::create_numbered(
+        &home.inbox(id),
+        &[&handled],
+        EXT,
+        &home.inbox_lock(id),
+        &bytes,
+    )?;
+    Ok(Queued { seq, path })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_parse_round_trip_is_byte_exact() {
+        for body in [
+            &b"hello"[..],
+            b"two\nlines\n\n",
+            b"--\n--\n",
+            b"\xff\xfe\x00",
+            b"Enter",
+        ] {
+            let bytes = render("2026-11-30T09:15:02Z", "bob", true, body);
+            let r = parse(7, &bytes).unwrap();
+            assert_eq!(r.body, body);
+            assert_eq!(r.from, "bob");
+            assert!(r.fire_and_forget);
+            assert_eq!(r.at, "2026-11-30T09:15:02Z");
+        }
+        assert!(parse(1, b"schema=fm-inbox.v1\nno separator").is_none());
+    }
+
+    #[test]
+    fn queue_numbers_and_refuses() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let cfg = Config::default();
+        let id = TaskId::parse("t").unwrap();
+        let msg = Outgoing {
+            from: "captain",
+            body: b"hi",
+            fire_and_forget: false,
+        };
+        assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap_err().exit_code(), 1);
+        crate::meta::update(&home, &id, |m| m.set("kind", "ship")).unwrap();
+        assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap().seq, 1);
+        assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap().seq, 2);
+        let empty = Outgoing {
+            body: b" \n\t",
+            ..msg.clone()
+        };
+        assert_eq!(
+            queue(&home, &cfg, &id, &empty, 0).unwrap_err().exit_code(),
+            2
+        );
+        assert_eq!(pending(&home, &id).unwrap(), vec![1, 2]);
+        let r = load_pending(&home, &id, 2).unwrap().unwrap();
+        assert_eq!(r.body, b"hi");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let _ = parse(1, &bytes);
+        }
+    }
+}

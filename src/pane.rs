@@ -1,0 +1,377 @@
+//! Panes (SPEC §5.3, §9.2, §10): everything firstmate asks tmux, behind a
+//! [`Pane`] trait so decisions can be tested against [`FakePane`].
+//!
+//! Guarantees of [`Tmux`]: tmux always runs with an argument vector (never a
+//! shell), on the configured `-L` socket, and targets panes only by their id
+//! (`%N`) — never by window name, because tmux falls back to another window
+//! when a name is gone. Every call is bounded in time.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// Longest a single tmux call may take.
+pub const TMUX_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What tmux says about one pane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PaneInfo {
+    /// `%N`
+    pub id: String,
+    pub dead: bool,
+    /// Foreground command (`pane_current_command`).
+    pub command: String,
+    pub session: String,
+    pub window: String,
+}
+
+/// The operations delivery, the watcher and crew-state need.
+pub trait Pane {
+    /// Every pane on the server, in one call. No server → empty.
+    fn list(&self) -> Result<Vec<PaneInfo>>;
+    /// One pane by id; `None` when it does not exist.
+    fn info(&self, pane: &str) -> Result<Option<PaneInfo>> {
+        Ok(self.list()?.into_iter().find(|p| p.id == pane))
+    }
+    /// The visible screen plus `history` lines of scrollback, as text.
+    fn capture(&self, pane: &str, history: usize) -> Result<String>;
+    /// Types `text` literally (`send-keys -l`).
+    fn type_text(&self, pane: &str, text: &str) -> Result<()>;
+    /// Presses one named key (`Enter`, `Escape`, `C-c`, …).
+    fn press(&self, pane: &str, key: &str) -> Result<()>;
+}
+
+/// The real tmux, on the default server or a `-L` socket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tmux {
+    pub socket: Option<String>,
+}
+
+impl Tmux {
+    /// `socket` empty means the default server.
+    pub fn new(socket: &str) -> Tmux {
+        Tmux {
+            socket: (!socket.is_empty()).then(|| socket.to_string()),
+        }
+    }
+
+    /// The tmux of a task: meta `tmux_socket` if set, else the config's.
+    pub fn for_task(meta_socket: &str, cfg_socket: &str) -> Tmux {
+        Tmux::new(if meta_socket.is_empty() {
+            cfg_socket
+        } else {
+            meta_socket
+        })
+    }
+
+    /// Runs `tmux [-L socket] args…` and returns stdout.
+    pub fn run<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut cmd = Command::new("tmux");
+        if let Some(s) = &self.socket {
+            cmd.args(["-L", s]);
+        }
+        cmd.args(args.iter().map(|a| a.as_ref()));
+        let (code, stdout, stderr) =
+            run_bounded(cmd, TMUX_TIMEOUT).map_err(|msg| Error::External {
+                program: "tmux".into(),
+                msg,
+            })?;
+        if code != Some(0) {
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: format!(
+                    "{} ({})",
+                    stderr.trim(),
+                    args.first().map(|a| a.as_ref()).unwrap_or("")
+                ),
+            });
+        }
+        Ok(stdout)
+    }
+}
+
+/// tmux's way of saying "there is no server": not an error for a reader.
+fn no_server(e: &Error) -> bool {
+    match e {
+        Error::External { msg, .. } => {
+            msg.contains("no server running")
+                || msg.contains("error connecting to")
+                || msg.contains("No such file or directory")
+        }
+        _ => false,
+    }
+}
+
+const LIST_FORMAT: &str =
+    "#{pane_id}\t#{pane_dead}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
+
+/// Parses `list-panes -a -F LIST_FORMAT` output.
+pub fn parse_list(out: &str) -> Vec<PaneInfo> {
+    out.lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(5, '\t');
+            let id = f.next()?.to_string();
+            if !id.starts_with('%') {
+                return None;
+            }
+            Some(PaneInfo {
+                id,
+                dead: f.next()? == "1",
+                command: f.next()?.to_string(),
+                session: f.next()?.to_string(),
+                window: f.next().unwrap_or("").to_string(),
+            })
+        })
+        .collect()
+}
+
+impl Pane for Tmux {
+    fn list(&self) -> Result<Vec<PaneInfo>> {
+        match self.run(&["list-panes", "-a", "-F", LIST_FORMAT]) {
+            Ok(out) => Ok(parse_list(&out)),
+            Err(e) if no_server(&e) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn info(&self, pane: &str) -> Result<Option<PaneInfo>> {
+        match self.run(&["display-message", "-p", "-t", pane, LIST_FORMAT]) {
+            Ok(out) => Ok(parse_list(&out).into_iter().find(|p| p.id == pane)),
+            Err(e) if no_server(&e) => Ok(None),
+            Err(Error::External { msg, .. }) if msg.contains("can't find") => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn capture(&self, pane: &str, history: usize) -> Result<String> {
+        let start = format!("-{history}");
+        self.run(&["capture-pane", "-p", "-J", "-t", pane, "-S", &start])
+    }
+
+    fn type_text(&self, pane: &str, text: &str) -> Result<()> {
+        self.run(&["send-keys", "-t", pane, "-l", "--", text])
+            .map(drop)
+    }
+
+    fn press(&self, pane: &str, key: &str) -> Result<()> {
+        self.run(&["send-keys", "-t", pane, key]).map(drop)
+    }
+}
+
+/// Runs `cmd` with a time bound; returns (exit code, stdout, stderr).
+/// A missing program or a timeout is an `Err(message)`.
+pub fn run_bounded(
+    mut cmd: Command,
+    limit: Duration,
+) -> std::result::Result<(Option<i32>, String, String), String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            "not installed (not found on PATH)".to_string()
+        } else {
+            e.to_string()
+        }
+    })?;
+    let mut so = child.stdout.take().expect("piped stdout");
+    let mut se = child.stderr.take().expect("piped stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = so.read_to_end(&mut b);
+        b
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = se.read_to_end(&mut b);
+        b
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timed out after {}s", limit.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let out = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
+    let err = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
+    Ok((status.code(), out, err))
+}
+
+/// One pane of the [`FakePane`].
+#[derive(Debug, Clone, Default)]
+pub struct FakeScreen {
+    pub dead: bool,
+    pub command: String,
+    /// Submitted lines, oldest first.
+    pub history: Vec<String>,
+    /// What sits in the composer, unsent.
+    pub composer: String,
+    /// Enters to swallow before one submits.
+    pub swallow_enters: usize,
+    /// Every call made, for assertions: `type:<text>` or `key:<name>`.
+    pub calls: Vec<String>,
+}
+
+/// An in-memory stand-in for tmux, for unit tests of delivery and state
+/// decisions. The composer line is shown as `> <text>` on the last line.
+#[derive(Debug, Default)]
+pub struct FakePane {
+    pub panes: RefCell<BTreeMap<String, FakeScreen>>,
+    /// When set, every call fails like a broken tmux.
+    pub broken: bool,
+}
+
+impl FakePane {
+    pub fn with(id: &str, command: &str) -> FakePane {
+        let f = FakePane::default();
+        f.add(id, command);
+        f
+    }
+
+    pub fn add(&self, id: &str, command: &str) {
+        self.panes.borrow_mut().insert(
+            id.into(),
+            FakeScreen {
+                command: command.into(),
+                ..Default::default()
+            },
+        );
+    }
+
+    pub fn screen(&self, id: &str) -> FakeScreen {
+        self.panes.borrow().get(id).cloned().unwrap_or_default()
+    }
+
+    pub fn edit(&self, id: &str, f: impl FnOnce(&mut FakeScreen)) {
+        if let Some(s) = self.panes.borrow_mut().get_mut(id) {
+            f(s);
+        }
+    }
+
+    fn check(&self, pane: &str) -> Result<()> {
+        if self.broken {
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: "broken".into(),
+            });
+        }
+        if !self.panes.borrow().contains_key(pane) {
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: format!("can't find pane: {pane}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Pane for FakePane {
+    fn list(&self) -> Result<Vec<PaneInfo>> {
+        if self.broken {
+            return Err(Error::External {
+                program: "tmux".into(),
+                msg: "broken".into(),
+            });
+        }
+        Ok(self
+            .panes
+            .borrow()
+            .iter()
+            .map(|(id, s)| PaneInfo {
+                id: id.clone(),
+                dead: s.dead,
+                command: s.command.clone(),
+                session: "fm".into(),
+                window: format!("fm-{id}"),
+            })
+            .collect())
+    }
+
+    fn capture(&self, pane: &str, _history: usize) -> Result<String> {
+        self.check(pane)?;
+        let s = self.screen(pane);
+        let mut out = s.history.join("\n");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("> ");
+        out.push_str(&s.composer);
+        out.push('\n');
+        Ok(out)
+    }
+
+    fn type_text(&self, pane: &str, text: &str) -> Result<()> {
+        self.check(pane)?;
+        self.edit(pane, |s| {
+            s.calls.push(format!("type:{text}"));
+            s.composer.push_str(text);
+        });
+        Ok(())
+    }
+
+    fn press(&self, pane: &str, key: &str) -> Result<()> {
+        self.check(pane)?;
+        self.edit(pane, |s| {
+            s.calls.push(format!("key:{key}"));
+            if key == "Enter" {
+                if s.swallow_enters > 0 {
+                    s.swallow_enters -= 1;
+                } else {
+                    let line = std::mem::take(&mut s.composer);
+                    s.history.push(line);
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_list_reads_fields_and_skips_junk() {
+        let out = "%1\t0\tbash\tfm\tfm-a\n%22\t1\tclaude\tfm\twin\twith\ttabs\ngarbage\n";
+        let v = parse_list(out);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].id, "%22");
+        assert!(v[1].dead);
+        assert_eq!(v[1].window, "win\twith\ttabs");
+    }
+
+    #[test]
+    fn fake_swallows_enters_then_submits() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 1);
+        f.type_text("%1", "hello").unwrap();
+        f.press("%1", "Enter").unwrap();
+        assert!(f.capture("%1", 0).unwrap().ends_with("> hello\n"));
+        f.press("%1", "Enter").unwrap();
+        assert_eq!(f.screen("%1").history, vec!["hello".to_string()]);
+        assert!(f.type_text("%9", "x").is_err());
+    }
+
+    #[test]
+    fn bounded_run_reports_missing_programs() {
+        let err = run_bounded(
+            Command::new("definitely-not-a-program-fm"),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(err.contains("not installed"));
+    }
+}
