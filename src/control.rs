@@ -7,7 +7,6 @@
 //! with argument vectors, bounded in time; panes are addressed by id only.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
@@ -16,12 +15,13 @@ use crate::events::Event;
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::{self, Meta};
-use crate::pane::{Pane, PaneInfo, Tmux, run_bounded};
+use crate::pane::{Pane, PaneInfo, Tmux};
 use crate::task_id::TaskId;
-use crate::{clock, fsx, stand_in};
+use crate::{brief, clock, frontmatter, fsx, stand_in};
 
 const TOOL: &str = "fm-control";
-const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// `git worktree add` checks out files: give it longer than a query.
+const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A lifecycle action.
 #[derive(Debug, Clone)]
@@ -82,37 +82,11 @@ struct Ctl<'a> {
 
 /// Runs git in `dir`; stdout on success, an error naming the command otherwise.
 fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
-    let (code, out, err) = run_bounded(cmd, GIT_TIMEOUT).map_err(|msg| Error::External {
-        program: "git".into(),
-        msg,
-    })?;
-    if code != Some(0) {
-        return Err(Error::External {
-            program: "git".into(),
-            msg: format!("git {}: {}", args.join(" "), err.trim()),
-        });
+    let out = crate::git::run_bounded(dir, args, GIT_TIMEOUT)?;
+    if !out.ok {
+        return Err(Error::External { program: "git".into(), msg: format!("git {}: {}", args.join(" "), out.stderr.trim()) });
     }
-    Ok(out)
-}
-
-/// Leading YAML frontmatter `key: value` pairs of a brief.
-fn frontmatter(brief: &str) -> Vec<(String, String)> {
-    let mut lines = brief.lines();
-    if lines.next() != Some("---") {
-        return Vec::new();
-    }
-    lines
-        .take_while(|l| *l != "---")
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| {
-            (
-                k.trim().to_string(),
-                v.trim().trim_matches(['"', '\'']).to_string(),
-            )
-        })
-        .collect()
+    Ok(out.stdout)
 }
 
 impl Ctl<'_> {
@@ -186,19 +160,9 @@ impl Ctl<'_> {
     }
 
     fn check_brief(&self) -> Result<()> {
-        let mut cmd = Command::new(stand_in::sibling_bin("fm-brief"));
-        cmd.arg("--home")
-            .arg(self.home.root())
-            .args(["--check", self.id.as_str()]);
-        let (code, _out, err) = run_bounded(cmd, GIT_TIMEOUT).map_err(|msg| Error::External {
-            program: "fm-brief".into(),
-            msg,
-        })?;
-        if code != Some(0) {
-            return Err(Error::refused(format!(
-                "brief does not pass fm-brief --check: {}",
-                err.trim()
-            )));
+        let report = brief::check_brief(self.home, self.cfg, self.id, None)?;
+        if !report.ok {
+            return Err(Error::refused(format!("brief does not pass fm-brief --check: {}", report.problems.join("; "))));
         }
         Ok(())
     }
@@ -280,12 +244,12 @@ impl Ctl<'_> {
             &fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default(),
         )
         .into_owned();
-        let fm = frontmatter(&brief);
+        let fm = frontmatter::parse(&brief).map(|(f, _)| f).unwrap_or_default();
         let now = clock::now();
         meta::update(self.home, self.id, |m| {
             for key in ["kind", "mode", "repo", "branch"] {
                 if m.get(key).is_none()
-                    && let Some((_, v)) = fm.iter().find(|(k, _)| k == key)
+                    && let Some(v) = frontmatter::get(&fm, key)
                 {
                     m.set(key, v);
                 }
@@ -491,13 +455,11 @@ impl Ctl<'_> {
     /// Whether the worktree's HEAD survives its removal: contained in a
     /// remote-tracking ref (and, for local-only, in a local branch).
     fn head_reachable(&self, meta: &Meta, worktree: &Path) -> Result<bool> {
-        let mut scopes = vec!["refs/remotes"];
+        let mut scopes = vec!["refs/remotes/"];
         if meta.str("mode") == "local-only" {
-            scopes.push("refs/heads");
+            scopes.push("refs/heads/");
         }
-        let mut args = vec!["for-each-ref", "--contains", "HEAD", "--format=%(refname)"];
-        args.extend(scopes);
-        Ok(!git(worktree, &args)?.trim().is_empty())
+        Ok(crate::git::ref_containing(worktree, "HEAD", &scopes)?.is_some())
     }
 
     fn teardown(&self, force: bool) -> Result<String> {
@@ -571,25 +533,5 @@ impl Ctl<'_> {
             .field("archive", dest.display().to_string())
             .record(self.home);
         Ok(format!("torn-down {id} archive={}", dest.display()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frontmatter_pairs() {
-        let fm =
-            frontmatter("---\nid: t\nkind: ship\nmode: \"local-only\"\n---\n# Task\nkind: nope\n");
-        assert_eq!(
-            fm,
-            vec![
-                ("id".into(), "t".into()),
-                ("kind".into(), "ship".into()),
-                ("mode".into(), "local-only".into())
-            ]
-        );
-        assert!(frontmatter("# no frontmatter").is_empty());
     }
 }

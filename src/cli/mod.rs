@@ -5,8 +5,10 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+pub mod brief;
 pub mod common;
 pub mod control;
+pub mod dod;
 pub mod fm;
 pub mod status;
 
@@ -24,8 +26,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "brief",
         about: "write and check a task's brief",
-        main: None,
-        command: None,
+        main: Some(brief::main),
+        command: Some(brief::command),
     },
     Tool {
         name: "send",
@@ -54,8 +56,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "dod",
         about: "render and verify the definition of done",
-        main: None,
-        command: None,
+        main: Some(dod::main),
+        command: Some(dod::command),
     },
     Tool {
         name: "control",

@@ -2,6 +2,8 @@
 //! private tmux servers and real git repositories where they matter.
 
 mod control;
+mod brief;
+mod dod;
 mod fm;
 mod harness;
 mod pane;
