@@ -17,8 +17,10 @@ pub mod fsx;
 pub mod harness;
 pub mod home;
 pub mod inbox;
+pub mod ladder_files;
 pub mod meta;
 pub mod pane;
+pub mod recipient;
 pub mod status;
 pub mod task_id;
 

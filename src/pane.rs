@@ -41,6 +41,12 @@ pub trait Pane {
     }
     /// The visible screen plus `history` lines of scrollback, as text.
     fn capture(&self, pane: &str, history: usize) -> Result<String>;
+    /// The text of the line the cursor is on (not joined with wrapped
+    /// neighbours); `None` when the pane cannot say.
+    fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
+        let _ = pane;
+        Ok(None)
+    }
     /// Types `text` literally (`send-keys -l`).
     fn type_text(&self, pane: &str, text: &str) -> Result<()>;
     /// Presses one named key (`Enter`, `Escape`, `C-c`, …).
@@ -152,6 +158,16 @@ impl Pane for Tmux {
     fn capture(&self, pane: &str, history: usize) -> Result<String> {
         let start = format!("-{history}");
         self.run(&["capture-pane", "-p", "-J", "-t", pane, "-S", &start])
+    }
+
+    fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
+        let y = self.run(&["display-message", "-p", "-t", pane, "#{cursor_y}"])?;
+        let Ok(y) = y.trim().parse::<u32>() else {
+            return Ok(None);
+        };
+        let y = y.to_string();
+        let line = self.run(&["capture-pane", "-p", "-t", pane, "-S", &y, "-E", &y])?;
+        Ok(Some(line.trim_end_matches('\n').to_string()))
     }
 
     fn type_text(&self, pane: &str, text: &str) -> Result<()> {
@@ -311,6 +327,11 @@ impl Pane for FakePane {
         out.push_str(&s.composer);
         out.push('\n');
         Ok(out)
+    }
+
+    fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
+        self.check(pane)?;
+        Ok(Some(format!("> {}", self.screen(pane).composer)))
     }
 
     fn type_text(&self, pane: &str, text: &str) -> Result<()> {
