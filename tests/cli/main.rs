@@ -1,7 +1,9 @@
 //! Integration tests: the real binaries, driven in temporary homes, with
 //! private tmux servers and real git repositories where they matter.
 
+mod ack;
 mod fm;
 mod harness;
 mod pane;
+mod send;
 mod status;
