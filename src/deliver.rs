@@ -239,8 +239,21 @@ pub fn deliver_to(
             return Outcome::Failed;
         }
         sleep(Duration::from_millis(cfg.enter_wait_ms));
-        let cursor = pane.cursor_line(id).ok().flatten();
-        match pane.capture(id, 0) {
+        // Without a composer regex the cursor's line is enough: one tmux call.
+        let composer = target
+            .profile
+            .and_then(|p| p.composer_regex.as_ref())
+            .is_some();
+        let cursor = if composer {
+            None
+        } else {
+            pane.cursor_line(id).ok().flatten()
+        };
+        let screen = match cursor {
+            Some(_) => Ok(String::new()),
+            None => pane.capture(id, 0),
+        };
+        match screen {
             Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => continue,
             Ok(_) => return Outcome::Rang,
             Err(_) => return Outcome::Failed,

@@ -161,13 +161,24 @@ impl Pane for Tmux {
     }
 
     fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
-        let y = self.run(&["display-message", "-p", "-t", pane, "#{cursor_y}"])?;
-        let Ok(y) = y.trim().parse::<u32>() else {
+        // One tmux invocation: `;` as its own argument separates commands.
+        let out = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            pane,
+            "#{cursor_y}",
+            ";",
+            "capture-pane",
+            "-p",
+            "-t",
+            pane,
+        ])?;
+        let mut lines = out.split('\n');
+        let Some(y) = lines.next().and_then(|y| y.trim().parse::<usize>().ok()) else {
             return Ok(None);
         };
-        let y = y.to_string();
-        let line = self.run(&["capture-pane", "-p", "-t", pane, "-S", &y, "-E", &y])?;
-        Ok(Some(line.trim_end_matches('\n').to_string()))
+        Ok(Some(lines.nth(y).unwrap_or("").to_string()))
     }
 
     fn type_text(&self, pane: &str, text: &str) -> Result<()> {
