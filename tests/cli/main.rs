@@ -1,9 +1,11 @@
 //! Integration tests: the real binaries, driven in temporary homes, with
 //! private tmux servers and real git repositories where they matter.
 
+mod ack;
 mod brief;
 mod dod;
 mod fm;
 mod harness;
 mod pane;
+mod send;
 mod status;
