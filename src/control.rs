@@ -84,7 +84,10 @@ struct Ctl<'a> {
 fn git(dir: &Path, args: &[&str]) -> Result<String> {
     let out = crate::git::run_bounded(dir, args, GIT_TIMEOUT)?;
     if !out.ok {
-        return Err(Error::External { program: "git".into(), msg: format!("git {}: {}", args.join(" "), out.stderr.trim()) });
+        return Err(Error::External {
+            program: "git".into(),
+            msg: format!("git {}: {}", args.join(" "), out.stderr.trim()),
+        });
     }
     Ok(out.stdout)
 }
@@ -162,7 +165,10 @@ impl Ctl<'_> {
     fn check_brief(&self) -> Result<()> {
         let report = brief::check_brief(self.home, self.cfg, self.id, None)?;
         if !report.ok {
-            return Err(Error::refused(format!("brief does not pass fm-brief --check: {}", report.problems.join("; "))));
+            return Err(Error::refused(format!(
+                "brief does not pass fm-brief --check: {}",
+                report.problems.join("; ")
+            )));
         }
         Ok(())
     }
@@ -244,7 +250,9 @@ impl Ctl<'_> {
             &fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default(),
         )
         .into_owned();
-        let fm = frontmatter::parse(&brief).map(|(f, _)| f).unwrap_or_default();
+        let fm = frontmatter::parse(&brief)
+            .map(|(f, _)| f)
+            .unwrap_or_default();
         let now = clock::now();
         meta::update(self.home, self.id, |m| {
             for key in ["kind", "mode", "repo", "branch"] {

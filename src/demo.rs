@@ -49,7 +49,11 @@ fn fail(msg: impl Into<String>) -> Error {
 impl Demo {
     fn say(&mut self, text: &str) {
         self.step += 1;
-        println!("\n[{:>4.1}s] {}. {text}", self.started.elapsed().as_secs_f64(), self.step);
+        println!(
+            "\n[{:>4.1}s] {}. {text}",
+            self.started.elapsed().as_secs_f64(),
+            self.step
+        );
     }
 
     fn ok(&self, text: &str) {
@@ -57,7 +61,11 @@ impl Demo {
     }
 
     fn check_interrupt(&self) -> Result<()> {
-        if INTERRUPTED.load(Ordering::SeqCst) { Err(Error::Interrupted) } else { Ok(()) }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            Err(Error::Interrupted)
+        } else {
+            Ok(())
+        }
     }
 
     fn tmux(&self) -> Tmux {
@@ -67,10 +75,26 @@ impl Demo {
     /// Runs `fm-<tool> args…` against the demo home and echoes the command.
     fn fm(&self, tool: &str, args: &[&str]) -> Result<Ran> {
         self.check_interrupt()?;
-        println!("        $ fm-{tool} {}", args.iter().map(|a| if a.contains(' ') { format!("'{a}'") } else { a.to_string() }).collect::<Vec<_>>().join(" "));
+        println!(
+            "        $ fm-{tool} {}",
+            args.iter()
+                .map(|a| if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    a.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
         let mut cmd = Command::new(sibling_bin(&format!("fm-{tool}")));
-        cmd.args(args).env("FM_HOME", &self.root).env_remove("NO_COLOR");
-        let (code, out, err) = run_bounded(cmd, Duration::from_secs(60)).map_err(|msg| Error::External { program: format!("fm-{tool}"), msg })?;
+        cmd.args(args)
+            .env("FM_HOME", &self.root)
+            .env_remove("NO_COLOR");
+        let (code, out, err) =
+            run_bounded(cmd, Duration::from_secs(60)).map_err(|msg| Error::External {
+                program: format!("fm-{tool}"),
+                msg,
+            })?;
         for l in out.lines() {
             println!("          {l}");
         }
@@ -80,7 +104,11 @@ impl Demo {
     fn expect_ok(&self, tool: &str, args: &[&str]) -> Result<String> {
         let r = self.fm(tool, args)?;
         if r.code != Some(0) {
-            return Err(fail(format!("fm-{tool} exited {:?}: {}", r.code, r.err.trim())));
+            return Err(fail(format!(
+                "fm-{tool} exited {:?}: {}",
+                r.code,
+                r.err.trim()
+            )));
         }
         Ok(r.out)
     }
@@ -88,9 +116,16 @@ impl Demo {
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(dir).args(args);
-        let (code, out, err) = run_bounded(cmd, Duration::from_secs(30)).map_err(|msg| Error::External { program: "git".into(), msg })?;
+        let (code, out, err) =
+            run_bounded(cmd, Duration::from_secs(30)).map_err(|msg| Error::External {
+                program: "git".into(),
+                msg,
+            })?;
         if code != Some(0) {
-            return Err(Error::External { program: "git".into(), msg: format!("git {}: {}", args.join(" "), err.trim()) });
+            return Err(Error::External {
+                program: "git".into(),
+                msg: format!("git {}: {}", args.join(" "), err.trim()),
+            });
         }
         Ok(out)
     }
@@ -117,7 +152,9 @@ impl Demo {
     fn pane_of(&self, id: &str) -> Result<String> {
         let home = self.home()?;
         let id = TaskId::parse(id)?;
-        Ok(crate::meta::Meta::load(&home, &id)?.map(|m| m.str("pane").to_string()).unwrap_or_default())
+        Ok(crate::meta::Meta::load(&home, &id)?
+            .map(|m| m.str("pane").to_string())
+            .unwrap_or_default())
     }
 
     fn pending(&self, id: &str) -> Result<Vec<u64>> {
@@ -125,11 +162,18 @@ impl Demo {
     }
 
     fn wakes(&self) -> Result<String> {
-        Ok(String::from_utf8_lossy(&fsx::read_optional(&self.home()?.wakes())?.unwrap_or_default()).into_owned())
+        Ok(
+            String::from_utf8_lossy(
+                &fsx::read_optional(&self.home()?.wakes())?.unwrap_or_default(),
+            )
+            .into_owned(),
+        )
     }
 
     fn setup(&mut self) -> Result<()> {
-        self.say("Set up a temporary home, a git project with a bare remote, and a private tmux server");
+        self.say(
+            "Set up a temporary home, a git project with a bare remote, and a private tmux server",
+        );
         for d in ["config", "data", "state"] {
             fsx::ensure_dir(&self.root.join(d))?;
         }
@@ -156,20 +200,41 @@ impl Demo {
     }
 
     fn brief_and_spawn(&mut self, id: &str, intent: &str) -> Result<String> {
-        self.say(&format!("Write a brief for {id} and spawn a stand-in worker"));
+        self.say(&format!(
+            "Write a brief for {id} and spawn a stand-in worker"
+        ));
         self.expect_ok(
             "brief",
-            &[id, "demo-project", "--mode", "direct-PR", "--intent", intent, "--spec", "Make one small commit, push only your branch, then report done."],
+            &[
+                id,
+                "demo-project",
+                "--mode",
+                "direct-PR",
+                "--intent",
+                intent,
+                "--spec",
+                "Make one small commit, push only your branch, then report done.",
+            ],
         )?;
         let project = self.project.display().to_string();
-        let out = self.expect_ok("control", &[id, "spawn", "--project", &project, "--harness", "stand-in"])?;
+        let out = self.expect_ok(
+            "control",
+            &[id, "spawn", "--project", &project, "--harness", "stand-in"],
+        )?;
         if !out.starts_with(&format!("spawned {id} pane=%")) {
             return Err(fail(format!("unexpected spawn output: {out}")));
         }
         let pane = self.pane_of(id)?;
         let tmux = self.tmux();
-        if !self.wait(10, || Ok(tmux.capture(&pane, 0).unwrap_or_default().contains("stand-in>")))? {
-            return Err(fail(format!("the stand-in in {pane} never showed its composer")));
+        if !self.wait(10, || {
+            Ok(tmux
+                .capture(&pane, 0)
+                .unwrap_or_default()
+                .contains("stand-in>"))
+        })? {
+            return Err(fail(format!(
+                "the stand-in in {pane} never showed its composer"
+            )));
         }
         self.ok(&format!("worker {id} is up in pane {pane}"));
         Ok(pane)
@@ -177,7 +242,13 @@ impl Demo {
 
     fn send_and_ack(&mut self, id: &str) -> Result<()> {
         self.say("Send a steering message: only a doorbell is typed into the pane; the worker reads its inbox and acknowledges");
-        let out = self.expect_ok("send", &[id, "status working reading the brief; starting on the change"])?;
+        let out = self.expect_ok(
+            "send",
+            &[
+                id,
+                "status working reading the brief; starting on the change",
+            ],
+        )?;
         if !out.contains("queued") {
             return Err(fail(format!("fm-send did not queue: {out}")));
         }
@@ -187,30 +258,47 @@ impl Demo {
         self.ok("message 001 acknowledged (moved to handled/)");
         let st = self.expect_ok("crew-state", &[id])?;
         if !st.starts_with("state: working") {
-            return Err(fail(format!("expected the worker to read as working, got: {}", st.trim())));
+            return Err(fail(format!(
+                "expected the worker to read as working, got: {}",
+                st.trim()
+            )));
         }
         self.ok("crew-state reads working, from the worker's own status line");
         Ok(())
     }
 
     fn deaf_and_escalate(&mut self, id: &str) -> Result<()> {
-        self.say(&format!("{id} goes deaf: the watcher re-rings the unread message, then escalates exactly once"));
+        self.say(&format!(
+            "{id} goes deaf: the watcher re-rings the unread message, then escalates exactly once"
+        ));
         self.expect_ok("send", &[id, "deaf"])?;
         let home = self.home()?;
         let tid = TaskId::parse(id)?;
         let escalated = self.wait(30, || {
             self.fm("watch", &["--once"])?;
-            Ok(self.wakes()?.lines().any(|l| l.contains(&format!("\t{id}\tescalation\t"))))
+            Ok(self
+                .wakes()?
+                .lines()
+                .any(|l| l.contains(&format!("\t{id}\tescalation\t"))))
         })?;
         if !escalated {
             return Err(fail("no escalation wake after the ladder ran out"));
         }
-        let rings = String::from_utf8_lossy(&fsx::read_optional(&home.ring_state(&tid))?.unwrap_or_default()).into_owned();
+        let rings = String::from_utf8_lossy(
+            &fsx::read_optional(&home.ring_state(&tid))?.unwrap_or_default(),
+        )
+        .into_owned();
         self.ok(&format!("ladder: {}", rings.trim().replace('\t', " · ")));
         self.fm("watch", &["--once"])?;
-        let n = self.wakes()?.lines().filter(|l| l.contains(&format!("\t{id}\tescalation\t"))).count();
+        let n = self
+            .wakes()?
+            .lines()
+            .filter(|l| l.contains(&format!("\t{id}\tescalation\t")))
+            .count();
         if n != 1 {
-            return Err(fail(format!("expected exactly one escalation wake, found {n}")));
+            return Err(fail(format!(
+                "expected exactly one escalation wake, found {n}"
+            )));
         }
         if self.pending(id)?.is_empty() {
             return Err(fail("the unread message vanished"));
@@ -231,7 +319,10 @@ impl Demo {
         self.expect_ok("send", &[id, &format!("commit feature.txt the small change\nstatus done PR https://example.invalid/{id}/pull/1")])?;
         let status = home.status(&tid);
         let done = self.wait(15, || {
-            Ok(String::from_utf8_lossy(&fsx::read_optional(&status)?.unwrap_or_default()).contains("done [at="))
+            Ok(
+                String::from_utf8_lossy(&fsx::read_optional(&status)?.unwrap_or_default())
+                    .contains("done [at="),
+            )
         })?;
         if !done {
             return Err(fail("the worker never reported done"));
@@ -239,7 +330,11 @@ impl Demo {
         self.ok("worker committed feature.txt and appended done");
         let r = self.fm("dod", &["--check", id])?;
         if r.code != Some(1) || !r.out.contains("refused") {
-            return Err(fail(format!("expected the gate to refuse the unpushed head, got exit {:?}: {}", r.code, r.out.trim())));
+            return Err(fail(format!(
+                "expected the gate to refuse the unpushed head, got exit {:?}: {}",
+                r.code,
+                r.out.trim()
+            )));
         }
         let st = self.expect_ok("crew-state", &[id])?;
         if !st.starts_with("state: blocked") {
@@ -248,11 +343,18 @@ impl Demo {
         self.ok("the gate refused; crew-state reads blocked, not done");
 
         self.say("Push the branch; now the gate accepts and the worker reads done");
-        self.git(&worktree, &["push", "-q", "origin", &format!("{branch}:{branch}")])?;
+        self.git(
+            &worktree,
+            &["push", "-q", "origin", &format!("{branch}:{branch}")],
+        )?;
         self.git(&worktree, &["fetch", "-q", "origin"])?;
         let r = self.fm("dod", &["--check", id])?;
         if r.code != Some(0) || !r.out.contains("accepted") {
-            return Err(fail(format!("expected the gate to accept, got exit {:?}: {}", r.code, r.out.trim())));
+            return Err(fail(format!(
+                "expected the gate to accept, got exit {:?}: {}",
+                r.code,
+                r.out.trim()
+            )));
         }
         let st = self.expect_ok("crew-state", &[id])?;
         if !st.starts_with("state: done") {
@@ -274,7 +376,11 @@ impl Demo {
 
     fn cleanup(&self, keep: bool) {
         if keep {
-            println!("\nkept: home {} · tmux -L {} attach", self.root.display(), self.socket);
+            println!(
+                "\nkept: home {} · tmux -L {} attach",
+                self.root.display(),
+                self.socket
+            );
             return;
         }
         let _ = self.tmux().run(&["kill-server"]);
@@ -284,9 +390,18 @@ impl Demo {
 
 fn preflight() -> Result<()> {
     for (program, arg) in [("tmux", "-V"), ("git", "--version")] {
-        let ok = Command::new(program).arg(arg).output().map(|o| o.status.success()).unwrap_or(false);
+        let ok = Command::new(program)
+            .arg(arg)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
         if !ok {
-            return Err(Error::External { program: program.into(), msg: "not installed; the demo needs tmux and git (e.g. apt-get install -y tmux git)".into() });
+            return Err(Error::External {
+                program: program.into(),
+                msg:
+                    "not installed; the demo needs tmux and git (e.g. apt-get install -y tmux git)"
+                        .into(),
+            });
         }
     }
     Ok(())
@@ -302,7 +417,9 @@ pub fn run(keep: bool) -> Result<u8> {
     let stamp = crate::clock::now();
     let root = std::env::temp_dir().join(format!("fm-demo-{}-{stamp}", std::process::id()));
     fsx::ensure_dir(&root)?;
-    let root = root.canonicalize().map_err(|e| Error::io("resolve", &root, e))?;
+    let root = root
+        .canonicalize()
+        .map_err(|e| Error::io("resolve", &root, e))?;
     let mut demo = Demo {
         project: root.join("project"),
         root,
@@ -313,7 +430,10 @@ pub fn run(keep: bool) -> Result<u8> {
     println!("firstmate demo: the whole loop, unattended, on a private tmux server");
     let result = (|| {
         demo.setup()?;
-        demo.brief_and_spawn("demo-ship", "Add feature.txt describing the small change, on your branch.")?;
+        demo.brief_and_spawn(
+            "demo-ship",
+            "Add feature.txt describing the small change, on your branch.",
+        )?;
         demo.send_and_ack("demo-ship")?;
         demo.brief_and_spawn("demo-deaf", "Add a note to the README.")?;
         demo.deaf_and_escalate("demo-deaf")?;
@@ -323,7 +443,10 @@ pub fn run(keep: bool) -> Result<u8> {
     demo.cleanup(keep);
     match result {
         Ok(()) => {
-            println!("\ndemo passed: every expectation held ({:.1}s)", demo.started.elapsed().as_secs_f64());
+            println!(
+                "\ndemo passed: every expectation held ({:.1}s)",
+                demo.started.elapsed().as_secs_f64()
+            );
             Ok(0)
         }
         Err(e) => {

@@ -22,11 +22,13 @@ pub mod git;
 pub mod harness;
 pub mod home;
 pub mod inbox;
+pub mod ladder_files;
 pub mod meta;
 pub mod pane;
-pub mod stand_in;
+pub mod recipient;
 pub mod response;
 pub mod shq;
+pub mod stand_in;
 pub mod status;
 pub mod task_id;
 

@@ -252,8 +252,8 @@ fn print_report(a: &Args, r: &Report, detail: String) -> Result<u8> {
 }
 
 /// Queues `brief updated: re-read <path>` in the inbox of a task whose meta
-/// records a pane (the criterion for "a live worker" here; liveness proper
-/// is the pane module's). The record is queued quietly: the watcher rings.
+/// records a pane, and rings its doorbell as `fm-send` does (a ring that
+/// does not land is the watcher's to retry).
 /// A failure to queue never undoes the brief; it is reported instead.
 fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
     let meta = Meta::load(&ctx.home, id).ok()??;
@@ -266,15 +266,19 @@ fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
         from,
         body: body.as_bytes(),
         fire_and_forget: false,
+        dedupe: false,
     };
     match inbox::queue(&ctx.home, &ctx.cfg, id, &msg, clock::now()) {
         Ok(q) => {
+            let doorbell = crate::recipient::Recipient::from_meta(&ctx.cfg, id, &meta)
+                .ring(&ctx.home, &ctx.cfg);
             Event::new(TOOL, id.as_str(), "inbox.queued")
                 .actor(from)
                 .field("seq", q.seq)
+                .field("doorbell", doorbell.as_str())
                 .record(&ctx.home);
             Some(format!(
-                "queued {} {}",
+                "queued {} {} \u{b7} doorbell {doorbell}",
                 id,
                 q.path
                     .file_name()

@@ -5,11 +5,13 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+pub mod ack;
 pub mod brief;
 pub mod common;
 pub mod control;
 pub mod dod;
 pub mod fm;
+pub mod send;
 pub mod status;
 
 /// A tool reachable as `fm-<name>` and as `fm <name>`.
@@ -32,14 +34,14 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "send",
         about: "queue a steering message and ring the doorbell",
-        main: None,
-        command: None,
+        main: Some(send::main),
+        command: Some(send::command),
     },
     Tool {
         name: "ack",
         about: "acknowledge, list and read inbox messages",
-        main: None,
-        command: None,
+        main: Some(ack::main),
+        command: Some(ack::command),
     },
     Tool {
         name: "status",
