@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod crew_state;
 pub mod deliver;
 pub mod demo;
 pub mod doctor;

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 pub mod common;
+pub mod crew_state;
 pub mod fm;
 pub mod status;
 
@@ -47,8 +48,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "crew-state",
         about: "what every worker is doing right now",
-        main: None,
-        command: None,
+        main: Some(crew_state::main),
+        command: Some(crew_state::command),
     },
     Tool {
         name: "dod",
