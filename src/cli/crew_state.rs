@@ -114,9 +114,7 @@ fn run(a: Args) -> Result<u8> {
     if a.json {
         common::out_json(&rows)?;
     } else {
-        for l in render::table(&rows, common::colour_enabled()) {
-            common::out(&l)?;
-        }
+        common::out(&render::table(&rows, common::colour_enabled()).join("\n"))?;
     }
     Ok(0)
 }

@@ -9,10 +9,11 @@
 //! captured only when the rules reach the harness `busy_regex`. Every
 //! external program runs with an argument vector and a time bound.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use super::resolve::{Gate, Need, step};
 use crate::config::Config;
@@ -174,15 +175,29 @@ pub fn real_tmux(socket: &str) -> Box<dyn Pane> {
     Box::new(Tmux::new(socket))
 }
 
-fn mtime_of(path: &Path) -> Option<u64> {
-    let m = std::fs::symlink_metadata(path).ok()?;
-    Some(
-        m.modified()
-            .ok()?
-            .duration_since(UNIX_EPOCH)
-            .ok()?
-            .as_secs(),
-    )
+/// Which names exist in `state/`, from one directory listing: a fleet
+/// call opens only the files that are there.
+#[derive(Debug, Default)]
+pub struct StateIndex {
+    names: HashSet<OsString>,
+}
+
+impl StateIndex {
+    /// Lists `state/` once; `None` if it cannot be listed.
+    pub fn read(home: &Home) -> Option<StateIndex> {
+        let rd = std::fs::read_dir(home.state_dir()).ok()?;
+        Some(StateIndex {
+            names: rd.filter_map(|e| e.ok().map(|e| e.file_name())).collect(),
+        })
+    }
+
+    /// False only when the listing shows `path` does not exist.
+    fn may_exist(idx: Option<&StateIndex>, path: &Path) -> bool {
+        match (idx, path.file_name()) {
+            (Some(i), Some(name)) => i.names.contains(name),
+            _ => true,
+        }
+    }
 }
 
 /// The worktree a task records; empty means the default location.
@@ -193,13 +208,25 @@ pub fn worktree_path(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> Pat
     }
 }
 
+fn read_if(idx: Option<&StateIndex>, path: &Path) -> crate::Result<Option<(Vec<u8>, Option<u64>)>> {
+    if !StateIndex::may_exist(idx, path) {
+        return Ok(None);
+    }
+    fsx::read_optional_mtime(path)
+}
+
 /// Reads the per-task files; no tmux, no git.
-fn read_files(home: &Home, cfg: &Config, id: &TaskId, now: u64) -> crate::Result<Facts> {
+fn read_files(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    now: u64,
+    idx: Option<&StateIndex>,
+) -> crate::Result<Facts> {
     let mut f = Facts::empty(id.clone(), now);
-    f.meta = fsx::read_optional(&home.meta(id))?.map(|b| Meta::parse(&b));
-    let log_path = home.status(id);
-    if let Some(bytes) = fsx::read_optional(&log_path)? {
-        f.log_mtime = mtime_of(&log_path);
+    f.meta = read_if(idx, &home.meta(id))?.map(|(b, _)| Meta::parse(&b));
+    if let Some((bytes, mtime)) = read_if(idx, &home.status(id))? {
+        f.log_mtime = mtime;
         let paused = &cfg.brief.paused_verb;
         for line in fsx::complete_lines(&bytes).split(|&b| b == b'\n') {
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -212,17 +239,52 @@ fn read_files(home: &Home, cfg: &Config, id: &TaskId, now: u64) -> crate::Result
             f.fold.push(parsed);
         }
     }
-    f.busy = fsx::read_optional(&home.busy(id))?.and_then(|b| BusyRecord::parse(&b));
-    let run_path = home.run(id);
-    f.run = fsx::read_optional(&run_path)?.map(|b| RunRecord::parse(&b, mtime_of(&run_path)));
-    f.inbox_pending = inbox::pending(home, id)?.len();
+    f.busy = read_if(idx, &home.busy(id))?.and_then(|(b, _)| BusyRecord::parse(&b));
+    f.run = read_if(idx, &home.run(id))?.map(|(b, m)| RunRecord::parse(&b, m));
+    let inbox = home.inbox(id);
+    if StateIndex::may_exist(idx, &inbox) {
+        f.inbox_pending = fsx::list_numbered(&inbox, inbox::EXT)?.len();
+    }
     if let Some(meta) = &f.meta {
-        f.worktree_exists = worktree_path(home, cfg, id, meta).is_dir();
+        if matches!(meta.kind(), "ship" | "scout") {
+            f.worktree_exists = worktree_path(home, cfg, id, meta).is_dir();
+        }
         if let Some(name) = meta.get("harness").filter(|h| !h.is_empty()) {
             f.profile = harness::profile(cfg, name);
         }
     }
     Ok(f)
+}
+
+/// [`read_files`] for every id, split over a few threads for big fleets.
+fn read_all(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> Vec<Facts> {
+    let idx = if ids.len() > 8 {
+        StateIndex::read(home)
+    } else {
+        None
+    };
+    let one = |id: &TaskId| {
+        read_files(home, cfg, id, now, idx.as_ref()).unwrap_or_else(|e| {
+            let mut f = Facts::empty(id.clone(), now);
+            f.error = Some(e.to_string());
+            f
+        })
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if ids.len() < 256 || threads < 2 {
+        return ids.iter().map(one).collect();
+    }
+    let chunk = ids.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ids
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("reader thread"))
+            .collect()
+    })
 }
 
 /// Runs `git -C dir args…` with the time bound; `None` on any failure.
@@ -305,16 +367,7 @@ pub fn gather(
     gate: GateFn,
 ) -> (Vec<Facts>, Vec<String>) {
     let mut warnings = Vec::new();
-    let mut all: Vec<Facts> = ids
-        .iter()
-        .map(|id| {
-            read_files(home, cfg, id, now).unwrap_or_else(|e| {
-                let mut f = Facts::empty(id.clone(), now);
-                f.error = Some(e.to_string());
-                f
-            })
-        })
-        .collect();
+    let mut all = read_all(home, cfg, ids, now);
 
     // One list-panes per socket that some task needs.
     let mut sockets: BTreeMap<String, Option<HashMap<String, PaneInfo>>> = BTreeMap::new();
