@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{Row, facts, gate, live, render, trace};
+use crate::crew_state::{Row, facts, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -67,7 +67,7 @@ pub fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
         ids,
         clock::now(),
         &facts::real_tmux,
-        gate::gate,
+        facts::dod_gate,
     );
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");

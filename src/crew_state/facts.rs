@@ -21,7 +21,7 @@ use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::Meta;
 use crate::pane::{Pane, PaneInfo, Tmux, run_bounded};
-use crate::status::{self, Fold, Parsed};
+use crate::status::{self, Fold, Parsed, StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{fsx, inbox};
 
@@ -165,7 +165,16 @@ impl Facts {
 }
 
 /// The §8.2 gate, asked for a ship whose current line is `done`.
-pub type GateFn = fn(&Home, &Config, &TaskId, &Meta, &str) -> Gate;
+pub type GateFn = fn(&Home, &Config, &TaskId, &Meta, &StatusLine) -> Gate;
+
+/// The library's done gate ([`crate::dod::gate`]) as a resolver input.
+pub fn dod_gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLine) -> Gate {
+    match crate::dod::gate(home, cfg, id, meta, line) {
+        crate::dod::Verdict::Accepted(_) => Gate::Accepted,
+        crate::dod::Verdict::Refused(why) => Gate::Refused(why),
+        crate::dod::Verdict::NotGated(_) => Gate::NotGated,
+    }
+}
 
 /// Opens the tmux of a socket name ("" = default server).
 pub type PaneFor<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
@@ -344,14 +353,17 @@ fn socket_of<'a>(meta: &'a Meta, cfg: &'a Config) -> &'a str {
     }
 }
 
-/// The `done` line handed to the gate, rebuilt from the current line.
-fn done_line(f: &Facts) -> String {
-    match f.fold.current() {
-        Some(c) => match c.at {
-            Some(at) => format!("done [at={at}]: {}", c.text),
-            None => format!("done: {}", c.text),
-        },
-        None => String::new(),
+/// The `done` line handed to the gate: the fold's current line.
+fn done_line(f: &Facts) -> StatusLine {
+    let c = f.fold.current();
+    StatusLine {
+        verb: "done".into(),
+        kind: Verb::Done,
+        key: c
+            .as_ref()
+            .map_or_else(|| "default".into(), |c| c.key.clone()),
+        text: c.as_ref().map(|c| c.text.clone()).unwrap_or_default(),
+        at: c.and_then(|c| c.at),
     }
 }
 

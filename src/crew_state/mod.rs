@@ -12,7 +12,6 @@
 //! Crew state only reads: it never writes a file under the home.
 
 pub mod facts;
-pub mod gate;
 pub mod live;
 pub mod render;
 pub mod resolve;
