@@ -53,7 +53,7 @@ fn fixture(root: &Path, n: usize, panes: &[String], socket: &str) {
 
 /// Runs the fleet view once; returns wall time and peak RSS in KiB.
 #[allow(clippy::zombie_processes)]
-fn once(home: &Path) -> (Duration, i64) {
+fn once(home: &Path) -> (Duration, i64, Duration) {
     let exe = env!("CARGO_BIN_EXE_fm-crew-state");
     let t = Instant::now();
     let child = Command::new(exe)
@@ -67,28 +67,32 @@ fn once(home: &Path) -> (Duration, i64) {
     let mut status = 0;
     // SAFETY: waiting for the child this function spawned, by its pid;
     // `wait4` reaps it, so `Child::wait` is not needed.
-    let rss = unsafe {
+    let (rss, cpu) = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
         libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
-        ru.ru_maxrss
+        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        (ru.ru_maxrss, tv(ru.ru_utime) + tv(ru.ru_stime))
     };
     let elapsed = t.elapsed();
     assert_eq!(status, 0, "fm-crew-state failed");
-    (elapsed, rss)
+    (elapsed, rss, cpu)
 }
 
 fn measure(label: &str, home: &Path, runs: usize) {
     once(home);
     let mut times = Vec::new();
+    let mut cpus = Vec::new();
     let mut peak = 0;
     for _ in 0..runs {
-        let (t, rss) = once(home);
+        let (t, rss, cpu) = once(home);
         times.push(t);
+        cpus.push(cpu);
         peak = peak.max(rss);
     }
     println!(
-        "{label}: median {:.1} ms, peak RSS {:.1} MiB ({runs} runs)",
+        "{label}: median {:.1} ms wall, {:.1} ms CPU, peak RSS {:.1} MiB ({runs} runs)",
         median(times).as_secs_f64() * 1000.0,
+        median(cpus).as_secs_f64() * 1000.0,
         peak as f64 / 1024.0
     );
 }
