@@ -99,6 +99,43 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(buf))
 }
 
+/// [`read_optional`] plus the file's mtime (Unix seconds) from the same
+/// open file, so a reader of many small files pays no extra `stat`.
+pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let md = f.metadata().map_err(io_err("stat", path))?;
+    let mtime = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    // A plain read loop sized from the stat: `read_to_end` would stat and
+    // seek again to size its buffer.
+    let mut buf = vec![0u8; md.len() as usize + 1];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err("read", path)(e)),
+        }
+    }
+    buf.truncate(filled);
+    Ok(Some((buf, mtime)))
+}
+
 /// Reads a whole file, refusing a symlink; a missing file is an error.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod crew_state;
 pub mod deliver;
 pub mod demo;
 pub mod doctor;

@@ -9,6 +9,7 @@ pub mod ack;
 pub mod brief;
 pub mod common;
 pub mod control;
+pub mod crew_state;
 pub mod dod;
 pub mod fm;
 pub mod send;
@@ -52,8 +53,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "crew-state",
         about: "what every worker is doing right now",
-        main: None,
-        command: None,
+        main: Some(crew_state::main),
+        command: Some(crew_state::command),
     },
     Tool {
         name: "dod",
@@ -64,8 +65,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "control",
         about: "spawn, interrupt, exit, relaunch, tear down",
-        main: None,
-        command: None,
+        main: Some(control::main),
+        command: Some(control::command),
     },
     Tool {
         name: "watch",

@@ -4,6 +4,7 @@
 mod ack;
 mod brief;
 mod control;
+mod crew_state;
 mod dod;
 mod fm;
 mod harness;
