@@ -403,10 +403,71 @@ pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// Numbered create (SPEC §2). Under the lock at `lock_path`, picks one more
-/// than the highest `NNN.<ext>` in `dir` and every dir of `also_scan`,
-/// writes `bytes` to a dot-temp file and renames it into place without
-/// clobbering. Returns the number and the final path.
+/// A complete, fsynced dot-temp file waiting to become a numbered file.
+/// Writing and syncing happen before the directory lock is taken, so the
+/// lock is held only for a directory scan and one rename. Dropping an
+/// uncommitted `Staged` removes the temp file.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
+pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
+    let tmp = write_temp(&dir.join("staged"), bytes)?;
+    Ok(Staged {
+        tmp: Some(tmp),
+        dir: dir.to_path_buf(),
+    })
+}
+
+impl Staged {
+    /// Under the caller's lock on the directory: picks one more than the
+    /// highest `NNN.<ext>` in the directory and every dir of `also_scan`
+    /// and renames the staged file there without clobbering. The caller
+    /// fsyncs the directory (after releasing the lock) with [`sync_dir`].
+    pub fn commit_numbered(
+        mut self,
+        also_scan: &[&Path],
+        ext: &str,
+        _held: &LockGuard,
+    ) -> Result<(u64, PathBuf)> {
+        let tmp = self.tmp.take().expect("staged file present until commit");
+        let result = (|| {
+            let mut highest = list_numbered(&self.dir, ext)?.last().copied().unwrap_or(0);
+            for d in also_scan {
+                highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
+            }
+            let mut n = highest + 1;
+            loop {
+                let target = self.dir.join(numbered_name(n, ext));
+                // A name taken outside the lock (a human?) is never clobbered.
+                if rename_noclobber(&tmp, &target)? {
+                    return Ok((n, target));
+                }
+                n += 1;
+            }
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Numbered create (SPEC §2): stages `bytes` in `dir`, then under the lock at
+/// `lock_path` renames it to one more than the highest `NNN.<ext>` in `dir`
+/// and every dir of `also_scan`, never clobbering; fsyncs the directory.
+/// Returns the number and the final path.
 pub fn create_numbered(
     dir: &Path,
     also_scan: &[&Path],
@@ -414,42 +475,12 @@ pub fn create_numbered(
     lock_path: &Path,
     bytes: &[u8],
 ) -> Result<(u64, PathBuf)> {
+    let staged = stage(dir, bytes)?;
     let guard = lock(lock_path, LOCK_WAIT)?;
-    create_numbered_locked(dir, also_scan, ext, &guard, bytes)
-}
-
-/// [`create_numbered`] for a caller that already holds the directory's lock
-/// (e.g. to check for a duplicate first under the same lock).
-pub fn create_numbered_locked(
-    dir: &Path,
-    also_scan: &[&Path],
-    ext: &str,
-    _held: &LockGuard,
-    bytes: &[u8],
-) -> Result<(u64, PathBuf)> {
-    let mut highest = list_numbered(dir, ext)?.last().copied().unwrap_or(0);
-    for d in also_scan {
-        highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
-    }
-    let mut n = highest + 1;
-    let mut target = dir.join(numbered_name(n, ext));
-    let tmp = write_temp(&target, bytes)?;
-    loop {
-        match rename_noclobber(&tmp, &target) {
-            Ok(true) => break,
-            // Someone wrote outside the lock (a human?): never clobber, move on.
-            Ok(false) => {
-                n += 1;
-                target = dir.join(numbered_name(n, ext));
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        }
-    }
+    let done = staged.commit_numbered(also_scan, ext, &guard)?;
+    drop(guard);
     sync_dir(dir)?;
-    Ok((n, target))
+    Ok(done)
 }
 
 #[cfg(test)]
