@@ -5,6 +5,8 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+pub mod board;
+mod board_view;
 pub mod common;
 pub mod fm;
 pub mod status;
@@ -71,8 +73,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "board",
         about: "task board with claims and dependencies",
-        main: None,
-        command: None,
+        main: Some(board::main),
+        command: Some(board::command),
     },
 ];
 

@@ -1,6 +1,7 @@
 //! Integration tests: the real binaries, driven in temporary homes, with
 //! private tmux servers and real git repositories where they matter.
 
+mod board;
 mod fm;
 mod harness;
 mod pane;
