@@ -292,7 +292,10 @@ fn parse_comment(v: &str) -> Option<Comment> {
 /// Parses a task file. Invalid UTF-8 is decoded lossily; a missing or bad
 /// `id`/`status`, or a malformed known field, is an error naming the key.
 pub fn parse(bytes: &[u8]) -> std::result::Result<Task, String> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     let mut id = None;
     let mut status = None;
     let mut t = Task::new(BoardId(0), "", 0);
