@@ -279,6 +279,16 @@ fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
     fs::remove_file(from)
 }
 
+/// Removes a file (never a directory, never through a symlink's target).
+/// Returns whether it existed.
+pub fn remove_optional(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("remove", path, e)),
+    }
+}
+
 /// Appends one complete record. `line` must end with `\n`; it is written
 /// with a single `write_all` on an append descriptor, under an exclusive
 /// lock on the file when longer than 4 KiB.
@@ -429,7 +439,19 @@ pub fn create_numbered(
     lock_path: &Path,
     bytes: &[u8],
 ) -> Result<(u64, PathBuf)> {
-    let _guard = lock(lock_path, LOCK_WAIT)?;
+    let guard = lock(lock_path, LOCK_WAIT)?;
+    create_numbered_locked(dir, also_scan, ext, &guard, bytes)
+}
+
+/// [`create_numbered`] for a caller that already holds the directory's lock
+/// (e.g. to check for a duplicate first under the same lock).
+pub fn create_numbered_locked(
+    dir: &Path,
+    also_scan: &[&Path],
+    ext: &str,
+    _held: &LockGuard,
+    bytes: &[u8],
+) -> Result<(u64, PathBuf)> {
     let mut highest = list_numbered(dir, ext)?.last().copied().unwrap_or(0);
     for d in also_scan {
         highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));

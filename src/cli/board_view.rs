@@ -182,6 +182,7 @@ pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<(u64, String)> {
         from: DISPATCH_FROM,
         body: body.as_bytes(),
         fire_and_forget: false,
+        dedupe: false,
     };
     let q = inbox::queue(&ctx.home, &ctx.cfg, id, &msg, now)?;
     crate::events::Event::at(now, "fm-board", id.as_str(), "inbox.queued")

@@ -5,10 +5,15 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+pub mod ack;
 pub mod board;
 mod board_view;
+pub mod brief;
 pub mod common;
+pub mod control;
+pub mod dod;
 pub mod fm;
+pub mod send;
 pub mod status;
 
 /// A tool reachable as `fm-<name>` and as `fm <name>`.
@@ -25,20 +30,20 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "brief",
         about: "write and check a task's brief",
-        main: None,
-        command: None,
+        main: Some(brief::main),
+        command: Some(brief::command),
     },
     Tool {
         name: "send",
         about: "queue a steering message and ring the doorbell",
-        main: None,
-        command: None,
+        main: Some(send::main),
+        command: Some(send::command),
     },
     Tool {
         name: "ack",
         about: "acknowledge, list and read inbox messages",
-        main: None,
-        command: None,
+        main: Some(ack::main),
+        command: Some(ack::command),
     },
     Tool {
         name: "status",
@@ -55,8 +60,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "dod",
         about: "render and verify the definition of done",
-        main: None,
-        command: None,
+        main: Some(dod::main),
+        command: Some(dod::command),
     },
     Tool {
         name: "control",

@@ -1,8 +1,13 @@
 //! Integration tests: the real binaries, driven in temporary homes, with
 //! private tmux servers and real git repositories where they matter.
 
+mod ack;
 mod board;
+mod brief;
+mod control;
+mod dod;
 mod fm;
 mod harness;
 mod pane;
+mod send;
 mod status;
