@@ -136,6 +136,68 @@ pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>
     Ok(Some((buf, mtime)))
 }
 
+/// Opens directory `dir` once and reads each named file in it (relative
+/// `openat`, `O_NOFOLLOW`), calling `f(index, bytes)` with a buffer reused
+/// across files. Files that vanished are skipped; other failures are passed
+/// as `Err`. Meant for many small files that are only ever replaced by
+/// rename (never written in place): one `read` shorter than the buffer is
+/// taken as end of file, so a small file costs open, read and close only.
+pub fn read_each_in(
+    dir: &Path,
+    names: &[String],
+    mut f: impl FnMut(usize, io::Result<&[u8]>),
+) -> Result<()> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    refuse_symlink(dir)?;
+    let d = File::open(dir).map_err(io_err("open directory", dir))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    for (i, name) in names.iter().enumerate() {
+        let Ok(c) = CString::new(std::ffi::OsStr::new(name).as_bytes()) else {
+            f(i, Err(io::ErrorKind::InvalidInput.into()));
+            continue;
+        };
+        // SAFETY: `d` is an open directory descriptor and `c` a valid C string.
+        let fd = unsafe {
+            libc::openat(
+                d.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::NotFound {
+                f(i, Err(e));
+            }
+            continue;
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let mut len = 0;
+        let res = loop {
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    len += n;
+                    if len < buf.len() {
+                        break Ok(());
+                    }
+                    buf.resize(buf.len() * 2, 0);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        match res {
+            Ok(()) => f(i, Ok(&buf[..len])),
+            Err(e) => f(i, Err(e)),
+        }
+    }
+    Ok(())
+}
+
 /// Reads a whole file, refusing a symlink; a missing file is an error.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
@@ -554,6 +616,25 @@ mod tests {
         let _held = lock(&p, LOCK_WAIT).unwrap();
         let err = lock(&p, Duration::from_millis(50)).unwrap_err();
         assert_eq!(err.exit_code(), 3);
+    }
+
+    #[test]
+    fn read_each_in_reads_small_and_large_files_and_skips_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let big = vec![b'x'; 200_000];
+        fs::write(d.path().join("a"), b"small").unwrap();
+        fs::write(d.path().join("b"), &big).unwrap();
+        std::os::unix::fs::symlink(d.path().join("a"), d.path().join("l")).unwrap();
+        let names: Vec<String> = ["a", "gone", "b", "l"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut seen = Vec::new();
+        read_each_in(d.path(), &names, |i, r| {
+            seen.push((i, r.map(|b| b.len()).map_err(|_| ())))
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(0, Ok(5)), (2, Ok(200_000)), (3, Err(()))]);
     }
 
     #[test]

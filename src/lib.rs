@@ -5,6 +5,7 @@
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
 //! that writes files and [`home::Home`] the only one that joins paths.
 
+pub mod board;
 pub mod brief;
 pub mod cli;
 pub mod clock;
@@ -32,6 +33,7 @@ pub mod shq;
 pub mod stand_in;
 pub mod status;
 pub mod task_id;
+pub mod wakes;
 
 pub use error::{Error, Result};
 pub use home::Home;

@@ -6,6 +6,8 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 pub mod ack;
+pub mod board;
+mod board_view;
 pub mod brief;
 pub mod common;
 pub mod control;
@@ -77,8 +79,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "board",
         about: "task board with claims and dependencies",
-        main: None,
-        command: None,
+        main: Some(board::main),
+        command: Some(board::command),
     },
 ];
 

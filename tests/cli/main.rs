@@ -2,6 +2,7 @@
 //! private tmux servers and real git repositories where they matter.
 
 mod ack;
+mod board;
 mod brief;
 mod control;
 mod crew_state;
