@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 use super::common::{self, Ctx};
 use crate::board::dispatch::Outcome;
 use crate::board::{BoardId, Status, Task, store};
+use crate::clock;
 use crate::error::Result;
 use crate::inbox::{self, Outgoing};
 use crate::task_id::TaskId;
-use crate::clock;
 
 /// Sender name on dispatch records.
 pub const DISPATCH_FROM: &str = "fm-board";
@@ -186,6 +186,7 @@ pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<(u64, String)> {
         .actor(DISPATCH_FROM)
         .field("seq", q.seq)
         .record(&ctx.home);
-    let outcome = crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id)?.ring(&ctx.home, &ctx.cfg);
+    let outcome =
+        crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id)?.ring(&ctx.home, &ctx.cfg);
     Ok((q.seq, outcome.as_str().to_string()))
 }
