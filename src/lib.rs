@@ -21,6 +21,8 @@ pub mod meta;
 pub mod pane;
 pub mod status;
 pub mod task_id;
+pub mod wakes;
+pub mod watch;
 
 pub use error::{Error, Result};
 pub use home::Home;

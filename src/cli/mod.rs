@@ -8,6 +8,7 @@ use std::process::ExitCode;
 pub mod common;
 pub mod fm;
 pub mod status;
+pub mod watch;
 
 /// A tool reachable as `fm-<name>` and as `fm <name>`.
 pub struct Tool {
@@ -65,8 +66,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "watch",
         about: "re-ring unread messages and feed the captain",
-        main: None,
-        command: None,
+        main: Some(watch::main),
+        command: Some(watch::command),
     },
     Tool {
         name: "board",

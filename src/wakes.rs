@@ -1,0 +1,232 @@
+//! The captain's feed (SPEC §6.3): `state/wakes.log`, one line per wake,
+//! `<seq>\t<epoch>\t<task>\t<kind>\t<text>`.
+//!
+//! Writers (the watcher, `fm-board`) append only through [`append`], which
+//! holds `state/.wakes.lock` while it reads the last sequence number and
+//! appends the next line, so sequence numbers are unique and increasing.
+//! Fields never contain a tab or a newline ([`clean`] replaces them).
+//! Readers trust only complete (`\n`-terminated) lines.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::fsx;
+use crate::home::Home;
+
+/// Longest wake text kept; longer text is cut at a character boundary.
+pub const MAX_TEXT: usize = 1000;
+
+/// One wake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Wake {
+    pub seq: u64,
+    pub epoch: u64,
+    pub task: String,
+    pub kind: String,
+    pub text: String,
+}
+
+impl Wake {
+    /// The line as stored, with its `\n`.
+    pub fn to_line(&self) -> String {
+        format!(
+            "{}\t{}\t{}\t{}\t{}\n",
+            self.seq, self.epoch, self.task, self.kind, self.text
+        )
+    }
+}
+
+/// A field made safe for the log: control characters (tab, newline …)
+/// become spaces, and text is cut to [`MAX_TEXT`] bytes.
+pub fn clean(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if out.len() > MAX_TEXT {
+        let mut cut = MAX_TEXT;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+    }
+    out
+}
+
+/// Parses one line (without its `\n`); `None` for anything malformed.
+pub fn parse_line(line: &[u8]) -> Option<Wake> {
+    let line = String::from_utf8_lossy(line);
+    let mut f = line.splitn(5, '\t');
+    Some(Wake {
+        seq: f.next()?.parse().ok()?,
+        epoch: f.next()?.parse().ok()?,
+        task: f.next()?.to_string(),
+        kind: f.next()?.to_string(),
+        text: f.next()?.to_string(),
+    })
+}
+
+/// Wakes in the complete lines of `bytes`.
+pub fn parse_all(bytes: &[u8]) -> Vec<Wake> {
+    fsx::complete_lines(bytes)
+        .split(|&b| b == b'\n')
+        .filter_map(parse_line)
+        .collect()
+}
+
+/// Reads `path` from byte `offset` to its end.
+fn read_from_offset(path: &Path, offset: u64) -> Result<Vec<u8>> {
+    fsx::refuse_symlink(path)?;
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    f.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::io("seek", path, e))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(buf)
+}
+
+/// (sequence number of the last complete line, whether the file ends
+/// without a newline) — read from the file's tail only.
+fn tail_state(path: &Path) -> Result<(u64, bool)> {
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if len == 0 {
+        return Ok((0, false));
+    }
+    let mut from = len.saturating_sub(4 * MAX_TEXT as u64);
+    loop {
+        let tail = read_from_offset(path, from)?;
+        let torn = !tail.ends_with(b"\n");
+        let complete = fsx::complete_lines(&tail);
+        // Skip the first (possibly partial) line unless we read from 0.
+        let body = if from == 0 {
+            complete
+        } else {
+            match complete.iter().position(|&b| b == b'\n') {
+                Some(i) => &complete[i + 1..],
+                None => &[],
+            }
+        };
+        if let Some(w) = body
+            .split(|&b| b == b'\n')
+            .filter_map(parse_line)
+            .next_back()
+        {
+            return Ok((w.seq, torn));
+        }
+        if from == 0 {
+            return Ok((0, torn));
+        }
+        from = from.saturating_sub(64 * 1024);
+    }
+}
+
+/// Appends a wake and returns its sequence number.
+pub fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) -> Result<u64> {
+    fsx::ensure_dir(&home.state_dir())?;
+    let path = home.wakes();
+    let _guard = fsx::lock(&home.wakes_lock(), fsx::LOCK_WAIT)?;
+    let (last, torn) = tail_state(&path)?;
+    let wake = Wake {
+        seq: last + 1,
+        epoch: now,
+        task: clean(task),
+        kind: clean(kind),
+        text: clean(text),
+    };
+    let mut line = wake.to_line();
+    if torn {
+        // A writer died mid-line: end that line so ours stands alone.
+        line.insert(0, '\n');
+    }
+    fsx::append_line(&path, line.as_bytes())?;
+    Ok(wake.seq)
+}
+
+/// Wakes in complete lines from byte `offset`, and the offset just past
+/// the last complete line read. A log shorter than `offset` (replaced or
+/// truncated) is read from its start.
+pub fn read_since(home: &Home, offset: u64) -> Result<(Vec<Wake>, u64)> {
+    let path = home.wakes();
+    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let offset = if len < offset { 0 } else { offset };
+    let bytes = read_from_offset(&path, offset)?;
+    let complete = fsx::complete_lines(&bytes);
+    Ok((parse_all(complete), offset + complete.len() as u64))
+}
+
+/// Byte length of the complete lines of the log right now.
+pub fn end_offset(home: &Home) -> Result<u64> {
+    Ok(read_since(home, 0)?.1)
+}
+
+/// Whether a wake with exactly this task, kind and text is already logged
+/// (the watcher's guard against repeating a ladder wake).
+pub fn exists(home: &Home, task: &str, kind: &str, text: &str) -> Result<bool> {
+    let (task, kind, text) = (clean(task), clean(kind), clean(text));
+    Ok(read_since(home, 0)?
+        .0
+        .iter()
+        .any(|w| w.task == task && w.kind == kind && w.text == text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home() -> (tempfile::TempDir, Home) {
+        let d = tempfile::tempdir().unwrap();
+        let h = Home::at(d.path()).unwrap();
+        (d, h)
+    }
+
+    #[test]
+    fn append_numbers_and_reads_back() {
+        let (_d, h) = home();
+        assert_eq!(append(&h, "t1", "status", "done: x", 5).unwrap(), 1);
+        assert_eq!(append(&h, "t2", "escalation", "a\tb\nc", 6).unwrap(), 2);
+        let (w, off) = read_since(&h, 0).unwrap();
+        assert_eq!(w.len(), 2);
+        assert_eq!(w[1].text, "a b c");
+        assert!(exists(&h, "t2", "escalation", "a\tb\nc").unwrap());
+        assert!(!exists(&h, "t2", "overdue", "a b c").unwrap());
+        assert_eq!(read_since(&h, off).unwrap().0, vec![]);
+    }
+
+    #[test]
+    fn a_torn_tail_is_ended_not_glued() {
+        let (_d, h) = home();
+        append(&h, "t", "status", "one", 1).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(h.wakes())
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"7\t1\tt\tsta"))
+            .unwrap();
+        assert_eq!(read_since(&h, 0).unwrap().0.len(), 1);
+        assert_eq!(append(&h, "t", "status", "two", 2).unwrap(), 2);
+        let w = read_since(&h, 0).unwrap().0;
+        assert_eq!(w.last().unwrap().text, "two");
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_char_boundary() {
+        let s = "é".repeat(MAX_TEXT);
+        let c = clean(&s);
+        assert!(c.len() <= MAX_TEXT);
+        assert!(c.chars().all(|ch| ch == 'é'));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = parse_all(&bytes);
+        }
+    }
+}
