@@ -5,3 +5,4 @@ mod fm;
 mod harness;
 mod pane;
 mod status;
+mod watch;
