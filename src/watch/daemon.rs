@@ -246,6 +246,8 @@ pub fn run(
 
 fn start_notify(home: &Home, tx: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     let handler = move |res: notify::Result<notify::Event>| match res {
+        // Reads (our own included) are not changes.
+        Ok(ev) if ev.kind.is_access() => {}
         Ok(ev) if ev.paths.iter().any(|p| relevant(p)) => {
             let _ = tx.send(());
         }

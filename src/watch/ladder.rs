@@ -90,7 +90,10 @@ pub fn target(pending: &[Pending]) -> Option<&Pending> {
 /// when some task needs it.
 pub fn needs_pane(pending: &[Pending], files: &LadderFiles, now: u64, cfg: &WatchCfg) -> bool {
     target(pending).is_some_and(|t| {
-        files.escalated != Some(t.seq) && now.saturating_sub(t.at) >= cfg.grace_secs
+        let last = files.ring.filter(|r| r.seq == t.seq).map_or(0, |r| r.last);
+        files.escalated != Some(t.seq)
+            && now.saturating_sub(t.at) >= cfg.grace_secs
+            && (now.saturating_sub(last) >= cfg.grace_secs || last > now)
     })
 }
 

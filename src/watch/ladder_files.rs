@@ -58,8 +58,10 @@ pub fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Error>) {
     (LadderFiles { ring, escalated }, err)
 }
 
+/// Records a ring attempt. Not fsynced here: a pass may ring many tasks,
+/// and it flushes the filesystem once at its end.
 pub fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
-    fsx::atomic_write(&home.ring_state(id), render_ring_state(r).as_bytes())
+    fsx::atomic_write_unsynced(&home.ring_state(id), render_ring_state(r).as_bytes())
 }
 
 pub fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> {

@@ -122,9 +122,14 @@ fn mtime_secs(path: &std::path::Path) -> Option<u64> {
 
 /// Pending records in order up to and including the first one that is
 /// not fire-and-forget (all the ladder needs).
-fn load_pending(home: &Home, id: &TaskId, now: u64) -> Result<(Vec<Pending>, Option<Record>)> {
+fn load_pending(
+    home: &Home,
+    id: &TaskId,
+    seqs: &[u64],
+    now: u64,
+) -> Result<(Vec<Pending>, Option<Record>)> {
     let mut out = Vec::new();
-    for seq in inbox::pending(home, id)? {
+    for &seq in seqs {
         let Some(rec) = inbox::load_pending(home, id, seq)? else {
             continue;
         };
@@ -181,7 +186,7 @@ pub fn run(
     };
     let mut tasks = Vec::new();
     for id in &ids {
-        match gather(home, id, now) {
+        match gather(home, id, now, &cfg.watch) {
             Ok(t) => tasks.push(t),
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
@@ -227,6 +232,11 @@ pub fn run(
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
     }
+    if !ex.report.rings.is_empty()
+        && let Err(e) = fsx::sync_filesystem(&home.state_dir())
+    {
+        ex.state.warn(e.to_string());
+    }
     if let Err(e) = ex.state.offsets.save(home) {
         ex.state.warn(e.to_string());
     }
@@ -236,15 +246,20 @@ pub fn run(
     Ok(report)
 }
 
-fn gather(home: &Home, id: &TaskId, now: u64) -> Result<TaskIn> {
-    let (pending, target) = load_pending(home, id, now)?;
-    let (files, err) = ladder_files::load(home, id);
+fn gather(home: &Home, id: &TaskId, now: u64, cfg: &crate::config::WatchCfg) -> Result<TaskIn> {
+    let listing = list_inbox(home, id)?;
+    let (pending, target) = load_pending(home, id, &listing.seqs, now)?;
+    let (files, err) = if listing.ladder_files {
+        ladder_files::load(home, id)
+    } else {
+        (LadderFiles::default(), None)
+    };
     if let Some(e) = err
         && target.is_some()
     {
         eprintln!("{TOOL}: warning: {id}: {e}");
     }
-    let meta = if target.is_some() {
+    let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
         Meta::load(home, id)?
     } else {
         None
@@ -256,6 +271,42 @@ fn gather(home: &Home, id: &TaskId, now: u64) -> Result<TaskIn> {
         files,
         meta,
     })
+}
+
+/// One listing of an inbox: pending record numbers (ascending) and
+/// whether any ladder file is present (so absent ones are not opened).
+struct InboxListing {
+    seqs: Vec<u64>,
+    ladder_files: bool,
+}
+
+fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
+    let dir = home.inbox(id);
+    fsx::refuse_symlink(&dir)?;
+    let mut out = InboxListing {
+        seqs: Vec::new(),
+        ladder_files: false,
+    };
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    let (ring, esc) = (home.ring_state(id), home.escalated(id));
+    let ladder_names = [ring.file_name(), esc.file_name()];
+    for entry in rd.flatten() {
+        let name = entry.file_name();
+        if ladder_names.contains(&Some(name.as_os_str())) {
+            out.ladder_files = true;
+        } else if let Some(n) = name
+            .to_str()
+            .and_then(|s| fsx::parse_numbered(s, inbox::EXT))
+        {
+            out.seqs.push(n);
+        }
+    }
+    out.seqs.sort_unstable();
+    Ok(out)
 }
 
 fn socket_of(m: &Meta, cfg: &Config) -> String {
