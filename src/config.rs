@@ -18,6 +18,7 @@ pub struct Config {
     pub brief: BriefCfg,
     pub send: SendCfg,
     pub watch: WatchCfg,
+    pub control: ControlCfg,
     /// `[harness.<name>]` tables as written; merged over the built-ins by
     /// [`crate::harness::profile`].
     pub harness: BTreeMap<String, HarnessOverride>,
@@ -52,6 +53,12 @@ pub struct SendCfg {
     pub enter_wait_ms: u64,
     pub enter_retries: u64,
     pub max_body_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlCfg {
+    /// How long `fm-control exit` waits for the agent to go.
+    pub exit_wait_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +101,7 @@ impl Default for Config {
                 unhandled_max_secs: 900,
                 on_wake: Vec::new(),
             },
+            control: ControlCfg { exit_wait_secs: 30 },
             harness: BTreeMap::new(),
             warnings: Vec::new(),
         }
@@ -127,6 +135,7 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
     ("watch", "poll_secs", Kind::Int),
     ("watch", "unhandled_max_secs", Kind::Int),
     ("watch", "on_wake", Kind::StrList),
+    ("control", "exit_wait_secs", Kind::Int),
 ];
 
 /// Keys of a `[harness.<name>]` table.
@@ -291,6 +300,7 @@ impl Config {
             ("watch", "poll_secs") => self.watch.poll_secs = n(&val),
             ("watch", "unhandled_max_secs") => self.watch.unhandled_max_secs = n(&val),
             ("watch", "on_wake") => self.watch.on_wake = l(&val),
+            ("control", "exit_wait_secs") => self.control.exit_wait_secs = n(&val),
             _ => {}
         }
     }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::config::SendCfg;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
-use crate::pane::Pane;
+use crate::pane::{Pane, PaneInfo};
 use crate::task_id::TaskId;
 
 /// What happened to a ring (SPEC §5.3).
@@ -49,18 +49,13 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// Single-quotes `s` for a POSIX shell (`'` becomes `'\''`).
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The doorbell line for a task: constant per task, starting with `: `
 /// (a shell no-op), printable characters only.
 pub fn doorbell(home: &Home, id: &TaskId) -> String {
     let inbox = home.inbox(id).display().to_string();
     let line = format!(
         ": firstmate inbox {} has mail - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)",
-        shell_quote(&inbox)
+        crate::shq::quote(&inbox)
     );
     line.chars()
         .map(|c| if c.is_control() { '?' } else { c })
@@ -115,17 +110,63 @@ pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
         .any(|l| re.is_match(l))
 }
 
-/// True while the doorbell still sits unsent on the screen.
-fn unsent(profile: Option<&HarnessProfile>, screen: &str, line: &str) -> bool {
-    match composer_text(profile, screen) {
-        Some(text) => {
-            !text.is_empty() && line.trim().starts_with(&text) || text.contains(line.trim())
-        }
-        None if profile.and_then(|p| p.composer_regex.as_ref()).is_some() => false,
+/// Whether composer text is (part of) the doorbell: a composer may show a
+/// long line scrolled or cut, so any overlap counts.
+fn holds_doorbell(text: &str, line: &str) -> bool {
+    let line = line.trim();
+    !text.is_empty() && (line.contains(text) || text.contains(line))
+}
+
+/// True while the doorbell still sits unsent on the screen. With a
+/// `composer_regex` the composer decides; without one, the cursor's line
+/// (when tmux reports it) or else the last non-blank line still ending in
+/// the doorbell — or holding its wrapped tail — means unsent.
+fn unsent(
+    profile: Option<&HarnessProfile>,
+    screen: &str,
+    cursor_line: Option<&str>,
+    line: &str,
+) -> bool {
+    if profile.and_then(|p| p.composer_regex.as_ref()).is_some() {
+        return composer_text(profile, screen).is_some_and(|t| holds_doorbell(&t, line));
+    }
+    let door = line.trim();
+    let shows = |l: &str| {
+        let l = l.trim();
+        !l.is_empty() && (l.ends_with(door) || door.ends_with(l))
+    };
+    match cursor_line {
+        Some(l) => shows(l),
         None => last_nonblank_lines(screen, 1)
             .first()
-            .is_some_and(|l| l.trim_end().ends_with(line.trim())),
+            .is_some_and(|l| shows(l)),
     }
+}
+
+/// `state/<id>.busy` says busy and is at least as new as the status log's
+/// last change (SPEC §9.2 rule 4). Pure: takes the record and the log's
+/// mtime in Unix seconds (`None` when there is no log).
+pub fn busy_from_record(record: &[u8], status_mtime: Option<u64>) -> bool {
+    let text = String::from_utf8_lossy(record);
+    let mut f = text.split_whitespace();
+    if f.next() != Some("busy") {
+        return false;
+    }
+    let at = f.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    status_mtime.is_none_or(|m| at >= m)
+}
+
+/// Reads the busy record and status log of a task for [`busy_from_record`].
+pub fn busy_record(home: &Home, id: &TaskId) -> bool {
+    let Ok(Some(record)) = crate::fsx::read_optional(&home.busy(id)) else {
+        return false;
+    };
+    let mtime = std::fs::metadata(home.status(id))
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    busy_from_record(&record, mtime)
 }
 
 /// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
@@ -140,11 +181,29 @@ pub fn deliver(
     let Some(id) = target.pane else {
         return Outcome::NoPane;
     };
-    let info = match pane.info(id) {
-        Ok(Some(info)) => info,
-        Ok(None) => return Outcome::Dead,
-        Err(_) => return Outcome::Failed,
-    };
+    match pane.info(id) {
+        Ok(Some(info)) => deliver_to(pane, target, &info, line, cfg, sleep),
+        // A vanished pane is a dead agent: nothing to type into (SPEC §6.2).
+        Ok(None) => Outcome::Dead,
+        Err(_) => Outcome::Failed,
+    }
+}
+
+/// [`deliver`] for a caller that already asked tmux about the pane (e.g.
+/// `fm-send --all`, which lists every pane once). `info` must be the
+/// target's pane.
+pub fn deliver_to(
+    pane: &dyn Pane,
+    target: &Target,
+    info: &PaneInfo,
+    line: &str,
+    cfg: &SendCfg,
+    sleep: &dyn Fn(Duration),
+) -> Outcome {
+    let id = info.id.as_str();
+    if target.pane != Some(id) {
+        return Outcome::Failed;
+    }
     if !crate::harness::is_alive(target.profile, info.dead, &info.command) {
         return Outcome::Dead;
     }
@@ -154,22 +213,43 @@ pub fn deliver(
     if target.busy_record || screen_busy(target.profile, &screen) {
         return Outcome::Queued;
     }
+    // A doorbell left unsent by an earlier ring is pressed, never retyped.
+    let mut typed_before = false;
     if let Some(text) = composer_text(target.profile, &screen)
         && !text.is_empty()
     {
-        return Outcome::Skipped;
+        if !holds_doorbell(&text, line) {
+            return Outcome::Skipped;
+        }
+        typed_before = true;
     }
-    if pane.type_text(id, line).is_err() {
-        return Outcome::Failed;
+    if !typed_before {
+        if pane.type_text(id, line).is_err() {
+            return Outcome::Failed;
+        }
+        sleep(Duration::from_millis(cfg.settle_ms));
     }
-    sleep(Duration::from_millis(cfg.settle_ms));
     for _ in 0..=cfg.enter_retries {
         if pane.press(id, "Enter").is_err() {
             return Outcome::Failed;
         }
         sleep(Duration::from_millis(cfg.enter_wait_ms));
-        match pane.capture(id, 0) {
-            Ok(s) if unsent(target.profile, &s, line) => continue,
+        // Without a composer regex the cursor's line is enough: one tmux call.
+        let composer = target
+            .profile
+            .and_then(|p| p.composer_regex.as_ref())
+            .is_some();
+        let cursor = if composer {
+            None
+        } else {
+            pane.cursor_line(id).ok().flatten()
+        };
+        let screen = match cursor {
+            Some(_) => Ok(String::new()),
+            None => pane.capture(id, 0),
+        };
+        match screen {
+            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => continue,
             Ok(_) => return Outcome::Rang,
             Err(_) => return Outcome::Failed,
         }
@@ -270,6 +350,36 @@ mod tests {
             ),
             Outcome::NoPane
         );
+    }
+
+    #[test]
+    fn an_unsent_doorbell_from_before_is_pressed_not_retyped() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.composer = ": ring".into());
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls, vec!["key:Enter"]);
+    }
+
+    #[test]
+    fn without_a_composer_regex_the_cursor_line_decides() {
+        assert!(unsent(None, "", Some("$ : ring"), ": ring"));
+        assert!(unsent(None, "", Some("ng"), ": ring"));
+        assert!(!unsent(None, ": ring\n", Some(""), ": ring"));
+        assert!(unsent(None, "x\n: ring\n\n", None, ": ring"));
+        let f = FakePane::with("%1", "cat");
+        f.edit("%1", |s| s.swallow_enters = 1);
+        assert_eq!(ring(&f, None, false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls.len(), 3);
+    }
+
+    #[test]
+    fn busy_record_must_be_newer_than_the_log() {
+        assert!(busy_from_record(b"busy 100 hook\n", None));
+        assert!(busy_from_record(b"busy 100 hook\n", Some(100)));
+        assert!(!busy_from_record(b"busy 100 hook\n", Some(101)));
+        assert!(!busy_from_record(b"idle 100 hook\n", None));
+        assert!(!busy_from_record(b"", None));
     }
 
     #[test]

@@ -99,6 +99,43 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(buf))
 }
 
+/// [`read_optional`] plus the file's mtime (Unix seconds) from the same
+/// open file, so a reader of many small files pays no extra `stat`.
+pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let md = f.metadata().map_err(io_err("stat", path))?;
+    let mtime = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    // A plain read loop sized from the stat: `read_to_end` would stat and
+    // seek again to size its buffer.
+    let mut buf = vec![0u8; md.len() as usize + 1];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err("read", path)(e)),
+        }
+    }
+    buf.truncate(filled);
+    Ok(Some((buf, mtime)))
+}
+
 /// Reads a whole file, refusing a symlink; a missing file is an error.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
@@ -117,15 +154,6 @@ pub fn touch(path: &Path) -> Result<()> {
         .map_err(io_err("open", path))?;
     f.set_modified(std::time::SystemTime::now())
         .map_err(io_err("touch", path))
-}
-
-/// Removes a file; a missing file is fine.
-pub fn remove_optional(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_err("remove", path)(e)),
-    }
 }
 
 /// The prefix of `bytes` up to and including the last `\n`: what a reader
@@ -273,6 +301,16 @@ fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
     fs::remove_file(from)
 }
 
+/// Removes a file (never a directory, never through a symlink's target).
+/// Returns whether it existed.
+pub fn remove_optional(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("remove", path, e)),
+    }
+}
+
 /// Appends one complete record. `line` must end with `\n`; it is written
 /// with a single `write_all` on an append descriptor, under an exclusive
 /// lock on the file when longer than 4 KiB.
@@ -412,10 +450,71 @@ pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// Numbered create (SPEC §2). Under the lock at `lock_path`, picks one more
-/// than the highest `NNN.<ext>` in `dir` and every dir of `also_scan`,
-/// writes `bytes` to a dot-temp file and renames it into place without
-/// clobbering. Returns the number and the final path.
+/// A complete, fsynced dot-temp file waiting to become a numbered file.
+/// Writing and syncing happen before the directory lock is taken, so the
+/// lock is held only for a directory scan and one rename. Dropping an
+/// uncommitted `Staged` removes the temp file.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
+pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
+    let tmp = write_temp(&dir.join("staged"), bytes)?;
+    Ok(Staged {
+        tmp: Some(tmp),
+        dir: dir.to_path_buf(),
+    })
+}
+
+impl Staged {
+    /// Under the caller's lock on the directory: picks one more than the
+    /// highest `NNN.<ext>` in the directory and every dir of `also_scan`
+    /// and renames the staged file there without clobbering. The caller
+    /// fsyncs the directory (after releasing the lock) with [`sync_dir`].
+    pub fn commit_numbered(
+        mut self,
+        also_scan: &[&Path],
+        ext: &str,
+        _held: &LockGuard,
+    ) -> Result<(u64, PathBuf)> {
+        let tmp = self.tmp.take().expect("staged file present until commit");
+        let result = (|| {
+            let mut highest = list_numbered(&self.dir, ext)?.last().copied().unwrap_or(0);
+            for d in also_scan {
+                highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
+            }
+            let mut n = highest + 1;
+            loop {
+                let target = self.dir.join(numbered_name(n, ext));
+                // A name taken outside the lock (a human?) is never clobbered.
+                if rename_noclobber(&tmp, &target)? {
+                    return Ok((n, target));
+                }
+                n += 1;
+            }
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Numbered create (SPEC §2): stages `bytes` in `dir`, then under the lock at
+/// `lock_path` renames it to one more than the highest `NNN.<ext>` in `dir`
+/// and every dir of `also_scan`, never clobbering; fsyncs the directory.
+/// Returns the number and the final path.
 pub fn create_numbered(
     dir: &Path,
     also_scan: &[&Path],
@@ -423,30 +522,12 @@ pub fn create_numbered(
     lock_path: &Path,
     bytes: &[u8],
 ) -> Result<(u64, PathBuf)> {
-    let _guard = lock(lock_path, LOCK_WAIT)?;
-    let mut highest = list_numbered(dir, ext)?.last().copied().unwrap_or(0);
-    for d in also_scan {
-        highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
-    }
-    let mut n = highest + 1;
-    let mut target = dir.join(numbered_name(n, ext));
-    let tmp = write_temp(&target, bytes)?;
-    loop {
-        match rename_noclobber(&tmp, &target) {
-            Ok(true) => break,
-            // Someone wrote outside the lock (a human?): never clobber, move on.
-            Ok(false) => {
-                n += 1;
-                target = dir.join(numbered_name(n, ext));
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        }
-    }
+    let staged = stage(dir, bytes)?;
+    let guard = lock(lock_path, LOCK_WAIT)?;
+    let done = staged.commit_numbered(also_scan, ext, &guard)?;
+    drop(guard);
     sync_dir(dir)?;
-    Ok((n, target))
+    Ok(done)
 }
 
 #[cfg(test)]

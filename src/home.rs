@@ -91,6 +91,10 @@ impl Home {
     pub fn brief_history_lock(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join(".brief.lock")
     }
+    /// Held while a brief is replaced, so history numbers follow the order of writes.
+    pub fn brief_write_lock(&self, id: &TaskId) -> PathBuf {
+        self.task_data(id).join(".brief-write.lock")
+    }
     pub fn report(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join("report.md")
     }

@@ -5,20 +5,31 @@
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
 //! that writes files and [`home::Home`] the only one that joins paths.
 
+pub mod brief;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod control;
+pub mod crew_state;
 pub mod deliver;
 pub mod demo;
 pub mod doctor;
+pub mod dod;
 pub mod error;
 pub mod events;
+pub mod frontmatter;
 pub mod fsx;
+pub mod git;
 pub mod harness;
 pub mod home;
 pub mod inbox;
+pub mod ladder_files;
 pub mod meta;
 pub mod pane;
+pub mod recipient;
+pub mod response;
+pub mod shq;
+pub mod stand_in;
 pub mod status;
 pub mod task_id;
 pub mod wakes;

@@ -41,6 +41,12 @@ pub trait Pane {
     }
     /// The visible screen plus `history` lines of scrollback, as text.
     fn capture(&self, pane: &str, history: usize) -> Result<String>;
+    /// The text of the line the cursor is on (not joined with wrapped
+    /// neighbours); `None` when the pane cannot say.
+    fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
+        let _ = pane;
+        Ok(None)
+    }
     /// Types `text` literally (`send-keys -l`).
     fn type_text(&self, pane: &str, text: &str) -> Result<()>;
     /// Presses one named key (`Enter`, `Escape`, `C-c`, …).
@@ -152,6 +158,27 @@ impl Pane for Tmux {
     fn capture(&self, pane: &str, history: usize) -> Result<String> {
         let start = format!("-{history}");
         self.run(&["capture-pane", "-p", "-J", "-t", pane, "-S", &start])
+    }
+
+    fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
+        // One tmux invocation: `;` as its own argument separates commands.
+        let out = self.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            pane,
+            "#{cursor_y}",
+            ";",
+            "capture-pane",
+            "-p",
+            "-t",
+            pane,
+        ])?;
+        let mut lines = out.split('\n');
+        let Some(y) = lines.next().and_then(|y| y.trim().parse::<usize>().ok()) else {
+            return Ok(None);
+        };
+        Ok(Some(lines.nth(y).unwrap_or("").to_string()))
     }
 
     fn type_text(&self, pane: &str, text: &str) -> Result<()> {
@@ -311,6 +338,11 @@ impl Pane for FakePane {
         out.push_str(&s.composer);
         out.push('\n');
         Ok(out)
+    }
+
+    fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
+        self.check(pane)?;
+        Ok(Some(format!("> {}", self.screen(pane).composer)))
     }
 
     fn type_text(&self, pane: &str, text: &str) -> Result<()> {

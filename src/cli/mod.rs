@@ -5,8 +5,14 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+pub mod ack;
+pub mod brief;
 pub mod common;
+pub mod control;
+pub mod crew_state;
+pub mod dod;
 pub mod fm;
+pub mod send;
 pub mod status;
 pub mod watch;
 
@@ -24,20 +30,20 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "brief",
         about: "write and check a task's brief",
-        main: None,
-        command: None,
+        main: Some(brief::main),
+        command: Some(brief::command),
     },
     Tool {
         name: "send",
         about: "queue a steering message and ring the doorbell",
-        main: None,
-        command: None,
+        main: Some(send::main),
+        command: Some(send::command),
     },
     Tool {
         name: "ack",
         about: "acknowledge, list and read inbox messages",
-        main: None,
-        command: None,
+        main: Some(ack::main),
+        command: Some(ack::command),
     },
     Tool {
         name: "status",
@@ -48,20 +54,20 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "crew-state",
         about: "what every worker is doing right now",
-        main: None,
-        command: None,
+        main: Some(crew_state::main),
+        command: Some(crew_state::command),
     },
     Tool {
         name: "dod",
         about: "render and verify the definition of done",
-        main: None,
-        command: None,
+        main: Some(dod::main),
+        command: Some(dod::command),
     },
     Tool {
         name: "control",
         about: "spawn, interrupt, exit, relaunch, tear down",
-        main: None,
-        command: None,
+        main: Some(control::main),
+        command: Some(control::command),
     },
     Tool {
         name: "watch",

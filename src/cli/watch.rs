@@ -14,7 +14,7 @@ use crate::task_id::TaskId;
 use crate::wakes::{self, Wake};
 use crate::watch::daemon::{self, End, Options};
 use crate::watch::pass::{self, Report, State};
-use crate::watch::{ladder, ladder_files};
+use crate::watch::{ladder, ladder_io};
 use crate::{clock, fsx, inbox};
 
 const TOOL: &str = "fm-watch";
@@ -288,7 +288,7 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
         .and_then(|&s| inbox::load_pending(home, id, s).ok().flatten())
         .and_then(|r| clock::parse_rfc3339(&r.at))
         .map(|at| now.saturating_sub(at));
-    let (files, _) = ladder_files::load(home, id);
+    let (files, _) = ladder_io::load(home, id);
     let tracked: Option<ladder::RingState> = files.ring.filter(|r| seqs.contains(&r.seq));
     TaskLine {
         id: id.to_string(),
@@ -300,7 +300,7 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
 }
 
 fn crontab(home: &Home) -> Result<u8> {
-    use crate::deliver::shell_quote;
+    use crate::shq::quote as shell_quote;
     let exe = std::env::current_exe().ok();
     let sibling = exe
         .as_ref()

@@ -3,7 +3,7 @@
 //!
 //! - [`ladder`]: the §6.2 ladder as a pure function of a task's files,
 //!   pane facts and the time.
-//! - [`ladder_files`]: `.ring-state` / `.escalated` in each inbox.
+//! - [`ladder_io`]: `.ring-state` / `.escalated` through the shared format.
 //! - [`status_feed`]: status lines → `status` wakes, exactly once, via
 //!   persisted read offsets.
 //! - [`pass`]: one pass over every task (the only place that acts).
@@ -13,6 +13,6 @@
 pub mod daemon;
 pub mod hook;
 pub mod ladder;
-pub mod ladder_files;
+pub mod ladder_io;
 pub mod pass;
 pub mod status_feed;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
-use super::{hook, ladder_files, status_feed::Offsets};
+use super::{hook, ladder_io, status_feed::Offsets};
 use crate::config::Config;
 use crate::deliver::{self, Outcome, Target};
 use crate::error::{Error, Result};
@@ -250,7 +250,7 @@ fn gather(home: &Home, id: &TaskId, now: u64, cfg: &crate::config::WatchCfg) -> 
     let listing = list_inbox(home, id)?;
     let (pending, target) = load_pending(home, id, &listing.seqs, now)?;
     let (files, err) = if listing.ladder_files {
-        ladder_files::load(home, id)
+        ladder_io::load(home, id)
     } else {
         (LadderFiles::default(), None)
     };
@@ -343,6 +343,7 @@ impl Exec<'_> {
             h => harness::profile(cfg, h),
         };
         let mut busy_rec = false;
+        let mut info: Option<&PaneInfo> = None;
         let facts = if pane_id.is_empty() {
             PaneFacts::NoPane
         } else if !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
@@ -355,7 +356,8 @@ impl Exec<'_> {
                     Some(p) if !harness::is_alive(profile.as_ref(), p.dead, &p.command) => {
                         PaneFacts::Dead
                     }
-                    Some(_) => {
+                    Some(p) => {
+                        info = Some(p);
                         busy_rec = busy_record(home, &t.id);
                         PaneFacts::Alive { busy: busy_rec }
                     }
@@ -390,7 +392,7 @@ impl Exec<'_> {
             }
             Action::Quiet { .. } => {}
             Action::Clear => {
-                if let Err(e) = ladder_files::clear(home, id) {
+                if let Err(e) = ladder_io::clear(home, id) {
                     self.unwritable(id, home.ring_state(id), e, None);
                 }
             }
@@ -400,7 +402,7 @@ impl Exec<'_> {
                     count,
                     last: now,
                 };
-                if let Err(e) = ladder_files::write_ring_state(home, id, &rs) {
+                if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
                     self.unwritable(id, home.ring_state(id), e, Some(seq));
                     return;
                 }
@@ -410,8 +412,20 @@ impl Exec<'_> {
                     busy_record: busy_rec,
                 };
                 let line = deliver::doorbell(home, id);
-                let outcome =
-                    deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep);
+                let outcome = match info {
+                    // The pass's listing already holds the pane: no second query.
+                    Some(p) => deliver::deliver_to(
+                        backend.as_ref(),
+                        &target,
+                        p,
+                        &line,
+                        &cfg.send,
+                        self.sleep,
+                    ),
+                    None => {
+                        deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep)
+                    }
+                };
                 Event::at(now, TOOL, id.as_str(), "watch.rang")
                     .actor("watcher")
                     .field("seq", seq)
@@ -491,7 +505,7 @@ impl Exec<'_> {
                     .record(self.home);
             }
         }
-        if let Err(e) = ladder_files::write_escalated(self.home, id, seq) {
+        if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
             self.unwritable(id, self.home.escalated(id), e, None);
         }
     }
@@ -511,7 +525,7 @@ impl Exec<'_> {
             self.wake(id, "escalation", &text);
         }
         if let Some(s) = seq {
-            let _ = ladder_files::write_escalated(self.home, id, s);
+            let _ = ladder_io::write_escalated(self.home, id, s);
         }
     }
 }

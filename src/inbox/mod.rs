@@ -6,6 +6,11 @@
 //! and renamed into place without clobbering — so a reader sees a complete
 //! record or none, and a number is never reused. Readers sort numerically
 //! and ignore every other name (dot-temps, ladder files, `handled/`).
+//! Acknowledging (the move into `handled/`) lives in [`ack`].
+
+mod ack;
+
+pub use ack::{AckOutcome, ack, parse_seq};
 
 use std::path::PathBuf;
 
@@ -112,19 +117,47 @@ pub fn task_known(home: &Home, id: &TaskId) -> bool {
     home.meta(id).exists() || home.brief(id).exists()
 }
 
+/// Whether the task has an inbox directory (a symlink there is refused).
+pub fn has_inbox(home: &Home, id: &TaskId) -> Result<bool> {
+    check_dirs(home, id)?;
+    fsx::is_dir(&home.inbox(id))
+}
+
+/// Every pending record, in numeric order (unparseable files skipped).
+pub fn list(home: &Home, id: &TaskId) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    for seq in pending(home, id)? {
+        if let Some(r) = load_pending(home, id, seq)? {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
 /// A message to queue.
 #[derive(Debug, Clone)]
 pub struct Outgoing<'a> {
     pub from: &'a str,
     pub body: &'a [u8],
     pub fire_and_forget: bool,
+    /// Return an existing record with the identical body instead of writing.
+    pub dedupe: bool,
 }
 
-/// Where a queued record landed.
+/// Where an identical body already sits (`--dedupe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Existing {
+    Pending,
+    Handled,
+}
+
+/// Where a queued record landed (or, for a dedupe hit, already was).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queued {
     pub seq: u64,
     pub path: PathBuf,
+    pub duplicate: Option<Existing>,
 }
 
 /// Validates a body against SPEC §5.4 (exit 2 on refusal).
@@ -169,14 +202,50 @@ pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -
         msg.body,
     );
     let handled = home.inbox_handled(id);
-    let (seq, path) = fsx::create_numbered(
-        &home.inbox(id),
-        &[&handled],
-        EXT,
-        &home.inbox_lock(id),
-        &bytes,
-    )?;
-    Ok(Queued { seq, path })
+    // Write and fsync before taking the lock: the lock covers only the
+    // duplicate check, the directory scan and one rename.
+    let staged = fsx::stage(&home.inbox(id), &bytes)?;
+    let guard = fsx::lock(&home.inbox_lock(id), fsx::LOCK_WAIT)?;
+    if msg.dedupe
+        && let Some(dup) = find_body(home, id, msg.body)?
+    {
+        return Ok(dup);
+    }
+    let (seq, path) = staged.commit_numbered(&[&handled], EXT, &guard)?;
+    drop(guard);
+    fsx::sync_dir(&home.inbox(id))?;
+    Ok(Queued {
+        seq,
+        path,
+        duplicate: None,
+    })
+}
+
+/// The newest record (pending first, then handled) whose body is `body`.
+fn find_body(home: &Home, id: &TaskId, body: &[u8]) -> Result<Option<Queued>> {
+    let places = [
+        (Existing::Pending, pending(home, id)?),
+        (Existing::Handled, handled(home, id)?),
+    ];
+    for (place, seqs) in places {
+        for seq in seqs.into_iter().rev() {
+            let path = match place {
+                Existing::Pending => home.inbox_record(id, seq),
+                Existing::Handled => home.handled_record(id, seq),
+            };
+            let same = fsx::read_optional(&path)?
+                .and_then(|b| parse(seq, &b))
+                .is_some_and(|r| r.body == body);
+            if same {
+                return Ok(Some(Queued {
+                    seq,
+                    path,
+                    duplicate: Some(place),
+                }));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -212,6 +281,7 @@ mod tests {
             from: "captain",
             body: b"hi",
             fire_and_forget: false,
+            dedupe: false,
         };
         assert_eq!(queue(&home, &cfg, &id, &msg, 0).unwrap_err().exit_code(), 1);
         crate::meta::update(&home, &id, |m| m.set("kind", "ship")).unwrap();
@@ -228,6 +298,22 @@ mod tests {
         assert_eq!(pending(&home, &id).unwrap(), vec![1, 2]);
         let r = load_pending(&home, &id, 2).unwrap().unwrap();
         assert_eq!(r.body, b"hi");
+        let again = Outgoing {
+            dedupe: true,
+            ..msg.clone()
+        };
+        let q = queue(&home, &cfg, &id, &again, 0).unwrap();
+        assert_eq!((q.seq, q.duplicate), (2, Some(Existing::Pending)));
+        assert_eq!(ack(&home, &id, 1).unwrap(), AckOutcome::Handled);
+        assert_eq!(ack(&home, &id, 2).unwrap(), AckOutcome::Handled);
+        let q = queue(&home, &cfg, &id, &again, 0).unwrap();
+        assert_eq!((q.seq, q.duplicate), (2, Some(Existing::Handled)));
+        let other = Outgoing {
+            body: b"new",
+            ..again
+        };
+        let q = queue(&home, &cfg, &id, &other, 0).unwrap();
+        assert_eq!((q.seq, q.duplicate), (3, None));
     }
 
     proptest::proptest! {

@@ -1,0 +1,389 @@
+//! Briefs (SPEC §7): everything a stateless worker knows comes from the
+//! file `data/<id>/brief.md`. This module owns what a brief is made of
+//! ([`BriefSpec`]) and the limits on its inputs; [`render`] turns a spec
+//! into Markdown as a pure function, [`check`] validates a filled brief,
+//! and [`store`] writes, re-applies and revokes with history.
+//!
+//! Guarantees: identical specs render byte-identical briefs (the timestamp
+//! is part of the spec); every path in a brief is absolute, and every path
+//! in a command is single-quoted so it can be pasted into a shell.
+
+use std::path::PathBuf;
+
+use crate::dod::Mode;
+use crate::error::{Error, Result};
+use crate::task_id::TaskId;
+
+pub mod check;
+pub mod render;
+pub mod store;
+
+pub use check::check_brief;
+pub use render::render;
+
+/// The scaffold placeholders, each present exactly once in a scaffold.
+pub const TASK_PLACEHOLDER: &str = "{TASK}";
+pub const SPEC_PLACEHOLDER: &str = "{FIRSTMATE_SPEC}";
+
+pub const PROTOCOL_VERSION: &str = "1.0.0";
+pub const MAX_MISSION_BYTES: usize = 500;
+pub const MAX_CONSTRAINTS: usize = 20;
+pub const MAX_SHARES: usize = 10;
+/// Depth limit of a delegation chain when neither the parent nor `--max-depth` sets one.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+
+/// Which of the three brief shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BriefKind {
+    Ship(Mode),
+    Scout,
+    Secondmate,
+}
+
+impl BriefKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BriefKind::Ship(_) => "ship",
+            BriefKind::Scout => "scout",
+            BriefKind::Secondmate => "secondmate",
+        }
+    }
+
+    pub fn mode(self) -> Option<Mode> {
+        match self {
+            BriefKind::Ship(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+/// A shared-memory pointer: `TIER[/KEY]` the worker may read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    pub target: String,
+    pub reason: String,
+}
+
+/// Where a brief sits in a delegation chain (SPEC §11.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    pub parent: Option<TaskId>,
+    pub max_depth: u32,
+    pub depth: u32,
+}
+
+/// Absolute paths a brief hands to its worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BriefPaths {
+    pub worktree: PathBuf,
+    pub status: PathBuf,
+    pub inbox: PathBuf,
+    pub report: PathBuf,
+}
+
+/// Everything a brief is rendered from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BriefSpec {
+    pub id: TaskId,
+    pub kind: BriefKind,
+    /// Display name of the repository (empty for a secondmate).
+    pub repo: String,
+    pub delegator: String,
+    /// Branch the worker creates (ship only).
+    pub branch: String,
+    /// RFC 3339 UTC.
+    pub timestamp: String,
+    pub intent: Option<String>,
+    pub spec: Option<String>,
+    pub mission: Option<String>,
+    pub constraints: Vec<String>,
+    pub shares: Vec<Share>,
+    pub lineage: Option<Lineage>,
+    /// Non-blank content of `config/brief-include.md` (ship and scout).
+    pub include: Option<String>,
+    pub projects: Vec<PathBuf>,
+    pub charter: Option<String>,
+    pub scope: Option<String>,
+    pub paths: BriefPaths,
+    pub default_branch: String,
+    pub paused_verb: String,
+    pub tools: Vec<String>,
+}
+
+impl BriefSpec {
+    /// Placeholders a rendering of this spec still holds, in order.
+    pub fn placeholders(&self) -> Vec<&'static str> {
+        match self.kind {
+            BriefKind::Secondmate => self
+                .charter
+                .is_none()
+                .then_some(TASK_PLACEHOLDER)
+                .into_iter()
+                .collect(),
+            _ => [
+                (self.intent.is_none(), TASK_PLACEHOLDER),
+                (self.spec.is_none(), SPEC_PLACEHOLDER),
+            ]
+            .into_iter()
+            .filter_map(|(missing, p)| missing.then_some(p))
+            .collect(),
+        }
+    }
+}
+
+/// The label a worker-addressed line opens with (`Captain:`, `Captain's ask:`,
+/// `To the worker:` …), if any. The intent is the captain's own words, never
+/// a note addressed to the worker.
+pub fn worker_label(line: &str) -> Option<String> {
+    let l = line
+        .trim_start()
+        .trim_start_matches(['*', '_', '>', '#', '-', ' ']);
+    let (label, _) = l.split_once(':')?;
+    let norm = label
+        .trim()
+        .trim_end_matches(['*', '_'])
+        .trim()
+        .to_lowercase()
+        .replace('\u{2019}', "'");
+    let addressed = norm == "captain"
+        || norm.starts_with("captain's ")
+        || norm.starts_with("the captain")
+        || norm.starts_with("from the captain")
+        || norm.starts_with("message from the captain")
+        || matches!(
+            norm.as_str(),
+            "worker"
+                | "to the worker"
+                | "note to worker"
+                | "note to the worker"
+                | "for the worker"
+                | "agent"
+                | "to the agent"
+                | "instructions for the worker"
+        );
+    (addressed && norm.len() <= 40).then(|| format!("{}:", label.trim()))
+}
+
+/// Refuses an intent that is blank, too long, or holds a worker-addressed label.
+pub fn validate_intent(intent: &str, max_bytes: u64) -> Result<()> {
+    if intent.trim().is_empty() {
+        return Err(Error::usage("the intent is blank"));
+    }
+    if intent.len() as u64 > max_bytes {
+        return Err(Error::usage(format!(
+            "the intent is {} bytes; the limit is {max_bytes} (brief.max_intent_bytes)",
+            intent.len()
+        )));
+    }
+    for line in intent.lines() {
+        if let Some(label) = worker_label(line) {
+            return Err(Error::usage(format!(
+                "the intent line {:?} opens with the label {label:?}: pass the captain's words themselves, not a note to the worker",
+                line.trim()
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn validate_mission(m: &str) -> Result<()> {
+    if m.trim().is_empty() {
+        return Err(Error::usage("the mission is blank"));
+    }
+    if m.len() > MAX_MISSION_BYTES {
+        return Err(Error::usage(format!(
+            "the mission is {} bytes; the limit is {MAX_MISSION_BYTES}",
+            m.len()
+        )));
+    }
+    if m.trim().contains('\n') {
+        return Err(Error::usage(
+            "the mission must be one paragraph (it contains a newline)",
+        ));
+    }
+    Ok(())
+}
+
+pub fn validate_constraints(cs: &[String]) -> Result<()> {
+    if cs.len() > MAX_CONSTRAINTS {
+        return Err(Error::usage(format!(
+            "{} constraints given; the limit is {MAX_CONSTRAINTS}",
+            cs.len()
+        )));
+    }
+    for (i, c) in cs.iter().enumerate() {
+        if c.trim().is_empty() {
+            return Err(Error::usage(format!("constraint {} is blank", i + 1)));
+        }
+        if c.contains('\n') {
+            return Err(Error::usage(format!(
+                "constraint {} must be one line",
+                i + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Parses `TIER[/KEY]=REASON`.
+pub fn parse_share(raw: &str) -> Result<Share> {
+    let (target, reason) = raw.split_once('=').unwrap_or((raw, ""));
+    let target = target.trim();
+    if target.is_empty()
+        || target.contains(char::is_whitespace)
+        || target.starts_with('/')
+        || target.ends_with('/')
+    {
+        return Err(Error::usage(format!(
+            "share {raw:?}: expected TIER[/KEY]=REASON"
+        )));
+    }
+    if reason.trim().is_empty() {
+        return Err(Error::usage(format!(
+            "share {target:?} has no reason (TIER[/KEY]=REASON)"
+        )));
+    }
+    if reason.contains('\n') {
+        return Err(Error::usage(format!(
+            "share {target:?}: the reason must be one line"
+        )));
+    }
+    Ok(Share {
+        target: target.to_string(),
+        reason: reason.trim().to_string(),
+    })
+}
+
+pub fn validate_shares(raw: &[String]) -> Result<Vec<Share>> {
+    if raw.len() > MAX_SHARES {
+        return Err(Error::usage(format!(
+            "{} shares given; the limit is {MAX_SHARES}",
+            raw.len()
+        )));
+    }
+    raw.iter().map(|s| parse_share(s)).collect()
+}
+
+/// Refuses a branch name git would reject (the rules of `git check-ref-format --branch`).
+pub fn validate_branch(b: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::usage(format!("invalid branch name {b:?}: {why}")));
+    if b.is_empty() {
+        return bad("empty");
+    }
+    if b.starts_with('-') {
+        return bad("starts with '-'");
+    }
+    if b == "@" {
+        return bad("is '@'");
+    }
+    if let Some(c) = b.chars().find(|c| {
+        c.is_ascii_control()
+            || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
+    }) {
+        return bad(&format!("contains {c:?}"));
+    }
+    if b.contains("..") || b.contains("@{") || b.contains("//") {
+        return bad("contains '..', '@{' or '//'");
+    }
+    if b.starts_with('/') || b.ends_with('/') || b.ends_with('.') {
+        return bad("starts or ends with '/' or ends with '.'");
+    }
+    if b.split('/')
+        .any(|c| c.starts_with('.') || c.ends_with(".lock"))
+    {
+        return bad("a component starts with '.' or ends with '.lock'");
+    }
+    Ok(())
+}
+
+/// Refuses include text that would confuse the brief's machine-read lines.
+pub fn validate_include(text: &str) -> Result<()> {
+    if text
+        .lines()
+        .any(|l| l.trim_start().starts_with("Delivery contract:"))
+    {
+        return Err(Error::usage(
+            "config/brief-include.md contains a `Delivery contract:` line; only the definition of done may",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_labels() {
+        for l in [
+            "Captain: do it",
+            "Captain's ask: fix",
+            "**Captain:** x",
+            "captain’s request: y",
+            "To the worker: z",
+        ] {
+            assert!(worker_label(l).is_some(), "{l}");
+        }
+        for l in [
+            "The login page breaks: fix it",
+            "Note: the API is slow",
+            "https://x",
+            "captainship matters",
+        ] {
+            assert!(worker_label(l).is_none(), "{l}");
+        }
+    }
+
+    #[test]
+    fn caps_at_their_edges() {
+        assert!(validate_mission(&"m".repeat(500)).is_ok());
+        assert_eq!(
+            validate_mission(&"m".repeat(501)).unwrap_err().exit_code(),
+            2
+        );
+        assert!(validate_constraints(&vec!["c".into(); 20]).is_ok());
+        assert!(validate_constraints(&vec!["c".into(); 21]).is_err());
+        assert!(validate_constraints(&["ok".into(), " ".into()]).is_err());
+        assert!(validate_shares(&vec!["team/k=why".into(); 10]).is_ok());
+        assert!(validate_shares(&vec!["team/k=why".into(); 11]).is_err());
+        assert!(validate_shares(&["team/k".into()]).is_err());
+        assert!(validate_shares(&["team/k= ".into()]).is_err());
+        assert_eq!(
+            parse_share("team=because").unwrap(),
+            Share {
+                target: "team".into(),
+                reason: "because".into()
+            }
+        );
+    }
+
+    #[test]
+    fn branch_names_follow_git() {
+        for ok in ["fm/t1", "feature/x.y", "a-b_c"] {
+            assert!(validate_branch(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "-x", "a..b", "a b", "a~1", "a:b", "x.lock", "a/.b", "a/", "/a", "a//b", "a@{1",
+            "@", "a.", "a\tb",
+        ] {
+            assert!(validate_branch(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn branch_check_agrees_with_git() {
+        for name in [
+            "fm/t1", "a..b", "a b", "x.lock", "a/.b", "ok-1.2", "a@{1", "a^", "a.", "é",
+        ] {
+            let git = std::process::Command::new("git")
+                .args(["check-ref-format", "--branch", name])
+                .output();
+            let Ok(git) = git else { return };
+            assert_eq!(
+                validate_branch(name).is_ok(),
+                git.status.success(),
+                "{name}"
+            );
+        }
+    }
+}

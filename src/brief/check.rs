@@ -1,0 +1,311 @@
+//! `fm-brief --check` (SPEC §7.4): is a filled brief fit to launch?
+//!
+//! [`problems`] is a pure function of the brief's text; [`check_brief`] is
+//! the entry point the lifecycle tool calls before spawning. Headings are
+//! ATX headings outside fenced code blocks (``` or ~~~), so a brief that
+//! quotes Markdown in a code block cannot fake or hide a section.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{SPEC_PLACEHOLDER, TASK_PLACEHOLDER, worker_label};
+use crate::config::Config;
+use crate::dod::Mode;
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::task_id::TaskId;
+use crate::{frontmatter, fsx};
+
+/// One heading: its level, title and 0-based line index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    pub level: usize,
+    pub title: String,
+    pub line: usize,
+}
+
+fn fence_of(line: &str) -> Option<(char, usize)> {
+    let t = line
+        .strip_prefix("   ")
+        .or_else(|| line.strip_prefix("  "))
+        .or_else(|| line.strip_prefix(' '))
+        .unwrap_or(line);
+    let c = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let n = t.chars().take_while(|x| *x == c).count();
+    (n >= 3).then_some((c, n))
+}
+
+fn atx(line: &str) -> Option<(usize, String)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let t = &line[indent..];
+    let level = t.chars().take_while(|c| *c == '#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &t[level..];
+    if !rest.is_empty() && !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let title = rest.trim().trim_end_matches('#').trim_end().to_string();
+    Some((level, title))
+}
+
+/// Every heading outside fenced code, in order.
+pub fn headings(lines: &[&str]) -> Vec<Heading> {
+    let mut out = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    for (i, line) in lines.iter().enumerate() {
+        if let Some((c, n)) = fence {
+            if let Some((c2, n2)) = fence_of(line)
+                && c2 == c
+                && n2 >= n
+                && line.trim().chars().all(|x| x == c)
+            {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(f) = fence_of(line) {
+            fence = Some(f);
+            continue;
+        }
+        if let Some((level, title)) = atx(line) {
+            out.push(Heading {
+                level,
+                title,
+                line: i,
+            });
+        }
+    }
+    out
+}
+
+/// The body under heading `h`: up to the next heading of the same or a higher level, trimmed.
+fn body(lines: &[&str], hs: &[Heading], idx: usize) -> String {
+    let h = &hs[idx];
+    let end = hs[idx + 1..]
+        .iter()
+        .find(|n| n.level <= h.level)
+        .map(|n| n.line)
+        .unwrap_or(lines.len());
+    lines[h.line + 1..end].join("\n").trim().to_string()
+}
+
+fn find(hs: &[Heading], level: usize, title: &str) -> Option<usize> {
+    hs.iter().position(|h| h.level == level && h.title == title)
+}
+
+/// Every reason the brief is not fit to launch; empty means it passes.
+/// `mode` is the expected delivery mode (`--mode`), else the frontmatter's.
+pub fn problems(text: &str, mode: Option<Mode>) -> Vec<String> {
+    let mut out = Vec::new();
+    let fields = match frontmatter::parse(text) {
+        Ok((f, _)) => Some(f),
+        Err(e) => {
+            out.push(format!("frontmatter missing or unparsable: {e}"));
+            None
+        }
+    };
+    let kind = fields
+        .as_ref()
+        .and_then(|f| frontmatter::get(f, "kind"))
+        .unwrap_or("ship")
+        .to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let hs = headings(&lines);
+    if kind == "secondmate" {
+        match find(&hs, 1, "Charter") {
+            None => out.push("missing `# Charter`".into()),
+            Some(i) => {
+                let b = body(&lines, &hs, i);
+                if b.is_empty() {
+                    out.push("`# Charter` is blank".into());
+                } else if b.contains(TASK_PLACEHOLDER) {
+                    out.push(format!(
+                        "placeholder {TASK_PLACEHOLDER} is still in `# Charter`"
+                    ));
+                }
+            }
+        }
+        if let Some(m) = mode {
+            out.push(format!("delivery mismatch: a secondmate charter has no delivery contract, expected mode={m}"));
+        }
+        return out;
+    }
+    for (title, placeholder) in [
+        ("Captain's intent", TASK_PLACEHOLDER),
+        ("Firstmate spec", SPEC_PLACEHOLDER),
+    ] {
+        match find(&hs, 2, title) {
+            None => out.push(format!("missing `## {title}`")),
+            Some(i) => {
+                let b = body(&lines, &hs, i);
+                if b.is_empty() {
+                    out.push(format!("`## {title}` is blank"));
+                } else if b == placeholder {
+                    out.push(format!(
+                        "placeholder {placeholder} still fills `## {title}`"
+                    ));
+                } else if title == "Captain's intent"
+                    && let Some(label) = b
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .and_then(worker_label)
+                {
+                    out.push(format!("the intent opens with the worker-addressed label {label:?}; it must be the captain's words"));
+                }
+            }
+        }
+    }
+    let declared = fields
+        .as_ref()
+        .and_then(|f| frontmatter::get(f, "mode"))
+        .map(str::to_string);
+    let expected = mode.map(|m| m.to_string()).or(declared);
+    let dod = hs
+        .iter()
+        .rposition(|h| h.level == 1 && h.title == "Definition of done");
+    let contract = dod
+        .and_then(|i| {
+            lines[hs[i].line + 1..]
+                .iter()
+                .find(|l| !l.trim().is_empty())
+        })
+        .map(|l| l.trim());
+    let found = contract.and_then(|l| l.strip_prefix("Delivery contract: mode="));
+    match (kind.as_str(), expected, found) {
+        ("scout", None, _) => {}
+        (_, None, _) => out.push("no delivery mode: the frontmatter names none and --mode was not given".into()),
+        (_, Some(want), Some(got)) if got == want => {}
+        (_, Some(want), Some(got)) => out.push(format!("delivery mismatch: the brief says mode={got}, expected mode={want}")),
+        (_, Some(want), None) if dod.is_none() => out.push(format!("delivery mismatch: no `# Definition of done`, expected mode={want}")),
+        (_, Some(want), None) => out.push(format!(
+            "delivery mismatch: no `Delivery contract: mode={want}` line directly under `# Definition of done`"
+        )),
+    }
+    out
+}
+
+/// The outcome of checking one brief.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub path: PathBuf,
+    pub ok: bool,
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// `Ok(path)` when the brief passes, else a refusal listing every problem.
+    pub fn into_result(self) -> Result<PathBuf> {
+        if self.ok {
+            Ok(self.path)
+        } else {
+            Err(Error::refused(format!(
+                "brief {} is not ready: {}",
+                self.path.display(),
+                self.problems.join("; ")
+            )))
+        }
+    }
+}
+
+/// Checks task `id`'s brief (SPEC §7.4). `mode` is `--mode` as given; an
+/// unknown mode is a usage error, a missing brief a refusal.
+pub fn check_brief(
+    home: &Home,
+    _cfg: &Config,
+    id: &TaskId,
+    mode: Option<&str>,
+) -> Result<CheckReport> {
+    let mode = mode.map(Mode::parse).transpose()?;
+    let path = home.brief(id);
+    let bytes = fsx::read_optional(&path)?
+        .ok_or_else(|| Error::refused(format!("no brief for {id} ({})", path.display())))?;
+    let problems = problems(&String::from_utf8_lossy(&bytes), mode);
+    Ok(CheckReport {
+        ok: problems.is_empty(),
+        path,
+        problems,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FM: &str = "---\nid: t\nkind: ship\nmode: direct-PR\n---\n";
+
+    fn brief(intent: &str, spec: &str, dod: &str) -> String {
+        format!(
+            "{FM}\n# Task\n\n## Captain's intent\n\n{intent}\n\n## Firstmate spec\n\n{spec}\n\n# Definition of done\n\n{dod}\n"
+        )
+    }
+
+    #[test]
+    fn a_filled_brief_passes() {
+        let b = brief(
+            "Make login fast.",
+            "Profile, then fix.",
+            "Delivery contract: mode=direct-PR\nShip branch: fm/t",
+        );
+        assert_eq!(problems(&b, None), Vec::<String>::new());
+        assert_eq!(problems(&b, Some(Mode::DirectPr)), Vec::<String>::new());
+        assert!(problems(&b, Some(Mode::LocalOnly))[0].contains("delivery mismatch"));
+    }
+
+    #[test]
+    fn scaffolds_blanks_and_labels_are_refused() {
+        let ok_dod = "Delivery contract: mode=direct-PR";
+        let p = problems(&brief("{TASK}", "{FIRSTMATE_SPEC}", ok_dod), None);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(problems(&brief("  ", "x", ok_dod), None)[0].contains("blank"));
+        assert!(problems(&brief("Captain: fix it", "x", ok_dod), None)[0].contains("label"));
+        assert!(problems("no frontmatter\n", None)[0].contains("frontmatter"));
+    }
+
+    #[test]
+    fn headings_in_fences_do_not_count() {
+        let b = format!(
+            "{FM}\n## Captain's intent\n\nquote:\n```md\n## Firstmate spec\n\nfake\n# Definition of done\n\nDelivery contract: mode=direct-PR\n```\n"
+        );
+        let p = problems(&b, None);
+        assert!(
+            p.iter().any(|x| x.contains("missing `## Firstmate spec`")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|x| x.contains("no `# Definition of done`")),
+            "{p:?}"
+        );
+        let lines: Vec<&str> = "~~~~\n# a\n~~~\n# b\n~~~~\n# c".lines().collect();
+        assert_eq!(
+            headings(&lines)
+                .iter()
+                .map(|h| h.title.as_str())
+                .collect::<Vec<_>>(),
+            ["c"]
+        );
+    }
+
+    #[test]
+    fn contract_must_sit_directly_under_the_last_dod() {
+        let b = brief(
+            "i",
+            "s",
+            "Some words first.\n\nDelivery contract: mode=direct-PR",
+        );
+        assert!(problems(&b, None)[0].contains("directly under"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "(\\PC{0,30}\n){0,15}") {
+            let _ = problems(&s, None);
+            let _ = problems(&format!("{FM}{s}"), Some(Mode::LocalOnly));
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! `fm-ack` (SPEC §5.5), the worker's side of the inbox: acknowledge
+//! records (move them into `handled/`), list what is pending, read a body.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+use serde::Serialize;
+
+use super::common::{self, Ctx, HomeArg};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::inbox::{self, AckOutcome, Record};
+use crate::ladder_files::record_name;
+use crate::task_id::TaskId;
+
+const TOOL: &str = "fm-ack";
+
+/// Acknowledge, list and read a task's steering messages.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-ack",
+    version,
+    after_help = "Examples:\n  fm-ack fix-login --list\n  fm-ack fix-login --read > /tmp/msg.txt\n  fm-ack fix-login 2 003.msg\n  fm-ack fix-login --through 7"
+)]
+pub struct Args {
+    /// Task id
+    #[arg(value_name = "ID")]
+    id: OsString,
+    /// Records to acknowledge: 2, 002, 2.msg or 002.msg
+    #[arg(value_name = "SEQ", conflicts_with_all = ["through", "list", "read"])]
+    seqs: Vec<String>,
+    /// Acknowledge every pending record numbered ≤ N
+    #[arg(long, value_name = "N", conflicts_with_all = ["list", "read"])]
+    through: Option<String>,
+    /// List pending records: seq, at, from, bytes, first line
+    #[arg(long, conflicts_with = "read")]
+    list: bool,
+    /// Print the body of the oldest (or the given) pending record, byte-exact
+    #[arg(long, value_name = "SEQ", num_args = 0..=1)]
+    read: Option<Option<String>>,
+    /// JSON output
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+/// One pending record in `--list` (and `--read --json`, with its body).
+#[derive(Debug, Serialize)]
+struct Listed {
+    seq: u64,
+    at: String,
+    from: String,
+    bytes: usize,
+    first_line: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+}
+
+impl From<&Record> for Listed {
+    fn from(r: &Record) -> Listed {
+        Listed {
+            seq: r.seq,
+            at: r.at.clone(),
+            from: r.from.clone(),
+            bytes: r.body.len(),
+            first_line: r.first_line(),
+            body: None,
+        }
+    }
+}
+
+/// One acknowledged (or missing) record.
+#[derive(Debug, Serialize)]
+struct Acked {
+    seq: u64,
+    name: String,
+    result: &'static str,
+}
+
+fn run(a: Args) -> Result<u8> {
+    let id = TaskId::parse_os(&a.id)?;
+    let read_seq = match &a.read {
+        Some(Some(s)) => Some(inbox::parse_seq(s)?),
+        _ => None,
+    };
+    let through = a.through.as_deref().map(inbox::parse_seq).transpose()?;
+    let seqs = a
+        .seqs
+        .iter()
+        .map(|s| inbox::parse_seq(s))
+        .collect::<Result<Vec<_>>>()?;
+    if seqs.is_empty() && through.is_none() && !a.list && a.read.is_none() {
+        return Err(Error::usage(
+            "nothing to do: give message numbers, --through N, --list or --read",
+        ));
+    }
+    let ctx = a.home.ctx(TOOL)?;
+    if !inbox::has_inbox(&ctx.home, &id)? {
+        return Err(Error::refused(format!("task {id} has no inbox")));
+    }
+    if a.list {
+        return list(&ctx, &id, a.json);
+    }
+    if a.read.is_some() {
+        return read(&ctx, &id, read_seq, a.json);
+    }
+    match through {
+        Some(n) => {
+            let upto: Vec<u64> = inbox::pending(&ctx.home, &id)?
+                .into_iter()
+                .filter(|&s| s <= n)
+                .collect();
+            acknowledge(&ctx, &id, &upto, a.json, true)
+        }
+        None => acknowledge(&ctx, &id, &seqs, a.json, false),
+    }
+}
+
+fn list(ctx: &Ctx, id: &TaskId, json: bool) -> Result<u8> {
+    let records: Vec<Listed> = inbox::list(&ctx.home, id)?
+        .iter()
+        .map(Listed::from)
+        .collect();
+    if json {
+        common::out_json(&records)?;
+        return Ok(0);
+    }
+    for r in &records {
+        common::out(&format!(
+            "{} \u{b7} {} \u{b7} {} \u{b7} {} bytes \u{b7} {}",
+            record_name(r.seq),
+            r.at,
+            r.from,
+            r.bytes,
+            r.first_line
+        ))?;
+    }
+    Ok(0)
+}
+
+fn read(ctx: &Ctx, id: &TaskId, seq: Option<u64>, json: bool) -> Result<u8> {
+    let seq = match seq {
+        Some(s) => s,
+        None => match inbox::pending(&ctx.home, id)?.first() {
+            Some(&s) => s,
+            None => return Err(Error::refused(format!("no pending message for {id}"))),
+        },
+    };
+    let Some(rec) = inbox::load_pending(&ctx.home, id, seq)? else {
+        return Err(Error::refused(format!("no message {seq}")));
+    };
+    if json {
+        let mut l = Listed::from(&rec);
+        l.body = Some(String::from_utf8_lossy(&rec.body).into_owned());
+        common::out_json(&l)?;
+    } else {
+        common::out_bytes(&rec.body)?;
+    }
+    Ok(0)
+}
+
+/// Acknowledges each seq; missing ones and per-record refusals are reported
+/// and make the exit 1 after every seq was tried. `quiet_missing` skips
+/// records that vanished meanwhile (`--through`).
+fn acknowledge(
+    ctx: &Ctx,
+    id: &TaskId,
+    seqs: &[u64],
+    json: bool,
+    quiet_missing: bool,
+) -> Result<u8> {
+    let mut code = 0;
+    for &seq in seqs {
+        let name = record_name(seq);
+        let result = match inbox::ack(&ctx.home, id, seq) {
+            Ok(AckOutcome::Handled) => {
+                Event::new(TOOL, id.as_str(), "inbox.acked")
+                    .actor(id.as_str())
+                    .field("seq", seq)
+                    .record(&ctx.home);
+                "handled"
+            }
+            Ok(AckOutcome::Already) => "already",
+            Ok(AckOutcome::Missing) => {
+                if !quiet_missing {
+                    eprintln!("no message {seq}");
+                    code = 1;
+                }
+                continue;
+            }
+            Err(e) if e.exit_code() == 1 => {
+                eprintln!("{TOOL}: error: {e}");
+                code = 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let acked = Acked { seq, name, result };
+        if json {
+            common::out_json(&acked)?;
+        } else {
+            common::out(&format!("{} {}", acked.result, acked.name))?;
+        }
+    }
+    Ok(code)
+}

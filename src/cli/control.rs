@@ -1,0 +1,115 @@
+//! `fm-control` (SPEC §10.1): the captain's lifecycle verbs.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use serde::Serialize;
+
+use super::common::{self, HomeArg};
+use crate::control::{self, Action};
+use crate::error::Result;
+use crate::task_id::TaskId;
+
+const TOOL: &str = "fm-control";
+
+/// Spawn, interrupt, exit, relaunch and tear down a task's worker.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-control",
+    version,
+    after_help = "Examples:\n  fm-control fix-login spawn --project ~/src/app --harness claude\n  fm-control fix-login interrupt\n  fm-control fix-login relaunch --note \"tests pass; only the docs remain\"\n  fm-control fix-login teardown"
+)]
+pub struct Args {
+    /// Task id
+    #[arg(value_name = "ID")]
+    id: OsString,
+    #[command(subcommand)]
+    verb: Verb,
+    /// Print the result as JSON
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+#[derive(Debug, Subcommand)]
+enum Verb {
+    /// Create the worktree and a tmux window running the harness
+    Spawn {
+        /// The project's git clone
+        #[arg(long, value_name = "PATH")]
+        project: PathBuf,
+        /// Harness profile (default: the task's, else claude)
+        #[arg(long, value_name = "H")]
+        harness: Option<String>,
+        /// Commit the worktree starts from (default: the configured default branch)
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
+    },
+    /// Send the harness's interrupt keys
+    Interrupt,
+    /// Quit the agent (interrupting first if busy)
+    Exit,
+    /// Add a progress note to the brief and restart the agent in the same pane
+    Relaunch {
+        #[arg(long, value_name = "T")]
+        note: Option<String>,
+        #[arg(long, value_name = "H")]
+        harness: Option<String>,
+    },
+    /// Stop the agent, remove the worktree and archive the task's state
+    Teardown {
+        /// Proceed even with uncommitted or unpushed work
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    id: &'a str,
+    result: String,
+}
+
+fn run(a: Args) -> Result<u8> {
+    let id = TaskId::parse_os(&a.id)?;
+    let ctx = a.home.ctx(TOOL)?;
+    let action = match a.verb {
+        Verb::Spawn {
+            project,
+            harness,
+            base,
+        } => Action::Spawn {
+            project,
+            harness,
+            base,
+        },
+        Verb::Interrupt => Action::Interrupt,
+        Verb::Exit => Action::Exit,
+        Verb::Relaunch { note, harness } => Action::Relaunch { note, harness },
+        Verb::Teardown { force } => Action::Teardown { force },
+    };
+    let line = control::run(&ctx.home, &ctx.cfg, &id, action)?;
+    if a.json {
+        common::out_json(&Report {
+            id: id.as_str(),
+            result: line,
+        })?;
+    } else {
+        common::out(&line)?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,338 @@
+//! `fm-send` (SPEC §5.4): record a steering message in a task's inbox, then
+//! ring the doorbell in its pane. The record is the message; the ring is a
+//! courtesy the watcher retries, so the exit code only reports the record.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+use serde::Serialize;
+
+use super::common::{self, Ctx, HomeArg};
+use crate::deliver::Outcome;
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::inbox::{self, Existing, Outgoing};
+use crate::recipient::{self, Recipient};
+use crate::status;
+use crate::task_id::TaskId;
+use crate::{clock, fsx};
+
+const TOOL: &str = "fm-send";
+
+/// Keys `--key` may press.
+pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
+
+/// Queue a steering message for a worker and ring its doorbell.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-send",
+    version,
+    after_help = "Options may go anywhere; text after `--` is taken literally.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
+)]
+pub struct Args {
+    /// Task id (with --all, the first word of the text)
+    #[arg(value_name = "ID")]
+    id: Option<OsString>,
+    /// Message text, joined with spaces; a lone `-` reads the body from stdin
+    /// (text that starts with `-` goes after `--`)
+    #[arg(value_name = "TEXT")]
+    text: Vec<OsString>,
+    /// Read the body from a file (byte-exact)
+    #[arg(long, value_name = "F")]
+    file: Option<PathBuf>,
+    /// After recording, resolve this status-log decision key (repeatable)
+    #[arg(long = "resolve-key", value_name = "K")]
+    resolve_key: Vec<String>,
+    /// Record only; the watcher rings later
+    #[arg(long)]
+    quiet: bool,
+    /// Mark the record fire-and-forget: it never enters the re-ring ladder
+    #[arg(long = "fire-and-forget")]
+    fire_and_forget: bool,
+    /// If an identical body is already pending or handled, return that record and write nothing
+    #[arg(long)]
+    dedupe: bool,
+    /// Sender recorded in the header and the event
+    #[arg(long, value_name = "NAME", default_value = "captain")]
+    from: String,
+    /// Broadcast: one record per task whose pane exists and whose agent is alive
+    #[arg(long)]
+    all: bool,
+    /// Press one key in the task's pane instead of sending a message (no record)
+    #[arg(long, value_name = "KEY", value_parser = KEYS.to_vec())]
+    key: Option<String>,
+    /// One JSON object per line
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+/// One recorded message: the human line and the `--json` object.
+#[derive(Debug, Serialize)]
+struct Sent {
+    task: String,
+    seq: u64,
+    path: PathBuf,
+    doorbell: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duplicate: Option<Existing>,
+}
+
+impl Sent {
+    fn human(&self) -> String {
+        let mut s = format!(
+            "queued {} {} \u{b7} doorbell {}",
+            self.task,
+            crate::ladder_files::record_name(self.seq),
+            self.doorbell
+        );
+        if let Some(d) = self.duplicate {
+            let place = match d {
+                Existing::Pending => "pending",
+                Existing::Handled => "handled",
+            };
+            s.push_str(&format!(" \u{b7} duplicate of a {place} record"));
+        }
+        s
+    }
+}
+
+fn run(mut a: Args) -> Result<u8> {
+    if let Some(key) = a.key.clone() {
+        return press_key(&a, &key);
+    }
+    let id = if a.all {
+        if let Some(first) = a.id.take() {
+            a.text.insert(0, first);
+        }
+        if !a.resolve_key.is_empty() {
+            return Err(Error::usage("--resolve-key cannot be combined with --all"));
+        }
+        None
+    } else {
+        let raw =
+            a.id.as_deref()
+                .ok_or_else(|| Error::usage("missing task id (or --all)"))?;
+        Some(TaskId::parse_os(raw)?)
+    };
+    for k in &a.resolve_key {
+        if !status::valid_key(k) {
+            return Err(Error::usage(format!(
+                "malformed --resolve-key {k:?} (letters, digits, '.', '_', '-')"
+            )));
+        }
+    }
+    let body = read_body(&a)?;
+    let ctx = a.home.ctx(TOOL)?;
+    inbox::validate_body(&ctx.cfg, &body)?;
+    match id {
+        Some(id) => {
+            let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
+            send_one(&ctx, &a, &r, &body, &|| r.ring(&ctx.home, &ctx.cfg))
+        }
+        None => send_all(&ctx, &a, &body),
+    }
+}
+
+/// The body from text arguments, stdin (`-`) or `--file`, byte-exact.
+fn read_body(a: &Args) -> Result<Vec<u8>> {
+    match (&a.file, a.text.as_slice()) {
+        (Some(_), [_, ..]) => Err(Error::usage("give the body as text or --file, not both")),
+        (Some(f), []) => std::fs::read(f).map_err(|e| Error::io("read --file", f, e)),
+        (None, [one]) if one == "-" => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io("read", "<stdin>", e))?;
+            Ok(buf)
+        }
+        (None, []) => Err(Error::usage(
+            "no message: give text, `-` for stdin, or --file F",
+        )),
+        (None, words) => Ok(words
+            .iter()
+            .map(|w| w.as_bytes())
+            .collect::<Vec<_>>()
+            .join(&b' ')),
+    }
+}
+
+/// Records one message and rings (unless quiet). `ring` is called only when
+/// a ring is due.
+fn send_one(
+    ctx: &Ctx,
+    a: &Args,
+    r: &Recipient,
+    body: &[u8],
+    ring: &dyn Fn() -> Outcome,
+) -> Result<u8> {
+    let now = clock::now();
+    let msg = Outgoing {
+        from: &a.from,
+        body,
+        fire_and_forget: a.fire_and_forget,
+        dedupe: a.dedupe,
+    };
+    let q = inbox::queue(&ctx.home, &ctx.cfg, &r.id, &msg, now)?;
+    let doorbell = if a.quiet || q.duplicate == Some(Existing::Handled) {
+        Outcome::Quiet
+    } else {
+        ring()
+    };
+    if q.duplicate.is_none() {
+        let mut ev = Event::at(now, TOOL, r.id.as_str(), "inbox.queued")
+            .actor(&a.from)
+            .field("seq", q.seq)
+            .field("bytes", body.len())
+            .field("doorbell", doorbell.as_str());
+        if a.fire_and_forget {
+            ev = ev.field("delivery", "fire-and-forget");
+        }
+        ev.record(&ctx.home);
+        resolve_keys(ctx, a, &r.id, body, now)?;
+    }
+    let sent = Sent {
+        task: r.id.to_string(),
+        seq: q.seq,
+        path: q.path,
+        doorbell,
+        duplicate: q.duplicate,
+    };
+    if a.json {
+        common::out_json(&sent)?;
+    } else {
+        common::out(&sent.human())?;
+    }
+    if let Some(n) = note(doorbell, a.fire_and_forget) {
+        eprintln!("{TOOL}: {}: {n}", r.id);
+    }
+    Ok(0)
+}
+
+/// Appends `resolved … [key=K]: answered: <first 120 bytes>` per key.
+fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Result<()> {
+    if a.resolve_key.is_empty() {
+        return Ok(());
+    }
+    let head = String::from_utf8_lossy(&body[..body.len().min(120)])
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>();
+    let text = format!("answered: {}", head.trim());
+    fsx::ensure_dir(&ctx.home.state_dir())?;
+    for k in &a.resolve_key {
+        let line =
+            status::format_append("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)?;
+        fsx::append_line(&ctx.home.status(id), line.as_bytes())?;
+        Event::at(now, TOOL, id.as_str(), "status.appended")
+            .actor(&a.from)
+            .field("verb", "resolved")
+            .field("key", k.as_str())
+            .record(&ctx.home);
+    }
+    Ok(())
+}
+
+/// What stderr says about a ring that did not land (SPEC §5.4).
+pub fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
+    let why = match outcome {
+        Outcome::Rang | Outcome::Quiet => return None,
+        Outcome::Dead => {
+            return Some(
+                "doorbell dead: the agent is not alive (pane gone or agent exited); the message is recorded but the watcher will not re-ring it (it raises a dead-agent wake)"
+                    .into(),
+            );
+        }
+        Outcome::Queued => {
+            "doorbell queued: the agent is busy and its harness will see the message"
+        }
+        Outcome::Skipped => "doorbell skipped: the composer holds someone else's text",
+        Outcome::Failed => "doorbell failed (tmux error or the Enter did not take)",
+        Outcome::NoPane => "doorbell no-pane: meta records no pane for this task",
+    };
+    Some(if fire_and_forget {
+        format!(
+            "{why}; the message is recorded, and as fire-and-forget the watcher will not re-ring it"
+        )
+    } else {
+        format!("{why}; the message is recorded and the watcher will re-ring it")
+    })
+}
+
+/// `--all`: one record per task whose pane exists and whose agent is alive.
+fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
+    let live = recipient::live(&ctx.home, &ctx.cfg)?;
+    if live.is_empty() {
+        return Err(Error::refused("no task has a live pane; nothing sent"));
+    }
+    let mut code = 0;
+    for (r, info) in &live {
+        let ring = || r.ring_known(&ctx.home, &ctx.cfg, info);
+        if let Err(e) = send_one(ctx, a, r, body, &ring) {
+            if matches!(e, Error::ClosedPipe) {
+                return Err(e);
+            }
+            eprintln!("{TOOL}: error: {e} ({})", r.id);
+            code = code.max(e.exit_code());
+        }
+    }
+    Ok(code)
+}
+
+/// JSON/human report of `--key`.
+#[derive(Debug, Serialize)]
+struct Pressed {
+    task: String,
+    key: String,
+    pane: String,
+}
+
+fn press_key(a: &Args, key: &str) -> Result<u8> {
+    if a.all {
+        return Err(Error::usage(
+            "--key presses a key in one task's pane, not --all",
+        ));
+    }
+    if !a.text.is_empty() || a.file.is_some() {
+        return Err(Error::usage("give either message text or --key, not both"));
+    }
+    let raw =
+        a.id.as_deref()
+            .ok_or_else(|| Error::usage("missing task id"))?;
+    let id = TaskId::parse_os(raw)?;
+    let ctx = a.home.ctx(TOOL)?;
+    let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
+    let pane = r.press(key)?;
+    Event::new(TOOL, id.as_str(), "pane.key")
+        .actor(&a.from)
+        .field("key", key)
+        .field("pane", pane.as_str())
+        .record(&ctx.home);
+    let p = Pressed {
+        task: id.to_string(),
+        key: key.to_string(),
+        pane,
+    };
+    if a.json {
+        common::out_json(&p)?;
+    } else {
+        common::out(&format!("key {} \u{b7} {} {}", p.key, p.task, p.pane))?;
+    }
+    Ok(0)
+}

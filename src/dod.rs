@@ -1,0 +1,138 @@
+//! The definition of done (SPEC §8): the `# Definition of done` section a
+//! ship brief embeds (and `fm-dod <mode> <id>` prints, from this same
+//! renderer), and — in [`gate`] — the check that a worker's `done` is real.
+//!
+//! The section's first line below the heading is the machine-read marker
+//! `Delivery contract: mode=<mode>`, then `Ship branch: <branch>`; both are
+//! exact, because `fm-brief --check` and people's scripts read them.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::shq;
+
+pub mod gate;
+pub use gate::{Verdict, gate};
+
+/// How a ship task delivers (SPEC §8.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Mode {
+    #[serde(rename = "no-mistakes")]
+    NoMistakes,
+    #[serde(rename = "direct-PR")]
+    DirectPr,
+    #[serde(rename = "local-only")]
+    LocalOnly,
+}
+
+pub const MODES: &str = "no-mistakes, direct-PR, local-only";
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::NoMistakes, Mode::DirectPr, Mode::LocalOnly];
+
+    /// Parses a mode name exactly as written in the spec (exit 2 otherwise).
+    pub fn parse(s: &str) -> Result<Mode> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| Error::usage(format!("unknown mode {s:?} (expected one of {MODES})")))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::NoMistakes => "no-mistakes",
+            Mode::DirectPr => "direct-PR",
+            Mode::LocalOnly => "local-only",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The marker line `fm-brief --check` reads directly under the heading.
+pub fn contract_line(mode: Mode) -> String {
+    format!("Delivery contract: mode={mode}")
+}
+
+/// The whole `# Definition of done` section of a ship brief, ending in `\n`.
+pub fn block(mode: Mode, branch: &str, default_branch: &str, status_path: &Path) -> String {
+    let append = |text: &str| format!("`{}`", shq::status_append("done", text, status_path));
+    let qb = shq::quote(branch);
+    let mut s = format!(
+        "# Definition of done\n\n{}\nShip branch: {branch}\n\n\
+         The work counts only once it is committed on `{branch}`: uncommitted \
+         changes do not exist for anyone but you.\n\n",
+        contract_line(mode)
+    );
+    let steps: Vec<String> = match mode {
+        Mode::DirectPr => vec![
+            format!("Push only your branch: `git push -u origin {qb}`. Never push any other branch."),
+            "Open a ready pull request (not a draft) from that branch.".into(),
+            format!("Append the done line with the pull request's full https URL:\n   {}", append("PR <full https URL>")),
+        ],
+        Mode::LocalOnly => vec![
+            "Add no remote, push nothing and open no pull request.".into(),
+            format!(
+                "Keep `{branch}` a fast-forward of `{default_branch}`: if `{default_branch}` moved, \
+                 rebase onto it (`git rebase {}`) and test again.",
+                shq::quote(default_branch)
+            ),
+            format!("Append the done line:\n   {}", append(&format!("ready in branch {branch}"))),
+        ],
+        Mode::NoMistakes => vec![
+            format!(
+                "Hand off to the validation pipeline by appending a done line with a one-line summary:\n   {}",
+                append("<summary>")
+            ),
+            "Drive the pipeline by answering its gates. Never fix code by hand while a run is in \
+             progress, and never approve automatically with `--yes`."
+                .into(),
+            "When the pipeline asks the user about findings, escalate them as one `needs-decision` \
+             line with a key, and wait for its `resolved` line."
+                .into(),
+            format!("When CI is green, append the final done line:\n   {}", append("PR <url> checks green")),
+        ],
+    };
+    for (i, step) in steps.iter().enumerate() {
+        s.push_str(&format!("{}. {step}\n", i + 1));
+    }
+    s.push_str(
+        "\nYour done line is verified, not trusted: it is accepted only when the commit your \
+         worktree's HEAD names is reachable outside your worktree.\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_exactly() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.as_str()).unwrap(), m);
+        }
+        for bad in ["direct-pr", "yolo", "", "local"] {
+            assert_eq!(Mode::parse(bad).unwrap_err().exit_code(), 2);
+        }
+    }
+
+    #[test]
+    fn block_opens_with_the_machine_read_lines() {
+        for m in Mode::ALL {
+            let b = block(m, "fm/t1", "main", Path::new("/h/it's/state/t1.status"));
+            let mut lines = b.lines();
+            assert_eq!(lines.next(), Some("# Definition of done"));
+            assert_eq!(lines.next(), Some(""));
+            assert_eq!(lines.next(), Some(contract_line(m).as_str()));
+            assert_eq!(lines.next(), Some("Ship branch: fm/t1"));
+            assert!(b.contains(">> '/h/it'\\''s/state/t1.status'"), "{b}");
+            assert!(b.ends_with(".\n"));
+        }
+    }
+}

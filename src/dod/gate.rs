@@ -1,0 +1,321 @@
+//! The done gate (SPEC §8.2): a ship worker's `done` is accepted only when
+//! the commit its worktree's `HEAD` names is reachable outside that worktree.
+//!
+//! For other tools (crew-state reads a refused `done` as `blocked`):
+//!
+//! ```ignore
+//! let verdict = firstmate::dod::gate(&home, &cfg, &id, &meta, &line);
+//! // Verdict::Accepted(why) | Verdict::Refused(why) | Verdict::NotGated(why)
+//! ```
+//!
+//! The decision is split so the rules stay pure: [`precheck`] settles what
+//! needs no git (kind, the no-mistakes hand-off, the `pr`/`pr_head`
+//! shortcut); [`judge`] turns the git facts gathered by [`gate`] into a
+//! verdict. Only [`gate`] touches the disk and runs git (bounded, §8.2).
+//! The mode comes from meta `mode`, or from the brief's frontmatter when
+//! meta has none; the worktree from meta `worktree`, else the default
+//! location under `paths.worktrees`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Mode;
+use crate::config::Config;
+use crate::home::Home;
+use crate::meta::Meta;
+use crate::status::{StatusLine, Verb};
+use crate::task_id::TaskId;
+use crate::{fsx, git};
+
+/// What the gate says about one `done` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
+pub enum Verdict {
+    Accepted(String),
+    Refused(String),
+    NotGated(String),
+}
+
+impl Verdict {
+    /// `accepted`, `refused` or `not gated`, as printed.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Accepted(_) => "accepted",
+            Verdict::Refused(_) => "refused",
+            Verdict::NotGated(_) => "not gated",
+        }
+    }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            Verdict::Accepted(r) | Verdict::Refused(r) | Verdict::NotGated(r) => r,
+        }
+    }
+
+    /// 1 for a refusal, 0 otherwise (SPEC §8.2).
+    pub fn exit_code(&self) -> u8 {
+        u8::from(matches!(self, Verdict::Refused(_)))
+    }
+}
+
+/// The `PR <url>` a done line names, if any.
+pub fn pr_url(text: &str) -> Option<&str> {
+    let mut words = text.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "PR"
+            && let Some(url) = words.clone().next()
+            && url.starts_with("https://")
+        {
+            return Some(url.trim_end_matches([',', '.', ';']));
+        }
+    }
+    None
+}
+
+/// The no-mistakes final line: `PR <url> … checks green`.
+pub fn is_checks_green(text: &str) -> bool {
+    pr_url(text).is_some() && text.to_lowercase().contains("checks green")
+}
+
+/// Everything decided without git. `None` means: ask git about HEAD.
+pub fn precheck(
+    kind: &str,
+    mode: Option<Mode>,
+    line: &StatusLine,
+    meta_pr: &str,
+    meta_pr_head: &str,
+) -> Option<Verdict> {
+    if line.kind != Verb::Done {
+        return Some(Verdict::NotGated(format!(
+            "{} lines are not gated; only done is",
+            line.verb
+        )));
+    }
+    match kind {
+        "" | "ship" => {}
+        k => return Some(Verdict::NotGated(format!("{k} tasks are never gated"))),
+    }
+    if mode == Some(Mode::NoMistakes) {
+        if !is_checks_green(&line.text) {
+            return Some(Verdict::NotGated(
+                "no-mistakes hand-off (the pipeline's PR … checks green line is gated)".into(),
+            ));
+        }
+        if let Some(url) = pr_url(&line.text)
+            && !meta_pr.is_empty()
+            && url == meta_pr
+            && !meta_pr_head.is_empty()
+        {
+            return Some(Verdict::Accepted(format!(
+                "PR {url} matches meta pr with pr_head {meta_pr_head}"
+            )));
+        }
+    }
+    None
+}
+
+/// What git says about the worktree's HEAD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadFact {
+    Missing,
+    NotRepo,
+    NoHead,
+    Head(String),
+    /// git itself failed (not installed, timed out).
+    GitError(String),
+}
+
+/// The verdict from the worktree's HEAD and the first outside ref holding it.
+pub fn judge(worktree: &Path, head: &HeadFact, reach: Option<&str>) -> Verdict {
+    let wt = worktree.display();
+    match head {
+        HeadFact::Missing => Verdict::Refused(format!("worktree missing ({wt})")),
+        HeadFact::NotRepo => Verdict::Refused(format!("worktree is not a git repository ({wt})")),
+        HeadFact::NoHead => Verdict::Refused(format!("worktree has no HEAD commit ({wt})")),
+        HeadFact::GitError(e) => Verdict::Refused(format!("could not verify HEAD: {e}")),
+        HeadFact::Head(sha) => match reach {
+            Some(r) => Verdict::Accepted(format!("head {sha} is on {r}")),
+            None => Verdict::Refused(format!(
+                "named head {sha} is unreachable outside the worker copy"
+            )),
+        },
+    }
+}
+
+fn head_fact(worktree: &Path) -> HeadFact {
+    match fsx::is_dir(worktree) {
+        Ok(true) => {}
+        Ok(false) | Err(_) => return HeadFact::Missing,
+    }
+    match git::head(worktree) {
+        Ok(Some(sha)) => HeadFact::Head(sha),
+        Ok(None) => HeadFact::NoHead,
+        Err(e) if e.to_string().contains("not a git repository") => HeadFact::NotRepo,
+        Err(e) => HeadFact::GitError(e.to_string()),
+    }
+}
+
+/// The worktree the gate inspects for a task.
+pub fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
+    match meta.str("worktree") {
+        "" => home.worktree(cfg, id),
+        w => PathBuf::from(w),
+    }
+}
+
+/// The task's mode: meta `mode`, else the brief's frontmatter.
+pub fn mode_of(home: &Home, id: &TaskId, meta: &Meta) -> Option<Mode> {
+    if let Ok(m) = Mode::parse(meta.str("mode")) {
+        return Some(m);
+    }
+    let bytes = fsx::read_optional(&home.brief(id)).ok()??;
+    let text = String::from_utf8_lossy(&bytes);
+    let (fields, _) = crate::frontmatter::parse(&text).ok()?;
+    Mode::parse(crate::frontmatter::get(&fields, "mode")?).ok()
+}
+
+/// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
+pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLine) -> Verdict {
+    let mode = mode_of(home, id, meta);
+    if let Some(v) = precheck(meta.kind(), mode, line, meta.str("pr"), meta.str("pr_head")) {
+        return v;
+    }
+    let worktree = worktree_of(home, cfg, id, meta);
+    let head = head_fact(&worktree);
+    let HeadFact::Head(sha) = &head else {
+        return judge(&worktree, &head, None);
+    };
+    let mut reach = git::ref_containing(&worktree, sha, &["refs/remotes/"]);
+    let project = meta.str("project");
+    if matches!(reach, Ok(None)) && !project.is_empty() {
+        let mut prefixes = vec!["refs/remotes/"];
+        if mode == Some(Mode::LocalOnly) {
+            prefixes.push("refs/heads/");
+        }
+        reach = git::ref_containing(Path::new(project), sha, &prefixes)
+            .map(|r| r.map(|r| format!("{r} of {project}")));
+    }
+    match reach {
+        Ok(r) => judge(&worktree, &head, r.as_deref()),
+        Err(e) => judge(&worktree, &HeadFact::GitError(e.to_string()), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{Parsed, parse_line};
+
+    fn line(s: &str) -> StatusLine {
+        match parse_line(s.as_bytes(), "paused") {
+            Parsed::Line(l) => l,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn scout_and_secondmate_are_never_gated() {
+        for k in ["scout", "secondmate"] {
+            let v = precheck(k, None, &line("done: found it"), "", "");
+            assert!(matches!(v, Some(Verdict::NotGated(_))), "{v:?}");
+        }
+        assert_eq!(
+            precheck(
+                "",
+                Some(Mode::DirectPr),
+                &line("done: PR https://x/1"),
+                "",
+                ""
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn no_mistakes_hand_off_is_not_gated_but_checks_green_is() {
+        let nm = Some(Mode::NoMistakes);
+        assert!(matches!(
+            precheck("ship", nm, &line("done: parser rewritten"), "", ""),
+            Some(Verdict::NotGated(_))
+        ));
+        assert_eq!(
+            precheck(
+                "ship",
+                nm,
+                &line("done: PR https://h/p/1 checks green"),
+                "",
+                ""
+            ),
+            None
+        );
+        let v = precheck(
+            "ship",
+            nm,
+            &line("done: PR https://h/p/1 checks green"),
+            "https://h/p/1",
+            "abc",
+        );
+        assert!(matches!(v, Some(Verdict::Accepted(_))), "{v:?}");
+        // The shortcut is no-mistakes only, and needs pr_head.
+        assert_eq!(
+            precheck(
+                "ship",
+                nm,
+                &line("done: PR https://h/p/1 checks green"),
+                "https://h/p/1",
+                ""
+            ),
+            None
+        );
+        assert_eq!(
+            precheck(
+                "ship",
+                Some(Mode::DirectPr),
+                &line("done: PR https://h/p/1"),
+                "https://h/p/1",
+                "abc"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn judge_names_the_head_and_the_problem() {
+        let wt = Path::new("/w/t");
+        assert!(
+            judge(wt, &HeadFact::Missing, None)
+                .reason()
+                .contains("worktree missing")
+        );
+        assert!(
+            judge(wt, &HeadFact::NotRepo, None)
+                .reason()
+                .contains("not a git repository")
+        );
+        let v = judge(wt, &HeadFact::Head("abc123".into()), None);
+        assert_eq!(
+            v,
+            Verdict::Refused("named head abc123 is unreachable outside the worker copy".into())
+        );
+        assert_eq!(v.exit_code(), 1);
+        assert!(matches!(
+            judge(
+                wt,
+                &HeadFact::Head("a".into()),
+                Some("refs/remotes/origin/x")
+            ),
+            Verdict::Accepted(_)
+        ));
+    }
+
+    #[test]
+    fn pr_urls() {
+        assert_eq!(
+            pr_url("PR https://g/o/r/pull/3 checks green"),
+            Some("https://g/o/r/pull/3")
+        );
+        assert_eq!(pr_url("PR #3"), None);
+        assert_eq!(pr_url("see PR https://x/1."), Some("https://x/1"));
+    }
+}

@@ -1,0 +1,150 @@
+//! git as a bounded subprocess (SPEC §8.2, §14): always an argument vector,
+//! never a shell; every call ends within [`TIMEOUT`] (the child is killed
+//! and the call fails with [`Error::External`] when it does not).
+//!
+//! Only the handful of read-only questions the tools ask live here.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Bound on every git call.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one git call produced.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `git -C dir args…` with a [`TIMEOUT`] bound. A git that cannot be
+/// started or runs too long is an error; a non-zero exit is not.
+pub fn run(dir: &Path, args: &[&str]) -> Result<Output> {
+    run_bounded(dir, args, TIMEOUT)
+}
+
+pub fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> Result<Output> {
+    let child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::External {
+            program: "git".into(),
+            msg: format!("cannot run git: {e}"),
+        })?;
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(timeout) {
+        Ok(res) => res.map_err(|e| Error::External {
+            program: "git".into(),
+            msg: e.to_string(),
+        })?,
+        Err(_) => {
+            // The waiting thread has not reaped the child yet, so the pid is still ours.
+            // SAFETY: kill(2) with a pid we spawned and a constant signal.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let _ = rx.recv_timeout(Duration::from_secs(1));
+            return Err(Error::External {
+                program: "git".into(),
+                msg: format!(
+                    "git {} timed out after {}s in {}",
+                    args.join(" "),
+                    timeout.as_secs(),
+                    dir.display()
+                ),
+            });
+        }
+    };
+    Ok(Output {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+    })
+}
+
+/// The commit `HEAD` names in `dir`, or `None` when there is none (an
+/// unborn branch). Errors when `dir` is not a git repository.
+pub fn head(dir: &Path) -> Result<Option<String>> {
+    let out = run(dir, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])?;
+    if out.ok && !out.stdout.is_empty() {
+        return Ok(Some(out.stdout));
+    }
+    let inside = run(dir, &["rev-parse", "--git-dir"])?;
+    if !inside.ok {
+        return Err(Error::External {
+            program: "git".into(),
+            msg: format!("not a git repository ({})", dir.display()),
+        });
+    }
+    Ok(None)
+}
+
+/// The first ref under any of `prefixes` (e.g. `refs/remotes/`) in the
+/// repository at `dir` that contains `sha`. A repository that lacks the
+/// commit entirely contains it nowhere.
+pub fn ref_containing(dir: &Path, sha: &str, prefixes: &[&str]) -> Result<Option<String>> {
+    let mut args = vec![
+        "for-each-ref",
+        "--count=1",
+        "--format=%(refname)",
+        "--contains",
+        sha,
+    ];
+    args.extend_from_slice(prefixes);
+    let out = run(dir, &args)?;
+    if !out.ok {
+        return Ok(None);
+    }
+    Ok(out
+        .stdout
+        .lines()
+        .next()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_command_is_killed_within_the_bound() {
+        let d = tempfile::tempdir().unwrap();
+        // `git -C dir hash-object --stdin` would wait on stdin forever; stdin is
+        // null here, so use a command that blocks on a fifo instead.
+        let fifo = d.path().join("f");
+        let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(st.success());
+        let t = std::time::Instant::now();
+        let err = run_bounded(
+            d.path(),
+            &["hash-object", fifo.to_str().unwrap()],
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("timed out"), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn not_a_repository_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let err = head(d.path()).unwrap_err();
+        assert!(err.to_string().contains("not a git repository"), "{err}");
+    }
+}

@@ -1,0 +1,134 @@
+//! A task as a doorbell target: the pane facts its meta records (SPEC §4 —
+//! `pane`, `tmux_socket`, `harness`) turned into a [`Target`] and rung.
+//!
+//! Shared by `fm-send` and the watcher so both ring the same way. The pane
+//! id is the only identity trusted; the socket is meta's `tmux_socket`,
+//! else the config's `tmux.socket`; a missing or unknown harness means no
+//! profile (alive while the pane exists and is not dead).
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+use crate::deliver::{self, Outcome, Target};
+use crate::error::{Error, Result};
+use crate::harness::{self, HarnessProfile};
+use crate::home::Home;
+use crate::meta::Meta;
+use crate::pane::{Pane, PaneInfo, Tmux};
+use crate::task_id::TaskId;
+
+#[derive(Debug, Clone)]
+pub struct Recipient {
+    pub id: TaskId,
+    /// `%N`, or `None` when meta records no pane.
+    pub pane: Option<String>,
+    pub tmux: Tmux,
+    pub profile: Option<HarnessProfile>,
+}
+
+impl Recipient {
+    /// The recipient from meta (which may be absent for a task known only by
+    /// its brief). An unknown task (no meta and no brief) is refused.
+    pub fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Recipient> {
+        if !crate::inbox::task_known(home, id) {
+            return Err(Error::refused(format!(
+                "unknown task {id}: no meta and no brief"
+            )));
+        }
+        let meta = Meta::load(home, id)?.unwrap_or_default();
+        Ok(Recipient::from_meta(cfg, id, &meta))
+    }
+
+    pub fn from_meta(cfg: &Config, id: &TaskId, meta: &Meta) -> Recipient {
+        let pane = Some(meta.str("pane").trim())
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
+        let harness_name = meta.str("harness").trim();
+        let profile = (!harness_name.is_empty())
+            .then(|| harness::profile(cfg, harness_name))
+            .flatten();
+        Recipient {
+            id: id.clone(),
+            pane,
+            tmux: Tmux::for_task(meta.str("tmux_socket").trim(), &cfg.tmux.socket),
+            profile,
+        }
+    }
+
+    fn target(&self, home: &Home) -> Target<'_> {
+        Target {
+            pane: self.pane.as_deref(),
+            profile: self.profile.as_ref(),
+            busy_record: self.pane.is_some() && deliver::busy_record(home, &self.id),
+        }
+    }
+
+    /// Rings the doorbell (SPEC §5.3), asking tmux about the pane first.
+    pub fn ring(&self, home: &Home, cfg: &Config) -> Outcome {
+        let line = deliver::doorbell(home, &self.id);
+        deliver::deliver(
+            &self.tmux,
+            &self.target(home),
+            &line,
+            &cfg.send,
+            &std::thread::sleep,
+        )
+    }
+
+    /// Rings a pane already looked up (`info` from one `list()` call).
+    pub fn ring_known(&self, home: &Home, cfg: &Config, info: &PaneInfo) -> Outcome {
+        let line = deliver::doorbell(home, &self.id);
+        deliver::deliver_to(
+            &self.tmux,
+            &self.target(home),
+            info,
+            &line,
+            &cfg.send,
+            &std::thread::sleep,
+        )
+    }
+
+    /// Presses one named key in the pane; returns the pane id. No pane or a
+    /// vanished one is refused (exit 1); a tmux failure is exit 3.
+    pub fn press(&self, key: &str) -> Result<String> {
+        let Some(pane) = &self.pane else {
+            return Err(Error::refused(format!("no pane recorded for {}", self.id)));
+        };
+        if self.tmux.info(pane)?.is_none() {
+            return Err(Error::refused(format!(
+                "pane {pane} of {} is gone; no key pressed",
+                self.id
+            )));
+        }
+        self.tmux.press(pane, key)?;
+        Ok(pane.clone())
+    }
+
+    /// Whether `info` shows this recipient's agent alive.
+    pub fn alive(&self, info: &PaneInfo) -> bool {
+        harness::is_alive(self.profile.as_ref(), info.dead, &info.command)
+    }
+}
+
+/// Every task with meta whose pane exists and whose agent is alive, with
+/// its pane facts. tmux is asked once per distinct socket (normally once),
+/// never once per task; a socket whose server cannot be listed contributes
+/// nobody.
+pub fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo)>> {
+    let mut lists: BTreeMap<Option<String>, Vec<PaneInfo>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for id in home.task_ids_with_meta()? {
+        let meta = Meta::load(home, &id)?.unwrap_or_default();
+        let r = Recipient::from_meta(cfg, &id, &meta);
+        let Some(pane) = r.pane.clone() else { continue };
+        let panes = lists
+            .entry(r.tmux.socket.clone())
+            .or_insert_with(|| r.tmux.list().unwrap_or_default());
+        if let Some(info) = panes.iter().find(|p| p.id == pane).cloned()
+            && r.alive(&info)
+        {
+            out.push((r, info));
+        }
+    }
+    Ok(out)
+}

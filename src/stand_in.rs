@@ -1,0 +1,336 @@
+//! The stand-in agent (SPEC §10.2): a real program that sits in a tmux pane
+//! like a coding agent, so tests and `fm demo` can drive the whole loop.
+//!
+//! It shows a composer line (`stand-in> …`), reads keys in raw mode, and on
+//! any submitted line reads its inbox in numeric order, acts on each
+//! message, and acknowledges it with `fm-ack` — unless told to go deaf.
+//! Message bodies may hold instructions, one per line:
+//!
+//! | line | effect |
+//! |---|---|
+//! | `status <verb> [--key K] <text>` | `fm-status <id> <verb> …` |
+//! | `commit <file> <text…>` | write the file in the worktree, `git add`, `git commit` |
+//! | `deaf` | never acknowledge again (this message included) |
+//! | `swallow-enter` | ignore the next Enter key |
+//! | `ignore-exit` | ignore the harness exit command |
+//! | `busy <secs>` | show the busy line for that long |
+//! | `exit` | acknowledge, then exit |
+//!
+//! Anything else is just read. The busy line and the composer share the
+//! last screen line, so the `^stand-in: busy` regex only matches while busy.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::home::Home;
+use crate::inbox;
+use crate::task_id::TaskId;
+
+/// Where the sibling `fm-*` binaries are: beside this executable, else PATH.
+pub fn sibling_bin(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join(name)))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// The agent's state between keys.
+#[derive(Debug, Default)]
+pub struct Agent {
+    pub deaf: bool,
+    pub swallow_enter: bool,
+    pub ignore_exit: bool,
+    pub exit: bool,
+    buf: String,
+}
+
+/// What one instruction line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Instruction {
+    Status(Vec<String>),
+    Commit { file: String, text: String },
+    Deaf,
+    SwallowEnter,
+    IgnoreExit,
+    Busy(u64),
+    Exit,
+    Other,
+}
+
+/// Reads one line of a message body.
+pub fn instruction(line: &str) -> Instruction {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["status", rest @ ..] if rest.len() >= 2 => {
+            Instruction::Status(rest.iter().map(|s| s.to_string()).collect())
+        }
+        ["commit", file, text @ ..] => Instruction::Commit {
+            file: file.to_string(),
+            text: text.join(" "),
+        },
+        ["deaf"] => Instruction::Deaf,
+        ["swallow-enter"] => Instruction::SwallowEnter,
+        ["ignore-exit"] => Instruction::IgnoreExit,
+        ["busy", secs] => secs
+            .parse()
+            .map(Instruction::Busy)
+            .unwrap_or(Instruction::Other),
+        ["exit"] => Instruction::Exit,
+        _ => Instruction::Other,
+    }
+}
+
+struct Io<'a> {
+    home: &'a Home,
+    id: &'a TaskId,
+    out: std::io::Stdout,
+}
+
+impl Io<'_> {
+    fn say(&mut self, text: &str) {
+        let _ = write!(self.out, "\r\x1b[K{text}\r\n");
+        let _ = self.out.flush();
+    }
+
+    fn composer(&mut self, buf: &str) {
+        let _ = write!(self.out, "\r\x1b[Kstand-in> {buf}");
+        let _ = self.out.flush();
+    }
+
+    fn busy(&mut self, what: &str) {
+        let _ = write!(self.out, "\r\x1b[Kstand-in: busy ({what})");
+        let _ = self.out.flush();
+    }
+
+    fn run(&mut self, program: &str, args: &[&str]) -> bool {
+        let st = Command::new(sibling_bin(program))
+            .args(args)
+            .env("FM_HOME", self.home.root())
+            .stdin(std::process::Stdio::null())
+            .output();
+        match st {
+            Ok(o) if o.status.success() => true,
+            Ok(o) => {
+                self.say(&format!(
+                    "{program} failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ));
+                false
+            }
+            Err(e) => {
+                self.say(&format!("{program}: {e}"));
+                false
+            }
+        }
+    }
+
+    fn commit(&mut self, file: &str, text: &str) {
+        if file.contains("..") || file.starts_with('/') {
+            self.say(&format!("refusing to write outside the worktree: {file}"));
+            return;
+        }
+        if let Err(e) = std::fs::write(file, format!("{text}\n")) {
+            self.say(&format!("write {file}: {e}"));
+            return;
+        }
+        let ok = Command::new("git")
+            .args(["add", "--", file])
+            .output()
+            .is_ok_and(|o| o.status.success())
+            && Command::new("git")
+                .args(["commit", "-q", "-m", &format!("stand-in: {file}")])
+                .output()
+                .is_ok_and(|o| o.status.success());
+        self.say(&if ok {
+            format!("committed {file}")
+        } else {
+            format!("git commit of {file} failed")
+        });
+    }
+}
+
+impl Agent {
+    /// Reads and acts on every pending message, oldest first.
+    fn read_inbox(&mut self, io: &mut Io) {
+        let Ok(seqs) = inbox::pending(io.home, io.id) else {
+            io.say("cannot read my inbox");
+            return;
+        };
+        for seq in seqs {
+            if self.deaf {
+                break;
+            }
+            let Ok(Some(rec)) = inbox::load_pending(io.home, io.id, seq) else {
+                continue;
+            };
+            io.busy(&format!("reading {seq:03}.msg"));
+            io.say(&format!(
+                "read {seq:03}.msg from {}: {}",
+                rec.from,
+                rec.first_line()
+            ));
+            let body = String::from_utf8_lossy(&rec.body).into_owned();
+            for line in body.lines() {
+                match instruction(line) {
+                    Instruction::Status(args) => {
+                        let mut a: Vec<&str> = vec![io.id.as_str()];
+                        a.extend(args.iter().map(String::as_str));
+                        io.run("fm-status", &a);
+                    }
+                    Instruction::Commit { file, text } => io.commit(&file, &text),
+                    Instruction::Deaf => {
+                        self.deaf = true;
+                        io.say("going deaf: no more acknowledgements");
+                    }
+                    Instruction::SwallowEnter => self.swallow_enter = true,
+                    Instruction::IgnoreExit => self.ignore_exit = true,
+                    Instruction::Busy(secs) => {
+                        io.busy("working");
+                        std::thread::sleep(Duration::from_secs(secs.min(600)));
+                    }
+                    Instruction::Exit => self.exit = true,
+                    Instruction::Other => {}
+                }
+            }
+            if !self.deaf {
+                let seq_s = seq.to_string();
+                if io.run("fm-ack", &[io.id.as_str(), &seq_s]) {
+                    io.say(&format!("acknowledged {seq:03}.msg"));
+                }
+            }
+            if self.exit {
+                return;
+            }
+        }
+    }
+
+    /// Handles one input byte. Returns false when the agent should exit.
+    fn key(&mut self, b: u8, io: &mut Io) -> bool {
+        match b {
+            b'\r' | b'\n' => {
+                if self.swallow_enter {
+                    self.swallow_enter = false;
+                    return true;
+                }
+                let line = std::mem::take(&mut self.buf);
+                // Rewrite the submitted line so it no longer looks like the composer.
+                let _ = write!(io.out, "\r\x1b[Ksubmitted: {line}\r\n");
+                if line.trim() == "/exit" {
+                    if !self.ignore_exit {
+                        io.say("bye");
+                        return false;
+                    }
+                    io.say("ignoring /exit");
+                } else {
+                    self.read_inbox(io);
+                    if self.exit {
+                        io.say("exiting as instructed");
+                        return false;
+                    }
+                }
+            }
+            0x03 => {
+                self.buf.clear();
+                io.say("interrupted");
+            }
+            0x7f | 0x08 => {
+                self.buf.pop();
+            }
+            b if b >= 0x20 => self.buf.push(b as char),
+            _ => {}
+        }
+        io.composer(&self.buf);
+        true
+    }
+}
+
+/// Puts the terminal in raw mode; restores it on drop.
+struct RawMode(Option<libc::termios>);
+
+impl RawMode {
+    fn enable() -> RawMode {
+        // SAFETY: tcgetattr/tcsetattr on fd 0 with a properly sized struct.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(0, &mut t) != 0 {
+                return RawMode(None);
+            }
+            let saved = t;
+            t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG | libc::IEXTEN);
+            t.c_iflag &= !(libc::IXON | libc::ICRNL);
+            t.c_cc[libc::VMIN] = 1;
+            t.c_cc[libc::VTIME] = 0;
+            libc::tcsetattr(0, libc::TCSANOW, &t);
+            RawMode(Some(saved))
+        }
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if let Some(t) = self.0 {
+            // SAFETY: restoring the attributes read in `enable`.
+            unsafe {
+                libc::tcsetattr(0, libc::TCSANOW, &t);
+            }
+        }
+    }
+}
+
+/// Runs the stand-in until `/exit`, an `exit` instruction or end of input.
+pub fn run(home_dir: &Path, id: &TaskId) -> Result<u8> {
+    let home = Home::at(home_dir)?;
+    let _raw = RawMode::enable();
+    let mut io = Io {
+        home: &home,
+        id,
+        out: std::io::stdout(),
+    };
+    io.say(&format!(
+        "stand-in agent for {id}; home {}",
+        home.root().display()
+    ));
+    let mut agent = Agent::default();
+    io.composer("");
+    let mut stdin = std::io::stdin().lock();
+    let mut byte = [0u8; 1];
+    loop {
+        match stdin.read(&mut byte) {
+            Ok(0) | Err(_) => return Ok(0),
+            Ok(_) => {
+                if !agent.key(byte[0], &mut io) {
+                    return Ok(0);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions() {
+        assert_eq!(
+            instruction("status done all good"),
+            Instruction::Status(vec!["done".into(), "all".into(), "good".into()])
+        );
+        assert_eq!(
+            instruction("commit a.txt hello world"),
+            Instruction::Commit {
+                file: "a.txt".into(),
+                text: "hello world".into()
+            }
+        );
+        assert_eq!(instruction("deaf"), Instruction::Deaf);
+        assert_eq!(instruction("busy 3"), Instruction::Busy(3));
+        assert_eq!(instruction("busy x"), Instruction::Other);
+        assert_eq!(instruction("please fix the bug"), Instruction::Other);
+        assert_eq!(instruction("status"), Instruction::Other);
+    }
+}

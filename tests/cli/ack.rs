@@ -1,0 +1,207 @@
+//! `fm-ack`: every seq form, `--through`, `--list`, `--read`, re-acks and
+//! the refusals of SPEC §5.5.
+
+use crate::harness::TestHome;
+
+/// A task with `n` pending records whose bodies are `body 1` … `body n`.
+fn inbox_with(n: u64) -> TestHome {
+    let h = TestHome::new();
+    h.write("state/t1.meta", "kind=ship\n");
+    for i in 1..=n {
+        h.fm("send")
+            .args([
+                "t1",
+                "--quiet",
+                "--from",
+                "lead",
+                &format!("body {i}\nmore"),
+            ])
+            .run()
+            .success();
+    }
+    h
+}
+
+fn pending(h: &TestHome) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(h.path("state/t1.inbox"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".msg"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_seq_form_acks_and_a_re_ack_is_already() {
+    let h = inbox_with(5);
+    h.fm("ack")
+        .args(["t1", "1", "002", "3.msg", "004.msg"])
+        .run()
+        .success()
+        .stdout_is("handled 001.msg\nhandled 002.msg\nhandled 003.msg\nhandled 004.msg\n");
+    assert_eq!(pending(&h), vec!["005.msg"]);
+    assert!(h.exists("state/t1.inbox/handled/004.msg"));
+    h.fm("ack")
+        .args(["t1", "2", "9", "5"])
+        .run()
+        .status(1)
+        .stdout_is("already 002.msg\nhandled 005.msg\n")
+        .stderr_has("no message 9");
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert_eq!(events.matches("\"inbox.acked\"").count(), 5);
+    for bad in ["0", "x", "2.md", "-1"] {
+        h.fm("ack").args(["t1", "--", bad]).run().status(2);
+    }
+    h.fm("ack").args(["../t", "1"]).run().status(2);
+    h.fm("ack").args(["t1"]).run().status(2);
+}
+
+#[test]
+fn through_list_and_read() {
+    let h = inbox_with(4);
+    let j = h
+        .fm("ack")
+        .args(["t1", "--list", "--json"])
+        .run()
+        .success()
+        .json();
+    let arr = j.as_array().unwrap();
+    assert_eq!(arr.len(), 4);
+    assert_eq!(arr[0]["seq"], 1);
+    assert_eq!(arr[0]["from"], "lead");
+    assert_eq!(arr[0]["first_line"], "body 1");
+    assert_eq!(arr[0]["bytes"], 11);
+    assert!(arr[0]["at"].as_str().unwrap().ends_with('Z'));
+    h.fm("ack")
+        .args(["t1", "--list"])
+        .run()
+        .success()
+        .stdout_has("003.msg \u{b7} ")
+        .stdout_has(" \u{b7} lead \u{b7} 11 bytes \u{b7} body 3\n");
+    h.fm("ack")
+        .args(["t1", "--read"])
+        .run()
+        .success()
+        .stdout_is("body 1\nmore");
+    h.fm("ack")
+        .args(["t1", "--read", "3"])
+        .run()
+        .success()
+        .stdout_is("body 3\nmore");
+    h.fm("ack").args(["t1", "--read", "9"]).run().status(1);
+    h.fm("ack")
+        .args(["t1", "--through", "3"])
+        .run()
+        .success()
+        .stdout_is("handled 001.msg\nhandled 002.msg\nhandled 003.msg\n");
+    assert_eq!(pending(&h), vec!["004.msg"]);
+    h.fm("ack")
+        .args(["t1", "--read"])
+        .run()
+        .success()
+        .stdout_is("body 4\nmore");
+    h.fm("ack").args(["t1", "4"]).run().success();
+    h.fm("ack").args(["t1", "--read"]).run().status(1);
+    h.fm("ack")
+        .args(["t1", "--list", "--json"])
+        .run()
+        .success()
+        .stdout_is("[]\n");
+    // Numbers are never reused after acks.
+    h.fm("send")
+        .args(["t1", "--quiet", "next"])
+        .run()
+        .success()
+        .stdout_has("005.msg");
+}
+
+#[test]
+fn read_is_byte_exact() {
+    let h = TestHome::new();
+    h.write("state/t1.meta", "kind=ship\n");
+    let body = b"\xff bytes\r\n\x1b[0m\n\n".to_vec();
+    h.fm("send")
+        .args(["t1", "--quiet", "-"])
+        .stdin(body.clone())
+        .run()
+        .success();
+    let r = h
+        .fm("ack")
+        .args(["t1", "--read", "001.msg"])
+        .run()
+        .success();
+    assert_eq!(r.out.stdout, body);
+}
+
+#[test]
+fn a_handled_copy_with_other_bytes_is_never_overwritten() {
+    let h = inbox_with(2);
+    h.write("state/t1.inbox/handled/001.msg", "someone else's bytes");
+    h.fm("ack")
+        .args(["t1", "1", "2"])
+        .run()
+        .status(1)
+        .stdout_is("handled 002.msg\n")
+        .stderr_has("already exists with other bytes");
+    assert_eq!(
+        h.read("state/t1.inbox/handled/001.msg"),
+        b"someone else's bytes"
+    );
+    assert!(h.exists("state/t1.inbox/001.msg"));
+}
+
+#[test]
+fn symlinks_and_missing_inboxes_are_refused_and_nothing_moves() {
+    let h = TestHome::new();
+    h.write("state/t1.meta", "kind=ship\n");
+    h.fm("ack")
+        .args(["t1", "1"])
+        .run()
+        .status(1)
+        .stderr_has("no inbox");
+    h.fm("ack").args(["t1", "--list"]).run().status(1);
+
+    // handled/ is a symlink.
+    let h = inbox_with(1);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::remove_dir(h.path("state/t1.inbox/handled")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), h.path("state/t1.inbox/handled")).unwrap();
+    h.fm("ack")
+        .args(["t1", "1"])
+        .run()
+        .status(1)
+        .stderr_has("symlink");
+    assert!(h.exists("state/t1.inbox/001.msg"));
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+    // The inbox is a symlink.
+    let h2 = inbox_with(1);
+    let real = h2.path("real-inbox");
+    std::fs::rename(h2.path("state/t1.inbox"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, h2.path("state/t1.inbox")).unwrap();
+    h2.fm("ack").args(["t1", "1"]).run().status(1);
+    assert!(real.join("001.msg").exists());
+
+    // The record is a symlink.
+    let h3 = inbox_with(1);
+    let target = h3.path("elsewhere.msg");
+    std::fs::write(&target, "x").unwrap();
+    std::os::unix::fs::symlink(&target, h3.path("state/t1.inbox/002.msg")).unwrap();
+    h3.fm("ack").args(["t1", "2"]).run().status(1);
+    assert!(!h3.exists("state/t1.inbox/handled/002.msg"));
+    assert!(h3.path("state/t1.inbox/002.msg").symlink_metadata().is_ok());
+}
+
+#[test]
+fn acking_the_tracked_record_clears_the_ladder_files() {
+    let h = inbox_with(2);
+    h.write("state/t1.inbox/.ring-state", "002.msg\t1\t100\n");
+    h.write("state/t1.inbox/.escalated", "002.msg\n");
+    h.fm("ack").args(["t1", "1"]).run().success();
+    assert!(h.exists("state/t1.inbox/.ring-state"));
+    assert!(h.exists("state/t1.inbox/.escalated"));
+    h.fm("ack").args(["t1", "2"]).run().success();
+    assert!(!h.exists("state/t1.inbox/.ring-state"));
+    assert!(!h.exists("state/t1.inbox/.escalated"));
+}

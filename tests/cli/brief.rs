@@ -1,0 +1,787 @@
+//! `fm-brief`: snapshots of every brief shape, `--check`, refusals that
+//! write nothing, caps at their edges, history, revoke, sub-briefs and
+//! responses.
+
+use crate::harness::{Cmd, TestHome, bin};
+
+/// Snapshot `text` with the temp home and the timestamp normalised.
+fn snap(h: &TestHome, name: &str, text: &str) {
+    let root = h.root().display().to_string();
+    let filters = [
+        (regex::escape(&root), "[HOME]".to_string()),
+        (
+            regex::escape(&root.replace('\'', "'\\''")),
+            "[HOME]".to_string(),
+        ),
+        (
+            r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z".to_string(),
+            "[TIMESTAMP]".to_string(),
+        ),
+    ];
+    let filters: Vec<(&str, &str)> = filters
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    insta::with_settings!({ filters => filters, prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+fn brief(h: &TestHome, id: &str) -> String {
+    String::from_utf8(h.read(&format!("data/{id}/brief.md"))).unwrap()
+}
+
+#[test]
+fn ship_scaffolds_in_every_mode() {
+    let h = TestHome::new();
+    for mode in ["no-mistakes", "direct-PR", "local-only"] {
+        let id = format!("t-{}", mode.to_lowercase());
+        let r = h
+            .fm("brief")
+            .args([&id, "webapp", "--mode", mode])
+            .run()
+            .success();
+        let path = h.path(&format!("data/{id}/brief.md"));
+        assert_eq!(
+            r.stdout(),
+            format!(
+                "scaffolded: {} (ship, mode={mode}; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
+                path.display()
+            )
+        );
+        let b = brief(&h, &id);
+        assert_eq!(b.matches("{TASK}").count(), 1, "{b}");
+        assert_eq!(b.matches("{FIRSTMATE_SPEC}").count(), 1, "{b}");
+        assert!(
+            b.ends_with(".\n") || b.ends_with("`\n"),
+            "ends with one newline"
+        );
+        assert!(
+            !b.contains("\n\n\n"),
+            "sections are separated by one blank line"
+        );
+        snap(&h, &format!("ship_{mode}"), &b);
+        h.fm("brief")
+            .args(["--check", &id])
+            .run()
+            .status(1)
+            .stderr_has("error: placeholder {TASK}");
+    }
+}
+
+#[test]
+fn scout_and_secondmate_shapes() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["survey", "webapp", "--scout"])
+        .run()
+        .success()
+        .stdout_has("(scout; replace {TASK} and {FIRSTMATE_SPEC})");
+    snap(&h, "scout", &brief(&h, "survey"));
+    for p in ["src/webapp", "src/api"] {
+        std::fs::create_dir_all(h.path(p)).unwrap();
+    }
+    h.fm("brief")
+        .args([
+            "ops",
+            "--secondmate",
+            "src/webapp",
+            "src/api",
+            "--charter",
+            "Keep CI green on both projects.",
+        ])
+        .current_dir(h.root())
+        .run()
+        .success()
+        .stdout_has("written: ");
+    snap(&h, "secondmate", &brief(&h, "ops"));
+    h.fm("brief")
+        .args(["--check", "ops"])
+        .run()
+        .success()
+        .stdout_has("ok: ");
+    h.fm("brief")
+        .args(["planner", "--secondmate", "--no-projects"])
+        .run()
+        .success()
+        .stdout_has("(secondmate; replace {TASK})");
+    let b = brief(&h, "planner");
+    assert_eq!(b.matches("{TASK}").count(), 1);
+    snap(&h, "secondmate_no_projects", &b);
+    h.fm("brief")
+        .args(["--check", "planner"])
+        .run()
+        .status(1)
+        .stderr_has("{TASK}");
+}
+
+#[test]
+fn filled_brief_with_mission_constraints_and_shares_passes_check() {
+    let h = TestHome::new();
+    h.write(
+        "spec.md",
+        "1. Profile the login path.\n2. Fix the slow query.\n\n```md\n# Definition of done\n```\n",
+    );
+    h.fm("brief")
+        .args([
+            "fast-login",
+            "webapp",
+            "--mode",
+            "direct-PR",
+            "--intent",
+            "Login takes nine seconds. Make it fast.",
+        ])
+        .arg("--spec-file")
+        .arg(h.path("spec.md"))
+        .args([
+            "--mission",
+            "Cut login latency below one second without changing the API.",
+        ])
+        .args([
+            "--constraint",
+            "Do not touch the schema.",
+            "--constraint",
+            "Keep Python 3.9 support.",
+        ])
+        .args([
+            "--share",
+            "team/perf=earlier profiling results",
+            "--share",
+            "project=conventions",
+        ])
+        .run()
+        .success()
+        .stdout_has("written: ")
+        .stdout_has("(ship, mode=direct-PR)");
+    let b = brief(&h, "fast-login");
+    snap(&h, "filled", &b);
+    h.fm("brief")
+        .args(["--check", "fast-login"])
+        .run()
+        .success()
+        .stdout_is(&format!(
+            "ok: {}\n",
+            h.path("data/fast-login/brief.md").display()
+        ));
+    h.fm("brief")
+        .args(["--check", "fast-login", "--mode", "direct-PR"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["--check", "fast-login", "--mode", "local-only"])
+        .run()
+        .status(1)
+        .stderr_has("error: delivery mismatch");
+    let j = h
+        .fm("brief")
+        .args(["--check", "fast-login", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(j["ok"], true);
+}
+
+#[test]
+fn check_refuses_hand_edited_briefs() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args([
+            "t",
+            "webapp",
+            "--mode",
+            "local-only",
+            "--intent",
+            "Do X.",
+            "--spec",
+            "Y.",
+        ])
+        .run()
+        .success();
+    let good = brief(&h, "t");
+    let cases = [
+        (
+            good.replace("Do X.", "   "),
+            "`## Captain's intent` is blank",
+        ),
+        (
+            good.replace("Do X.", "Captain: do X."),
+            "worker-addressed label",
+        ),
+        (
+            good.replace(
+                "Delivery contract: mode=local-only",
+                "Delivery contract: mode=direct-PR",
+            ),
+            "delivery mismatch",
+        ),
+        (good.replacen("---\n", "", 1), "frontmatter"),
+        (
+            good.replace("## Firstmate spec", "```\n## Firstmate spec\n```"),
+            "missing `## Firstmate spec`",
+        ),
+    ];
+    for (text, want) in cases {
+        h.write("data/t/brief.md", &text);
+        h.fm("brief")
+            .args(["--check", "t"])
+            .run()
+            .status(1)
+            .stderr_has(want);
+    }
+    h.fm("brief")
+        .args(["--check", "nobody"])
+        .run()
+        .status(1)
+        .stderr_has("no brief");
+    h.fm("brief")
+        .args(["--check", "t", "--mode", "yolo"])
+        .run()
+        .status(2);
+}
+
+#[test]
+fn refusals_exit_with_their_code_and_write_nothing() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["kept", "webapp", "--mode", "direct-PR"])
+        .run()
+        .success();
+    let kept = h.read("data/kept/brief.md");
+    let before = h.tree();
+    let big = "i".repeat(65_537);
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["x", "webapp"], 2, "--mode"),
+        (vec!["x", "webapp", "--mode", "yolo"], 2, "unknown mode"),
+        (
+            vec!["x", "webapp", "--scout", "--mode", "direct-PR"],
+            2,
+            "--mode does not apply",
+        ),
+        (
+            vec!["x", "--secondmate", "--no-projects", "--mode", "local-only"],
+            2,
+            "--mode does not apply",
+        ),
+        (
+            vec!["x", "webapp", "--mode", "direct-PR", "--yolo"],
+            2,
+            "--yolo",
+        ),
+        (
+            vec![
+                "x",
+                "webapp",
+                "--mode",
+                "direct-PR",
+                "--intent",
+                "Captain's ask: fix it",
+            ],
+            2,
+            "label",
+        ),
+        (
+            vec![
+                "x",
+                "webapp",
+                "--mode",
+                "direct-PR",
+                "--intent",
+                "ok\ncaptain: fix it",
+            ],
+            2,
+            "label",
+        ),
+        (
+            vec!["x", "webapp", "--mode", "direct-PR", "--intent", "  "],
+            2,
+            "blank",
+        ),
+        (
+            vec!["x", "webapp", "--mode", "direct-PR", "--intent", &big],
+            2,
+            "65537 bytes",
+        ),
+        (
+            vec!["x", "webapp", "--mode", "direct-PR", "--constraint", " "],
+            2,
+            "blank",
+        ),
+        (
+            vec!["x", "webapp", "--mode", "direct-PR", "--share", "team/k"],
+            2,
+            "no reason",
+        ),
+        (
+            vec![
+                "x",
+                "webapp",
+                "--mode",
+                "direct-PR",
+                "--branch-prefix",
+                "bad..name/",
+            ],
+            2,
+            "invalid branch",
+        ),
+        (
+            vec![
+                "x",
+                "webapp",
+                "--mode",
+                "direct-PR",
+                "--branch-prefix",
+                "a b/",
+            ],
+            2,
+            "invalid branch",
+        ),
+        (
+            vec!["../x", "webapp", "--mode", "direct-PR"],
+            2,
+            "invalid task id",
+        ),
+        (
+            vec!["kept", "webapp", "--mode", "direct-PR"],
+            1,
+            "already exists",
+        ),
+        (
+            vec!["kept", "webapp", "--mode", "local-only", "--intent", "new"],
+            1,
+            "already exists",
+        ),
+        (
+            vec!["x", "webapp", "--mode", "direct-PR", "--parent", "nobody"],
+            1,
+            "no brief",
+        ),
+        (vec!["x", "--secondmate"], 2, "--no-projects"),
+        (
+            vec!["x", "--secondmate", "missing-dir"],
+            2,
+            "not a directory",
+        ),
+    ];
+    for (args, code, want) in cases {
+        let r = h.fm("brief").args(&args).run();
+        let r = r.status(code).stderr_has("error:").stderr_has(want);
+        assert!(r.stdout().is_empty(), "{args:?}");
+        assert_eq!(h.tree(), before, "{args:?} wrote something");
+        assert_eq!(h.read("data/kept/brief.md"), kept, "{args:?}");
+    }
+}
+
+#[test]
+fn include_file_problems_are_refused_and_content_is_appended() {
+    let h = TestHome::new();
+    std::fs::create_dir(h.path("config/brief-include.md")).unwrap();
+    h.fm("brief")
+        .args(["t", "webapp", "--mode", "direct-PR"])
+        .run()
+        .status(2)
+        .stderr_has("not a regular file");
+    std::fs::remove_dir(h.path("config/brief-include.md")).unwrap();
+    h.write(
+        "config/brief-include.md",
+        "Run `make lint`.\nDelivery contract: mode=local-only\n",
+    );
+    h.fm("brief")
+        .args(["t", "webapp", "--mode", "direct-PR"])
+        .run()
+        .status(2)
+        .stderr_has("Delivery contract");
+    assert!(!h.exists("data/t"));
+    h.write("config/brief-include.md", "   \n\n");
+    h.fm("brief")
+        .args(["t0", "webapp", "--mode", "direct-PR"])
+        .run()
+        .success();
+    assert!(!brief(&h, "t0").contains("# Home brief additions"));
+    h.write(
+        "config/brief-include.md",
+        "Run `make lint` before every commit.\n\n- The CI is slow; be patient.\n",
+    );
+    h.fm("brief")
+        .args([
+            "t",
+            "webapp",
+            "--mode",
+            "direct-PR",
+            "--intent",
+            "Do X.",
+            "--spec",
+            "Y.",
+        ])
+        .run()
+        .success();
+    let b = brief(&h, "t");
+    assert!(b.ends_with("- The CI is slow; be patient.\n"));
+    snap(&h, "with_include", &b);
+    h.fm("brief")
+        .args(["s", "webapp", "--scout"])
+        .run()
+        .success();
+    assert!(brief(&h, "s").contains("# Home brief additions"));
+}
+
+#[test]
+fn caps_at_their_edges() {
+    let h = TestHome::new();
+    let ship = |id: &str| h.fm("brief").args([id, "webapp", "--mode", "local-only"]);
+    ship("m500")
+        .args(["--mission", &"m".repeat(500)])
+        .run()
+        .success();
+    ship("m501")
+        .args(["--mission", &"m".repeat(501)])
+        .run()
+        .status(2)
+        .stderr_has("501 bytes");
+    let cons = |n: usize| {
+        (0..n)
+            .flat_map(|i| ["--constraint".to_string(), format!("rule {i}")])
+            .collect::<Vec<_>>()
+    };
+    ship("c20").args(cons(20)).run().success();
+    ship("c21")
+        .args(cons(21))
+        .run()
+        .status(2)
+        .stderr_has("21 constraints");
+    let shares = |n: usize| {
+        (0..n)
+            .flat_map(|i| ["--share".to_string(), format!("tier/k{i}=reason {i}")])
+            .collect::<Vec<_>>()
+    };
+    ship("s10").args(shares(10)).run().success();
+    ship("s11")
+        .args(shares(11))
+        .run()
+        .status(2)
+        .stderr_has("11 shares");
+    ship("s0")
+        .args(["--share", "tier/k="])
+        .run()
+        .status(2)
+        .stderr_has("no reason");
+    for id in ["m501", "c21", "s11", "s0"] {
+        assert!(!h.exists(&format!("data/{id}")), "{id}");
+    }
+    assert_eq!(brief(&h, "c20").matches("\n- rule ").count(), 20);
+    assert_eq!(brief(&h, "s10").matches(" \u{2014} reason ").count(), 10);
+}
+
+#[test]
+fn reapply_keeps_history_in_order_and_revoke_says_so() {
+    let h = TestHome::new();
+    let write = |intent: &str, force: bool| {
+        let mut c = h.fm("brief").args([
+            "t",
+            "webapp",
+            "--mode",
+            "direct-PR",
+            "--intent",
+            intent,
+            "--spec",
+            "s",
+        ]);
+        if force {
+            c = c.arg("--force");
+        }
+        c.run()
+    };
+    write("first", false).success();
+    write("second", false)
+        .status(1)
+        .stderr_has("already exists");
+    write("second", true)
+        .success()
+        .stdout_has("history: ")
+        .stdout_has("brief.history/001.md");
+    write("third", true)
+        .success()
+        .stdout_has("brief.history/002.md");
+    h.fm("brief")
+        .args(["--revoke", "t"])
+        .run()
+        .success()
+        .stdout_has("revoked: ")
+        .stdout_has("brief.history/003.md");
+    for (n, want) in [(1, "first"), (2, "second"), (3, "third")] {
+        let old = String::from_utf8(h.read(&format!("data/t/brief.history/{n:03}.md"))).unwrap();
+        assert!(
+            old.contains(&format!("## Captain's intent\n\n{want}\n")),
+            "{n}: {old}"
+        );
+    }
+    let b = brief(&h, "t");
+    assert!(
+        b.starts_with("---\nid: t\n") && b.contains("# Revoked") && b.contains("was revoked"),
+        "{b}"
+    );
+    assert!(!b.contains("Captain's intent"));
+    h.fm("brief")
+        .args(["--check", "t"])
+        .run()
+        .status(1)
+        .stderr_has("missing `## Captain's intent`");
+    h.fm("brief")
+        .args(["--revoke", "nobody"])
+        .run()
+        .status(1)
+        .stderr_has("no brief to revoke");
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert_eq!(events.matches("\"brief.written\"").count(), 3);
+    assert_eq!(events.matches("\"brief.revoked\"").count(), 1);
+}
+
+#[test]
+fn sub_briefs_track_depth_and_stop_at_max_depth() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["root", "webapp", "--mode", "direct-PR", "--max-depth", "2"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args([
+            "child",
+            "webapp",
+            "--mode",
+            "local-only",
+            "--parent",
+            "root",
+            "--intent",
+            "Part A.",
+            "--spec",
+            "Do A.",
+        ])
+        .run()
+        .success();
+    let b = brief(&h, "child");
+    assert!(
+        b.contains("\nparentId: root\nmaxDepth: 2\ncurrentDepth: 1\n"),
+        "{b}"
+    );
+    snap(&h, "sub_brief", &b);
+    let meta = String::from_utf8(h.read("state/child.meta")).unwrap();
+    assert!(meta.contains("parent=root\n"), "{meta}");
+    h.fm("brief")
+        .args(["grandchild", "webapp", "--scout", "--parent", "child"])
+        .run()
+        .success();
+    assert!(brief(&h, "grandchild").contains("currentDepth: 2\n"));
+    let before = h.tree();
+    h.fm("brief")
+        .args(["great", "webapp", "--scout", "--parent", "grandchild"])
+        .run()
+        .status(1)
+        .stderr_has("already at maxDepth 2");
+    h.fm("brief")
+        .args([
+            "great",
+            "webapp",
+            "--scout",
+            "--parent",
+            "grandchild",
+            "--max-depth",
+            "9",
+        ])
+        .run()
+        .status(1);
+    h.fm("brief")
+        .args([
+            "tight",
+            "webapp",
+            "--scout",
+            "--parent",
+            "child",
+            "--max-depth",
+            "1",
+        ])
+        .run()
+        .status(1);
+    assert_eq!(h.tree(), before);
+}
+
+#[test]
+fn responses_validate_and_refuse() {
+    let h = TestHome::new();
+    for status in ["success", "failure", "partial", "rejected"] {
+        h.write("body.md", format!("Result: {status}.\n"));
+        h.fm("brief")
+            .args(["--respond", "t", "--status", status, "--body-file"])
+            .arg(h.path("body.md"))
+            .run()
+            .success();
+        h.fm("brief")
+            .args(["--check-response", "t"])
+            .run()
+            .success()
+            .stdout_has(&format!("(status={status})"));
+        let text = String::from_utf8(h.read("data/t/response.md")).unwrap();
+        assert!(
+            text.starts_with(&format!("---\nid: t\nstatus: {status}\ntimestamp: "))
+                && text.ends_with(
+                    "\n---\n\nResult: {status}.\n"
+                        .replace("{status}", status)
+                        .as_str()
+                ),
+            "{text}"
+        );
+    }
+    let before = h.read("data/t/response.md");
+    h.fm("brief")
+        .args(["--respond", "t", "--status", "maybe"])
+        .run()
+        .status(2)
+        .stderr_has("unknown status");
+    h.fm("brief")
+        .args(["--respond", "t"])
+        .run()
+        .status(2)
+        .stderr_has("--status");
+    assert_eq!(h.read("data/t/response.md"), before);
+    h.write(
+        "data/t/response.md",
+        "---\nid: t\nstatus: success\n---\nbody\n",
+    );
+    h.fm("brief")
+        .args(["--check-response", "t"])
+        .run()
+        .status(1)
+        .stderr_has("missing field `timestamp`");
+    h.write(
+        "data/t/response.md",
+        "---\nid: t\nstatus: done\ntimestamp: 2026-11-30T09:15:02Z\n---\n",
+    );
+    h.fm("brief")
+        .args(["--check-response", "t"])
+        .run()
+        .status(1)
+        .stderr_has("unknown status");
+    h.fm("brief")
+        .args(["--check-response", "u"])
+        .run()
+        .status(1)
+        .stderr_has("no response");
+}
+
+#[test]
+fn commands_in_a_brief_work_when_pasted_under_an_awkward_home() {
+    let outer = TestHome::bare();
+    let root = outer.dir.path().canonicalize().unwrap().join("it's a home");
+    for d in ["config", "data", "state"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("config/firstmate.toml"), "").unwrap();
+    Cmd::new(bin("fm-brief"))
+        .arg("--home")
+        .arg(&root)
+        .args(["t", "webapp", "--mode", "local-only"])
+        .run()
+        .success();
+    let b = std::fs::read_to_string(root.join("data/t/brief.md")).unwrap();
+    let cmds: Vec<&str> = b
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('`').and_then(|l| l.strip_suffix('`')))
+        .filter(|l| l.starts_with("echo "))
+        .collect();
+    assert!(cmds.len() >= 2, "{b}");
+    for c in &cmds {
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(c)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{c}");
+    }
+    let log = std::fs::read_to_string(root.join("state/t.status")).unwrap();
+    assert_eq!(log.lines().count(), cmds.len(), "{log}");
+    assert!(
+        log.lines().next().unwrap().starts_with("working [at="),
+        "{log}"
+    );
+    let ls = b
+        .lines()
+        .find_map(|l| l.split("List them with `").nth(1))
+        .unwrap()
+        .split('`')
+        .next()
+        .unwrap();
+    std::fs::create_dir_all(root.join("state/t.inbox")).unwrap();
+    assert!(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(ls)
+            .status()
+            .unwrap()
+            .success(),
+        "{ls}"
+    );
+}
+
+#[test]
+fn identical_inputs_render_identical_briefs_apart_from_the_timestamp() {
+    let h = TestHome::new();
+    let args = [
+        "--mode",
+        "no-mistakes",
+        "--intent",
+        "Same.",
+        "--spec",
+        "Same.",
+    ];
+    h.fm("brief")
+        .args(["a", "webapp"])
+        .args(args)
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["a", "webapp", "--force"])
+        .args(args)
+        .run()
+        .success();
+    let strip = |s: String| {
+        s.lines()
+            .filter(|l| !l.starts_with("timestamp: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let old = String::from_utf8(h.read("data/a/brief.history/001.md")).unwrap();
+    assert_eq!(strip(old), strip(brief(&h, "a")));
+}
+
+#[test]
+fn reapply_queues_a_notice_for_a_worker_with_a_pane() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["idle", "webapp", "--mode", "direct-PR"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["idle", "webapp", "--mode", "direct-PR", "--force"])
+        .run()
+        .success();
+    assert!(!h.exists("state/idle.inbox"), "no pane recorded: no notice");
+    h.fm("brief")
+        .args(["live", "webapp", "--mode", "direct-PR"])
+        .run()
+        .success();
+    h.write("state/live.meta", "pane=%12\n");
+    h.fm("brief")
+        .args(["live", "webapp", "--mode", "local-only", "--force"])
+        .run()
+        .success()
+        .stdout_has("notice: queued live 001.msg");
+    let msg = String::from_utf8(h.read("state/live.inbox/001.msg")).unwrap();
+    let want = format!(
+        "--\nbrief updated: re-read {}",
+        h.path("data/live/brief.md").display()
+    );
+    assert!(msg.ends_with(&want), "{msg}");
+    h.fm("brief")
+        .args(["--revoke", "live"])
+        .run()
+        .success()
+        .stdout_has("notice: queued live 002.msg");
+}

@@ -1,0 +1,414 @@
+//! `fm-control` and the stand-in agent: real tmux, real git.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::harness::{TestHome, Tmux, bin, wait_until};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A project clone with one commit on main and a bare `origin`.
+pub fn project(h: &TestHome) -> PathBuf {
+    let remote = h.root().join("remote.git");
+    let proj = h.root().join("project");
+    std::fs::create_dir_all(&proj).unwrap();
+    git(
+        &h.root(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    git(&proj, &["init", "-q", "-b", "main"]);
+    git(&proj, &["config", "user.email", "t@example.invalid"]);
+    git(&proj, &["config", "user.name", "t"]);
+    std::fs::write(proj.join("README"), "hi\n").unwrap();
+    git(&proj, &["add", "README"]);
+    git(&proj, &["commit", "-q", "-m", "init"]);
+    git(
+        &proj,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    git(&proj, &["push", "-q", "origin", "main"]);
+    proj
+}
+
+/// A task with a worktree, meta and a stand-in running in a pane of `t`.
+fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
+    let proj = project(h);
+    let wt = h.root().join("worktrees").join(id);
+    git(
+        &proj,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            wt.to_str().unwrap(),
+            "main",
+        ],
+    );
+    git(&wt, &["config", "user.email", "t@example.invalid"]);
+    git(&wt, &["config", "user.name", "t"]);
+    h.write(&format!("data/{id}/brief.md"), "---\nid: x\n---\n# Task\n");
+    let home = h.root().display().to_string();
+    let pane = t.run([
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "fm-test",
+        "-c",
+        wt.to_str().unwrap(),
+        "-e",
+        &format!("FM_HOME={home}"),
+        "--",
+        bin("fm-stand-in").to_str().unwrap(),
+        "--home",
+        &home,
+        id,
+    ]);
+    let pane = pane.trim().to_string();
+    t.run(["set-option", "-p", "-t", &pane, "remain-on-exit", "on"]);
+    h.write(
+        &format!("state/{id}.meta"),
+        format!(
+            "kind=ship\nmode={mode}\nproject={}\nworktree={}\nharness=stand-in\npane={pane}\ntmux_socket={}\nspawn_gen=1\n",
+            proj.display(),
+            wt.display(),
+            t.socket
+        ),
+    );
+    assert!(
+        wait_until(10.0, || t.capture(&pane).contains("stand-in>")),
+        "stand-in did not start: {}",
+        t.capture(&pane)
+    );
+    (wt, pane)
+}
+
+fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Run {
+    let root = h.root();
+    let socket = t.socket.clone();
+    move |args: &[&str]| {
+        crate::harness::Cmd::new(bin("fm-control"))
+            .env("FM_HOME", &root)
+            .env("FM_TMUX_SOCKET", &socket)
+            .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
+            .args(args)
+            .run()
+    }
+}
+
+fn queue(h: &TestHome, id: &str, body: &str) {
+    let home = firstmate::Home::at(&h.root()).unwrap();
+    let cfg = firstmate::config::Config::default();
+    let id = firstmate::TaskId::parse(id).unwrap();
+    let msg = firstmate::inbox::Outgoing {
+        from: "captain",
+        body: body.as_bytes(),
+        fire_and_forget: false,
+        dedupe: false,
+    };
+    firstmate::inbox::queue(&home, &cfg, &id, &msg, 0).unwrap();
+}
+
+fn ring(t: &Tmux, pane: &str) {
+    t.run(["send-keys", "-t", pane, "-l", ": ring"]);
+    t.run(["send-keys", "-t", pane, "Enter"]);
+}
+
+#[test]
+fn interrupt_sends_only_keys_and_exit_stops_the_stand_in() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t1", "direct-PR");
+    let fm = ctl(&h, &t);
+    fm(&["t1", "interrupt"])
+        .success()
+        .stdout_is("interrupt-delivered t1 harness=stand-in\n");
+    assert!(wait_until(5.0, || t.capture(&pane).contains("interrupted")));
+    assert!(!t.capture(&pane).contains("stand-in> C-c"));
+    fm(&["t1", "exit"]).success().stdout_is("stopped t1\n");
+    fm(&["t1", "exit"])
+        .success()
+        .stdout_is("already-stopped t1\n");
+    fm(&["t1", "interrupt"])
+        .status(1)
+        .stderr_has("nothing to interrupt");
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert!(events.contains("control.interrupted") && events.contains("control.stopped"));
+}
+
+#[test]
+fn exit_on_a_dead_agent_types_nothing() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let pane = t.window("dead", &["sh", "-c", "cat -v > /dev/null"]);
+    h.write(
+        "state/d.meta",
+        format!("harness=stand-in\npane={pane}\ntmux_socket={}\n", t.socket),
+    );
+    let fm = ctl(&h, &t);
+    fm(&["d", "exit"])
+        .success()
+        .stdout_is("already-stopped d\n");
+    assert!(!t.capture(&pane).contains("/exit"));
+}
+
+#[test]
+fn a_stand_in_that_ignores_exit_makes_exit_fail_naming_what_was_sent() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t2", "direct-PR");
+    queue(&h, "t2", "ignore-exit\n");
+    ring(&t, &pane);
+    assert!(wait_until(5.0, || t
+        .capture(&pane)
+        .contains("read 001.msg")));
+    let fm = ctl(&h, &t);
+    fm(&["t2", "exit"])
+        .status(1)
+        .stderr_has("still running after 3s")
+        .stderr_has("\"/exit\" + Enter");
+}
+
+#[test]
+fn two_lifecycle_actions_at_once_the_second_is_refused() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t3", "direct-PR");
+    queue(&h, "t3", "ignore-exit\n");
+    ring(&t, &pane);
+    assert!(wait_until(5.0, || t
+        .capture(&pane)
+        .contains("read 001.msg")));
+    let root = h.root();
+    let socket = t.socket.clone();
+    let slow = std::thread::spawn(move || {
+        Command::new(bin("fm-control"))
+            .env("FM_HOME", &root)
+            .env("FM_TMUX_SOCKET", &socket)
+            .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
+            .args(["t3", "exit"])
+            .output()
+            .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    ctl(&h, &t)(&["t3", "interrupt"])
+        .status(1)
+        .stderr_has("another lifecycle action is already running");
+    assert_eq!(slow.join().unwrap().status.code(), Some(1));
+}
+
+#[test]
+fn relaunch_needs_a_note_then_keeps_the_pane_and_bumps_spawn_gen() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t4", "direct-PR");
+    let fm = ctl(&h, &t);
+    let brief_before = h.read("data/t4/brief.md");
+    let meta_before = h.read("state/t4.meta");
+    fm(&["t4", "relaunch"])
+        .status(1)
+        .stderr_has("requires --note");
+    assert_eq!(h.read("data/t4/brief.md"), brief_before);
+    assert_eq!(h.read("state/t4.meta"), meta_before);
+    queue(&h, "t4", "status working queued before the relaunch\n");
+    fm(&["t4", "relaunch", "--note", "parser done; docs remain"])
+        .success()
+        .stdout_is("relaunched t4 harness=stand-in from=stand-in\n");
+    let brief = String::from_utf8(h.read("data/t4/brief.md")).unwrap();
+    assert!(
+        brief.contains("## Progress note (") && brief.ends_with("parser done; docs remain\n"),
+        "{brief}"
+    );
+    let meta = String::from_utf8(h.read("state/t4.meta")).unwrap();
+    assert!(
+        meta.contains(&format!("pane={pane}\n")) && meta.contains("spawn_gen=2\n"),
+        "{meta}"
+    );
+    assert!(wait_until(10.0, || t.capture(&pane).contains("stand-in>")));
+    ring(&t, &pane);
+    assert!(
+        wait_until(5.0, || t.capture(&pane).contains("read 001.msg")),
+        "{}",
+        t.capture(&pane)
+    );
+}
+
+#[test]
+fn teardown_refuses_unpushed_and_dirty_work_unless_forced() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (wt, _pane) = task(&h, &t, "t5", "direct-PR");
+    let fm = ctl(&h, &t);
+    std::fs::write(wt.join("new.txt"), "x\n").unwrap();
+    fm(&["t5", "teardown"])
+        .status(1)
+        .stderr_has("uncommitted changes");
+    git(&wt, &["add", "new.txt"]);
+    git(&wt, &["commit", "-q", "-m", "work"]);
+    fm(&["t5", "teardown"])
+        .status(1)
+        .stderr_has("unreachable outside the worktree");
+    assert!(wt.exists() && h.exists("state/t5.meta"));
+    git(&wt, &["push", "-q", "origin", "HEAD:refs/heads/fm/t5"]);
+    git(&wt, &["fetch", "-q", "origin"]);
+    let r = fm(&["t5", "teardown"])
+        .success()
+        .stdout_has("torn-down t5 archive=");
+    assert!(!wt.exists());
+    assert!(!h.exists("state/t5.meta") && !h.exists("data/t5"));
+    let archive = r
+        .stdout()
+        .trim()
+        .rsplit("archive=")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(Path::new(&archive).join("t5.meta").is_file());
+    assert!(Path::new(&archive).join("data/brief.md").is_file());
+}
+
+#[test]
+fn teardown_force_discards_unpushed_work() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (wt, _pane) = task(&h, &t, "t6", "direct-PR");
+    std::fs::write(wt.join("dirty.txt"), "x\n").unwrap();
+    ctl(&h, &t)(&["t6", "teardown", "--force"]).success();
+    assert!(!wt.exists());
+    assert!(h.exists("state/archive"));
+}
+
+#[test]
+fn bad_ids_and_verbs() {
+    let h = TestHome::new();
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .args(["../x", "exit"])
+        .run()
+        .status(2);
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .args(["t", "explode"])
+        .run()
+        .status(2);
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .args(["nobody", "exit"])
+        .run()
+        .status(1);
+}
+
+#[test]
+fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let proj = project(&h);
+    let fm = ctl(&h, &t);
+    let project = proj.to_str().unwrap();
+    h.fm("brief")
+        .args(["s1", "demo", "--mode", "local-only"])
+        .run()
+        .success()
+        .stdout_has("scaffolded:");
+    fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
+        .status(1)
+        .stderr_has("fm-brief --check");
+    assert!(!h.exists("worktrees/s1"));
+    fm(&["../s1", "spawn", "--project", project]).status(2);
+    h.fm("brief")
+        .args([
+            "s1",
+            "demo",
+            "--mode",
+            "local-only",
+            "--force",
+            "--intent",
+            "make it so",
+            "--spec",
+            "one commit",
+        ])
+        .run()
+        .success();
+    let r = fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"]).success();
+    let out = r.stdout();
+    let pane = out
+        .split("pane=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        out.starts_with("spawned s1 pane=%") && out.contains("harness=stand-in"),
+        "{out}"
+    );
+    let wt = h.root().join("worktrees/s1");
+    assert!(wt.join(".git").exists());
+    let meta = String::from_utf8(h.read("state/s1.meta")).unwrap();
+    assert!(
+        meta.contains(&format!("pane={pane}\n"))
+            && meta.contains("spawn_gen=1\n")
+            && meta.contains("harness=stand-in\n"),
+        "{meta}"
+    );
+    assert!(
+        meta.contains(&format!("worktree={}\n", wt.display())),
+        "{meta}"
+    );
+    let listed = t.run([
+        "list-panes",
+        "-a",
+        "-F",
+        "#{pane_id} #{window_name} #{pane_current_command}",
+    ]);
+    assert!(listed.contains(&format!("{pane} fm-s1 ")), "{listed}");
+    assert!(
+        wait_until(10.0, || t.capture(&pane).contains("stand-in>")),
+        "{}",
+        t.capture(&pane)
+    );
+    crate::harness::Cmd::new(bin("fm-send"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .args(["s1", "status working on it"])
+        .run()
+        .success()
+        .stdout_has("doorbell rang");
+    assert!(
+        wait_until(10.0, || h.exists("state/s1.inbox/handled/001.msg")),
+        "{}",
+        t.capture(&pane)
+    );
+    let status = String::from_utf8(h.read("state/s1.status")).unwrap();
+    assert!(
+        status.starts_with("working [at=") && status.contains("]: on it"),
+        "{status}"
+    );
+    fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
+        .status(1)
+        .stderr_has("already has a live agent");
+}

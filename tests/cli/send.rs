@@ -1,0 +1,483 @@
+//! `fm-send`: records, doorbells into a real pane on a private tmux server,
+//! refusals, and concurrency with real processes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::harness::{TestHome, Tmux, bin, wait_until};
+
+/// A stand-in agent: raw terminal, logs every byte it receives, draws a
+/// composer line `stand-in> <text>`, swallows the first N Enters.
+const STANDIN: &str = r#"
+import os, sys, tty
+log = open(sys.argv[1], 'ab', 0)
+swallow = int(sys.argv[2])
+tty.setraw(0)
+buf = b''
+def draw():
+    os.write(1, b'\r\x1b[2Kstand-in> ' + buf)
+os.write(1, b'ready\r\n')
+draw()
+while True:
+    data = os.read(0, 4096)
+    if not data:
+        break
+    log.write(data)
+    for c in data:
+        if c == 13:
+            if swallow > 0:
+                swallow -= 1
+                continue
+            os.write(1, b'\r\x1b[2Kgot: ' + bytes(x for x in buf if 32 <= x < 127) + b'\r\n')
+            buf = b''
+        else:
+            buf += bytes([c])
+    draw()
+"#;
+
+/// The real python interpreter (so the pane's foreground command is stable).
+fn python() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys;print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// A home whose config knows the `standin` harness, with short ring timers.
+pub fn standin_home() -> Option<(TestHome, PathBuf)> {
+    let py = python()?;
+    let comm = py.file_name()?.to_string_lossy().into_owned();
+    let h = TestHome::new();
+    h.write(
+        "config/firstmate.toml",
+        format!(
+            "[send]\nsettle_ms = 20\nenter_wait_ms = 250\n\n[harness.standin]\nlaunch = [\"x\"]\nagent_commands = [\"{comm}\"]\ncomposer_regex = \"^stand-in> ?(.*)$\"\n"
+        ),
+    );
+    Some((h, py))
+}
+
+/// Opens a stand-in window; returns its pane id once it drew its composer.
+pub fn standin(t: &Tmux, py: &Path, name: &str, log: &Path, swallow: u32) -> String {
+    let pane = t.window(
+        name,
+        &[
+            py.to_str().unwrap(),
+            "-c",
+            STANDIN,
+            log.to_str().unwrap(),
+            &swallow.to_string(),
+        ],
+    );
+    assert!(
+        wait_until(10.0, || t.capture(&pane).contains("stand-in>")),
+        "stand-in did not start: {}",
+        t.capture(&pane)
+    );
+    pane
+}
+
+fn meta(h: &TestHome, id: &str, lines: &str) {
+    h.write(&format!("state/{id}.meta"), format!("kind=ship\n{lines}"));
+}
+
+fn doorbell(h: &TestHome, id: &str) -> String {
+    let home = firstmate::Home::at(&h.root()).unwrap();
+    firstmate::deliver::doorbell(&home, &firstmate::TaskId::parse(id).unwrap())
+}
+
+fn log_of(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_default()
+}
+
+fn without_cr(b: &[u8]) -> Vec<u8> {
+    b.iter().copied().filter(|&c| c != b'\r').collect()
+}
+
+fn record_body(h: &TestHome, id: &str, seq: u64) -> Vec<u8> {
+    let bytes = h.read(&format!("state/{id}.inbox/{seq:03}.msg"));
+    firstmate::inbox::parse(seq, &bytes).expect("a record").body
+}
+
+#[test]
+fn the_pane_gets_the_doorbell_and_never_a_byte_of_the_body() {
+    let Some(t) = Tmux::start() else { return };
+    let Some((h, py)) = standin_home() else {
+        return;
+    };
+    let log = h.path("pane.log");
+    let pane = standin(&t, &py, "w", &log, 0);
+    meta(
+        &h,
+        "t1",
+        &format!("pane={pane}\ntmux_socket={}\nharness=standin\n", t.socket),
+    );
+    let bodies: Vec<&[u8]> = vec![
+        b"$(touch /tmp/pwned) and `id`",
+        b"a; rm -rf b; 'single' \"double\"",
+        b"line one\nline two\n\n",
+        b"\x1b[31mred\x1b[0m \x07 bell",
+        b"Enter",
+        b"before\nEnter\nafter\n",
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        h.fm("send")
+            .args(["t1", "-"])
+            .stdin(*body)
+            .run()
+            .success()
+            .stdout_is(&format!(
+                "queued t1 {:03}.msg \u{b7} doorbell rang\n",
+                i + 1
+            ));
+        assert_eq!(record_body(&h, "t1", i as u64 + 1), *body);
+    }
+    let expected = doorbell(&h, "t1").repeat(bodies.len());
+    assert!(wait_until(5.0, || without_cr(&log_of(&log)) == expected.as_bytes()));
+    let raw = log_of(&log);
+    assert_eq!(raw.iter().filter(|&&c| c == b'\r').count(), bodies.len());
+}
+
+#[test]
+fn a_swallowed_enter_is_pressed_again_and_the_doorbell_typed_once() {
+    let Some(t) = Tmux::start() else { return };
+    let Some((h, py)) = standin_home() else {
+        return;
+    };
+    let log = h.path("pane.log");
+    let pane = standin(&t, &py, "w", &log, 1);
+    meta(
+        &h,
+        "t1",
+        &format!("pane={pane}\ntmux_socket={}\nharness=standin\n", t.socket),
+    );
+    h.fm("send")
+        .args(["t1", "please", "rebase"])
+        .run()
+        .success()
+        .stdout_has("doorbell rang");
+    let raw = log_of(&log);
+    assert_eq!(without_cr(&raw), doorbell(&h, "t1").as_bytes());
+    assert_eq!(raw.iter().filter(|&&c| c == b'\r').count(), 2);
+    assert!(t.capture(&pane).contains("got: : firstmate inbox"));
+}
+
+#[test]
+fn renamed_or_killed_windows_never_redirect_a_send() {
+    let Some(t) = Tmux::start() else { return };
+    let Some((h, py)) = standin_home() else {
+        return;
+    };
+    let (log_a, log_b) = (h.path("a.log"), h.path("b.log"));
+    let a = standin(&t, &py, "a", &log_a, 0);
+    let b = standin(&t, &py, "b", &log_b, 0);
+    meta(
+        &h,
+        "t1",
+        &format!(
+            "pane={a}\ntmux_socket={}\nharness=standin\nwindow=a\n",
+            t.socket
+        ),
+    );
+    t.run(["rename-window", "-t", &a, "b-now"]);
+    t.run(["rename-window", "-t", &b, "a"]);
+    h.fm("send")
+        .args(["t1", "hi"])
+        .run()
+        .success()
+        .stdout_has("doorbell rang");
+    assert_eq!(without_cr(&log_of(&log_a)), doorbell(&h, "t1").as_bytes());
+    t.run(["kill-window", "-t", &a]);
+    h.fm("send")
+        .args(["t1", "again"])
+        .run()
+        .success()
+        .stdout_is("queued t1 002.msg \u{b7} doorbell dead\n")
+        .stderr_has("will not re-ring");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(log_of(&log_b).is_empty(), "another pane got bytes");
+}
+
+#[test]
+fn an_exited_agent_is_not_typed_into() {
+    let Some(t) = Tmux::start() else { return };
+    let Some((h, _py)) = standin_home() else {
+        return;
+    };
+    let pane = t.window("w", &["sh"]);
+    meta(
+        &h,
+        "t1",
+        &format!("pane={pane}\ntmux_socket={}\nharness=standin\n", t.socket),
+    );
+    h.fm("send")
+        .args(["t1", "hello"])
+        .run()
+        .success()
+        .stdout_is("queued t1 001.msg \u{b7} doorbell dead\n")
+        .stderr_has("the watcher will not re-ring");
+    assert!(h.exists("state/t1.inbox/001.msg"));
+    assert!(!t.capture(&pane).contains("firstmate"));
+}
+
+#[test]
+fn no_pane_or_no_tmux_still_records_and_says_the_watcher_re_rings() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    h.fm("send")
+        .args(["t1", "hello"])
+        .run()
+        .success()
+        .stdout_is("queued t1 001.msg \u{b7} doorbell no-pane\n")
+        .stderr_has("the watcher will re-ring");
+    meta(&h, "t2", "pane=%1\ntmux_socket=fm-test-nowhere\n");
+    h.fm("send")
+        .env("PATH", "/nonexistent")
+        .args(["t2", "hello"])
+        .run()
+        .success()
+        .stdout_is("queued t2 001.msg \u{b7} doorbell failed\n")
+        .stderr_has("the watcher will re-ring");
+    h.fm("send")
+        .args(["t2", "--fire-and-forget", "--json", "x"])
+        .env("PATH", "/nonexistent")
+        .run()
+        .success()
+        .stderr_has("will not re-ring");
+    let rec = h.read("state/t2.inbox/002.msg");
+    assert!(String::from_utf8_lossy(&rec).contains("\ndelivery=fire-and-forget\n--\nx"));
+}
+
+#[test]
+fn quiet_json_from_dedupe_file_and_resolve_key() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    let r = h
+        .fm("send")
+        .args([
+            "t1", "--quiet", "--json", "--from", "lead", "use", "postgres",
+        ])
+        .run()
+        .success();
+    let j = r.json();
+    assert_eq!(j["seq"], 1);
+    assert_eq!(j["doorbell"], "quiet");
+    assert_eq!(
+        j["path"].as_str().unwrap(),
+        h.path("state/t1.inbox/001.msg").to_str().unwrap()
+    );
+    let rec = String::from_utf8(h.read("state/t1.inbox/001.msg")).unwrap();
+    assert!(rec.starts_with("schema=fm-inbox.v1\nat="));
+    assert!(rec.ends_with("\nfrom=lead\n--\nuse postgres"));
+    h.fm("send")
+        .args(["t1", "--dedupe", "--quiet", "use", "postgres"])
+        .run()
+        .success()
+        .stdout_has("queued t1 001.msg")
+        .stdout_has("duplicate");
+    assert!(!h.exists("state/t1.inbox/002.msg"));
+    let body = b"\xff\xfe not utf-8\n\n--\ntrailing\n\n".to_vec();
+    h.write("body.bin", &body);
+    h.fm("send")
+        .args([
+            "t1",
+            "--quiet",
+            "--resolve-key",
+            "db",
+            "--resolve-key",
+            "x.y",
+        ])
+        .arg("--file")
+        .arg(h.path("body.bin"))
+        .run()
+        .success()
+        .stdout_has("002.msg");
+    assert_eq!(record_body(&h, "t1", 2), body);
+    let status = String::from_utf8(h.read("state/t1.status")).unwrap();
+    let lines: Vec<&str> = status.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with("resolved [at="));
+    assert!(lines[0].ends_with("[key=db]: answered: \u{fffd}\u{fffd} not utf-8  -- trailing"));
+    assert!(lines[1].contains("[key=x.y]: answered:"));
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert_eq!(events.matches("\"inbox.queued\"").count(), 2);
+    assert!(events.contains("\"actor\":\"lead\""));
+}
+
+#[test]
+fn refusals_write_nothing() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    let before = h.tree();
+    for args in [
+        vec!["t1", ""],
+        vec!["t1", "  ", "\t"],
+        vec!["../x", "hi"],
+        vec!["t1", "hi", "--key", "Enter"],
+        vec!["t1", "--key", "Nope"],
+        vec!["t1", "--resolve-key", "bad key", "hi"],
+        vec!["t1"],
+    ] {
+        h.fm("send").args(&args).run().status(2);
+    }
+    h.fm("send")
+        .args(["t1", "-"])
+        .stdin(" \n\n")
+        .run()
+        .status(2);
+    h.fm("send")
+        .env("FM_SEND_MAX_BODY_BYTES", "10")
+        .args(["t1", "eleven bytes"])
+        .run()
+        .status(2)
+        .stderr_has("limit");
+    h.fm("send")
+        .args(["ghost", "hi"])
+        .run()
+        .status(1)
+        .stderr_has("unknown task ghost");
+    assert_eq!(h.tree(), before);
+    // A symlinked inbox is refused, never followed.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), h.path("state/t1.inbox")).unwrap();
+    h.fm("send").args(["t1", "hi"]).run().status(1);
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn broadcast_reaches_live_agents_only_and_key_presses_one_key() {
+    let Some(t) = Tmux::start() else { return };
+    let Some((h, py)) = standin_home() else {
+        return;
+    };
+    let log = h.path("a.log");
+    let a = standin(&t, &py, "a", &log, 0);
+    let dead = t.window("d", &["sh"]);
+    let sock = &t.socket;
+    meta(
+        &h,
+        "alive",
+        &format!("pane={a}\ntmux_socket={sock}\nharness=standin\n"),
+    );
+    meta(
+        &h,
+        "dead",
+        &format!("pane={dead}\ntmux_socket={sock}\nharness=standin\n"),
+    );
+    meta(&h, "gone", &format!("pane=%999\ntmux_socket={sock}\n"));
+    meta(&h, "nopane", "");
+    h.fm("send")
+        .args(["--all", "freeze", "main"])
+        .run()
+        .success()
+        .stdout_is("queued alive 001.msg \u{b7} doorbell rang\n");
+    for id in ["dead", "gone", "nopane"] {
+        assert!(!h.exists(&format!("state/{id}.inbox/001.msg")), "{id}");
+    }
+    let before = log_of(&log).len();
+    h.fm("send")
+        .args(["alive", "--key", "C-c"])
+        .run()
+        .success()
+        .stdout_has("key C-c");
+    h.fm("send")
+        .args(["alive", "--key", "Escape", "--json"])
+        .run()
+        .success();
+    assert!(wait_until(5.0, || log_of(&log)[before..] == *b"\x03\x1b"));
+    assert!(!h.exists("state/alive.inbox/002.msg"));
+    h.fm("send")
+        .args(["nopane", "--key", "Enter"])
+        .run()
+        .status(1);
+}
+
+#[test]
+fn concurrent_senders_number_without_gaps_or_duplicates() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    let root = h.root();
+    let threads: Vec<_> = (0..32)
+        .map(|w| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                for m in 0..50 {
+                    let st = Command::new(bin("fm-send"))
+                        .env("FM_HOME", &root)
+                        .args(["t1", "--quiet", &format!("w{w} m{m}")])
+                        .output()
+                        .unwrap();
+                    assert!(st.status.success(), "{st:?}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut names: Vec<String> = std::fs::read_dir(h.path("state/t1.inbox"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".msg"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 1600);
+    let mut bodies = std::collections::BTreeSet::new();
+    for seq in 1..=1600u64 {
+        bodies.insert(record_body(&h, "t1", seq));
+    }
+    assert_eq!(bodies.len(), 1600);
+    for w in 0..32 {
+        for m in 0..50 {
+            assert!(bodies.contains(format!("w{w} m{m}").as_bytes()));
+        }
+    }
+    h.fm("ack")
+        .args(["t1", "--list", "--json"])
+        .run()
+        .success()
+        .stdout_has("\"seq\":1600");
+}
+
+#[test]
+fn killed_senders_never_leave_a_partial_record() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    let body: Vec<u8> = (0..1_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    h.write("big.bin", &body);
+    let mut seed = std::process::id() as u64;
+    for _ in 0..30 {
+        let mut child = Command::new(bin("fm-send"))
+            .env("FM_HOME", h.root())
+            .args(["t1", "--quiet", "--file"])
+            .arg(h.path("big.bin"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(std::time::Duration::from_micros((seed >> 33) % 15_000));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let home = firstmate::Home::at(&h.root()).unwrap();
+    let id = firstmate::TaskId::parse("t1").unwrap();
+    let seqs = firstmate::inbox::pending(&home, &id).unwrap();
+    for &s in &seqs {
+        assert_eq!(record_body(&h, "t1", s), body, "record {s} is partial");
+    }
+    let next = seqs.last().copied().unwrap_or(0) + 1;
+    h.fm("send")
+        .args(["t1", "--quiet", "after"])
+        .run()
+        .success()
+        .stdout_has(&format!("{next:03}.msg"));
+}
