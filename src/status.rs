@@ -203,7 +203,7 @@ fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
 /// fails, never panics; `paused_lower` is the configured paused word,
 /// lower-cased.
 pub fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
-    let line = line.trim_end_matches(|c| c == '\r' || c == '\n');
+    let line = line.trim_end_matches(['\r', '\n']);
     let Some(colon) = real_colon(line) else {
         return ParsedRef::Prose;
     };

@@ -12,3 +12,4 @@ mod harness;
 mod pane;
 mod send;
 mod status;
+mod watch;
