@@ -6,6 +6,7 @@ mod board;
 mod brief;
 mod control;
 mod crew_state;
+mod demo;
 mod dod;
 mod fm;
 mod harness;

@@ -10,7 +10,12 @@ fn list_info_type_press_capture_on_a_private_server() {
     let real = RealTmux::new(&t.socket);
     let pane = t.window("w1", &["cat"]);
     // tmux starts a one-word command through the shell, which then execs it.
-    let listed_as_cat = || real.list().unwrap().iter().any(|p| p.id == pane && p.command == "cat");
+    let listed_as_cat = || {
+        real.list()
+            .unwrap()
+            .iter()
+            .any(|p| p.id == pane && p.command == "cat")
+    };
     assert!(wait_until(5.0, listed_as_cat), "{:?}", real.list());
     let all = real.list().unwrap();
     let me = all.iter().find(|p| p.id == pane).expect("pane listed");
