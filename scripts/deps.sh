@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what firstmate's demo and tests need (tmux and git) when missing,
+# and gives git an identity if it has none (the demo and tests commit).
+set -euo pipefail
+need=()
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v git >/dev/null 2>&1 || need+=(git)
+if [ ${#need[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps: please install: ${need[*]}" >&2
+    exit 3
+  fi
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+git config --global user.name >/dev/null 2>&1 || git config --global user.name "firstmate"
+git config --global user.email >/dev/null 2>&1 || git config --global user.email "firstmate@localhost.invalid"
