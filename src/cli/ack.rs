@@ -51,10 +51,7 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    match common::parse::<Args>(args) {
-        Ok(a) => common::finish(TOOL, run(a)),
-        Err(code) => code,
-    }
+    common::run_tool(TOOL, args, run)
 }
 
 /// One pending record in `--list` (and `--read --json`, with its body).

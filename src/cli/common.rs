@@ -51,6 +51,19 @@ pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, Exi
     })
 }
 
+/// A tool's whole `main`: parse `args` into `T`, run `body`, map the
+/// result to an exit code (see [`parse`] and [`finish`]).
+pub fn run_tool<T: clap::Parser>(
+    tool: &str,
+    args: Vec<OsString>,
+    body: impl FnOnce(T) -> Result<u8>,
+) -> ExitCode {
+    match parse::<T>(args) {
+        Ok(a) => finish(tool, body(a)),
+        Err(code) => code,
+    }
+}
+
 /// Runs a tool body and maps its result to an exit code, printing errors
 /// as `<tool>: error: <what>` with the cause chain.
 pub fn finish(tool: &str, result: Result<u8>) -> ExitCode {

@@ -53,10 +53,7 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    match common::parse::<Args>(args) {
-        Ok(a) => common::finish(TOOL, run(a)),
-        Err(code) => code,
-    }
+    common::run_tool(TOOL, args, run)
 }
 
 /// The rows of `ids`, gathered in one pass; warnings go to stderr.

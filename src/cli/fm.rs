@@ -71,10 +71,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         rest.extend(args.into_iter().skip(2));
         return main(rest);
     }
-    match common::parse::<Args>(args) {
-        Ok(a) => common::finish(TOOL, run(a)),
-        Err(code) => code,
-    }
+    common::run_tool(TOOL, args, run)
 }
 
 fn run(a: Args) -> Result<u8> {
