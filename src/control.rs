@@ -173,6 +173,42 @@ impl Ctl<'_> {
         Ok(())
     }
 
+    /// Opens window `fm-<id>` in the configured session (created if
+    /// needed) running `argv` in `worktree`, with `remain-on-exit` so the
+    /// pane outlives its agent; returns the new pane id.
+    fn open_window(&self, tmux: &Tmux, worktree: &str, argv: Vec<String>) -> Result<String> {
+        let session = &self.cfg.tmux.session;
+        let has_session = || {
+            tmux.run(&["has-session", "-t", &format!("={session}")])
+                .is_ok()
+        };
+        // A concurrent spawn may create the session first: that is fine.
+        if !has_session()
+            && let Err(e) = tmux.run(&["new-session", "-d", "-s", session, "-x", "220", "-y", "50"])
+            && !has_session()
+        {
+            return Err(e);
+        }
+        let env = format!("FM_HOME={}", self.home.root().display());
+        let mut args: Vec<String> = ["new-window", "-d", "-P", "-F", "#{pane_id}", "-t"]
+            .map(String::from)
+            .to_vec();
+        args.extend([
+            format!("={session}:"),
+            "-n".into(),
+            format!("fm-{}", self.id),
+            "-c".into(),
+            worktree.into(),
+            "-e".into(),
+            env,
+            "--".into(),
+        ]);
+        args.extend(argv);
+        let pane = tmux.run(&args)?.trim().to_string();
+        tmux.run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])?;
+        Ok(pane)
+    }
+
     fn spawn(&self, project: &Path, harness: Option<&str>, base: Option<&str>) -> Result<String> {
         let old = Meta::load(self.home, self.id)?.unwrap_or_default();
         if let Agent::Alive(info) = self.agent(&old)? {
@@ -215,37 +251,10 @@ impl Ctl<'_> {
             let wt = worktree.display().to_string();
             git(&project, &["worktree", "add", "--detach", &wt, &base])?;
         }
-        let tmux = Tmux::new(&self.cfg.tmux.socket);
-        let session = &self.cfg.tmux.session;
-        if tmux
-            .run(&["has-session", "-t", &format!("={session}")])
-            .is_err()
-            && let Err(e) = tmux.run(&["new-session", "-d", "-s", session, "-x", "220", "-y", "50"])
-            && tmux
-                .run(&["has-session", "-t", &format!("={session}")])
-                .is_err()
-        {
-            return Err(e);
-        }
         let window = format!("fm-{}", self.id);
         let wt = worktree.display().to_string();
-        let env = format!("FM_HOME={}", self.home.root().display());
-        let mut args: Vec<String> = ["new-window", "-d", "-P", "-F", "#{pane_id}", "-t"]
-            .map(String::from)
-            .to_vec();
-        args.extend([
-            format!("={session}:"),
-            "-n".into(),
-            window.clone(),
-            "-c".into(),
-            wt.clone(),
-            "-e".into(),
-            env,
-            "--".into(),
-        ]);
-        args.extend(self.launch_argv(&profile));
-        let pane = tmux.run(&args)?.trim().to_string();
-        tmux.run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])?;
+        let tmux = Tmux::new(&self.cfg.tmux.socket);
+        let pane = self.open_window(&tmux, &wt, self.launch_argv(&profile))?;
         let brief = String::from_utf8_lossy(
             &fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default(),
         )
@@ -419,32 +428,7 @@ impl Ctl<'_> {
                 tmux.run(&args)?;
                 info.id
             }
-            Agent::Gone | Agent::NoPane => {
-                let session = &self.cfg.tmux.session;
-                if tmux
-                    .run(&["has-session", "-t", &format!("={session}")])
-                    .is_err()
-                {
-                    tmux.run(&["new-session", "-d", "-s", session, "-x", "220", "-y", "50"])?;
-                }
-                let mut args: Vec<String> = ["new-window", "-d", "-P", "-F", "#{pane_id}", "-t"]
-                    .map(String::from)
-                    .to_vec();
-                args.extend([
-                    format!("={session}:"),
-                    "-n".into(),
-                    format!("fm-{}", self.id),
-                    "-c".into(),
-                    wt.clone(),
-                    "-e".into(),
-                    env,
-                    "--".into(),
-                ]);
-                args.extend(argv);
-                let pane = tmux.run(&args)?.trim().to_string();
-                tmux.run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])?;
-                pane
-            }
+            Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, argv)?,
         };
         meta::update(self.home, self.id, |m| {
             let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
