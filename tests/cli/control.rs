@@ -328,26 +328,69 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
     let proj = project(&h);
     let fm = ctl(&h, &t);
     let project = proj.to_str().unwrap();
-    h.fm("brief").args(["s1", "demo", "--mode", "local-only"]).run().success().stdout_has("scaffolded:");
-    fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"]).status(1).stderr_has("fm-brief --check");
+    h.fm("brief")
+        .args(["s1", "demo", "--mode", "local-only"])
+        .run()
+        .success()
+        .stdout_has("scaffolded:");
+    fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
+        .status(1)
+        .stderr_has("fm-brief --check");
     assert!(!h.exists("worktrees/s1"));
     fm(&["../s1", "spawn", "--project", project]).status(2);
     h.fm("brief")
-        .args(["s1", "demo", "--mode", "local-only", "--force", "--intent", "make it so", "--spec", "one commit"])
+        .args([
+            "s1",
+            "demo",
+            "--mode",
+            "local-only",
+            "--force",
+            "--intent",
+            "make it so",
+            "--spec",
+            "one commit",
+        ])
         .run()
         .success();
     let r = fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"]).success();
     let out = r.stdout();
-    let pane = out.split("pane=").nth(1).unwrap().split(' ').next().unwrap().to_string();
-    assert!(out.starts_with("spawned s1 pane=%") && out.contains("harness=stand-in"), "{out}");
+    let pane = out
+        .split("pane=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        out.starts_with("spawned s1 pane=%") && out.contains("harness=stand-in"),
+        "{out}"
+    );
     let wt = h.root().join("worktrees/s1");
     assert!(wt.join(".git").exists());
     let meta = String::from_utf8(h.read("state/s1.meta")).unwrap();
-    assert!(meta.contains(&format!("pane={pane}\n")) && meta.contains("spawn_gen=1\n") && meta.contains("harness=stand-in\n"), "{meta}");
-    assert!(meta.contains(&format!("worktree={}\n", wt.display())), "{meta}");
-    let listed = t.run(["list-panes", "-a", "-F", "#{pane_id} #{window_name} #{pane_current_command}"]);
+    assert!(
+        meta.contains(&format!("pane={pane}\n"))
+            && meta.contains("spawn_gen=1\n")
+            && meta.contains("harness=stand-in\n"),
+        "{meta}"
+    );
+    assert!(
+        meta.contains(&format!("worktree={}\n", wt.display())),
+        "{meta}"
+    );
+    let listed = t.run([
+        "list-panes",
+        "-a",
+        "-F",
+        "#{pane_id} #{window_name} #{pane_current_command}",
+    ]);
     assert!(listed.contains(&format!("{pane} fm-s1 ")), "{listed}");
-    assert!(wait_until(10.0, || t.capture(&pane).contains("stand-in>")), "{}", t.capture(&pane));
+    assert!(
+        wait_until(10.0, || t.capture(&pane).contains("stand-in>")),
+        "{}",
+        t.capture(&pane)
+    );
     crate::harness::Cmd::new(bin("fm-send"))
         .env("FM_HOME", h.root())
         .env("FM_TMUX_SOCKET", &t.socket)
@@ -355,8 +398,17 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
         .run()
         .success()
         .stdout_has("doorbell rang");
-    assert!(wait_until(10.0, || h.exists("state/s1.inbox/handled/001.msg")), "{}", t.capture(&pane));
+    assert!(
+        wait_until(10.0, || h.exists("state/s1.inbox/handled/001.msg")),
+        "{}",
+        t.capture(&pane)
+    );
     let status = String::from_utf8(h.read("state/s1.status")).unwrap();
-    assert!(status.starts_with("working [at=") && status.contains("]: on it"), "{status}");
-    fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"]).status(1).stderr_has("already has a live agent");
+    assert!(
+        status.starts_with("working [at=") && status.contains("]: on it"),
+        "{status}"
+    );
+    fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
+        .status(1)
+        .stderr_has("already has a live agent");
 }
