@@ -145,9 +145,10 @@ fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
-            .map_err(io_err("create temp file", &tmp))?;
-        f.write_all(bytes).map_err(io_err("write", &tmp))?;
-        f.sync_all().map_err(io_err("fsync", &tmp))
+            .map_err(io_err("create temp file for", target))?;
+        // Errors name the file the user asked for, not the temp beside it.
+        f.write_all(bytes).map_err(io_err("write", target))?;
+        f.sync_all().map_err(io_err("fsync", target))
     })();
     match result {
         Ok(()) => Ok(tmp),

@@ -6,6 +6,7 @@ mod brief;
 mod control;
 mod dod;
 mod fm;
+mod harden;
 mod harness;
 mod pane;
 mod send;
