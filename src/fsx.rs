@@ -99,6 +99,105 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(buf))
 }
 
+/// [`read_optional`] plus the file's mtime (Unix seconds) from the same
+/// open file, so a reader of many small files pays no extra `stat`.
+pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let md = f.metadata().map_err(io_err("stat", path))?;
+    let mtime = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    // A plain read loop sized from the stat: `read_to_end` would stat and
+    // seek again to size its buffer.
+    let mut buf = vec![0u8; md.len() as usize + 1];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err("read", path)(e)),
+        }
+    }
+    buf.truncate(filled);
+    Ok(Some((buf, mtime)))
+}
+
+/// Opens directory `dir` once and reads each named file in it (relative
+/// `openat`, `O_NOFOLLOW`), calling `f(index, bytes)` with a buffer reused
+/// across files. Files that vanished are skipped; other failures are passed
+/// as `Err`. Meant for many small files that are only ever replaced by
+/// rename (never written in place): one `read` shorter than the buffer is
+/// taken as end of file, so a small file costs open, read and close only.
+pub fn read_each_in(
+    dir: &Path,
+    names: &[String],
+    mut f: impl FnMut(usize, io::Result<&[u8]>),
+) -> Result<()> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    refuse_symlink(dir)?;
+    let d = File::open(dir).map_err(io_err("open directory", dir))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    for (i, name) in names.iter().enumerate() {
+        let Ok(c) = CString::new(std::ffi::OsStr::new(name).as_bytes()) else {
+            f(i, Err(io::ErrorKind::InvalidInput.into()));
+            continue;
+        };
+        // SAFETY: `d` is an open directory descriptor and `c` a valid C string.
+        let fd = unsafe {
+            libc::openat(
+                d.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::NotFound {
+                f(i, Err(e));
+            }
+            continue;
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let mut len = 0;
+        let res = loop {
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    len += n;
+                    if len < buf.len() {
+                        break Ok(());
+                    }
+                    buf.resize(buf.len() * 2, 0);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        match res {
+            Ok(()) => f(i, Ok(&buf[..len])),
+            Err(e) => f(i, Err(e)),
+        }
+    }
+    Ok(())
+}
+
 /// Reads a whole file, refusing a symlink; a missing file is an error.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
@@ -441,10 +540,71 @@ pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// Numbered create (SPEC §2). Under the lock at `lock_path`, picks one more
-/// than the highest `NNN.<ext>` in `dir` and every dir of `also_scan`,
-/// writes `bytes` to a dot-temp file and renames it into place without
-/// clobbering. Returns the number and the final path.
+/// A complete, fsynced dot-temp file waiting to become a numbered file.
+/// Writing and syncing happen before the directory lock is taken, so the
+/// lock is held only for a directory scan and one rename. Dropping an
+/// uncommitted `Staged` removes the temp file.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
+pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
+    let tmp = write_temp(&dir.join("staged"), bytes)?;
+    Ok(Staged {
+        tmp: Some(tmp),
+        dir: dir.to_path_buf(),
+    })
+}
+
+impl Staged {
+    /// Under the caller's lock on the directory: picks one more than the
+    /// highest `NNN.<ext>` in the directory and every dir of `also_scan`
+    /// and renames the staged file there without clobbering. The caller
+    /// fsyncs the directory (after releasing the lock) with [`sync_dir`].
+    pub fn commit_numbered(
+        mut self,
+        also_scan: &[&Path],
+        ext: &str,
+        _held: &LockGuard,
+    ) -> Result<(u64, PathBuf)> {
+        let tmp = self.tmp.take().expect("staged file present until commit");
+        let result = (|| {
+            let mut highest = list_numbered(&self.dir, ext)?.last().copied().unwrap_or(0);
+            for d in also_scan {
+                highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
+            }
+            let mut n = highest + 1;
+            loop {
+                let target = self.dir.join(numbered_name(n, ext));
+                // A name taken outside the lock (a human?) is never clobbered.
+                if rename_noclobber(&tmp, &target)? {
+                    return Ok((n, target));
+                }
+                n += 1;
+            }
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Numbered create (SPEC §2): stages `bytes` in `dir`, then under the lock at
+/// `lock_path` renames it to one more than the highest `NNN.<ext>` in `dir`
+/// and every dir of `also_scan`, never clobbering; fsyncs the directory.
+/// Returns the number and the final path.
 pub fn create_numbered(
     dir: &Path,
     also_scan: &[&Path],
@@ -452,42 +612,12 @@ pub fn create_numbered(
     lock_path: &Path,
     bytes: &[u8],
 ) -> Result<(u64, PathBuf)> {
+    let staged = stage(dir, bytes)?;
     let guard = lock(lock_path, LOCK_WAIT)?;
-    create_numbered_locked(dir, also_scan, ext, &guard, bytes)
-}
-
-/// [`create_numbered`] for a caller that already holds the directory's lock
-/// (e.g. to check for a duplicate first under the same lock).
-pub fn create_numbered_locked(
-    dir: &Path,
-    also_scan: &[&Path],
-    ext: &str,
-    _held: &LockGuard,
-    bytes: &[u8],
-) -> Result<(u64, PathBuf)> {
-    let mut highest = list_numbered(dir, ext)?.last().copied().unwrap_or(0);
-    for d in also_scan {
-        highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
-    }
-    let mut n = highest + 1;
-    let mut target = dir.join(numbered_name(n, ext));
-    let tmp = write_temp(&target, bytes)?;
-    loop {
-        match rename_noclobber(&tmp, &target) {
-            Ok(true) => break,
-            // Someone wrote outside the lock (a human?): never clobber, move on.
-            Ok(false) => {
-                n += 1;
-                target = dir.join(numbered_name(n, ext));
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        }
-    }
+    let done = staged.commit_numbered(also_scan, ext, &guard)?;
+    drop(guard);
     sync_dir(dir)?;
-    Ok((n, target))
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -577,6 +707,25 @@ mod tests {
         other.write_all(b"x\n").unwrap();
         untear(&f, b"tw");
         assert_eq!(fs::read(&p).unwrap(), b"one\ntwx\n");
+    }
+
+    #[test]
+    fn read_each_in_reads_small_and_large_files_and_skips_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let big = vec![b'x'; 200_000];
+        fs::write(d.path().join("a"), b"small").unwrap();
+        fs::write(d.path().join("b"), &big).unwrap();
+        std::os::unix::fs::symlink(d.path().join("a"), d.path().join("l")).unwrap();
+        let names: Vec<String> = ["a", "gone", "b", "l"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut seen = Vec::new();
+        read_each_in(d.path(), &names, |i, r| {
+            seen.push((i, r.map(|b| b.len()).map_err(|_| ())))
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(0, Ok(5)), (2, Ok(200_000)), (3, Err(()))]);
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
 //! that writes files and [`home::Home`] the only one that joins paths.
 
+pub mod board;
 pub mod brief;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod crew_state;
 pub mod deliver;
 pub mod demo;
 pub mod doctor;
@@ -31,6 +33,7 @@ pub mod shq;
 pub mod stand_in;
 pub mod status;
 pub mod task_id;
+pub mod wakes;
 
 pub use error::{Error, Result};
 pub use home::Home;

@@ -6,9 +6,12 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 pub mod ack;
+pub mod board;
+mod board_view;
 pub mod brief;
 pub mod common;
 pub mod control;
+pub mod crew_state;
 pub mod dod;
 pub mod fm;
 pub mod send;
@@ -52,8 +55,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "crew-state",
         about: "what every worker is doing right now",
-        main: None,
-        command: None,
+        main: Some(crew_state::main),
+        command: Some(crew_state::command),
     },
     Tool {
         name: "dod",
@@ -64,8 +67,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "control",
         about: "spawn, interrupt, exit, relaunch, tear down",
-        main: None,
-        command: None,
+        main: Some(control::main),
+        command: Some(control::command),
     },
     Tool {
         name: "watch",
@@ -76,8 +79,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "board",
         about: "task board with claims and dependencies",
-        main: None,
-        command: None,
+        main: Some(board::main),
+        command: Some(board::command),
     },
 ];
 

@@ -207,14 +207,18 @@ pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -
         msg.body,
     );
     let handled = home.inbox_handled(id);
+    // Write and fsync before taking the lock: the lock covers only the
+    // duplicate check, the directory scan and one rename.
+    let staged = fsx::stage(&home.inbox(id), &bytes)?;
     let guard = fsx::lock(&home.inbox_lock(id), fsx::LOCK_WAIT)?;
     if msg.dedupe
         && let Some(dup) = find_body(home, id, msg.body)?
     {
         return Ok(dup);
     }
-    let (seq, path) =
-        fsx::create_numbered_locked(&home.inbox(id), &[&handled], EXT, &guard, &bytes)?;
+    let (seq, path) = staged.commit_numbered(&[&handled], EXT, &guard)?;
+    drop(guard);
+    fsx::sync_dir(&home.inbox(id))?;
     Ok(Queued {
         seq,
         path,

@@ -2,8 +2,10 @@
 //! private tmux servers and real git repositories where they matter.
 
 mod ack;
+mod board;
 mod brief;
 mod control;
+mod crew_state;
 mod dod;
 mod fm;
 mod harden;

@@ -1,0 +1,217 @@
+//! `fm-board dispatch` (SPEC §11.1): hands pending assigned tasks to their
+//! assignees' inboxes, re-sends dispatches nobody acknowledged, and fails a
+//! task after three unacknowledged dispatches (the circuit breaker).
+//!
+//! The decision per task is the pure [`plan`]; [`run`] does the I/O under
+//! the board lock. A dispatch record counts as acknowledged once it sits in
+//! the assignee's `state/<id>.inbox/handled/`. The inbox write itself is
+//! passed in as `queue`, so this module does not depend on how a record is
+//! rung.
+
+use serde::Serialize;
+
+use super::ops::{self, Op};
+use super::{BoardId, Status, Task, store};
+use crate::error::Result;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// Dispatches without acknowledgement after which a task is failed.
+pub const MAX_DISPATCHES: u32 = 3;
+
+/// The reason the circuit breaker records.
+pub const BREAKER_REASON: &str = "circuit breaker: 3 dispatches without acknowledgement";
+
+/// What dispatch does with one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Pending with an assignee: first dispatch.
+    Send,
+    /// In progress, last dispatch unacknowledged, fewer than three sent.
+    Resend,
+    /// In progress, three dispatches unacknowledged: fail it.
+    Break,
+    /// Nothing to do.
+    Skip,
+}
+
+/// Decides for one task; `last_acked` says whether its last dispatch record
+/// has been acknowledged (ignored unless it was dispatched).
+pub fn plan(t: &Task, last_acked: bool) -> Plan {
+    match t.status {
+        Status::Pending if t.assignee.is_some() => Plan::Send,
+        Status::InProgress if t.dispatches > 0 && t.dispatch_seq.is_some() && !last_acked => {
+            if t.dispatches >= MAX_DISPATCHES {
+                Plan::Break
+            } else {
+                Plan::Resend
+            }
+        }
+        _ => Plan::Skip,
+    }
+}
+
+/// The message an assignee receives.
+pub fn message(t: &Task, assignee: &str) -> String {
+    let mut s = format!("Board task {}: {}\n", t.id, t.subject);
+    if !t.description.is_empty() {
+        s.push('\n');
+        s.push_str(&t.description);
+        s.push('\n');
+    }
+    if t.dispatches > 0 {
+        s.push_str(&format!(
+            "\n(re-sent: dispatch {} of {MAX_DISPATCHES}; acknowledge this message)\n",
+            t.dispatches + 1
+        ));
+    }
+    s.push_str(&format!(
+        "\nThis task is yours (owner {assignee}). When it is done: fm-board complete {id} --result '<one line>' --as {assignee}\n\
+         Report progress with fm-board progress {id} <0-100> --step '<what>'; if you are stuck: fm-board comment {id} --blocker '<why>' --as {assignee}\n",
+        id = t.id
+    ));
+    s
+}
+
+/// One line of the dispatch report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub task: BoardId,
+    /// `dispatched`, `resent`, `failed` (circuit breaker) or `error`.
+    pub action: &'static str,
+    pub assignee: String,
+    pub seq: Option<u64>,
+    pub dispatches: u32,
+    pub doorbell: Option<String>,
+    pub detail: Option<String>,
+    #[serde(skip)]
+    pub released: Vec<Task>,
+}
+
+/// Queues one record for an assignee; returns (record number, doorbell outcome).
+pub type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<(u64, String)> + 'a;
+
+fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
+    match (TaskId::parse(assignee), seq) {
+        (Ok(id), Some(n)) => home.handled_record(&id, n).symlink_metadata().is_ok(),
+        _ => false,
+    }
+}
+
+/// One dispatch pass over the whole board, under the board lock. A task
+/// whose queueing fails is reported (`error`) and left unchanged.
+pub fn run(home: &Home, now: u64, queue: &mut QueueFn<'_>) -> Result<Vec<Outcome>> {
+    let _guard = store::lock(home)?;
+    let (tasks, warnings) = store::load_all(home)?;
+    for w in warnings {
+        eprintln!("fm-board: warning: skipped {w}");
+    }
+    let mut out = Vec::new();
+    let mut any_failed = false;
+    for t in tasks {
+        let assignee = t
+            .owner
+            .clone()
+            .filter(|_| t.status == Status::InProgress)
+            .or(t.assignee.clone())
+            .unwrap_or_default();
+        let p = plan(&t, acked(home, &assignee, t.dispatch_seq));
+        let mut o = Outcome {
+            task: t.id,
+            action: "error",
+            assignee: assignee.clone(),
+            seq: None,
+            dispatches: t.dispatches,
+            doorbell: None,
+            detail: None,
+            released: Vec::new(),
+        };
+        match p {
+            Plan::Skip => continue,
+            Plan::Break => {
+                let n = ops::apply(
+                    &t,
+                    &Op::Fail {
+                        reason: BREAKER_REASON.into(),
+                    },
+                    now,
+                )?;
+                store::save(home, &n)?;
+                any_failed = true;
+                o.action = "failed";
+                o.detail = Some(BREAKER_REASON.into());
+            }
+            Plan::Send | Plan::Resend => {
+                let queued =
+                    TaskId::parse(&assignee).and_then(|id| queue(&id, &message(&t, &assignee)));
+                match queued {
+                    Ok((seq, bell)) => {
+                        let n = ops::apply(&t, &Op::Dispatch { seq }, now)?;
+                        store::save(home, &n)?;
+                        o.action = if p == Plan::Send {
+                            "dispatched"
+                        } else {
+                            "resent"
+                        };
+                        o.seq = Some(seq);
+                        o.dispatches = n.dispatches;
+                        o.doorbell = Some(bell);
+                    }
+                    Err(e) => o.detail = Some(e.to_string()),
+                }
+            }
+        }
+        out.push(o);
+    }
+    if any_failed {
+        let released = store::release_all(home, now)?;
+        if let Some(o) = out.iter_mut().rfind(|o| o.action == "failed") {
+            o.released = released;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_follows_the_breaker() {
+        let mut t = Task::new(BoardId(1), "s", 0);
+        assert_eq!(plan(&t, false), Plan::Skip);
+        t.assignee = Some("w1".into());
+        assert_eq!(plan(&t, false), Plan::Send);
+        t.status = Status::InProgress;
+        assert_eq!(
+            plan(&t, false),
+            Plan::Skip,
+            "claimed by hand, never dispatched"
+        );
+        t.dispatches = 1;
+        t.dispatch_seq = Some(1);
+        assert_eq!(plan(&t, false), Plan::Resend);
+        assert_eq!(plan(&t, true), Plan::Skip);
+        t.dispatches = 3;
+        assert_eq!(plan(&t, false), Plan::Break);
+        assert_eq!(plan(&t, true), Plan::Skip);
+    }
+
+    #[test]
+    fn message_names_the_task_and_the_commands() {
+        let mut t = Task::new(BoardId(4), "fix login", 0);
+        t.description = "the form".into();
+        let m = message(&t, "w1");
+        assert!(
+            m.starts_with("Board task T-004: fix login\n\nthe form\n"),
+            "{m}"
+        );
+        assert!(
+            m.contains("fm-board complete T-004 --result") && m.contains("--as w1"),
+            "{m}"
+        );
+        assert!(!m.contains("re-sent"));
+        t.dispatches = 1;
+        assert!(message(&t, "w1").contains("dispatch 2 of 3"));
+    }
+}

@@ -1,0 +1,508 @@
+//! Board transitions as pure functions (SPEC §11.1): given a task, an
+//! operation and `now`, return the new task or a refusal that names the
+//! current status. Nothing here touches the disk; [`super::store`] runs
+//! these under the board lock, which makes each one a compare-and-set.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{BoardId, Comment, Status, Task};
+use crate::error::{Error, Result};
+
+/// One operation on one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Claim {
+        by: String,
+    },
+    Complete {
+        result: String,
+        by: Option<String>,
+    },
+    Review,
+    Approve,
+    Reject {
+        reason: String,
+    },
+    Cancel {
+        reason: String,
+    },
+    Fail {
+        reason: String,
+    },
+    Retry,
+    Comment {
+        text: String,
+        by: String,
+        blocker: bool,
+    },
+    Progress {
+        percent: u8,
+        step: Option<String>,
+    },
+    /// Queued into the assignee's inbox as record `seq` (dispatch).
+    Dispatch {
+        seq: u64,
+    },
+}
+
+impl Op {
+    /// The verb as typed on the command line, for refusals and events.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Op::Claim { .. } => "claim",
+            Op::Complete { .. } => "complete",
+            Op::Review => "review",
+            Op::Approve => "approve",
+            Op::Reject { .. } => "reject",
+            Op::Cancel { .. } => "cancel",
+            Op::Fail { .. } => "fail",
+            Op::Retry => "retry",
+            Op::Comment { blocker: true, .. } => "comment --blocker",
+            Op::Comment { .. } => "comment",
+            Op::Progress { .. } => "progress",
+            Op::Dispatch { .. } => "dispatch",
+        }
+    }
+}
+
+fn refuse(t: &Task, op: &Op, needs: &str) -> Error {
+    let owner = match (&t.owner, t.status) {
+        (Some(o), Status::InProgress | Status::InReview) => format!(" (owner {o})"),
+        _ => String::new(),
+    };
+    Error::refused(format!(
+        "{} is {}{owner}: cannot {} ({needs})",
+        t.id,
+        t.status,
+        op.verb()
+    ))
+}
+
+/// The status a task with these outstanding blockers should have when it
+/// (re)enters the queue.
+fn queued(blocked_by: &[BoardId]) -> Status {
+    if blocked_by.is_empty() {
+        Status::Pending
+    } else {
+        Status::Blocked
+    }
+}
+
+/// Applies `op` to `t`. A refusal (exit 1) names the current status and
+/// leaves `t` as it was.
+pub fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
+    use Status::*;
+    let mut n = t.clone();
+    match op {
+        Op::Claim { by } => {
+            if t.status != Pending {
+                return Err(refuse(t, op, "only a pending task can be claimed"));
+            }
+            n.status = InProgress;
+            n.owner = Some(by.clone());
+        }
+        Op::Complete { result, by } => {
+            match t.status {
+                Pending => {
+                    n.owner = Some(
+                        by.clone()
+                            .or_else(|| t.assignee.clone())
+                            .unwrap_or_else(|| "captain".into()),
+                    )
+                }
+                InProgress | Stale => {}
+                _ => return Err(refuse(t, op, "needs pending or in_progress")),
+            }
+            n.result = Some(result.clone());
+            n.status = if t.require_approval {
+                InReview
+            } else {
+                Completed
+            };
+            if n.status == Completed {
+                n.progress = Some(100);
+            }
+        }
+        Op::Review | Op::Approve | Op::Reject { .. } if !t.require_approval => {
+            return Err(refuse(
+                t,
+                op,
+                "the task was not added with --require-approval",
+            ));
+        }
+        Op::Review => {
+            if !matches!(t.status, InProgress | Stale) {
+                return Err(refuse(t, op, "needs in_progress"));
+            }
+            n.status = InReview;
+        }
+        Op::Approve => {
+            if t.status != InReview {
+                return Err(refuse(t, op, "needs in_review"));
+            }
+            n.status = Completed;
+            n.progress = Some(100);
+        }
+        Op::Reject { reason } => {
+            if t.status != InReview {
+                return Err(refuse(t, op, "needs in_review"));
+            }
+            n.status = Cancelled;
+            n.reason = Some(format!("rejected: {reason}"));
+        }
+        Op::Cancel { reason } | Op::Fail { reason } => {
+            if t.status.is_finished() {
+                return Err(refuse(t, op, "the task is already finished"));
+            }
+            n.status = if matches!(op, Op::Cancel { .. }) {
+                Cancelled
+            } else {
+                Failed
+            };
+            n.reason = Some(reason.clone());
+        }
+        Op::Retry => {
+            if !matches!(t.status, Failed | Cancelled | Stale) {
+                return Err(refuse(t, op, "needs failed, cancelled or stale"));
+            }
+            n.status = queued(&t.blocked_by);
+            n.owner = None;
+            n.result = None;
+            n.reason = None;
+            n.progress = None;
+            n.step = None;
+            n.dispatches = 0;
+            n.dispatch_seq = None;
+        }
+        Op::Comment { text, by, blocker } => {
+            if *blocker {
+                if t.status.is_finished() {
+                    return Err(refuse(
+                        t,
+                        op,
+                        "a blocker fails the task, and it is already finished",
+                    ));
+                }
+                n.status = Failed;
+                n.reason = Some(format!("blocker: {text}"));
+            }
+            n.comments.push(Comment {
+                at: now,
+                author: by.clone(),
+                blocker: *blocker,
+                text: text.clone(),
+            });
+        }
+        Op::Progress { percent, step } => {
+            if t.status != InProgress {
+                return Err(refuse(t, op, "needs in_progress"));
+            }
+            n.progress = Some(*percent);
+            if step.is_some() {
+                n.step = step.clone();
+            }
+        }
+        Op::Dispatch { seq } => {
+            match t.status {
+                Pending if t.assignee.is_some() => {
+                    n.status = InProgress;
+                    n.owner = t.assignee.clone();
+                    n.dispatches = 1;
+                }
+                InProgress if t.dispatches > 0 => n.dispatches = t.dispatches + 1,
+                _ => {
+                    return Err(refuse(
+                        t,
+                        op,
+                        "needs pending with an assignee, or a dispatched in_progress task",
+                    ));
+                }
+            }
+            n.dispatch_seq = Some(*seq);
+        }
+    }
+    n.updated_at = now;
+    Ok(n)
+}
+
+/// `dependent` after `finished` completed, failed or was cancelled: the
+/// blocker is removed, and a blocked task with none left becomes pending.
+/// `None` when `dependent` did not wait on `finished`.
+pub fn release(dependent: &Task, finished: BoardId, now: u64) -> Option<Task> {
+    if !dependent.blocked_by.contains(&finished) {
+        return None;
+    }
+    let mut n = dependent.clone();
+    n.blocked_by.retain(|b| *b != finished);
+    if n.status == Status::Blocked && n.blocked_by.is_empty() {
+        n.status = Status::Pending;
+    }
+    n.updated_at = now;
+    Some(n)
+}
+
+/// The `blocked_by` a new task `id` may have on this board: refuses (exit 1,
+/// nothing written) an unknown task, the task itself, or a reference that
+/// reaches a cycle. Blockers already finished are dropped (their release has
+/// happened), the rest are deduplicated and sorted.
+pub fn check_blockers(
+    id: BoardId,
+    wanted: &[BoardId],
+    board: &HashMap<BoardId, Vec<BoardId>>,
+    finished: &HashSet<BoardId>,
+) -> Result<Vec<BoardId>> {
+    let mut out = Vec::new();
+    for &b in wanted {
+        if b == id {
+            return Err(Error::refused(format!(
+                "dependency cycle: {id} would be blocked by itself"
+            )));
+        }
+        if !board.contains_key(&b) {
+            return Err(Error::refused(format!("unknown task in --blocked-by: {b}")));
+        }
+        if let Some(path) = cycle_from(b, board) {
+            let path: Vec<String> = path.iter().map(BoardId::to_string).collect();
+            return Err(Error::refused(format!(
+                "dependency cycle: {}",
+                path.join(" -> ")
+            )));
+        }
+        if !finished.contains(&b) && !out.contains(&b) {
+            out.push(b);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A cycle reachable from `start` through `blocked_by` edges, as a path
+/// whose last element repeats an earlier one.
+fn cycle_from(start: BoardId, board: &HashMap<BoardId, Vec<BoardId>>) -> Option<Vec<BoardId>> {
+    // Iterative DFS with an explicit path so a long chain cannot overflow the stack.
+    let mut done: HashSet<BoardId> = HashSet::new();
+    let mut path: Vec<BoardId> = vec![start];
+    let mut next: Vec<usize> = vec![0];
+    while let Some(&node) = path.last() {
+        let edges = board.get(&node).map(Vec::as_slice).unwrap_or(&[]);
+        let i = *next.last().unwrap();
+        if i == edges.len() {
+            done.insert(node);
+            path.pop();
+            next.pop();
+            continue;
+        }
+        *next.last_mut().unwrap() += 1;
+        let e = edges[i];
+        if let Some(pos) = path.iter().position(|p| *p == e) {
+            let mut cyc = path[pos..].to_vec();
+            cyc.push(e);
+            return Some(cyc);
+        }
+        if !done.contains(&e) {
+            path.push(e);
+            next.push(0);
+        }
+    }
+    None
+}
+
+/// The status a new task starts in.
+pub fn initial_status(blocked_by: &[BoardId]) -> Status {
+    queued(blocked_by)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(status: Status) -> Task {
+        let mut t = Task::new(BoardId(1), "s", 0);
+        t.status = status;
+        t
+    }
+
+    fn claim() -> Op {
+        Op::Claim { by: "w1".into() }
+    }
+
+    #[test]
+    fn claim_only_from_pending_and_refusal_names_status() {
+        let t = apply(&task(Status::Pending), &claim(), 9).unwrap();
+        assert_eq!(
+            (t.status, t.owner.as_deref(), t.updated_at),
+            (Status::InProgress, Some("w1"), 9)
+        );
+        let e = apply(&t, &claim(), 10).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(
+            e.to_string().contains("T-001 is in_progress (owner w1)"),
+            "{e}"
+        );
+        assert!(
+            apply(&task(Status::Blocked), &claim(), 1)
+                .unwrap_err()
+                .to_string()
+                .contains("blocked")
+        );
+    }
+
+    #[test]
+    fn approval_flow() {
+        let mut t = task(Status::InProgress);
+        let e = apply(&t, &Op::Review, 1).unwrap_err();
+        assert!(
+            e.to_string().contains("is in_progress")
+                && e.to_string().contains("--require-approval"),
+            "{e}"
+        );
+        t.require_approval = true;
+        let e = apply(&t, &Op::Approve, 1).unwrap_err();
+        assert!(e.to_string().contains("is in_progress"), "{e}");
+        let r = apply(&t, &Op::Review, 1).unwrap();
+        assert_eq!(r.status, Status::InReview);
+        assert_eq!(
+            apply(&r, &Op::Approve, 2).unwrap().status,
+            Status::Completed
+        );
+        let rej = apply(
+            &r,
+            &Op::Reject {
+                reason: "no".into(),
+            },
+            2,
+        )
+        .unwrap();
+        assert_eq!(
+            (rej.status, rej.reason.as_deref()),
+            (Status::Cancelled, Some("rejected: no"))
+        );
+        let c = apply(
+            &t,
+            &Op::Complete {
+                result: "r".into(),
+                by: None,
+            },
+            3,
+        )
+        .unwrap();
+        assert_eq!(c.status, Status::InReview);
+    }
+
+    #[test]
+    fn complete_claims_a_pending_task_and_refuses_finished() {
+        let c = apply(
+            &task(Status::Pending),
+            &Op::Complete {
+                result: "ok".into(),
+                by: Some("w2".into()),
+            },
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.status, c.owner.as_deref(), c.result.as_deref()),
+            (Status::Completed, Some("w2"), Some("ok"))
+        );
+        let e = apply(
+            &task(Status::Cancelled),
+            &Op::Complete {
+                result: "x".into(),
+                by: None,
+            },
+            1,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("is cancelled"), "{e}");
+    }
+
+    #[test]
+    fn blocker_fails_and_retry_requeues() {
+        let op = Op::Comment {
+            text: "no creds".into(),
+            by: "w1".into(),
+            blocker: true,
+        };
+        let f = apply(&task(Status::InProgress), &op, 4).unwrap();
+        assert_eq!(
+            (f.status, f.reason.as_deref()),
+            (Status::Failed, Some("blocker: no creds"))
+        );
+        assert!(f.comments[0].blocker);
+        assert!(
+            apply(&f, &op, 5)
+                .unwrap_err()
+                .to_string()
+                .contains("is failed")
+        );
+        let mut f2 = f.clone();
+        f2.blocked_by = vec![BoardId(9)];
+        assert_eq!(apply(&f2, &Op::Retry, 6).unwrap().status, Status::Blocked);
+        let r = apply(&f, &Op::Retry, 6).unwrap();
+        assert_eq!(
+            (r.status, r.owner.clone(), r.reason.clone()),
+            (Status::Pending, None, None)
+        );
+    }
+
+    #[test]
+    fn dispatch_counts() {
+        let mut t = task(Status::Pending);
+        assert!(apply(&t, &Op::Dispatch { seq: 1 }, 1).is_err());
+        t.assignee = Some("w1".into());
+        let d = apply(&t, &Op::Dispatch { seq: 3 }, 1).unwrap();
+        assert_eq!(
+            (d.status, d.dispatches, d.dispatch_seq, d.owner.as_deref()),
+            (Status::InProgress, 1, Some(3), Some("w1"))
+        );
+        let d2 = apply(&d, &Op::Dispatch { seq: 4 }, 2).unwrap();
+        assert_eq!((d2.dispatches, d2.dispatch_seq), (2, Some(4)));
+    }
+
+    #[test]
+    fn release_unblocks_only_when_empty() {
+        let mut c = task(Status::Blocked);
+        c.blocked_by = vec![BoardId(2), BoardId(3)];
+        assert!(release(&c, BoardId(9), 1).is_none());
+        let c = release(&c, BoardId(2), 1).unwrap();
+        assert_eq!(c.status, Status::Blocked);
+        assert_eq!(release(&c, BoardId(3), 2).unwrap().status, Status::Pending);
+    }
+
+    #[test]
+    fn blockers_unknown_self_and_cycles_are_refused() {
+        let board: HashMap<BoardId, Vec<BoardId>> = [
+            (BoardId(1), vec![]),
+            (BoardId(2), vec![BoardId(1)]),
+            (BoardId(3), vec![BoardId(4)]),
+            (BoardId(4), vec![BoardId(3)]),
+        ]
+        .into_iter()
+        .collect();
+        let fin: HashSet<BoardId> = [BoardId(1)].into_iter().collect();
+        assert_eq!(
+            check_blockers(
+                BoardId(5),
+                &[BoardId(2), BoardId(1), BoardId(2)],
+                &board,
+                &fin
+            )
+            .unwrap(),
+            vec![BoardId(2)]
+        );
+        assert!(
+            check_blockers(BoardId(5), &[BoardId(9)], &board, &fin)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown task")
+        );
+        assert!(
+            check_blockers(BoardId(5), &[BoardId(5)], &board, &fin)
+                .unwrap_err()
+                .to_string()
+                .contains("cycle")
+        );
+        let e = check_blockers(BoardId(5), &[BoardId(3)], &board, &fin).unwrap_err();
+        assert!(e.to_string().contains("T-003 -> T-004 -> T-003"), "{e}");
+    }
+}

@@ -1,0 +1,423 @@
+//! `fm-board` (SPEC §11.1): the task board's command line. Parsing and
+//! printing live here; transitions are in [`crate::board::ops`] and every
+//! write goes through [`crate::board::store`] under the board lock.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use super::common::{self, Ctx, HomeArg};
+use crate::board::ops::Op;
+use crate::board::store::{self, Change, NewTask};
+use crate::board::{BoardId, Status, Task, dispatch};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::task_id::TaskId;
+use crate::{clock, wakes};
+
+const TOOL: &str = "fm-board";
+const MAX_SUBJECT: usize = 1000;
+const MAX_TEXT: usize = 65536;
+
+/// Task board: claims, dependencies, approvals and dispatch into inboxes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-board",
+    version,
+    after_help = "Task ids: T-001, T-1 or 1.\n\nExamples:\n  fm-board add 'Fix the login form' --assignee fix-login --priority 2\n  fm-board add 'Ship the release' --blocked-by T-1,T-2 --require-approval\n  fm-board claim T-1 --as fix-login\n  fm-board complete 1 --result 'PR #42 merged' --as fix-login\n  fm-board comment T-3 --blocker 'no credentials for staging' --as worker-2\n  fm-board list --status pending --json\n  fm-board dispatch"
+)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// Print JSON (the task object; an array for list and dispatch)
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Add a task; prints "<id> <status>"
+    Add {
+        subject: String,
+        #[arg(long, value_name = "T")]
+        description: Option<String>,
+        /// Worker (task id) that dispatch hands the task to
+        #[arg(long, value_name = "ID")]
+        assignee: Option<String>,
+        /// Tasks that must finish first (comma-separated)
+        #[arg(long, value_name = "T-1,T-2", value_delimiter = ',')]
+        blocked_by: Vec<String>,
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 0,
+            allow_negative_numbers = true
+        )]
+        priority: i64,
+        /// Completion goes through review and approve
+        #[arg(long)]
+        require_approval: bool,
+    },
+    /// Take a pending task
+    Claim {
+        task: String,
+        #[arg(long = "as", value_name = "ID")]
+        by: String,
+    },
+    /// Finish a task (a pending one is claimed first)
+    Complete {
+        task: String,
+        #[arg(long, value_name = "T")]
+        result: String,
+        #[arg(long = "as", value_name = "ID")]
+        by: Option<String>,
+    },
+    /// Submit an in-progress task for approval (--require-approval tasks)
+    Review { task: String },
+    /// Approve a task in review: it completes
+    Approve { task: String },
+    /// Reject a task in review: it is cancelled
+    Reject {
+        task: String,
+        #[arg(long, value_name = "R")]
+        reason: String,
+    },
+    /// Cancel a task
+    Cancel {
+        task: String,
+        #[arg(long, value_name = "R")]
+        reason: String,
+    },
+    /// Fail a task
+    Fail {
+        task: String,
+        #[arg(long, value_name = "R")]
+        reason: String,
+    },
+    /// Put a failed, cancelled or stale task back in the queue
+    Retry { task: String },
+    /// Comment on a task; --blocker fails it and wakes the captain
+    Comment {
+        task: String,
+        /// Comment text (words are joined with spaces; put `--` before text that starts with '-')
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+        #[arg(long)]
+        blocker: bool,
+        #[arg(long = "as", value_name = "ID")]
+        by: Option<String>,
+    },
+    /// Record progress on an in-progress task
+    Progress {
+        task: String,
+        #[arg(value_parser = clap::value_parser!(u8).range(0..=100))]
+        percent: u8,
+        #[arg(long, value_name = "S")]
+        step: Option<String>,
+        #[arg(long = "as", value_name = "ID")]
+        by: Option<String>,
+    },
+    /// List tasks (sorted by id)
+    List {
+        #[arg(long, value_name = "S", value_parser = Status::ALL.map(Status::as_str))]
+        status: Option<String>,
+    },
+    /// Show one task
+    Show { task: String },
+    /// Queue pending assigned tasks into their assignees' inboxes; re-send unacknowledged ones
+    Dispatch,
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+fn text(what: &str, s: &str, max: usize) -> Result<String> {
+    if s.trim().is_empty() {
+        return Err(Error::usage(format!("{what} is empty")));
+    }
+    if s.len() > max {
+        return Err(Error::usage(format!("{what} is longer than {max} bytes")));
+    }
+    Ok(s.to_string())
+}
+
+fn worker(raw: &str) -> Result<String> {
+    Ok(TaskId::parse(raw)?.as_str().to_string())
+}
+
+fn run(a: Args) -> Result<u8> {
+    let now = clock::now();
+    match a.cmd {
+        Cmd::Add {
+            subject,
+            description,
+            assignee,
+            blocked_by,
+            priority,
+            require_approval,
+        } => {
+            let subject = text("subject", &subject, MAX_SUBJECT)?;
+            if subject.contains(['\n', '\r']) {
+                return Err(Error::usage("subject must be one line"));
+            }
+            let new = NewTask {
+                subject,
+                description: description
+                    .map(|d| text("description", &d, MAX_TEXT))
+                    .transpose()?
+                    .unwrap_or_default(),
+                assignee: assignee.as_deref().map(worker).transpose()?,
+                blocked_by: blocked_by
+                    .iter()
+                    .map(|b| BoardId::parse(b.trim()))
+                    .collect::<Result<_>>()?,
+                priority,
+                require_approval,
+            };
+            let ctx = a.home.ctx(TOOL)?;
+            let t = store::add(&ctx.home, new, now)?;
+            let deps: Vec<String> = t.blocked_by.iter().map(BoardId::to_string).collect();
+            Event::at(now, TOOL, &t.id.to_string(), "board.added")
+                .field("subject", t.subject.clone())
+                .field("status", t.status.as_str())
+                .field("assignee", t.assignee.clone().unwrap_or_default())
+                .field("blocked_by", deps)
+                .field("priority", t.priority)
+                .field("require_approval", t.require_approval)
+                .record(&ctx.home);
+            print_task_line(&t, a.json)
+        }
+        Cmd::Claim { task, by } => {
+            let by = worker(&by)?;
+            change(
+                a.home,
+                a.json,
+                &task,
+                Op::Claim { by: by.clone() },
+                "board.claimed",
+                &by,
+                now,
+            )
+        }
+        Cmd::Complete { task, result, by } => {
+            let by = by.as_deref().map(worker).transpose()?;
+            let op = Op::Complete {
+                result: text("--result", &result, MAX_TEXT)?,
+                by: by.clone(),
+            };
+            change(
+                a.home,
+                a.json,
+                &task,
+                op,
+                "board.completed",
+                by.as_deref().unwrap_or(""),
+                now,
+            )
+        }
+        Cmd::Review { task } => {
+            change(a.home, a.json, &task, Op::Review, "board.reviewed", "", now)
+        }
+        Cmd::Approve { task } => change(
+            a.home,
+            a.json,
+            &task,
+            Op::Approve,
+            "board.approved",
+            "",
+            now,
+        ),
+        Cmd::Reject { task, reason } => {
+            let op = Op::Reject {
+                reason: text("--reason", &reason, MAX_TEXT)?,
+            };
+            change(a.home, a.json, &task, op, "board.rejected", "", now)
+        }
+        Cmd::Cancel { task, reason } => {
+            let op = Op::Cancel {
+                reason: text("--reason", &reason, MAX_TEXT)?,
+            };
+            change(a.home, a.json, &task, op, "board.cancelled", "", now)
+        }
+        Cmd::Fail { task, reason } => {
+            let op = Op::Fail {
+                reason: text("--reason", &reason, MAX_TEXT)?,
+            };
+            change(a.home, a.json, &task, op, "board.failed", "", now)
+        }
+        Cmd::Retry { task } => change(a.home, a.json, &task, Op::Retry, "board.retried", "", now),
+        Cmd::Comment {
+            task,
+            text: words,
+            blocker,
+            by,
+        } => {
+            let by = by
+                .as_deref()
+                .map(worker)
+                .transpose()?
+                .unwrap_or_else(|| "captain".into());
+            let op = Op::Comment {
+                text: text("comment", &words.join(" "), MAX_TEXT)?,
+                by: by.clone(),
+                blocker,
+            };
+            change(a.home, a.json, &task, op, "board.commented", &by, now)
+        }
+        Cmd::Progress {
+            task,
+            percent,
+            step,
+            by,
+        } => {
+            let by = by.as_deref().map(worker).transpose()?;
+            let step = step.map(|s| text("--step", &s, MAX_SUBJECT)).transpose()?;
+            change(
+                a.home,
+                a.json,
+                &task,
+                Op::Progress { percent, step },
+                "board.progress",
+                by.as_deref().unwrap_or(""),
+                now,
+            )
+        }
+        Cmd::List { status } => {
+            let ctx = a.home.ctx(TOOL)?;
+            super::board_view::list(&ctx, status.as_deref().and_then(Status::parse), a.json)
+        }
+        Cmd::Show { task } => {
+            let id = BoardId::parse(&task)?;
+            let ctx = a.home.ctx(TOOL)?;
+            let t = store::load(&ctx.home, id)?;
+            super::board_view::show(&t, a.json)
+        }
+        Cmd::Dispatch => {
+            let ctx = a.home.ctx(TOOL)?;
+            run_dispatch(&ctx, a.json, now)
+        }
+    }
+}
+
+fn print_task_line(t: &Task, json: bool) -> Result<u8> {
+    if json {
+        common::out_json(t)?;
+    } else {
+        common::out(&format!("{} {}", t.id, t.status))?;
+    }
+    Ok(0)
+}
+
+/// Runs one transition under the lock, records its events (and, for a
+/// blocker comment, the wake), and prints the result.
+fn change(
+    home: HomeArg,
+    json: bool,
+    task: &str,
+    op: Op,
+    action: &str,
+    actor: &str,
+    now: u64,
+) -> Result<u8> {
+    let id = BoardId::parse(task)?;
+    let ctx = home.ctx(TOOL)?;
+    let mut wake_seq = None;
+    let c: Change = store::update(&ctx.home, id, &op, now, |after| {
+        if let Op::Comment {
+            text,
+            by,
+            blocker: true,
+        } = &op
+        {
+            let line = format!(
+                "{}: {} (blocker from {by}; task failed): {text}",
+                after.id, after.subject
+            );
+            wake_seq = Some(wakes::append(
+                &ctx.home,
+                &after.id.to_string(),
+                "blocker",
+                &line,
+                now,
+            )?);
+        }
+        Ok(())
+    })?;
+    let mut ev = Event::at(now, TOOL, &id.to_string(), action)
+        .actor(actor)
+        .field("from", c.before.status.as_str())
+        .field("status", c.after.status.as_str());
+    match &op {
+        Op::Reject { reason } | Op::Cancel { reason } | Op::Fail { reason } => {
+            ev = ev.field("reason", reason.clone())
+        }
+        Op::Complete { result, .. } => ev = ev.field("result", result.clone()),
+        Op::Comment { text, blocker, .. } => {
+            ev = ev.field("text", text.clone()).field("blocker", *blocker)
+        }
+        Op::Progress { percent, step } => {
+            ev = ev
+                .field("percent", *percent)
+                .field("step", step.clone().unwrap_or_default())
+        }
+        _ => {}
+    }
+    if let Some(seq) = wake_seq {
+        ev = ev.field("wake_seq", seq);
+    }
+    ev.record(&ctx.home);
+    record_releases(&ctx, id, &c.released, now);
+    print_task_line(&c.after, json)?;
+    if !json {
+        for r in &c.released {
+            common::out(&format!("released {} {}", r.id, r.status))?;
+        }
+    }
+    Ok(0)
+}
+
+fn record_releases(ctx: &Ctx, by: BoardId, released: &[Task], now: u64) {
+    for r in released {
+        Event::at(now, TOOL, &r.id.to_string(), "board.released")
+            .field("by", by.to_string())
+            .field("status", r.status.as_str())
+            .record(&ctx.home);
+    }
+}
+
+fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
+    let mut queue = |id: &TaskId, body: &str| super::board_view::queue(ctx, id, body);
+    let outcomes = dispatch::run(&ctx.home, now, &mut queue)?;
+    for o in &outcomes {
+        let action = match o.action {
+            "dispatched" => "board.dispatched",
+            "resent" => "board.resent",
+            "failed" => "board.failed",
+            _ => "board.dispatch_error",
+        };
+        Event::at(now, TOOL, &o.task.to_string(), action)
+            .field("assignee", o.assignee.clone())
+            .field("seq", o.seq)
+            .field("dispatches", o.dispatches)
+            .field("detail", o.detail.clone().unwrap_or_default())
+            .record(&ctx.home);
+        record_releases(ctx, o.task, &o.released, now);
+    }
+    super::board_view::dispatch_report(&outcomes, json)?;
+    Ok(if outcomes.iter().any(|o| o.action == "error") {
+        1
+    } else {
+        0
+    })
+}

@@ -1,0 +1,192 @@
+//! `fm-board`'s output (list, show, dispatch report) and its one outside
+//! write: queueing a dispatch into an assignee's inbox with `fm-send`
+//! semantics (record first, then one doorbell ring; the record counts
+//! whatever the ring did).
+
+use std::fmt::Write as _;
+
+use super::common::{self, Ctx};
+use crate::board::dispatch::Outcome;
+use crate::board::{BoardId, Status, Task, store};
+use crate::clock;
+use crate::error::Result;
+use crate::inbox::{self, Outgoing};
+use crate::task_id::TaskId;
+
+/// Sender name on dispatch records.
+pub const DISPATCH_FROM: &str = "fm-board";
+
+fn or_dash(v: &Option<String>) -> &str {
+    v.as_deref().unwrap_or("-")
+}
+
+fn deps(t: &Task) -> String {
+    if t.blocked_by.is_empty() {
+        return "-".into();
+    }
+    t.blocked_by
+        .iter()
+        .map(BoardId::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `list`: a table (or a JSON array) built in one buffer and written once.
+pub fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
+    let (tasks, warnings) = store::load_all(&ctx.home)?;
+    for w in &warnings {
+        eprintln!("fm-board: warning: skipped {w}");
+    }
+    let tasks = store::filter(tasks, status);
+    if json {
+        let mut s = serde_json::to_string(&tasks)
+            .map_err(|e| crate::Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
+        s.push('\n');
+        return common::out_bytes(s.as_bytes()).map(|()| 0);
+    }
+    let mut s = String::with_capacity(64 + tasks.len() * 96);
+    let _ = writeln!(
+        s,
+        "{:<7} {:<11} {:>4} {:<14} {:<14} {:<12} SUBJECT",
+        "ID", "STATUS", "PRI", "ASSIGNEE", "OWNER", "BLOCKED_BY"
+    );
+    for t in &tasks {
+        let _ = writeln!(
+            s,
+            "{:<7} {:<11} {:>4} {:<14} {:<14} {:<12} {}",
+            t.id.to_string(),
+            t.status.as_str(),
+            t.priority,
+            or_dash(&t.assignee),
+            or_dash(&t.owner),
+            deps(t),
+            t.subject
+        );
+    }
+    common::out_bytes(s.as_bytes()).map(|()| 0)
+}
+
+/// `show`: the task object, or a few labelled lines.
+pub fn show(t: &Task, json: bool) -> Result<u8> {
+    if json {
+        common::out_json(t)?;
+        return Ok(0);
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "{} {} \u{b7} {}", t.id, t.status, t.subject);
+    let approval = if t.require_approval {
+        "required"
+    } else {
+        "not required"
+    };
+    let _ = writeln!(
+        s,
+        "assignee: {} \u{b7} owner: {} \u{b7} priority: {} \u{b7} approval: {approval} \u{b7} dispatches: {}",
+        or_dash(&t.assignee),
+        or_dash(&t.owner),
+        t.priority,
+        t.dispatches
+    );
+    let _ = writeln!(s, "blocked by: {}", deps(t));
+    if let Some(p) = t.progress {
+        let _ = writeln!(
+            s,
+            "progress: {p}%{}",
+            t.step
+                .as_deref()
+                .map(|st| format!(" \u{b7} {st}"))
+                .unwrap_or_default()
+        );
+    }
+    for (label, v) in [("result", &t.result), ("reason", &t.reason)] {
+        if let Some(v) = v {
+            let _ = writeln!(s, "{label}: {v}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "created: {} \u{b7} updated: {}",
+        clock::rfc3339(t.created_at),
+        clock::rfc3339(t.updated_at)
+    );
+    if !t.description.is_empty() {
+        let _ = writeln!(s, "description:");
+        for l in t.description.lines() {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
+    for c in &t.comments {
+        let kind = if c.blocker { " [blocker]" } else { "" };
+        let _ = writeln!(
+            s,
+            "comment {} {}{kind}: {}",
+            clock::rfc3339(c.at),
+            c.author,
+            c.text
+        );
+    }
+    common::out_bytes(s.as_bytes()).map(|()| 0)
+}
+
+/// `dispatch`: one line per task acted on.
+pub fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
+    if json {
+        return common::out_json(&outcomes);
+    }
+    let mut s = String::new();
+    for o in outcomes {
+        let _ = match o.action {
+            "dispatched" | "resent" => writeln!(
+                s,
+                "{} {} {} {} \u{b7} dispatch {}/3 \u{b7} doorbell {}",
+                o.action,
+                o.task,
+                o.assignee,
+                crate::fsx::numbered_name(o.seq.unwrap_or(0), "msg"),
+                o.dispatches,
+                o.doorbell.as_deref().unwrap_or("-")
+            ),
+            "failed" => writeln!(
+                s,
+                "failed {} {} \u{b7} {}",
+                o.task,
+                o.assignee,
+                o.detail.as_deref().unwrap_or("")
+            ),
+            _ => writeln!(
+                s,
+                "error {} {} \u{b7} {}",
+                o.task,
+                o.assignee,
+                o.detail.as_deref().unwrap_or("")
+            ),
+        };
+        for r in &o.released {
+            let _ = writeln!(s, "released {} {}", r.id, r.status);
+        }
+    }
+    if s.is_empty() {
+        s.push_str("nothing to dispatch\n");
+    }
+    common::out_bytes(s.as_bytes())
+}
+
+/// Queues `body` into `id`'s inbox and rings its doorbell once (SPEC §5.3);
+/// returns the record number and the ring outcome.
+pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<(u64, String)> {
+    let now = clock::now();
+    let msg = Outgoing {
+        from: DISPATCH_FROM,
+        body: body.as_bytes(),
+        fire_and_forget: false,
+        dedupe: false,
+    };
+    let q = inbox::queue(&ctx.home, &ctx.cfg, id, &msg, now)?;
+    crate::events::Event::at(now, "fm-board", id.as_str(), "inbox.queued")
+        .actor(DISPATCH_FROM)
+        .field("seq", q.seq)
+        .record(&ctx.home);
+    let outcome =
+        crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id)?.ring(&ctx.home, &ctx.cfg);
+    Ok((q.seq, outcome.as_str().to_string()))
+}

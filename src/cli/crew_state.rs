@@ -1,0 +1,145 @@
+//! `fm-crew-state` (SPEC §9, §11.2): one task's state line, the fleet
+//! table, `--json` for both, the `--watch` live view and `--trace`.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+
+use super::common::{self, Ctx, HomeArg};
+use crate::clock;
+use crate::crew_state::{Row, facts, live, render, trace};
+use crate::error::{Error, Result};
+use crate::task_id::TaskId;
+
+const TOOL: &str = "fm-crew-state";
+
+/// Lines of the wake feed shown under the live view.
+const WAKE_LINES: usize = 8;
+
+/// What every worker is doing right now.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-crew-state",
+    version,
+    after_help = "Examples:\n  fm-crew-state fix-login\n  fm-crew-state --json\n  fm-crew-state --watch --interval 5\n  fm-crew-state --trace fix-login\n\nExit codes: 0 every successful read (an unknown task included), 2 usage or invalid id,\n3 environment failure, 130 the live view was stopped with Ctrl-C."
+)]
+pub struct Args {
+    /// Task id (omit for the whole fleet)
+    #[arg(value_name = "ID", conflicts_with_all = ["all", "watch", "trace"])]
+    id: Option<OsString>,
+    /// The whole fleet: one row per task with a meta file (the default)
+    #[arg(long)]
+    all: bool,
+    /// Print JSON: an object for one task, an array for the fleet
+    #[arg(long, conflicts_with = "watch")]
+    json: bool,
+    /// Live fleet view, redrawn in place until Ctrl-C
+    #[arg(long, conflicts_with = "trace")]
+    watch: bool,
+    /// Seconds between redraws of --watch
+    #[arg(long, value_name = "S", default_value_t = 2.0, requires = "watch")]
+    interval: f64,
+    /// The audit trail of a task and its descendants, as Markdown
+    #[arg(long, value_name = "ID", conflicts_with = "all")]
+    trace: Option<OsString>,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+/// The rows of `ids`, gathered in one pass; warnings go to stderr.
+pub fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
+    let (all, warnings) = facts::gather(
+        &ctx.home,
+        &ctx.cfg,
+        ids,
+        clock::now(),
+        &facts::real_tmux,
+        facts::dod_gate,
+    );
+    for w in warnings {
+        eprintln!("{TOOL}: warning: {w}");
+    }
+    all.iter().map(Row::from_facts).collect()
+}
+
+fn run(a: Args) -> Result<u8> {
+    let id = a.id.as_deref().map(TaskId::parse_os).transpose()?;
+    let traced = a.trace.as_deref().map(TaskId::parse_os).transpose()?;
+    if !(a.interval.is_finite() && a.interval > 0.0 && a.interval <= 86_400.0) {
+        return Err(Error::usage(
+            "--interval must be between 0 and 86400 seconds",
+        ));
+    }
+    let ctx = a.home.ctx(TOOL)?;
+    if let Some(root) = traced {
+        let trail = trace::trail(&ctx.home, &root)?;
+        if a.json {
+            common::out_json(&trail)?;
+        } else {
+            for e in &trail {
+                common::out(&trace::markdown(e))?;
+            }
+        }
+        return Ok(0);
+    }
+    if let Some(id) = id {
+        let row = rows(&ctx, std::slice::from_ref(&id)).remove(0);
+        if a.json {
+            common::out_json(&row)?;
+        } else {
+            common::out(&render::line(&row, common::colour_enabled()))?;
+        }
+        return Ok(0);
+    }
+    if a.watch {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        let colour = common::colour_enabled();
+        let interval = Duration::from_secs_f64(a.interval);
+        return live::run(interval, tty, || frame(&ctx, colour, a.interval));
+    }
+    let rows = rows(&ctx, &ctx.home.task_ids_with_meta()?);
+    if a.json {
+        common::out_json(&rows)?;
+    } else {
+        common::out(&render::table(&rows, common::colour_enabled()).join("\n"))?;
+    }
+    Ok(0)
+}
+
+/// One frame of the live view: title, table, latest wakes.
+fn frame(ctx: &Ctx, colour: bool, interval: f64) -> Result<String> {
+    let rows = rows(ctx, &ctx.home.task_ids_with_meta()?);
+    let mut s = format!(
+        "{TOOL} \u{b7} {} \u{b7} {} tasks \u{b7} every {interval}s \u{b7} Ctrl-C to quit\n\n",
+        clock::human_utc(clock::now()),
+        rows.len()
+    );
+    for l in render::table(&rows, colour) {
+        s.push_str(&l);
+        s.push('\n');
+    }
+    s.push_str("\nwakes:\n");
+    let wakes = live::tail_lines(&ctx.home.wakes(), WAKE_LINES);
+    if wakes.is_empty() {
+        s.push_str("  (none)\n");
+    }
+    for w in wakes {
+        s.push_str("  ");
+        s.push_str(&w);
+        s.push('\n');
+    }
+    Ok(s)
+}

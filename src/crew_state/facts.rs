@@ -1,0 +1,469 @@
+//! Everything §9.2 decides on, gathered in one pass (SPEC §9.2, §9.3, §4).
+//!
+//! Per task: meta, the run record `state/<id>.run`, the busy record
+//! `state/<id>.busy`, the status log's fold, the pending inbox count, and
+//! whether the worktree exists. Per tmux socket: one `list-panes -a` for
+//! the whole fleet, and only when some task on it records a pane. git is
+//! asked only for tasks with a run record (branch, HEAD, ancestry) and the
+//! gate only for a ship whose current line is `done`; a pane's screen is
+//! captured only when the rules reach the harness `busy_regex`. Every
+//! external program runs with an argument vector and a time bound.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::resolve::{Gate, Need, step};
+use crate::config::Config;
+use crate::harness::{self, HarnessProfile};
+use crate::home::Home;
+use crate::meta::Meta;
+use crate::pane::{Pane, PaneInfo, Tmux, run_bounded};
+use crate::status::{self, Fold, Parsed, StatusLine, Verb};
+use crate::task_id::TaskId;
+use crate::{fsx, inbox};
+
+/// Longest a git call may take.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `state/<id>.run`: a validation pipeline's run record (key=value).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunRecord {
+    pub status: String,
+    pub branch: String,
+    pub head: String,
+    pub gate: String,
+    pub findings: u64,
+    pub pr: String,
+    /// When the record was last written (its mtime, Unix seconds).
+    pub mtime: Option<u64>,
+}
+
+impl RunRecord {
+    /// Parses the record; unknown keys are ignored, the last occurrence wins.
+    pub fn parse(bytes: &[u8], mtime: Option<u64>) -> RunRecord {
+        let m = Meta::parse(bytes);
+        RunRecord {
+            status: m.str("status").trim().to_lowercase(),
+            branch: m.str("branch").trim().to_string(),
+            head: m.str("head").trim().to_lowercase(),
+            gate: m.str("gate").trim().to_string(),
+            findings: m.str("findings").trim().parse().unwrap_or(0),
+            pr: m.str("pr").trim().to_string(),
+            mtime,
+        }
+    }
+}
+
+/// `state/<id>.busy`: `busy|idle <epoch> <source>` (SPEC §9.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusyRecord {
+    pub busy: bool,
+    pub at: u64,
+    pub source: String,
+}
+
+impl BusyRecord {
+    /// `None` for anything that is not a well-formed record.
+    pub fn parse(bytes: &[u8]) -> Option<BusyRecord> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut f = text.lines().next()?.split_whitespace();
+        let busy = match f.next()? {
+            "busy" => true,
+            "idle" => false,
+            _ => return None,
+        };
+        let at = f.next()?.parse().ok()?;
+        let source = f.collect::<Vec<_>>().join(" ");
+        Some(BusyRecord {
+            busy,
+            at,
+            source: if source.is_empty() {
+                "hook".into()
+            } else {
+                source
+            },
+        })
+    }
+}
+
+/// The worktree as git sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitFacts {
+    /// Current branch; `None` when HEAD is detached.
+    pub branch: Option<String>,
+    pub head: String,
+}
+
+/// What tmux says about the recorded pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaneFact {
+    /// Meta has no `pane` key: rules 3–4 are skipped.
+    Unset,
+    /// tmux could not be asked (not installed, failing): rules 3–4 skipped.
+    Unknown,
+    /// No such pane on the task's server.
+    Gone,
+    Present {
+        dead: bool,
+        command: String,
+    },
+}
+
+/// Every input of the resolver for one task.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub id: TaskId,
+    pub now: u64,
+    /// A state file that could not be read (a symlink, a permission error).
+    pub error: Option<String>,
+    pub meta: Option<Meta>,
+    pub worktree_exists: bool,
+    pub git: Option<GitFacts>,
+    pub run: Option<RunRecord>,
+    /// HEAD is an ancestor of the run's head (asked only when they differ).
+    pub run_contains_head: bool,
+    pub pane: PaneFact,
+    pub profile: Option<HarnessProfile>,
+    pub busy: Option<BusyRecord>,
+    pub fold: Fold,
+    /// Time of the log's last status line: its `at=`, else the log's mtime.
+    pub last_line_at: Option<u64>,
+    pub log_mtime: Option<u64>,
+    /// The pane's visible screen, once captured.
+    pub screen: Option<String>,
+    /// The gate's verdict on the current `done` line, once asked.
+    pub gate: Option<Gate>,
+    pub inbox_pending: usize,
+}
+
+impl Facts {
+    /// Facts of a task nobody knows anything about yet.
+    pub fn empty(id: TaskId, now: u64) -> Facts {
+        Facts {
+            id,
+            now,
+            error: None,
+            meta: None,
+            worktree_exists: false,
+            git: None,
+            run: None,
+            run_contains_head: false,
+            pane: PaneFact::Unset,
+            profile: None,
+            busy: None,
+            fold: Fold::default(),
+            last_line_at: None,
+            log_mtime: None,
+            screen: None,
+            gate: None,
+            inbox_pending: 0,
+        }
+    }
+}
+
+/// The §8.2 gate, asked for a ship whose current line is `done`.
+pub type GateFn = fn(&Home, &Config, &TaskId, &Meta, &StatusLine) -> Gate;
+
+/// The library's done gate ([`crate::dod::gate`]) as a resolver input.
+pub fn dod_gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLine) -> Gate {
+    match crate::dod::gate(home, cfg, id, meta, line) {
+        crate::dod::Verdict::Accepted(_) => Gate::Accepted,
+        crate::dod::Verdict::Refused(why) => Gate::Refused(why),
+        crate::dod::Verdict::NotGated(_) => Gate::NotGated,
+    }
+}
+
+/// Opens the tmux of a socket name ("" = default server).
+pub type PaneFor<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
+
+/// The real tmux for a socket.
+pub fn real_tmux(socket: &str) -> Box<dyn Pane> {
+    Box::new(Tmux::new(socket))
+}
+
+/// Which names exist in `state/`, from one directory listing: a fleet
+/// call opens only the files that are there.
+#[derive(Debug, Default)]
+pub struct StateIndex {
+    names: HashSet<OsString>,
+}
+
+impl StateIndex {
+    /// Lists `state/` once; `None` if it cannot be listed.
+    pub fn read(home: &Home) -> Option<StateIndex> {
+        let rd = std::fs::read_dir(home.state_dir()).ok()?;
+        Some(StateIndex {
+            names: rd.filter_map(|e| e.ok().map(|e| e.file_name())).collect(),
+        })
+    }
+
+    /// False only when the listing shows `path` does not exist.
+    fn may_exist(idx: Option<&StateIndex>, path: &Path) -> bool {
+        match (idx, path.file_name()) {
+            (Some(i), Some(name)) => i.names.contains(name),
+            _ => true,
+        }
+    }
+}
+
+/// The worktree a task records; empty means the default location.
+pub fn worktree_path(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
+    match meta.str("worktree") {
+        "" => home.worktree(cfg, id),
+        w => PathBuf::from(w),
+    }
+}
+
+fn read_if(idx: Option<&StateIndex>, path: &Path) -> crate::Result<Option<(Vec<u8>, Option<u64>)>> {
+    if !StateIndex::may_exist(idx, path) {
+        return Ok(None);
+    }
+    fsx::read_optional_mtime(path)
+}
+
+/// Reads the per-task files; no tmux, no git.
+fn read_files(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    now: u64,
+    idx: Option<&StateIndex>,
+) -> crate::Result<Facts> {
+    let mut f = Facts::empty(id.clone(), now);
+    f.meta = read_if(idx, &home.meta(id))?.map(|(b, _)| Meta::parse(&b));
+    if let Some((bytes, mtime)) = read_if(idx, &home.status(id))? {
+        f.log_mtime = mtime;
+        let paused = &cfg.brief.paused_verb;
+        for line in fsx::complete_lines(&bytes).split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let parsed = status::parse_line(line, paused);
+            if let Parsed::Line(l) = &parsed {
+                f.last_line_at = l.at.or(f.log_mtime);
+            }
+            f.fold.push(parsed);
+        }
+    }
+    f.busy = read_if(idx, &home.busy(id))?.and_then(|(b, _)| BusyRecord::parse(&b));
+    f.run = read_if(idx, &home.run(id))?.map(|(b, m)| RunRecord::parse(&b, m));
+    let inbox = home.inbox(id);
+    if StateIndex::may_exist(idx, &inbox) {
+        f.inbox_pending = fsx::list_numbered(&inbox, inbox::EXT)?.len();
+    }
+    if let Some(meta) = &f.meta {
+        if matches!(meta.kind(), "ship" | "scout") {
+            f.worktree_exists = worktree_path(home, cfg, id, meta).is_dir();
+        }
+        if let Some(name) = meta.get("harness").filter(|h| !h.is_empty()) {
+            f.profile = harness::profile(cfg, name);
+        }
+    }
+    Ok(f)
+}
+
+/// [`read_files`] for every id, split over a few threads for big fleets.
+fn read_all(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> Vec<Facts> {
+    let idx = if ids.len() > 8 {
+        StateIndex::read(home)
+    } else {
+        None
+    };
+    let one = |id: &TaskId| {
+        read_files(home, cfg, id, now, idx.as_ref()).unwrap_or_else(|e| {
+            let mut f = Facts::empty(id.clone(), now);
+            f.error = Some(e.to_string());
+            f
+        })
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if ids.len() < 256 || threads < 2 {
+        return ids.iter().map(one).collect();
+    }
+    let chunk = ids.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ids
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("reader thread"))
+            .collect()
+    })
+}
+
+/// Runs `git -C dir args…` with the time bound; `None` on any failure.
+fn git(dir: &Path, args: &[&str]) -> Option<(i32, String)> {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(args);
+    let (code, out, _) = run_bounded(cmd, GIT_TIMEOUT).ok()?;
+    Some((code?, out))
+}
+
+/// Branch and HEAD of a worktree (one git call).
+pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
+    let (code, out) = git(worktree, &["rev-parse", "HEAD", "--abbrev-ref", "HEAD"])?;
+    if code != 0 {
+        return None;
+    }
+    let mut lines = out.lines();
+    let head = lines.next()?.trim().to_string();
+    let branch = lines.next()?.trim();
+    Some(GitFacts {
+        head,
+        branch: (branch != "HEAD" && !branch.is_empty()).then(|| branch.to_string()),
+    })
+}
+
+fn is_sha(s: &str) -> bool {
+    (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Adds the git facts a run record needs to be attributed (rule 2).
+fn attribute_run(home: &Home, cfg: &Config, f: &mut Facts) {
+    let (Some(meta), Some(run)) = (&f.meta, &f.run) else {
+        return;
+    };
+    if !f.worktree_exists || run.branch.is_empty() {
+        return;
+    }
+    let wt = worktree_path(home, cfg, &f.id, meta);
+    f.git = git_facts(&wt);
+    if let Some(g) = &f.git
+        && g.branch.as_deref() == Some(run.branch.as_str())
+        && g.head != run.head
+        && is_sha(&run.head)
+    {
+        f.run_contains_head = matches!(
+            git(&wt, &["merge-base", "--is-ancestor", "HEAD", &run.head]),
+            Some((0, _))
+        );
+    }
+}
+
+/// The socket a task's pane lives on: meta `tmux_socket`, else the config's.
+fn socket_of<'a>(meta: &'a Meta, cfg: &'a Config) -> &'a str {
+    match meta.str("tmux_socket") {
+        "" => &cfg.tmux.socket,
+        s => s,
+    }
+}
+
+/// The `done` line handed to the gate: the fold's current line.
+fn done_line(f: &Facts) -> StatusLine {
+    let c = f.fold.current();
+    StatusLine {
+        verb: "done".into(),
+        kind: Verb::Done,
+        key: c
+            .as_ref()
+            .map_or_else(|| "default".into(), |c| c.key.clone()),
+        text: c.as_ref().map(|c| c.text.clone()).unwrap_or_default(),
+        at: c.and_then(|c| c.at),
+    }
+}
+
+/// Gathers the facts of `ids` in one pass, filling the screen and the gate
+/// verdict exactly where the rules need them. Warnings (tmux could not be
+/// asked) are returned for the caller to print.
+pub fn gather(
+    home: &Home,
+    cfg: &Config,
+    ids: &[TaskId],
+    now: u64,
+    pane_for: PaneFor,
+    gate: GateFn,
+) -> (Vec<Facts>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut all = read_all(home, cfg, ids, now);
+
+    // One list-panes per socket that some task needs.
+    let mut sockets: BTreeMap<String, Option<HashMap<String, PaneInfo>>> = BTreeMap::new();
+    for f in &all {
+        if let Some(m) = &f.meta
+            && !m.str("pane").is_empty()
+        {
+            sockets.entry(socket_of(m, cfg).to_string()).or_default();
+        }
+    }
+    let mut tmuxes: HashMap<String, Box<dyn Pane>> = HashMap::new();
+    for (socket, slot) in sockets.iter_mut() {
+        let t = pane_for(socket);
+        match t.list() {
+            Ok(list) => *slot = Some(list.into_iter().map(|p| (p.id.clone(), p)).collect()),
+            Err(e) => warnings.push(format!("tmux: {e}; pane states not read")),
+        }
+        tmuxes.insert(socket.clone(), t);
+    }
+
+    for f in &mut all {
+        let Some(meta) = f.meta.clone() else { continue };
+        let pane = meta.str("pane");
+        let socket = socket_of(&meta, cfg);
+        if !pane.is_empty() {
+            f.pane = match sockets.get(socket) {
+                Some(Some(panes)) => match panes.get(pane) {
+                    Some(p) => PaneFact::Present {
+                        dead: p.dead,
+                        command: p.command.clone(),
+                    },
+                    None => PaneFact::Gone,
+                },
+                _ => PaneFact::Unknown,
+            };
+        }
+        attribute_run(home, cfg, f);
+        // At most one round per expensive input.
+        for _ in 0..2 {
+            match step(f) {
+                Ok(_) => break,
+                Err(Need::Screen) => {
+                    let screen = tmuxes
+                        .get(socket)
+                        .and_then(|t| t.capture(pane, 0).ok())
+                        .unwrap_or_default();
+                    f.screen = Some(screen);
+                }
+                Err(Need::Gate) => f.gate = Some(gate(home, cfg, &f.id, &meta, &done_line(f))),
+            }
+        }
+    }
+    (all, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_record_parses_loosely() {
+        let r = RunRecord::parse(
+            b"status=AWAITING_APPROVAL\nbranch=fm/x\nhead=ABC123\ngate=review\nfindings=2\njunk\n",
+            Some(5),
+        );
+        assert_eq!(r.status, "awaiting_approval");
+        assert_eq!(r.head, "abc123");
+        assert_eq!((r.findings, r.gate.as_str()), (2, "review"));
+        assert_eq!(RunRecord::parse(b"findings=x\n", None).findings, 0);
+    }
+
+    #[test]
+    fn busy_record_parses_or_is_ignored() {
+        assert_eq!(
+            BusyRecord::parse(b"busy 17 prompt-hook\n"),
+            Some(BusyRecord {
+                busy: true,
+                at: 17,
+                source: "prompt-hook".into()
+            })
+        );
+        assert_eq!(BusyRecord::parse(b"idle 3\n").unwrap().source, "hook");
+        assert_eq!(BusyRecord::parse(b"maybe 3 x\n"), None);
+        assert_eq!(BusyRecord::parse(b"busy soon x\n"), None);
+        assert_eq!(BusyRecord::parse(b""), None);
+    }
+}

@@ -1,0 +1,149 @@
+//! Human output of crew state (SPEC §9.1): the one-line form
+//! `state: S · source: SRC · detail` and the fleet table, both printed from
+//! the same [`Row`] that `--json` serialises. Colour (the state word only)
+//! is the caller's choice: on a terminal and never with `NO_COLOR`.
+
+use super::{Row, State};
+use crate::clock;
+
+const SEP: &str = " \u{b7} ";
+
+/// The SGR colour of a state.
+fn colour(state: State) -> &'static str {
+    match state {
+        State::Working => "32",
+        State::Idle => "2",
+        State::Parked => "33",
+        State::Blocked => "1;31",
+        State::Paused => "36",
+        State::Done => "34",
+        State::Failed => "31",
+        State::Exited => "35",
+        State::Unknown => "2",
+    }
+}
+
+fn paint(text: &str, state: State, on: bool) -> String {
+    if on {
+        format!("\x1b[{}m{text}\x1b[0m", colour(state))
+    } else {
+        text.to_string()
+    }
+}
+
+/// `state: <S> · source: <SRC>[ · <detail>]`.
+pub fn line(row: &Row, colour: bool) -> String {
+    let mut s = format!(
+        "state: {}{SEP}source: {}",
+        paint(row.state.as_str(), row.state, colour),
+        row.source.as_str()
+    );
+    if !row.detail.is_empty() {
+        s.push_str(SEP);
+        s.push_str(&row.detail);
+    }
+    s
+}
+
+/// The AGE cell: `42s`, `5m`, … or `-` without a current line.
+pub fn age_cell(row: &Row) -> String {
+    row.age_secs.map(clock::age).unwrap_or_else(|| "-".into())
+}
+
+/// The fleet table: a header and one row per task, columns padded to the
+/// widest cell, DETAIL last and unpadded.
+pub fn table(rows: &[Row], colour: bool) -> Vec<String> {
+    let header = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
+    let cells: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.id.clone(),
+                r.state.as_str().to_string(),
+                r.source.as_str().to_string(),
+                age_cell(r),
+                r.inbox_pending.to_string(),
+                r.open_decisions.len().to_string(),
+                r.detail.clone(),
+            ]
+        })
+        .collect();
+    let mut width = header.map(str::len);
+    for c in &cells {
+        for (w, cell) in width.iter_mut().zip(c.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let fmt = |cols: [&str; 7], state: Option<State>| {
+        let mut s = String::new();
+        for (i, cell) in cols.iter().enumerate() {
+            if i == 6 {
+                s.push_str(cell);
+                break;
+            }
+            let pad = width[i] - cell.chars().count() + 2;
+            match (i, state) {
+                (1, Some(st)) => s.push_str(&paint(cell, st, colour)),
+                _ => s.push_str(cell),
+            }
+            s.extend(std::iter::repeat_n(' ', pad));
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = vec![fmt(header, None)];
+    for (c, r) in cells.iter().zip(rows) {
+        out.push(fmt(
+            [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
+            Some(r.state),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crew_state::Source;
+
+    fn row(id: &str, state: State, detail: &str) -> Row {
+        Row {
+            id: id.into(),
+            state,
+            source: Source::StatusLog,
+            detail: detail.into(),
+            age_secs: Some(125),
+            inbox_pending: 2,
+            open_decisions: vec![],
+        }
+    }
+
+    #[test]
+    fn one_line_omits_an_empty_detail() {
+        assert_eq!(
+            line(&row("a", State::Done, "shipped"), false),
+            "state: done \u{b7} source: status-log \u{b7} shipped"
+        );
+        assert_eq!(
+            line(&row("a", State::Done, ""), false),
+            "state: done \u{b7} source: status-log"
+        );
+        assert!(line(&row("a", State::Done, ""), true).contains("\x1b[34mdone\x1b[0m"));
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let t = table(
+            &[
+                row("a", State::Working, "x y"),
+                row("long-id", State::Blocked, ""),
+            ],
+            false,
+        );
+        assert_eq!(
+            t[0],
+            "ID       STATE    SOURCE      AGE  INBOX  OPEN  DETAIL"
+        );
+        assert_eq!(t[1], "a        working  status-log  2m   2      0     x y");
+        assert_eq!(t[2], "long-id  blocked  status-log  2m   2      0");
+    }
+}

@@ -1,0 +1,544 @@
+//! `fm-board`: claims under contention (real processes), dependency release,
+//! refusals that write nothing, the approval flow, blocker wakes, and
+//! dispatch into inboxes with the circuit breaker.
+
+use std::process::{Command, Stdio};
+
+use crate::harness::{TestHome, bin};
+
+fn add(h: &TestHome, args: &[&str]) -> String {
+    let out = h.fm("board").arg("add").args(args).run().success().stdout();
+    out.split_whitespace().next().unwrap().to_string()
+}
+
+fn status(h: &TestHome, id: &str) -> String {
+    h.fm("board")
+        .args(["show", id, "--json"])
+        .run()
+        .success()
+        .json()["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn board_file(h: &TestHome, id: &str) -> Vec<u8> {
+    h.read(&format!("data/board/{id}.task"))
+}
+
+#[test]
+fn sixteen_processes_race_for_one_claim() {
+    let h = TestHome::new();
+    let id = add(&h, &["contended task"]);
+    let children: Vec<_> = (0..16)
+        .map(|i| {
+            Command::new(bin("fm-board"))
+                .env("FM_HOME", h.root())
+                .args(["claim", "T-1", "--as", &format!("w{i}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let winners: Vec<_> = outs.iter().filter(|o| o.status.code() == Some(0)).collect();
+    assert_eq!(winners.len(), 1, "exactly one claim succeeds");
+    assert_eq!(
+        String::from_utf8_lossy(&winners[0].stdout),
+        format!("{id} in_progress\n")
+    );
+    for o in outs.iter().filter(|o| o.status.code() != Some(0)) {
+        assert_eq!(o.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("fm-board: error: T-001 is in_progress (owner w"),
+            "{err}"
+        );
+    }
+    let j = h
+        .fm("board")
+        .args(["show", "1", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(j["status"], "in_progress");
+    assert!(j["owner"].as_str().unwrap().starts_with('w'));
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert_eq!(events.matches("\"board.claimed\"").count(), 1);
+    let dir: Vec<_> = std::fs::read_dir(h.path("data/board"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(dir.len(), 2, "only the task file and the lock: {dir:?}");
+}
+
+#[test]
+fn chain_releases_only_when_every_blocker_finishes() {
+    let h = TestHome::new();
+    assert_eq!(add(&h, &["A"]), "T-001");
+    assert_eq!(add(&h, &["B", "--blocked-by", "T-1"]), "T-002");
+    h.fm("board")
+        .args(["add", "C", "--blocked-by", "1,T-002"])
+        .run()
+        .success()
+        .stdout_is("T-003 blocked\n");
+    h.fm("board")
+        .args(["claim", "3", "--as", "w1"])
+        .run()
+        .status(1)
+        .stderr_has("T-003 is blocked");
+    h.fm("board")
+        .args(["complete", "T-2", "--result", "early"])
+        .run()
+        .status(1)
+        .stderr_has("T-002 is blocked");
+    h.fm("board")
+        .args(["complete", "T-001", "--result", "done A", "--as", "w1"])
+        .run()
+        .success()
+        .stdout_is("T-001 completed\nreleased T-002 pending\nreleased T-003 blocked\n");
+    assert_eq!(status(&h, "T-3"), "blocked");
+    let j = h
+        .fm("board")
+        .args(["show", "3", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(j["blocked_by"], serde_json::json!(["T-002"]));
+    h.fm("board")
+        .args(["claim", "2", "--as", "w2"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["complete", "2", "--result", "done B"])
+        .run()
+        .success();
+    assert_eq!(status(&h, "T-3"), "pending");
+    let ev = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert_eq!(ev.matches("\"board.released\"").count(), 3, "{ev}");
+}
+
+#[test]
+fn cancelling_or_failing_a_blocker_releases_its_dependent() {
+    let h = TestHome::new();
+    add(&h, &["A"]);
+    add(&h, &["B", "--blocked-by", "T-1"]);
+    h.fm("board")
+        .args(["cancel", "1", "--reason", "not needed"])
+        .run()
+        .success()
+        .stdout_has("released T-002 pending");
+    assert_eq!(status(&h, "2"), "pending");
+    add(&h, &["X"]);
+    add(&h, &["Y", "--blocked-by", "T-3"]);
+    h.fm("board")
+        .args(["claim", "3", "--as", "w1"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["fail", "3", "--reason", "broken"])
+        .run()
+        .success();
+    assert_eq!(status(&h, "4"), "pending");
+    // A blocker already finished at add time does not block.
+    h.fm("board")
+        .args(["add", "Z", "--blocked-by", "T-3"])
+        .run()
+        .success()
+        .stdout_is("T-005 pending\n");
+}
+
+#[test]
+fn cycles_and_unknown_blockers_are_refused_with_nothing_written() {
+    let h = TestHome::new();
+    add(&h, &["A"]);
+    add(&h, &["B", "--blocked-by", "T-1"]);
+    let before = h.tree();
+    let events = h.read("state/events.jsonl");
+    h.fm("board")
+        .args(["add", "X", "--blocked-by", "T-9"])
+        .run()
+        .status(1)
+        .stderr_has("unknown task in --blocked-by: T-009");
+    h.fm("board")
+        .args(["add", "X", "--blocked-by", "T-3"])
+        .run()
+        .status(1)
+        .stderr_has("cycle");
+    h.fm("board")
+        .args(["add", "X", "--blocked-by", "T-x"])
+        .run()
+        .status(2)
+        .stderr_has("invalid board task id");
+    // A cycle written by hand between T-1 and T-2 is refused for a newcomer.
+    let one = String::from_utf8(board_file(&h, "T-001"))
+        .unwrap()
+        .replace("blocked_by=\n", "blocked_by=T-002\n");
+    h.write("data/board/T-001.task", &one);
+    h.fm("board")
+        .args(["add", "X", "--blocked-by", "2"])
+        .run()
+        .status(1)
+        .stderr_has("dependency cycle: T-002 -> T-001 -> T-002");
+    assert_eq!(h.tree(), before);
+    assert_eq!(h.read("state/events.jsonl"), events);
+}
+
+#[test]
+fn illegal_transitions_exit_1_naming_status_and_leave_the_file_unchanged() {
+    let h = TestHome::new();
+    add(&h, &["plain"]); // T-001
+    add(&h, &["gated", "--require-approval"]); // T-002
+    add(&h, &["to cancel"]); // T-003
+    h.fm("board")
+        .args(["claim", "1", "--as", "w1"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["claim", "2", "--as", "w1"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["cancel", "3", "--reason", "dup"])
+        .run()
+        .success();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["approve", "2"], "T-002", "T-002 is in_progress"),
+        (
+            &["reject", "2", "--reason", "no"],
+            "T-002",
+            "T-002 is in_progress",
+        ),
+        (&["review", "1"], "T-001", "--require-approval"),
+        (
+            &["complete", "3", "--result", "x"],
+            "T-003",
+            "T-003 is cancelled",
+        ),
+        (
+            &["claim", "1", "--as", "w2"],
+            "T-001",
+            "T-001 is in_progress (owner w1)",
+        ),
+        (&["retry", "1"], "T-001", "T-001 is in_progress"),
+        (&["progress", "3", "50"], "T-003", "T-003 is cancelled"),
+        (
+            &["comment", "3", "--blocker", "late"],
+            "T-003",
+            "T-003 is cancelled",
+        ),
+        (
+            &["cancel", "3", "--reason", "again"],
+            "T-003",
+            "T-003 is cancelled",
+        ),
+    ];
+    for (args, id, msg) in cases {
+        let before = board_file(&h, id);
+        let ev = h.read("state/events.jsonl");
+        h.fm("board").args(*args).run().status(1).stderr_has(msg);
+        assert_eq!(board_file(&h, id), before, "{args:?} changed the file");
+        assert_eq!(
+            h.read("state/events.jsonl"),
+            ev,
+            "{args:?} recorded an event"
+        );
+    }
+    h.fm("board")
+        .args(["claim", "9", "--as", "w1"])
+        .run()
+        .status(1)
+        .stderr_has("no board task T-009");
+    for bad in [
+        &["claim", "x1", "--as", "w1"][..],
+        &["claim", "1", "--as", "../x"],
+        &["progress", "1", "101"],
+        &["cancel", "1", "--reason", " "],
+    ] {
+        h.fm("board").args(bad).run().status(2);
+    }
+}
+
+#[test]
+fn approval_flow_and_retry() {
+    let h = TestHome::new();
+    add(&h, &["gated", "--require-approval"]);
+    h.fm("board")
+        .args(["claim", "1", "--as", "w1"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["progress", "1", "40", "--step", "tests"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["complete", "1", "--result", "PR 7", "--as", "w1"])
+        .run()
+        .success()
+        .stdout_is("T-001 in_review\n");
+    h.fm("board")
+        .args(["approve", "1"])
+        .run()
+        .success()
+        .stdout_is("T-001 completed\n");
+    add(&h, &["gated 2", "--require-approval"]);
+    h.fm("board")
+        .args(["claim", "2", "--as", "w1"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["review", "2"])
+        .run()
+        .success()
+        .stdout_is("T-002 in_review\n");
+    h.fm("board")
+        .args(["reject", "2", "--reason", "wrong approach"])
+        .run()
+        .success()
+        .stdout_is("T-002 cancelled\n");
+    h.fm("board")
+        .args(["retry", "2"])
+        .run()
+        .success()
+        .stdout_is("T-002 pending\n");
+    let j = h
+        .fm("board")
+        .args(["show", "1", "--json"])
+        .run()
+        .success()
+        .json();
+    let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    for k in [
+        "id",
+        "subject",
+        "description",
+        "status",
+        "assignee",
+        "owner",
+        "priority",
+        "blocked_by",
+        "require_approval",
+        "dispatches",
+        "result",
+        "comments",
+        "created_at",
+        "updated_at",
+    ] {
+        assert!(keys.contains(&k), "missing {k} in {j}");
+    }
+    assert_eq!(j["result"], "PR 7");
+    let list = h
+        .fm("board")
+        .args(["list", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let pending = h
+        .fm("board")
+        .args(["list", "--status", "pending", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(pending[0]["id"], "T-002");
+    h.fm("board")
+        .args(["list", "--status", "bogus"])
+        .run()
+        .status(2);
+}
+
+#[test]
+fn blocker_comment_fails_the_task_and_wakes_the_captain() {
+    let h = TestHome::new();
+    h.write("state/wakes.log", "41\t100\tother\tescalation\tx\n");
+    add(&h, &["deploy"]);
+    add(&h, &["after deploy", "--blocked-by", "1"]);
+    h.fm("board")
+        .args(["claim", "1", "--as", "w1"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["comment", "1", "just", "a", "note"])
+        .run()
+        .success()
+        .stdout_is("T-001 in_progress\n");
+    h.fm("board")
+        .args([
+            "comment",
+            "1",
+            "--blocker",
+            "no staging credentials",
+            "--as",
+            "w1",
+        ])
+        .run()
+        .success()
+        .stdout_is("T-001 failed\nreleased T-002 pending\n");
+    let wakes = String::from_utf8(h.read("state/wakes.log")).unwrap();
+    let last = wakes.lines().last().unwrap();
+    let f: Vec<&str> = last.split('\t').collect();
+    assert_eq!(f.len(), 5, "{last}");
+    assert_eq!((f[0], f[2], f[3]), ("42", "T-001", "blocker"));
+    assert!(f[1].parse::<u64>().is_ok());
+    assert!(f[4].contains("no staging credentials"), "{last}");
+    let j = h
+        .fm("board")
+        .args(["show", "1", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(j["comments"].as_array().unwrap().len(), 2);
+    assert_eq!(j["comments"][1]["blocker"], true);
+    assert_eq!(j["comments"][1]["author"], "w1");
+}
+
+fn worker(h: &TestHome, id: &str) {
+    h.write(&format!("state/{id}.meta"), "kind=ship\n");
+}
+
+#[test]
+fn dispatch_queues_an_inbox_record_for_the_assignee() {
+    let h = TestHome::new();
+    worker(&h, "w1");
+    add(
+        &h,
+        &[
+            "fix login",
+            "--assignee",
+            "w1",
+            "--description",
+            "the form drops the password",
+        ],
+    );
+    add(&h, &["unassigned"]);
+    let r = h.fm("board").arg("dispatch").run().success();
+    assert_eq!(
+        r.stdout(),
+        "dispatched T-001 w1 001.msg \u{b7} dispatch 1/3 \u{b7} doorbell no-pane\n"
+    );
+    let rec = String::from_utf8(h.read("state/w1.inbox/001.msg")).unwrap();
+    assert!(rec.starts_with("schema=fm-inbox.v1\n"), "{rec}");
+    assert!(
+        rec.contains("from=fm-board\n") && rec.contains("\n--\nBoard task T-001: fix login\n"),
+        "{rec}"
+    );
+    assert!(rec.contains("the form drops the password"), "{rec}");
+    let j = h
+        .fm("board")
+        .args(["show", "1", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(
+        (
+            j["status"].as_str(),
+            j["owner"].as_str(),
+            j["dispatches"].as_u64()
+        ),
+        (Some("in_progress"), Some("w1"), Some(1))
+    );
+    assert_eq!(status(&h, "2"), "pending");
+    // Acknowledged: the next dispatch leaves it alone.
+    std::fs::rename(
+        h.path("state/w1.inbox/001.msg"),
+        h.path("state/w1.inbox/handled/001.msg"),
+    )
+    .unwrap();
+    h.fm("board")
+        .arg("dispatch")
+        .run()
+        .success()
+        .stdout_is("nothing to dispatch\n");
+    // An assignee with no meta and no brief is reported and left pending.
+    add(&h, &["ghost work", "--assignee", "ghost"]);
+    h.fm("board")
+        .arg("dispatch")
+        .run()
+        .status(1)
+        .stdout_has("error T-003 ghost")
+        .stdout_has("unknown task ghost");
+    assert_eq!(status(&h, "3"), "pending");
+}
+
+#[test]
+fn three_unacknowledged_dispatches_trip_the_circuit_breaker() {
+    let h = TestHome::new();
+    worker(&h, "deaf");
+    add(&h, &["never read", "--assignee", "deaf"]);
+    add(&h, &["after", "--blocked-by", "1"]);
+    h.fm("board")
+        .arg("dispatch")
+        .run()
+        .success()
+        .stdout_has("dispatched T-001 deaf 001.msg");
+    h.fm("board")
+        .arg("dispatch")
+        .run()
+        .success()
+        .stdout_has("resent T-001 deaf 002.msg \u{b7} dispatch 2/3");
+    h.fm("board")
+        .arg("dispatch")
+        .run()
+        .success()
+        .stdout_has("resent T-001 deaf 003.msg \u{b7} dispatch 3/3");
+    let r = h.fm("board").args(["dispatch", "--json"]).run().success();
+    let j = r.json();
+    assert_eq!(j[0]["action"], "failed");
+    assert_eq!(
+        j[0]["detail"],
+        "circuit breaker: 3 dispatches without acknowledgement"
+    );
+    let t = h
+        .fm("board")
+        .args(["show", "1", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(t["status"], "failed");
+    assert_eq!(
+        t["reason"],
+        "circuit breaker: 3 dispatches without acknowledgement"
+    );
+    assert_eq!(t["dispatches"], 3);
+    assert!(
+        !h.exists("state/deaf.inbox/004.msg"),
+        "the fourth dispatch is never sent"
+    );
+    assert_eq!(status(&h, "2"), "pending");
+    let ev = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert_eq!(ev.matches("\"board.resent\"").count(), 2);
+    assert_eq!(ev.matches("\"board.failed\"").count(), 1);
+}
+
+#[test]
+fn a_hand_broken_file_is_named_not_fatal_for_list() {
+    let h = TestHome::new();
+    add(&h, &["fine"]);
+    h.write("data/board/T-002.task", b"\xff\xfe garbage\n");
+    h.fm("board")
+        .arg("list")
+        .run()
+        .success()
+        .stdout_has("T-001")
+        .stderr_has("T-002.task");
+    h.fm("board")
+        .args(["claim", "2", "--as", "w1"])
+        .run()
+        .status(1)
+        .stderr_has("T-002 is unreadable");
+    // Numbering continues past the broken file.
+    h.fm("board")
+        .args(["add", "next"])
+        .run()
+        .success()
+        .stdout_is("T-003 pending\n");
+    h.fm("fm")
+        .args(["board", "show", "T-3"])
+        .run()
+        .success()
+        .stdout_has("T-003 pending");
+}

@@ -1,0 +1,680 @@
+//! `fm-crew-state`: every §9.2 rule through the real binary, with real git
+//! worktrees and a private tmux server; the fleet view against single-task
+//! calls; the JSON schema; `--watch` and `--trace`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::harness::{TestHome, Tmux, wait_until};
+
+const DOT: &str = " \u{b7} ";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A project clone with an `origin` bare remote and one commit on main.
+fn project(h: &TestHome) -> PathBuf {
+    let origin = h.path("origin.git");
+    let p = h.path("project");
+    std::fs::create_dir_all(&p).unwrap();
+    git(
+        &h.root(),
+        &["init", "-q", "--bare", origin.to_str().unwrap()],
+    );
+    git(&p, &["init", "-q", "-b", "main"]);
+    git(&p, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    git(&p, &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(&p, &["push", "-q", "origin", "main"]);
+    p
+}
+
+/// A worktree of `project` for task `id` on a new branch `fm/<id>`.
+fn worktree(h: &TestHome, project: &Path, id: &str) -> PathBuf {
+    let wt = h.path(&format!("worktrees/{id}"));
+    let branch = format!("fm/{id}");
+    git(
+        project,
+        &["worktree", "add", "-q", "-b", &branch, wt.to_str().unwrap()],
+    );
+    wt
+}
+
+fn meta(h: &TestHome, id: &str, lines: &[String]) {
+    h.write(&format!("state/{id}.meta"), lines.join("\n") + "\n");
+}
+
+fn log(h: &TestHome, id: &str, text: &str) {
+    h.write(&format!("state/{id}.status"), text);
+}
+
+fn line(h: &TestHome, id: &str) -> String {
+    let r = h.fm("crew-state").arg(id).run().success();
+    r.stdout().trim_end_matches('\n').to_string()
+}
+
+fn state(parts: &[&str]) -> String {
+    format!("state: {}{DOT}source: {}", parts[0], parts[1])
+        + &parts[2..]
+            .iter()
+            .map(|p| format!("{DOT}{p}"))
+            .collect::<String>()
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn unknown_task_and_bad_ids() {
+    let h = TestHome::new();
+    assert_eq!(
+        line(&h, "ghost"),
+        state(&["unknown", "none", "no metadata for ghost"])
+    );
+    let j = h
+        .fm("crew-state")
+        .args(["ghost", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(j["state"], "unknown");
+    assert_eq!(j["age_secs"], serde_json::Value::Null);
+    for bad in ["../x", "a/b", ".hidden"] {
+        h.fm("crew-state")
+            .args(["--", bad])
+            .run()
+            .status(2)
+            .stderr_has("error:");
+    }
+    h.fm("crew-state")
+        .args(["--watch", "--interval", "0"])
+        .run()
+        .status(2);
+    h.fm("fm")
+        .args(["crew-state", "ghost"])
+        .run()
+        .success()
+        .stdout_has("no metadata for ghost");
+}
+
+#[test]
+fn worktree_gone_reads_unknown() {
+    let h = TestHome::new();
+    let gone = h.path("worktrees/t1");
+    meta(&h, "t1", &[format!("worktree={}", gone.display())]);
+    log(&h, "t1", "working: still typing\n");
+    assert_eq!(
+        line(&h, "t1"),
+        state(&["unknown", "none", "worktree gone (torn down?)"])
+    );
+    meta(
+        &h,
+        "t1",
+        &["kind=scout".into(), format!("worktree={}", gone.display())],
+    );
+    assert_eq!(
+        line(&h, "t1"),
+        state(&["unknown", "none", "worktree gone (torn down?)"])
+    );
+}
+
+#[test]
+fn run_record_attribution_with_real_git() {
+    let h = TestHome::new();
+    let p = project(&h);
+    let wt = worktree(&h, &p, "t1");
+    git(&wt, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let head = git(&wt, &["rev-parse", "HEAD"]);
+    meta(&h, "t1", &[format!("worktree={}", wt.display())]);
+    let t = now();
+    log(
+        &h,
+        "t1",
+        &format!("needs-decision [at={}] [key=db]: which db?\n", t - 100),
+    );
+    let run = |status: &str, branch: &str, head: &str| {
+        h.write(
+            "state/t1.run",
+            format!(
+                "status={status}\nbranch={branch}\nhead={head}\ngate=review\nfindings=3\npr=\n"
+            ),
+        );
+    };
+    let sup = "status-log superseded";
+    for (status, want) in [
+        ("running", "validating (running)"),
+        ("fixing", "validating (fixing)"),
+        ("pending", "validating (pending)"),
+        ("ci", "ci running"),
+    ] {
+        run(status, "fm/t1", &head);
+        assert_eq!(line(&h, "t1"), state(&["working", "run", want, sup]));
+    }
+    run("awaiting_approval", "fm/t1", &head);
+    assert_eq!(
+        line(&h, "t1"),
+        state(&["parked", "run", "parked at review: 3 findings", sup])
+    );
+    run("passed", "fm/t1", &head);
+    assert_eq!(line(&h, "t1"), state(&["done", "run", "run passed", sup]));
+    run("failed", "fm/t1", &head);
+    assert_eq!(line(&h, "t1"), state(&["failed", "run", "run failed", sup]));
+    // Decision resolved: nothing superseded.
+    log(
+        &h,
+        "t1",
+        &format!(
+            "needs-decision [at={}] [key=db]: which db?\nresolved [key=db]: pg\nworking: on it\n",
+            t - 100
+        ),
+    );
+    run("cancelled", "fm/t1", &head);
+    assert_eq!(line(&h, "t1"), state(&["failed", "run", "run cancelled"]));
+    // A run on another branch is ignored.
+    run("running", "fm/other", &head);
+    assert_eq!(line(&h, "t1"), state(&["working", "status-log", "on it"]));
+    // HEAD is an ancestor of the run's head: attributed.
+    git(&wt, &["commit", "-q", "--allow-empty", "-m", "two"]);
+    let newer = git(&wt, &["rev-parse", "HEAD"]);
+    git(&wt, &["reset", "-q", "--hard", &head]);
+    run("running", "fm/t1", &newer);
+    assert_eq!(
+        line(&h, "t1"),
+        state(&["working", "run", "validating (running)"])
+    );
+    // A rewritten head (HEAD not contained in the run's head) is ignored.
+    git(
+        &wt,
+        &["commit", "-q", "--amend", "--allow-empty", "-m", "one'"],
+    );
+    assert_eq!(line(&h, "t1"), state(&["working", "status-log", "on it"]));
+    run("running", "fm/t1", &head);
+    assert_eq!(line(&h, "t1"), state(&["working", "status-log", "on it"]));
+}
+
+#[test]
+fn log_states_and_the_done_gate() {
+    let h = TestHome::new();
+    let p = project(&h);
+    let wt = worktree(&h, &p, "t1");
+    git(&wt, &["commit", "-q", "--allow-empty", "-m", "work"]);
+    let head = git(&wt, &["rev-parse", "HEAD"]);
+    meta(
+        &h,
+        "t1",
+        &[
+            "kind=ship".into(),
+            "mode=direct-PR".into(),
+            format!("worktree={}", wt.display()),
+            format!("project={}", p.display()),
+        ],
+    );
+    log(
+        &h,
+        "t1",
+        "needs-decision [key=db]: which db?\ndone: PR https://example.com/pull/1\n",
+    );
+    assert_eq!(
+        line(&h, "t1"),
+        state(&["parked", "status-log", "which db?"])
+    );
+    log(&h, "t1", "done: PR https://example.com/pull/1\n");
+    let refused = line(&h, "t1");
+    assert!(
+        refused.starts_with(&state(&["blocked", "status-log", "named head "]))
+            && refused.contains(&head[..7])
+            && refused.ends_with(" is unreachable outside the worker copy"),
+        "{refused}"
+    );
+    git(&wt, &["push", "-q", "origin", "fm/t1"]);
+    assert_eq!(
+        line(&h, "t1"),
+        state(&["done", "status-log", "PR https://example.com/pull/1"])
+    );
+    // A scout's done is never gated.
+    let wt2 = worktree(&h, &p, "s1");
+    git(&wt2, &["commit", "-q", "--allow-empty", "-m", "unpushed"]);
+    meta(
+        &h,
+        "s1",
+        &["kind=scout".into(), format!("worktree={}", wt2.display())],
+    );
+    log(&h, "s1", "done: report written\n");
+    assert_eq!(
+        line(&h, "s1"),
+        state(&["done", "status-log", "report written"])
+    );
+    log(&h, "s1", "paused: until 2030-01-01 00:00 UTC\n");
+    assert_eq!(
+        line(&h, "s1"),
+        state(&["paused", "status-log", "until 2030-01-01 00:00 UTC"])
+    );
+}
+
+/// A task whose pane lives on the private server `t`.
+fn pane_meta(h: &TestHome, t: &Tmux, id: &str, pane: &str, extra: &[&str]) {
+    let mut lines = vec![
+        "kind=secondmate".to_string(),
+        format!("pane={pane}"),
+        format!("tmux_socket={}", t.socket),
+    ];
+    lines.extend(extra.iter().map(|s| s.to_string()));
+    meta(h, id, &lines);
+}
+
+#[test]
+fn pane_rules_with_real_tmux() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    h.write(
+        "config/firstmate.toml",
+        "[harness.sleeper]\nlaunch = [\"sleep\", \"1000\"]\nbusy_regex = \"BUSYMARK\"\nagent_commands = [\"sleep\"]\n",
+    );
+    // Alive, no status yet → idle.
+    let a = t.window("fm-a", &["sleep", "1000"]);
+    pane_meta(&h, &t, "a", &a, &[]);
+    assert_eq!(
+        line(&h, "a"),
+        state(&["idle", "pane", "agent alive, no status yet"])
+    );
+    // Busy record newer than the last status line → working.
+    let n = now();
+    log(&h, "a", &format!("done [at={}]: finished\n", n - 50));
+    h.write("state/a.busy", format!("busy {} prompt-hook\n", n - 5));
+    assert_eq!(
+        line(&h, "a"),
+        state(&["working", "pane", "busy (prompt-hook)"])
+    );
+    h.write("state/a.busy", format!("idle {} stop-hook\n", n - 5));
+    assert_eq!(line(&h, "a"), state(&["done", "status-log", "finished"]));
+    // Screen busy by the harness regex.
+    let b = t.window("fm-b", &["sh", "-c", "echo BUSYMARK; exec sleep 1000"]);
+    pane_meta(&h, &t, "b", &b, &["harness=sleeper"]);
+    log(&h, "b", "working: compiling\n");
+    assert!(wait_until(5.0, || t.capture(&b).contains("BUSYMARK")));
+    assert!(wait_until(5.0, || line(&h, "b")
+        == state(&["working", "pane", "busy (screen)"])));
+    // A shell in the foreground of a non-shell harness → agent exited.
+    let c = t.window("fm-c", &["bash", "--norc", "--noprofile"]);
+    pane_meta(&h, &t, "c", &c, &["harness=claude"]);
+    log(&h, "c", "working: typing\n");
+    assert!(wait_until(5.0, || line(&h, "c")
+        == state(&["exited", "pane", "agent exited"])));
+    log(&h, "c", "failed: gave up\n");
+    assert_eq!(line(&h, "c"), state(&["failed", "status-log", "gave up"]));
+    // Pane gone with a non-terminal log → exited · pane gone.
+    t.run(["kill-pane", "-t", &a]);
+    log(&h, "a", "working: halfway\n");
+    h.write("state/a.busy", format!("busy {} prompt-hook\n", now() + 5));
+    assert_eq!(line(&h, "a"), state(&["exited", "pane", "pane gone"]));
+    // …and after done → the done (a secondmate is not gated).
+    log(&h, "a", "done: all finished\n");
+    assert_eq!(
+        line(&h, "a"),
+        state(&["done", "status-log", "all finished"])
+    );
+}
+
+#[test]
+fn pane_gone_after_a_ship_done_is_gated() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let p = project(&h);
+    let wt = worktree(&h, &p, "s");
+    git(&wt, &["commit", "-q", "--allow-empty", "-m", "work"]);
+    let pane = t.window("fm-s", &["sleep", "1000"]);
+    meta(
+        &h,
+        "s",
+        &[
+            "kind=ship".into(),
+            "mode=local-only".into(),
+            format!("worktree={}", wt.display()),
+            format!("pane={pane}"),
+            format!("tmux_socket={}", t.socket),
+        ],
+    );
+    log(&h, "s", "done: ready in branch fm/s\n");
+    t.run(["kill-pane", "-t", &pane]);
+    let l = line(&h, "s");
+    assert!(
+        l.starts_with(&state(&["blocked", "status-log", "named head "])),
+        "{l}"
+    );
+    git(&wt, &["push", "-q", "origin", "fm/s"]);
+    assert_eq!(
+        line(&h, "s"),
+        state(&["done", "status-log", "ready in branch fm/s"])
+    );
+}
+
+#[test]
+fn renamed_killed_or_recreated_windows_never_borrow_another_pane() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let a = t.window("fm-a", &["sleep", "1000"]);
+    pane_meta(&h, &t, "a", &a, &["window=fm-a"]);
+    log(&h, "a", "working: on a\n");
+    assert_eq!(line(&h, "a"), state(&["working", "status-log", "on a"]));
+    // Renamed: same pane, same answer.
+    t.run(["rename-window", "-t", &a, "something-else"]);
+    assert_eq!(line(&h, "a"), state(&["working", "status-log", "on a"]));
+    // Killed, and a new window with the old name (a live agent) appears.
+    t.run(["kill-window", "-t", &a]);
+    let other = t.window("fm-a", &["sleep", "1000"]);
+    assert_ne!(other, a);
+    assert_eq!(line(&h, "a"), state(&["exited", "pane", "pane gone"]));
+    // The same with a second task whose meta names the new pane.
+    pane_meta(&h, &t, "b", &other, &["window=fm-a"]);
+    assert_eq!(
+        line(&h, "b"),
+        state(&["idle", "pane", "agent alive, no status yet"])
+    );
+    assert_eq!(line(&h, "a"), state(&["exited", "pane", "pane gone"]));
+}
+
+/// Column start offsets of the fleet table, from its header.
+fn columns(header: &str) -> Vec<usize> {
+    ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"]
+        .iter()
+        .map(|c| header.find(c).unwrap())
+        .collect()
+}
+
+#[test]
+fn fleet_of_fifty_matches_single_calls() {
+    let h = TestHome::new();
+    let tmux = Tmux::start();
+    let p = project(&h);
+    let shared = worktree(&h, &p, "shared");
+    let head = git(&shared, &["rev-parse", "HEAD"]);
+    let n = now();
+    for i in 0..50 {
+        let id = format!("t{i:02}");
+        let mut m = vec![format!("worktree={}", shared.display())];
+        match i % 10 {
+            0 => m.push("kind=secondmate".into()),
+            1 => m.push("kind=scout".into()),
+            2 => m[0] = format!("worktree={}", h.path("nowhere").display()),
+            _ => m.push("kind=ship".into()),
+        }
+        let text = match i % 7 {
+            0 => format!("working [at={}]: step {i}\n", n - 30),
+            1 => format!("needs-decision [at={}] [key=k]: q {i}\n", n - 90),
+            2 => format!("blocked: b {i}\nworking: later\n"),
+            3 => format!("paused [at={}]: until later {i}\n", n - 4000),
+            4 => format!("done: finished {i}\n"),
+            5 => format!("failed [at={}]: f {i}\n", n - 10),
+            _ => String::new(),
+        };
+        if !text.is_empty() {
+            log(&h, &id, &text);
+        }
+        if i % 9 == 4 {
+            h.write(
+                &format!("state/{id}.run"),
+                format!("status=running\nbranch=fm/shared\nhead={head}\n"),
+            );
+        }
+        if i % 6 == 0 {
+            h.write(
+                &format!("state/{id}.inbox/001.msg"),
+                "schema=fm-inbox.v1\n--\nhi",
+            );
+        }
+        if let Some(t) = &tmux
+            && i % 8 == 3
+        {
+            let pane = t.window(&format!("fm-{id}"), &["sleep", "1000"]);
+            if i % 16 == 3 {
+                t.run(["kill-pane", "-t", &pane]);
+            }
+            m.push(format!("pane={pane}"));
+            m.push(format!("tmux_socket={}", t.socket));
+        }
+        meta(&h, &id, &m);
+    }
+    let fleet = h.fm("crew-state").arg("--json").run().success().json();
+    let fleet = fleet.as_array().unwrap();
+    assert_eq!(fleet.len(), 50);
+    let table = h.fm("crew-state").arg("--all").run().success().stdout();
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 51);
+    let cols = columns(rows[0]);
+    let mut states = std::collections::BTreeSet::new();
+    for (i, (row, text)) in fleet.iter().zip(&rows[1..]).enumerate() {
+        let id = format!("t{i:02}");
+        let mut single = h
+            .fm("crew-state")
+            .args([&id, "--json"])
+            .run()
+            .success()
+            .json();
+        let mut row = row.clone();
+        for v in [&mut single, &mut row] {
+            v.as_object_mut().unwrap().remove("age_secs");
+        }
+        assert_eq!(row, single, "{id}");
+        let one = line(&h, &id);
+        let cell = |k: usize| {
+            let end = if k + 1 < cols.len() {
+                cols[k + 1]
+            } else {
+                text.len()
+            };
+            text.get(cols[k]..end.min(text.len()))
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        };
+        let detail = text.get(cols[6]..).unwrap_or("");
+        let mut rebuilt = format!("state: {}{DOT}source: {}", cell(1), cell(2));
+        if !detail.is_empty() {
+            rebuilt.push_str(&format!("{DOT}{detail}"));
+        }
+        assert_eq!(cell(0), id);
+        assert_eq!(rebuilt, one, "{id}");
+        states.insert(single["state"].as_str().unwrap().to_string());
+    }
+    assert!(states.len() >= 6, "mixed states: {states:?}");
+}
+
+/// A tiny JSON Schema checker for the keywords the crew-state schema uses.
+fn check(schema: &serde_json::Value, root: &serde_json::Value, v: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        let name = r.strip_prefix("#/$defs/").unwrap();
+        return check(&root["$defs"][name], root, v, at);
+    }
+    if let Some(alts) = schema.get("oneOf").and_then(Value::as_array) {
+        let ok = alts
+            .iter()
+            .filter(|s| std::panic::catch_unwind(|| check(s, root, v, at)).is_ok())
+            .count();
+        assert_eq!(ok, 1, "{at}: matches {ok} of oneOf");
+        return;
+    }
+    if let Some(ty) = schema.get("type") {
+        let types: Vec<&str> = match ty {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let actual = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        assert!(types.contains(&actual), "{at}: {actual} not in {types:?}");
+    }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
+        assert!(e.contains(v), "{at}: {v} not in enum");
+    }
+    if let (Some(min), Some(n)) = (schema.get("minimum").and_then(Value::as_u64), v.as_u64()) {
+        assert!(n >= min, "{at}: below minimum");
+    }
+    if let Some(obj) = v.as_object() {
+        let props = schema.get("properties").and_then(Value::as_object);
+        for r in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            assert!(obj.contains_key(r.as_str().unwrap()), "{at}: missing {r}");
+        }
+        for (k, val) in obj {
+            match props.and_then(|p| p.get(k)) {
+                Some(s) => check(s, root, val, &format!("{at}.{k}")),
+                None => assert!(
+                    schema.get("additionalProperties") != Some(&Value::Bool(false)),
+                    "{at}: unexpected {k}"
+                ),
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            check(items, root, x, &format!("{at}[{i}]"));
+        }
+    }
+}
+
+#[test]
+fn json_validates_against_the_documented_schema() {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/crew-state-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let h = TestHome::new();
+    meta(&h, "a", &["kind=secondmate".into()]);
+    log(
+        &h,
+        "a",
+        "needs-decision [at=1700000000] [key=db]: which?\nblocked: [key=net] no network\n",
+    );
+    h.write("state/a.inbox/001.msg", "schema=fm-inbox.v1\n--\nhi");
+    meta(&h, "b", &["kind=secondmate".into()]);
+    let one = h
+        .fm("crew-state")
+        .args(["a", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(one["inbox_pending"], 1);
+    assert_eq!(one["open_decisions"][0]["key"], "db");
+    assert_eq!(one["open_decisions"][1]["at"], serde_json::Value::Null);
+    check(&schema, &schema, &one, "$");
+    let ghost = h
+        .fm("crew-state")
+        .args(["zz", "--json"])
+        .run()
+        .success()
+        .json();
+    check(&schema, &schema, &ghost, "$");
+    let fleet = h.fm("crew-state").arg("--json").run().success().json();
+    assert_eq!(fleet.as_array().unwrap().len(), 2);
+    check(&schema, &schema, &fleet, "$");
+    // The checker can fail.
+    let mut bad = one.clone();
+    bad["state"] = "sleeping".into();
+    assert!(std::panic::catch_unwind(|| check(&schema, &schema, &bad, "$")).is_err());
+}
+
+#[test]
+fn watch_redraws_shows_wakes_and_stops_on_ctrl_c() {
+    let h = TestHome::new();
+    meta(&h, "a", &["kind=secondmate".into()]);
+    log(&h, "a", "working: live\n");
+    h.write("state/wakes.log", "old wake\nwake one\nwake two\n");
+    let mut child = h
+        .fm("crew-state")
+        .args(["--watch", "--interval", "0.2"])
+        .cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut so = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut so, &mut s).unwrap();
+        s
+    });
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    let out = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(out.matches("wakes:").count() >= 2, "redraws: {out}");
+    assert!(out.contains("a   working  status-log"), "{out}");
+    assert!(out.contains("  wake two\n"), "{out}");
+    assert!(!out.contains('\x1b'), "no colour off a terminal: {out}");
+}
+
+#[test]
+fn trace_merges_the_chain() {
+    let h = TestHome::new();
+    meta(&h, "top", &["kind=secondmate".into()]);
+    meta(&h, "mid", &["parent=top".into()]);
+    meta(&h, "leaf", &["parent=mid".into()]);
+    meta(&h, "other", &[]);
+    let ev = |ts: u64, task: &str, action: &str, actor: &str| {
+        format!(
+            r#"{{"ts":{ts},"tool":"fm-x","task":"{task}","action":"{action}","actor":"{actor}"}}"#
+        )
+    };
+    let lines = [
+        ev(30, "leaf", "status.appended", "leaf"),
+        ev(10, "top", "brief.written", "captain"),
+        ev(20, "other", "brief.written", "captain"),
+        ev(10, "top", "brief.written", "captain"),
+        ev(15, "mid", "inbox.queued", "top"),
+    ];
+    h.write("state/events.jsonl", lines.join("\n") + "\n");
+    let out = h
+        .fm("crew-state")
+        .args(["--trace", "top"])
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(
+        out,
+        [
+            "- 1970-01-01T00:00:10Z · top · captain · brief.written · tool=fm-x",
+            "- 1970-01-01T00:00:15Z · mid · top · inbox.queued · tool=fm-x",
+            "- 1970-01-01T00:00:30Z · leaf · leaf · status.appended · tool=fm-x",
+            "",
+        ]
+        .join("\n")
+    );
+    let j = h
+        .fm("crew-state")
+        .args(["--trace", "mid", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(j.as_array().unwrap().len(), 2);
+}
