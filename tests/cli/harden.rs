@@ -175,6 +175,10 @@ fn seed(root: &Path) -> PathBuf {
         .args(["t1", "working", "started"])
         .run()
         .success();
+    fm(&home, "board")
+        .args(["add", "Seeded task"])
+        .run()
+        .success();
     home
 }
 
@@ -226,6 +230,8 @@ fn writing_commands(home: &Path) -> Vec<(&'static str, &'static str, Vec<String>
             "brief",
             s(&["t3", "webapp", "--scout", "--parent", "root"]),
         ),
+        ("board add", "board", s(&["add", "Another task"])),
+        ("board claim", "board", s(&["claim", "T-1", "--as", "w1"])),
         (
             "fm init",
             "fm",
@@ -369,6 +375,7 @@ fn created_files_are_0600_and_directories_0700() {
         "data/t1/brief.md",
         "data/t1/brief.history/001.md",
         "data/t1/response.md",
+        "data/board/T-001.task",
     ];
     let mut seen = 0;
     for (path, content) in snapshot(h) {
