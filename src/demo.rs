@@ -33,6 +33,8 @@ struct Demo {
     project: PathBuf,
     started: Instant,
     step: usize,
+    /// The watcher daemon this demo started (stopped by pid at cleanup).
+    watcher: Option<std::process::Child>,
 }
 
 /// The outcome of one command the demo ran.
@@ -267,34 +269,73 @@ impl Demo {
         Ok(())
     }
 
+    /// Starts `fm-watch` as a daemon (filesystem events plus polling).
+    fn start_watcher(&mut self) -> Result<()> {
+        self.say("Start the watcher daemon (fm-watch): it re-rings unread messages and feeds the captain");
+        println!("        $ fm-watch &");
+        let child = Command::new(sibling_bin("fm-watch"))
+            .env("FM_HOME", &self.root)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| Error::External {
+                program: "fm-watch".into(),
+                msg: e.to_string(),
+            })?;
+        self.watcher = Some(child);
+        let home = self.home()?;
+        if !self.wait(10, || Ok(home.watch_beat().exists()))? {
+            return Err(fail("the watcher never started its first pass"));
+        }
+        let st = self.expect_ok("watch", &["--status"])?;
+        if !st.contains("running") && !st.contains("pid") {
+            return Err(fail(format!(
+                "fm-watch --status does not show the daemon: {}",
+                st.trim()
+            )));
+        }
+        self.ok("watcher running");
+        Ok(())
+    }
+
+    fn escalations(&self, id: &str) -> Result<usize> {
+        let needle = format!("\t{id}\tescalation\t");
+        Ok(self
+            .wakes()?
+            .lines()
+            .filter(|l| l.contains(&needle))
+            .count())
+    }
+
     fn deaf_and_escalate(&mut self, id: &str) -> Result<()> {
         self.say(&format!(
-            "{id} goes deaf: the watcher re-rings the unread message, then escalates exactly once"
+            "{id} goes deaf: the watcher re-rings the unread message (grace 1s, 2 rings), then escalates exactly once"
         ));
         self.expect_ok("send", &[id, "deaf"])?;
         let home = self.home()?;
         let tid = TaskId::parse(id)?;
-        let escalated = self.wait(30, || {
-            self.fm("watch", &["--once"])?;
-            Ok(self
-                .wakes()?
-                .lines()
-                .any(|l| l.contains(&format!("\t{id}\tescalation\t"))))
-        })?;
-        if !escalated {
+        if !self.wait(30, || Ok(self.escalations(id)? > 0))? {
             return Err(fail("no escalation wake after the ladder ran out"));
         }
-        let rings = String::from_utf8_lossy(
+        let ring_state = String::from_utf8_lossy(
             &fsx::read_optional(&home.ring_state(&tid))?.unwrap_or_default(),
         )
         .into_owned();
-        self.ok(&format!("ladder: {}", rings.trim().replace('\t', " · ")));
-        self.fm("watch", &["--once"])?;
-        let n = self
-            .wakes()?
-            .lines()
-            .filter(|l| l.contains(&format!("\t{id}\tescalation\t")))
-            .count();
+        let rings: u64 = ring_state
+            .split('\t')
+            .nth(1)
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        if rings != 2 {
+            return Err(fail(format!(
+                "expected 2 re-rings before the escalation, the ladder says {rings}"
+            )));
+        }
+        self.ok("re-rung twice by the watcher, then one escalation wake");
+        // Give the daemon time for several more passes: nothing more may happen.
+        std::thread::sleep(Duration::from_millis(2500));
+        let n = self.escalations(id)?;
         if n != 1 {
             return Err(fail(format!(
                 "expected exactly one escalation wake, found {n}"
@@ -303,8 +344,12 @@ impl Demo {
         if self.pending(id)?.is_empty() {
             return Err(fail("the unread message vanished"));
         }
-        self.ok("one escalation wake; the message is still pending, nothing lost");
-        self.expect_ok("watch", &["--drain"])?;
+        self.ok("no further rings or wakes; the message is still pending, nothing lost");
+        let drained = self.expect_ok("watch", &["--drain"])?;
+        if !drained.contains("escalation") {
+            return Err(fail("fm-watch --drain did not show the escalation"));
+        }
+        self.ok("the captain's feed (fm-watch --drain) shows the escalation");
         Ok(())
     }
 
@@ -315,6 +360,7 @@ impl Demo {
         let branch = format!("fm/{id}");
         let meta = crate::meta::Meta::load(&home, &tid)?.unwrap_or_default();
         let worktree = PathBuf::from(meta.str("worktree"));
+        // The brief's setup step: the worker works on its own branch.
         self.git(&worktree, &["checkout", "-q", "-b", &branch])?;
         self.expect_ok("send", &[id, &format!("commit feature.txt the small change\nstatus done PR https://example.invalid/{id}/pull/1")])?;
         let status = home.status(&tid);
@@ -343,6 +389,7 @@ impl Demo {
         self.ok("the gate refused; crew-state reads blocked, not done");
 
         self.say("Push the branch; now the gate accepts and the worker reads done");
+        println!("        $ git push origin {branch}   (in the worker's worktree)");
         self.git(
             &worktree,
             &["push", "-q", "origin", &format!("{branch}:{branch}")],
@@ -374,10 +421,17 @@ impl Demo {
         Ok(())
     }
 
-    fn cleanup(&self, keep: bool) {
+    fn cleanup(&mut self, keep: bool) {
+        if let Some(mut child) = self.watcher.take() {
+            // SAFETY: signalling the child this process started, by its pid.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let _ = child.wait();
+        }
         if keep {
             println!(
-                "\nkept: home {} · tmux -L {} attach",
+                "\nkept: home {} · attach with: tmux -L {} attach",
                 self.root.display(),
                 self.socket
             );
@@ -426,6 +480,7 @@ pub fn run(keep: bool) -> Result<u8> {
         socket: format!("fm-demo-{}", std::process::id()),
         started: Instant::now(),
         step: 0,
+        watcher: None,
     };
     println!("firstmate demo: the whole loop, unattended, on a private tmux server");
     let result = (|| {
@@ -435,6 +490,7 @@ pub fn run(keep: bool) -> Result<u8> {
             "Add feature.txt describing the small change, on your branch.",
         )?;
         demo.send_and_ack("demo-ship")?;
+        demo.start_watcher()?;
         demo.brief_and_spawn("demo-deaf", "Add a note to the README.")?;
         demo.deaf_and_escalate("demo-deaf")?;
         demo.done_and_gate("demo-ship")?;

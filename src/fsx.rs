@@ -203,6 +203,21 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
 }
 
+/// Sets `path`'s modification time to now, creating it empty (0600) if
+/// missing; a symlink is refused. Cheaper than a replace for heartbeats.
+pub fn touch(path: &Path) -> Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io_err("open", path))?;
+    f.set_modified(std::time::SystemTime::now())
+        .map_err(io_err("touch", path))
+}
+
 /// The prefix of `bytes` up to and including the last `\n`: what a reader
 /// may trust of a file someone may be appending to.
 pub fn complete_lines(bytes: &[u8]) -> &[u8] {
@@ -268,6 +283,38 @@ pub fn atomic_write(target: &Path, bytes: &[u8]) -> Result<()> {
         return Err(Error::io("rename", target, e));
     }
     sync_dir(parent_of(target))
+}
+
+/// Atomic replace without the fsyncs, for bookkeeping written in bulk:
+/// readers still see old or new bytes, never a mix; durability comes from
+/// a later [`sync_filesystem`] by the caller.
+pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<()> {
+    refuse_symlink(target)?;
+    let tmp = temp_path(target);
+    let res = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(io_err("create temp file", &tmp))
+        .and_then(|mut f| f.write_all(bytes).map_err(io_err("write", &tmp)))
+        .and_then(|()| fs::rename(&tmp, target).map_err(|e| Error::io("rename", target, e)));
+    if res.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Flushes the filesystem holding `dir` (one `syncfs` for many writes).
+pub fn sync_filesystem(dir: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = File::open(dir).map_err(io_err("open directory", dir))?;
+    // SAFETY: a valid open descriptor for the duration of the call.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(Error::io("syncfs", dir, io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Renames `from` to `to` unless `to` exists. Returns `Ok(false)` (and

@@ -172,6 +172,10 @@ impl Home {
     pub fn wakes_cursor(&self) -> PathBuf {
         self.state_dir().join(".wakes.cursor")
     }
+    /// Serialises `fm-watch --drain` runs (the cursor itself is replaced).
+    pub fn wakes_cursor_lock(&self) -> PathBuf {
+        self.state_dir().join(".wakes.cursor.lock")
+    }
     /// Per-task read offsets of status logs already surfaced as wakes.
     pub fn watch_offsets(&self) -> PathBuf {
         self.state_dir().join(".watch.offsets")

@@ -34,6 +34,7 @@ pub mod stand_in;
 pub mod status;
 pub mod task_id;
 pub mod wakes;
+pub mod watch;
 
 pub use error::{Error, Result};
 pub use home::Home;

@@ -94,31 +94,37 @@ pub fn valid_key(k: &str) -> bool {
 
 /// Byte index of the first colon not inside a `[...]` tag.
 fn real_colon(s: &str) -> Option<usize> {
+    // Byte scan: '[', ']' and ':' are ASCII and never part of a multi-byte
+    // UTF-8 sequence, so byte offsets here are char boundaries.
     let mut depth = 0usize;
-    for (i, c) in s.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth = depth.saturating_sub(1),
-            ':' if depth == 0 => return Some(i),
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            b':' if depth == 0 => return Some(i),
             _ => {}
         }
     }
     None
 }
 
-/// `[name=value]` tags in `s`, in order; `None` if `s` holds anything else.
-fn tags(s: &str) -> Option<Vec<(&str, &str)>> {
-    let mut out = Vec::new();
+/// Walks the `[name=value]` tags of `s` in order, calling `f` for each;
+/// `false` if `s` holds anything else.
+fn tags<'a>(s: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> bool {
     let mut rest = s.trim();
     while !rest.is_empty() {
-        let inner = rest.strip_prefix('[')?;
-        let end = inner.find(']')?;
+        let Some(inner) = rest.strip_prefix('[') else {
+            return false;
+        };
+        let Some(end) = inner.bytes().position(|b| b == b']') else {
+            return false;
+        };
         let tag = &inner[..end];
         let (name, value) = tag.split_once('=').unwrap_or((tag, ""));
-        out.push((name.trim(), value.trim()));
+        f(name.trim(), value.trim());
         rest = inner[end + 1..].trim_start();
     }
-    Some(out)
+    true
 }
 
 fn parse_at(v: &str) -> Option<u64> {
@@ -128,34 +134,104 @@ fn parse_at(v: &str) -> Option<u64> {
     v.parse().ok()
 }
 
-/// Parses one line (without its `\n`). Never fails, never panics.
-pub fn parse_line(raw: &[u8], paused: &str) -> Parsed {
-    let text = String::from_utf8_lossy(raw);
-    let line = text.trim_end_matches(['\r', '\n']);
+/// A status line borrowed from the text it was parsed from; the fold turns
+/// only the lines it keeps into owned [`StatusLine`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRef<'a> {
+    /// The verb as written (trimmed, not yet lower-cased).
+    pub verb: &'a str,
+    pub kind: Verb,
+    pub key: &'a str,
+    pub text: &'a str,
+    pub at: Option<u64>,
+}
+
+impl LineRef<'_> {
+    pub fn to_owned_line(&self) -> StatusLine {
+        StatusLine {
+            verb: self.verb.to_lowercase(),
+            kind: self.kind,
+            key: self.key.to_string(),
+            text: self.text.to_string(),
+            at: self.at,
+        }
+    }
+
+    fn decision(&self) -> Decision {
+        Decision {
+            key: self.key.to_string(),
+            verb: self.verb.to_lowercase(),
+            text: self.text.to_string(),
+            at: self.at,
+        }
+    }
+}
+
+/// [`Parsed`] borrowing from its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParsedRef<'a> {
+    Line(LineRef<'a>),
+    Prose,
+    Invalid(String),
+}
+
+/// The verb of `word` without allocating; `paused_lower` is the configured
+/// paused word, lower-cased.
+fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
+    const FIXED: [(&str, Verb); 8] = [
+        ("working", Verb::Working),
+        ("needs-decision", Verb::NeedsDecision),
+        ("blocked", Verb::Blocked),
+        ("done", Verb::Done),
+        ("failed", Verb::Failed),
+        ("resolved", Verb::Resolved),
+        ("note", Verb::Note),
+        ("paused", Verb::Paused),
+    ];
+    if let Some((_, v)) = FIXED.iter().find(|(w, _)| w.eq_ignore_ascii_case(word)) {
+        return Some(*v);
+    }
+    let is_paused = if word.is_ascii() {
+        word.eq_ignore_ascii_case(paused_lower)
+    } else {
+        word.to_lowercase() == paused_lower
+    };
+    is_paused.then_some(Verb::Paused)
+}
+
+/// Parses one line (without its `\n`) of already-decoded text. Never
+/// fails, never panics; `paused_lower` is the configured paused word,
+/// lower-cased.
+pub fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
+    let line = line.trim_end_matches(['\r', '\n']);
     let Some(colon) = real_colon(line) else {
-        return Parsed::Prose;
+        return ParsedRef::Prose;
     };
     let head = &line[..colon];
-    let (verb_part, tag_part) = match head.find('[') {
+    let (verb_part, tag_part) = match head.bytes().position(|b| b == b'[') {
         Some(i) => (&head[..i], &head[i..]),
         None => (head, ""),
     };
-    let verb = verb_part.trim().to_lowercase();
-    let Some(kind) = Verb::from_word(&verb, &paused.to_lowercase()) else {
-        return Parsed::Prose;
-    };
-    let Some(tag_list) = tags(tag_part) else {
-        return Parsed::Invalid(format!("unreadable tags {:?}", tag_part.trim()));
+    let verb = verb_part.trim();
+    let Some(kind) = verb_of(verb, paused_lower) else {
+        return ParsedRef::Prose;
     };
     let mut at = None;
-    let mut key: Option<String> = None;
-    for (name, value) in tag_list {
-        match name {
-            "at" => at = parse_at(value).or(at),
-            "key" if valid_key(value) => key = Some(value.to_string()),
-            "key" => return Parsed::Invalid(format!("malformed key {value:?}")),
-            _ => {}
+    let mut key: Option<&str> = None;
+    let mut bad_key: Option<&str> = None;
+    let readable = tags(tag_part, |name, value| match name {
+        "at" => at = parse_at(value).or(at),
+        "key" if valid_key(value) => key = Some(value),
+        "key" => {
+            bad_key.get_or_insert(value);
         }
+        _ => {}
+    });
+    if !readable {
+        return ParsedRef::Invalid(format!("unreadable tags {:?}", tag_part.trim()));
+    }
+    if let Some(value) = bad_key {
+        return ParsedRef::Invalid(format!("malformed key {value:?}"));
     }
     let mut body = line[colon + 1..].trim_start();
     if let Some(after) = body.strip_prefix("[key=")
@@ -163,18 +239,29 @@ pub fn parse_line(raw: &[u8], paused: &str) -> Parsed {
     {
         let value = after[..end].trim();
         if !valid_key(value) {
-            return Parsed::Invalid(format!("malformed key {value:?}"));
+            return ParsedRef::Invalid(format!("malformed key {value:?}"));
         }
-        key.get_or_insert_with(|| value.to_string());
+        key.get_or_insert(value);
         body = after[end + 1..].trim_start();
     }
-    Parsed::Line(StatusLine {
+    ParsedRef::Line(LineRef {
         verb,
         kind,
-        key: key.unwrap_or_else(|| "default".to_string()),
-        text: body.to_string(),
+        key: key.unwrap_or("default"),
+        text: body,
         at,
     })
+}
+
+/// Parses one line (without its `\n`). Never fails, never panics; invalid
+/// UTF-8 is decoded lossily.
+pub fn parse_line(raw: &[u8], paused: &str) -> Parsed {
+    let text = String::from_utf8_lossy(raw);
+    match parse_str(&text, &paused.to_lowercase()) {
+        ParsedRef::Line(l) => Parsed::Line(l.to_owned_line()),
+        ParsedRef::Prose => Parsed::Prose,
+        ParsedRef::Invalid(why) => Parsed::Invalid(why),
+    }
 }
 
 /// An open decision: what is waiting on someone above the worker.
@@ -197,6 +284,9 @@ pub struct Fold {
     pub lines: usize,
     /// Non-blank lines that are not valid status lines.
     pub malformed: usize,
+    /// The `at=` stamp of the newest valid status line (`None` when it has
+    /// none, or when there is no valid line: see [`Fold::lines`]).
+    pub last_at: Option<u64>,
 }
 
 impl Fold {
@@ -206,6 +296,7 @@ impl Fold {
             Parsed::Invalid(_) => self.malformed += 1,
             Parsed::Line(l) => {
                 self.lines += 1;
+                self.last_at = l.at;
                 if l.kind.opens() {
                     self.open.retain(|d| d.key != l.key);
                     self.open.push(Decision {
@@ -225,14 +316,37 @@ impl Fold {
     }
 
     /// Folds the complete lines of a log (a torn final line is ignored).
+    /// Lines are parsed borrowed; only open decisions and the newest state
+    /// line are copied out.
     pub fn from_bytes(bytes: &[u8], paused: &str) -> Fold {
+        let text = String::from_utf8_lossy(crate::fsx::complete_lines(bytes));
+        let paused_lower = paused.to_lowercase();
         let mut f = Fold::default();
-        for line in crate::fsx::complete_lines(bytes).split(|&b| b == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
+        let mut open: Vec<LineRef> = Vec::new();
+        let mut last_state: Option<LineRef> = None;
+        for line in text.split('\n') {
+            if line.bytes().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
-            f.push(parse_line(line, paused));
+            match parse_str(line, &paused_lower) {
+                ParsedRef::Prose | ParsedRef::Invalid(_) => f.malformed += 1,
+                ParsedRef::Line(l) => {
+                    f.lines += 1;
+                    f.last_at = l.at;
+                    if l.kind.opens() || l.kind == Verb::Resolved {
+                        open.retain(|d| d.key != l.key);
+                    }
+                    if l.kind.opens() {
+                        open.push(l);
+                    }
+                    if l.kind.is_state() {
+                        last_state = Some(l);
+                    }
+                }
+            }
         }
+        f.open = open.iter().map(LineRef::decision).collect();
+        f.last_state = last_state.map(|l| l.to_owned_line());
         f
     }
 

@@ -16,6 +16,7 @@ pub mod dod;
 pub mod fm;
 pub mod send;
 pub mod status;
+pub mod watch;
 
 /// A tool reachable as `fm-<name>` and as `fm <name>`.
 pub struct Tool {
@@ -73,8 +74,8 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "watch",
         about: "re-ring unread messages and feed the captain",
-        main: None,
-        command: None,
+        main: Some(watch::main),
+        command: Some(watch::command),
     },
     Tool {
         name: "board",

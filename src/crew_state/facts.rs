@@ -21,7 +21,7 @@ use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::Meta;
 use crate::pane::{Pane, PaneInfo, Tmux, run_bounded};
-use crate::status::{self, Fold, Parsed, StatusLine, Verb};
+use crate::status::{self, Fold, StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{fsx, inbox};
 
@@ -236,16 +236,9 @@ fn read_files(
     f.meta = read_if(idx, &home.meta(id))?.map(|(b, _)| Meta::parse(&b));
     if let Some((bytes, mtime)) = read_if(idx, &home.status(id))? {
         f.log_mtime = mtime;
-        let paused = &cfg.brief.paused_verb;
-        for line in fsx::complete_lines(&bytes).split(|&b| b == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let parsed = status::parse_line(line, paused);
-            if let Parsed::Line(l) = &parsed {
-                f.last_line_at = l.at.or(f.log_mtime);
-            }
-            f.fold.push(parsed);
+        f.fold = status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb);
+        if f.fold.lines > 0 {
+            f.last_line_at = f.fold.last_at.or(f.log_mtime);
         }
     }
     f.busy = read_if(idx, &home.busy(id))?.and_then(|(b, _)| BusyRecord::parse(&b));

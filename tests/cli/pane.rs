@@ -9,9 +9,16 @@ fn list_info_type_press_capture_on_a_private_server() {
     let Some(t) = Tmux::start() else { return };
     let real = RealTmux::new(&t.socket);
     let pane = t.window("w1", &["cat"]);
+    // tmux starts a one-word command through the shell, which then execs it.
+    let listed_as_cat = || {
+        real.list()
+            .unwrap()
+            .iter()
+            .any(|p| p.id == pane && p.command == "cat")
+    };
+    assert!(wait_until(5.0, listed_as_cat), "{:?}", real.list());
     let all = real.list().unwrap();
     let me = all.iter().find(|p| p.id == pane).expect("pane listed");
-    assert_eq!(me.command, "cat");
     assert_eq!(me.window, "w1");
     assert!(!me.dead);
     assert_eq!(real.info(&pane).unwrap().unwrap().id, pane);

@@ -1,0 +1,179 @@
+//! Watcher benchmarks: one in-process pass over 1,000 tasks with a pending
+//! record each (tasks without panes, so no tmux typing or waits), the CPU
+//! an idle daemon uses with 100 tasks, and how soon a due record is rung.
+//! Run with `cargo bench --bench watch` (`FM_BENCH_IDLE_SECS` shortens the
+//! 60 s idle measurement).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use firstmate::config::Config;
+use firstmate::pane::{FakePane, Pane};
+use firstmate::watch::pass::{self, State};
+use firstmate::{Home, clock, inbox};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn new_home() -> (tempfile::TempDir, Home) {
+    let d = tempfile::tempdir().expect("temp home");
+    for sub in ["config", "data", "state"] {
+        std::fs::create_dir_all(d.path().join(sub)).unwrap();
+    }
+    std::fs::write(d.path().join("config/firstmate.toml"), "").unwrap();
+    let h = Home::at(d.path()).unwrap();
+    (d, h)
+}
+
+/// `n` tasks with meta (no pane) and one pending record queued at `at`.
+fn fleet(home: &Home, n: usize, at: u64, pending: bool) {
+    for i in 0..n {
+        let id = format!("task-{i:04}");
+        let state = home.state_dir();
+        std::fs::write(state.join(format!("{id}.meta")), "kind=ship\n").unwrap();
+        std::fs::write(state.join(format!("{id}.status")), "working: on it\n").unwrap();
+        let inbox = state.join(format!("{id}.inbox"));
+        std::fs::create_dir_all(inbox.join("handled")).unwrap();
+        let rec = inbox::render(&clock::rfc3339(at), "captain", false, b"hello");
+        let name = if pending {
+            "001.msg"
+        } else {
+            "handled/001.msg"
+        };
+        std::fs::write(inbox.join(name), rec).unwrap();
+    }
+}
+
+fn fake(_socket: &str) -> Box<dyn Pane> {
+    Box::new(FakePane::default())
+}
+
+fn pass_benches() {
+    let cfg = Config::default();
+    let now = clock::now();
+    let mut ringing = Vec::new();
+    let mut steady = Vec::new();
+    for _ in 0..5 {
+        let (_d, home) = new_home();
+        fleet(&home, 1000, now - 1000, true);
+        let mut state = State::load(&home).unwrap();
+        let t = Instant::now();
+        let r = pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now).unwrap();
+        ringing.push(t.elapsed());
+        assert_eq!(r.rings.len(), 1000);
+        for _ in 0..4 {
+            let t = Instant::now();
+            let r = pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now + 1).unwrap();
+            steady.push(t.elapsed());
+            assert!(r.rings.is_empty());
+        }
+    }
+    println!(
+        "pass over 1,000 tasks, each record due and rung (no pane): median {:?} (5 runs)",
+        median(ringing)
+    );
+    println!(
+        "pass over 1,000 tasks, each record pending within its grace: median {:?} (20 runs)",
+        median(steady)
+    );
+}
+
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the `(comm)`: state is field 3; utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+fn daemon(home: &Path, envs: &[(&str, &str)]) -> std::process::Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fm-watch"));
+    c.env("FM_HOME", home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.spawn().expect("start fm-watch")
+}
+
+fn idle_cpu() {
+    let secs: u64 = std::env::var("FM_BENCH_IDLE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let (d, home) = new_home();
+    fleet(&home, 100, clock::now(), false);
+    let mut child = daemon(d.path(), &[]);
+    std::thread::sleep(Duration::from_secs(2));
+    let before = cpu_ticks(child.id());
+    std::thread::sleep(Duration::from_secs(secs));
+    let used = cpu_ticks(child.id()) - before;
+    let _ = child.kill();
+    let _ = child.wait();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    println!(
+        "idle daemon, 100 tasks, {secs} s: {used} ticks = {:.3} % of a core",
+        used as f64 / hz / secs as f64 * 100.0
+    );
+}
+
+fn wall() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+fn latency() {
+    let (d, home) = new_home();
+    fleet(&home, 100, clock::now(), false);
+    let envs = [("FM_WATCH_GRACE_SECS", "1"), ("FM_WATCH_POLL_SECS", "60")];
+    let mut child = daemon(d.path(), &envs);
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut timer, mut event) = (Vec::new(), Vec::new());
+    for i in 0..10 {
+        // Becomes due by the clock: queued now, due one second later.
+        let id = format!("task-{i:04}");
+        let at = clock::now();
+        let rec = inbox::render(&clock::rfc3339(at), "captain", false, b"x");
+        std::fs::write(home.state_dir().join(format!("{id}.inbox/002.msg")), rec).unwrap();
+        let rs = home.state_dir().join(format!("{id}.inbox/.ring-state"));
+        while !rs.exists() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        timer.push(Duration::from_secs_f64((wall() - (at + 1) as f64).max(0.0)));
+        // Already due when it appears: found through a filesystem event.
+        let id = format!("task-{:04}", 50 + i);
+        let rec = inbox::render(&clock::rfc3339(clock::now() - 5), "captain", false, b"x");
+        let t = Instant::now();
+        std::fs::write(home.state_dir().join(format!("{id}.inbox/002.msg")), rec).unwrap();
+        let rs = home.state_dir().join(format!("{id}.inbox/.ring-state"));
+        while !rs.exists() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        event.push(t.elapsed());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "record becomes due (clock) -> rung, daemon: median {:?}, max {:?} (10 runs)",
+        median(timer.clone()),
+        timer.iter().max().unwrap()
+    );
+    println!(
+        "due record written -> rung (fs event), daemon: median {:?}, max {:?} (10 runs)",
+        median(event.clone()),
+        event.iter().max().unwrap()
+    );
+}
+
+fn main() {
+    pass_benches();
+    latency();
+    idle_cpu();
+}

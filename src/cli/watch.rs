@@ -1,0 +1,319 @@
+//! `fm-watch` (SPEC §6.1): the daemon, `--once`, `--until-wake`,
+//! `--drain`, `--status` and `--crontab`.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+use serde::Serialize;
+
+use super::common::{self, Ctx, HomeArg};
+use crate::error::{Result, exit};
+use crate::home::Home;
+use crate::task_id::TaskId;
+use crate::wakes::{self, Wake};
+use crate::watch::daemon::{self, End, Options};
+use crate::watch::pass::{self, Report, State};
+use crate::watch::{ladder, ladder_io};
+use crate::{clock, fsx, inbox};
+
+const TOOL: &str = "fm-watch";
+
+/// Re-ring unacknowledged messages, escalate, and feed the captain's wakes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fm-watch",
+    version,
+    group = clap::ArgGroup::new("mode").args(["once", "until_wake", "drain", "status", "crontab"]),
+    after_help = "Examples:\n  fm-watch                      # foreground daemon until Ctrl-C\n  fm-watch --once               # one pass (for cron)\n  fm-watch --drain --json       # new wakes since the last drain\n  fm-watch --status\n  fm-watch --crontab >> my.crontab"
+)]
+pub struct Args {
+    /// Run one pass, then exit
+    #[arg(long)]
+    once: bool,
+    /// Run until the first new wake, print it and exit 0
+    #[arg(long)]
+    until_wake: bool,
+    /// Print wakes not yet drained and advance the cursor
+    #[arg(long)]
+    drain: bool,
+    /// Lock holder, heartbeat age, tasks with pending records
+    #[arg(long)]
+    status: bool,
+    /// Print a crontab line running `fm-watch --once` for this home
+    #[arg(long)]
+    crontab: bool,
+    /// JSON output
+    #[arg(long)]
+    json: bool,
+    /// Poll only, without filesystem events
+    #[arg(long, hide = true)]
+    no_notify: bool,
+    #[command(flatten)]
+    home: HomeArg,
+}
+
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    match common::parse::<Args>(args) {
+        Ok(a) => common::finish(TOOL, run(a)),
+        Err(code) => code,
+    }
+}
+
+fn run(a: Args) -> Result<u8> {
+    let ctx = a.home.ctx(TOOL)?;
+    if a.crontab {
+        return crontab(&ctx.home);
+    }
+    if a.drain {
+        return drain(&ctx.home, a.json);
+    }
+    if a.status {
+        return status(&ctx, a.json);
+    }
+    daemon::install_signals();
+    let start = if a.until_wake {
+        Some(wakes::end_offset(&ctx.home)?)
+    } else {
+        None
+    };
+    let lock = match daemon::acquire(&ctx.home)? {
+        Ok(lock) => lock,
+        Err(pid) => {
+            if let Some(start) = start {
+                // Another watcher acts; just wait for its next wake.
+                return finish_loop(daemon::follow(&ctx.home, start)?, a.json);
+            }
+            let pid = pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
+            common::out(&format!("{TOOL}: already running (pid {pid})"))?;
+            return Ok(exit::OK);
+        }
+    };
+    let recovered = daemon::recovered_wake(&ctx.home, &ctx.cfg, &lock);
+    let result = if a.once {
+        once(&ctx, a.json, recovered)
+    } else {
+        if start.is_none() {
+            eprintln!(
+                "{TOOL}: watching {} (pid {}); Ctrl-C to stop",
+                ctx.home.root().display(),
+                std::process::id()
+            );
+            if let Some(w) = &recovered {
+                let _ = common::out(&wake_line(w, a.json));
+            }
+        }
+        let opts = Options {
+            until_wake: start,
+            no_notify: a.no_notify,
+        };
+        let quiet = start.is_some();
+        let json = a.json;
+        let mut show = |r: &Report| {
+            if !quiet {
+                show_report(r, json);
+            }
+        };
+        daemon::run(&ctx.home, &ctx.cfg, &opts, &mut show).and_then(|end| finish_loop(end, json))
+    };
+    lock.release();
+    crate::watch::hook::wait_all();
+    result
+}
+
+fn finish_loop(end: End, json: bool) -> Result<u8> {
+    match end {
+        End::Wake(w) => {
+            common::out(&wake_line(&w, json))?;
+            Ok(exit::OK)
+        }
+        End::Signal(libc::SIGINT) => Ok(exit::INTERRUPTED),
+        End::Signal(_) => Ok(exit::OK),
+    }
+}
+
+fn once(ctx: &Ctx, json: bool, recovered: Option<Wake>) -> Result<u8> {
+    let mut state = State::load(&ctx.home)?;
+    let mut report = pass::run(
+        &ctx.home,
+        &ctx.cfg,
+        &daemon::tmux_for,
+        &std::thread::sleep,
+        &mut state,
+        clock::now(),
+    )?;
+    if let Some(w) = recovered {
+        report.wakes.insert(0, w);
+    }
+    if json {
+        common::out_json(&report)?;
+    } else {
+        show_report(&report, false);
+    }
+    Ok(exit::OK)
+}
+
+/// Progress lines for one pass: every ring and every wake.
+fn show_report(r: &Report, json: bool) {
+    for ring in &r.rings {
+        let line = if json {
+            serde_json::to_string(ring).unwrap_or_default()
+        } else {
+            format!(
+                "rang {} {} (attempt {}) \u{b7} {}",
+                ring.task,
+                fsx::numbered_name(ring.seq, inbox::EXT),
+                ring.count,
+                ring.outcome
+            )
+        };
+        let _ = common::out(&line);
+    }
+    for w in &r.wakes {
+        let _ = common::out(&wake_line(w, json));
+    }
+}
+
+fn wake_line(w: &Wake, json: bool) -> String {
+    if json {
+        serde_json::to_string(w).unwrap_or_default()
+    } else {
+        format!(
+            "wake {} {} {} {} \u{b7} {}",
+            w.seq,
+            clock::rfc3339(w.epoch),
+            w.task,
+            w.kind,
+            w.text
+        )
+    }
+}
+
+fn drain(home: &Home, json: bool) -> Result<u8> {
+    fsx::ensure_dir(&home.state_dir())?;
+    let _guard = fsx::lock(&home.wakes_cursor_lock(), fsx::LOCK_WAIT)?;
+    let cursor = fsx::read_optional(&home.wakes_cursor())?
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let (new, end) = wakes::read_since(home, cursor)?;
+    if json {
+        common::out_json(&new)?;
+    } else {
+        for w in &new {
+            common::out(&wake_line(w, false))?;
+        }
+    }
+    if end != cursor {
+        fsx::atomic_write(&home.wakes_cursor(), format!("{end}\n").as_bytes())?;
+    }
+    Ok(exit::OK)
+}
+
+#[derive(Debug, Serialize)]
+struct TaskLine {
+    id: String,
+    pending: usize,
+    oldest_age_secs: Option<u64>,
+    ring_count: u64,
+    escalated: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct StatusReport {
+    running: bool,
+    pid: Option<u32>,
+    heartbeat_age_secs: Option<u64>,
+    tasks: Vec<TaskLine>,
+}
+
+fn status(ctx: &Ctx, json: bool) -> Result<u8> {
+    let home = &ctx.home;
+    let lock = home.watch_lock();
+    let running = lock.exists() && matches!(fsx::try_lock(&lock), Ok(None));
+    let now = clock::now();
+    let heartbeat_age_secs = std::fs::metadata(home.watch_beat())
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.elapsed().ok())
+        .map(|d| d.as_secs());
+    let mut tasks = Vec::new();
+    for id in pass::scan_tasks(home)? {
+        let seqs = inbox::pending(home, &id).unwrap_or_default();
+        if seqs.is_empty() {
+            continue;
+        }
+        tasks.push(task_line(home, &id, &seqs, now));
+    }
+    let report = StatusReport {
+        running,
+        pid: running.then(|| daemon::recorded_pid(home)).flatten(),
+        heartbeat_age_secs,
+        tasks,
+    };
+    if json {
+        common::out_json(&report)?;
+        return Ok(exit::OK);
+    }
+    let beat = report
+        .heartbeat_age_secs
+        .map(|s| format!("heartbeat {} ago", clock::age(s)))
+        .unwrap_or_else(|| "no heartbeat yet".into());
+    let who = match (report.running, report.pid) {
+        (true, Some(p)) => format!("running (pid {p})"),
+        (true, None) => "running".into(),
+        (false, _) => "not running".into(),
+    };
+    common::out(&format!("watcher: {who} \u{b7} {beat}"))?;
+    for t in &report.tasks {
+        let age = t
+            .oldest_age_secs
+            .map(|s| format!(" \u{b7} oldest {}", clock::age(s)))
+            .unwrap_or_default();
+        let esc = if t.escalated { " \u{b7} escalated" } else { "" };
+        common::out(&format!(
+            "{}: {} pending{age} \u{b7} rung {}{esc}",
+            t.id, t.pending, t.ring_count
+        ))?;
+    }
+    Ok(exit::OK)
+}
+
+fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
+    let oldest = seqs
+        .first()
+        .and_then(|&s| inbox::load_pending(home, id, s).ok().flatten())
+        .and_then(|r| clock::parse_rfc3339(&r.at))
+        .map(|at| now.saturating_sub(at));
+    let (files, _) = ladder_io::load(home, id);
+    let tracked: Option<ladder::RingState> = files.ring.filter(|r| seqs.contains(&r.seq));
+    TaskLine {
+        id: id.to_string(),
+        pending: seqs.len(),
+        oldest_age_secs: oldest,
+        ring_count: tracked.map(|r| r.count).unwrap_or(0),
+        escalated: files.escalated.is_some_and(|s| seqs.contains(&s)),
+    }
+}
+
+fn crontab(home: &Home) -> Result<u8> {
+    use crate::shq::quote as shell_quote;
+    let exe = std::env::current_exe().ok();
+    let sibling = exe
+        .as_ref()
+        .and_then(|e| e.parent())
+        .map(|d| d.join("fm-watch"))
+        .filter(|p| p.is_file());
+    let program = match sibling {
+        Some(p) => shell_quote(&p.display().to_string()),
+        None => "fm-watch".to_string(),
+    };
+    common::out(&format!(
+        "* * * * * FM_HOME={} {program} --once >/dev/null",
+        shell_quote(&home.root().display().to_string())
+    ))?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,99 @@
+//! The `on_wake` hook (SPEC §6.3): an argv template run once per wake with
+//! `{task}`, `{kind}` and `{text}` substituted inside each element — never
+//! through a shell, so wake text reaches the program as one literal
+//! argument. Hooks run beside the watcher, bounded in time; a failure is
+//! logged on stderr and never stops the watcher.
+
+use std::process::Command;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Longest a hook may run before it is killed.
+pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+static RUNNING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// The argv for one wake.
+pub fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<String> {
+    template
+        .iter()
+        .map(|a| {
+            // One pass over the template, so substituted text is never
+            // itself searched for placeholders.
+            let mut out = String::new();
+            let mut rest = a.as_str();
+            while let Some(i) = rest.find('{') {
+                out.push_str(&rest[..i]);
+                let tail = &rest[i..];
+                let (val, len) = if tail.starts_with("{task}") {
+                    (task, 6)
+                } else if tail.starts_with("{kind}") {
+                    (kind, 6)
+                } else if tail.starts_with("{text}") {
+                    (text, 6)
+                } else {
+                    ("{", 1)
+                };
+                out.push_str(val);
+                rest = &tail[len..];
+            }
+            out.push_str(rest);
+            out
+        })
+        .collect()
+}
+
+/// Starts the hook for one wake in the background.
+pub fn spawn(template: &[String], task: &str, kind: &str, text: &str) {
+    let argv = argv(template, task, kind, text);
+    let Some((program, args)) = argv.split_first() else {
+        return;
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    let program = program.clone();
+    let handle = std::thread::spawn(move || match crate::pane::run_bounded(cmd, HOOK_TIMEOUT) {
+        Ok((Some(0), _, _)) => {}
+        Ok((code, _, stderr)) => eprintln!(
+            "fm-watch: warning: on_wake hook {program} exited {}: {}",
+            code.map(|c| c.to_string())
+                .unwrap_or_else(|| "by signal".into()),
+            stderr.trim()
+        ),
+        Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
+    });
+    if let Ok(mut v) = RUNNING.lock() {
+        v.retain(|h| !h.is_finished());
+        v.push(handle);
+    }
+}
+
+/// Waits for running hooks (before a one-shot run exits).
+pub fn wait_all() {
+    let handles: Vec<_> = RUNNING
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default();
+    for h in handles {
+        let _ = h.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_substituted_once_and_literally() {
+        let t: Vec<String> = ["notify", "{task}/{kind}", "{text}", "{other}"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let a = argv(&t, "t1", "escalation", "$(rm -rf /) {task}");
+        assert_eq!(
+            a,
+            ["notify", "t1/escalation", "$(rm -rf /) {task}", "{other}"]
+        );
+    }
+}

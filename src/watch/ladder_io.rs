@@ -1,0 +1,94 @@
+//! The watcher's side of the ladder files: reads `.ring-state` and
+//! `.escalated` through the shared [`crate::ladder_files`] format into the
+//! pure ladder's [`LadderFiles`], and writes them back.
+//!
+//! `.ring-state` is replaced without a per-file fsync: one pass may ring
+//! many tasks and flushes the filesystem once at its end.
+
+use crate::error::Result;
+use crate::fsx;
+use crate::home::Home;
+use crate::inbox;
+use crate::ladder_files::{self as shared, record_name};
+use crate::task_id::TaskId;
+
+use super::ladder::{LadderFiles, RingState};
+
+fn seq_of(name: &str) -> Option<u64> {
+    fsx::parse_numbered(name.trim(), inbox::EXT)
+}
+
+/// Reads both files. A file that cannot be read counts as absent; the
+/// error is returned beside so the caller can report it.
+pub fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Error>) {
+    let mut err = None;
+    let ring = match shared::read_ring_state(home, id) {
+        Ok(r) => r.and_then(|r| {
+            Some(RingState {
+                seq: seq_of(&r.record)?,
+                count: r.count,
+                last: r.last,
+            })
+        }),
+        Err(e) => {
+            err = Some(e);
+            None
+        }
+    };
+    let escalated = match shared::read_escalated(home, id) {
+        Ok(e) => e.and_then(|name| seq_of(name.split_whitespace().next()?)),
+        Err(e) => {
+            err.get_or_insert(e);
+            None
+        }
+    };
+    (LadderFiles { ring, escalated }, err)
+}
+
+/// Records a ring attempt (not fsynced here; see the module doc).
+pub fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
+    let state = shared::RingState {
+        record: record_name(r.seq),
+        count: r.count,
+        last: r.last,
+    };
+    fsx::atomic_write_unsynced(&home.ring_state(id), &state.render())
+}
+
+pub fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> {
+    shared::write_escalated(home, id, &record_name(seq))
+}
+
+pub fn clear(home: &Home, id: &TaskId) -> Result<()> {
+    shared::clear(home, id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_the_shared_format() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t").unwrap();
+        fsx::ensure_dir(&home.inbox(&id)).unwrap();
+        let r = RingState {
+            seq: 1000,
+            count: 2,
+            last: 7,
+        };
+        write_ring_state(&home, &id, &r).unwrap();
+        write_escalated(&home, &id, 3).unwrap();
+        assert_eq!(
+            std::fs::read(home.ring_state(&id)).unwrap(),
+            b"1000.msg\t2\t7\n"
+        );
+        let (files, err) = load(&home, &id);
+        assert!(err.is_none());
+        assert_eq!(files.ring, Some(r));
+        assert_eq!(files.escalated, Some(3));
+        clear(&home, &id).unwrap();
+        assert!(load(&home, &id).0.is_empty());
+    }
+}

@@ -1,0 +1,18 @@
+//! The watcher (SPEC §6): re-rings unacknowledged messages, escalates once,
+//! and feeds the captain through `state/wakes.log`.
+//!
+//! - [`ladder`]: the §6.2 ladder as a pure function of a task's files,
+//!   pane facts and the time.
+//! - [`ladder_io`]: `.ring-state` / `.escalated` through the shared format.
+//! - [`status_feed`]: status lines → `status` wakes, exactly once, via
+//!   persisted read offsets.
+//! - [`pass`]: one pass over every task (the only place that acts).
+//! - [`daemon`]: singleton lock, signals, filesystem events and polling.
+//! - [`hook`]: the `on_wake` argv hook.
+
+pub mod daemon;
+pub mod hook;
+pub mod ladder;
+pub mod ladder_io;
+pub mod pass;
+pub mod status_feed;

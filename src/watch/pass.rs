@@ -1,0 +1,535 @@
+//! One watcher pass over every task: gather each task's files, ask tmux
+//! once per socket (and only when some task's ladder needs pane facts),
+//! let [`ladder::decide`] choose, carry the action out, then surface new
+//! status lines as wakes and touch the heartbeat.
+//!
+//! Order of writes, chosen so a crash never loses anything and never rings
+//! twice: a ring first records the attempt in `.ring-state` and only then
+//! types (a ladder file that cannot be written means no ring at all, and
+//! one wake saying so); an escalation appends its wake *then* writes
+//! `.escalated`, and skips the wake if that exact wake is already logged.
+//! One task's trouble is reported and never stops the pass.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
+use super::{hook, ladder_io, status_feed::Offsets};
+use crate::config::Config;
+use crate::deliver::{self, Outcome, Target};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::harness::{self, HarnessProfile};
+use crate::home::Home;
+use crate::inbox::{self, Record};
+use crate::meta::Meta;
+use crate::pane::{Pane, PaneInfo};
+use crate::task_id::TaskId;
+use crate::wakes::{self, Wake};
+use crate::{clock, fsx};
+
+const TOOL: &str = "fm-watch";
+
+/// Makes the pane backend for a tmux socket (`""` = default server).
+pub type PaneFactory<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
+
+/// What persists between passes of one watcher process.
+#[derive(Debug, Default)]
+pub struct State {
+    pub offsets: Offsets,
+    /// Warnings already printed (each is printed once per process).
+    warned: BTreeSet<String>,
+}
+
+impl State {
+    pub fn load(home: &Home) -> Result<State> {
+        Ok(State {
+            offsets: Offsets::load(home)?,
+            warned: BTreeSet::new(),
+        })
+    }
+
+    fn warn(&mut self, msg: String) {
+        if self.warned.insert(msg.clone()) {
+            eprintln!("{TOOL}: warning: {msg}");
+        }
+    }
+}
+
+/// One ring attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ring {
+    pub task: String,
+    pub seq: u64,
+    pub count: u64,
+    pub outcome: Outcome,
+}
+
+/// What a pass did.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub tasks: usize,
+    pub rings: Vec<Ring>,
+    pub wakes: Vec<Wake>,
+    /// Earliest second at which some ladder may act without a file change.
+    pub next_due: Option<u64>,
+    /// Inbox directories seen (the daemon watches them).
+    #[serde(skip)]
+    pub inboxes: Vec<PathBuf>,
+}
+
+/// A task's inputs, read from its files.
+struct TaskIn {
+    id: TaskId,
+    pending: Vec<Pending>,
+    target: Option<Record>,
+    files: LadderFiles,
+    meta: Option<Meta>,
+}
+
+/// Ids of every task with a meta, inbox or status log, from one listing
+/// of `state/`.
+pub fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
+    let dir = home.state_dir();
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    let mut ids = BTreeSet::new();
+    for entry in rd.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let stem = [".meta", ".inbox", ".status"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s));
+        if let Some(id) = stem.and_then(|s| TaskId::parse(s).ok()) {
+            ids.insert(id);
+        }
+    }
+    Ok(ids.into_iter().collect())
+}
+
+fn mtime_secs(path: &std::path::Path) -> Option<u64> {
+    let t = std::fs::metadata(path).ok()?.modified().ok()?;
+    t.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
+}
+
+/// Pending records in order up to and including the first one that is
+/// not fire-and-forget (all the ladder needs).
+fn load_pending(
+    home: &Home,
+    id: &TaskId,
+    seqs: &[u64],
+    now: u64,
+) -> Result<(Vec<Pending>, Option<Record>)> {
+    let mut out = Vec::new();
+    for &seq in seqs {
+        let Some(rec) = inbox::load_pending(home, id, seq)? else {
+            continue;
+        };
+        let at = clock::parse_rfc3339(&rec.at)
+            .or_else(|| mtime_secs(&home.inbox_record(id, seq)))
+            .unwrap_or(now);
+        out.push(Pending {
+            seq,
+            at,
+            fire_and_forget: rec.fire_and_forget,
+        });
+        if !rec.fire_and_forget {
+            return Ok((out, Some(rec)));
+        }
+    }
+    Ok((out, None))
+}
+
+/// `state/<id>.busy` says busy and is newer than the last status line.
+fn busy_record(home: &Home, id: &TaskId) -> bool {
+    let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut f = text.split_whitespace();
+    if f.next() != Some("busy") {
+        return false;
+    }
+    let at: u64 = f.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    mtime_secs(&home.status(id)).is_none_or(|s| at >= s)
+}
+
+/// Runs one pass at `now`.
+pub fn run(
+    home: &Home,
+    cfg: &Config,
+    panes: PaneFactory,
+    sleep: &dyn Fn(Duration),
+    state: &mut State,
+    now: u64,
+) -> Result<Report> {
+    let ids = scan_tasks(home)?;
+    let mut report = Report {
+        tasks: ids.len(),
+        ..Report::default()
+    };
+    let mut ex = Exec {
+        home,
+        cfg,
+        sleep,
+        state,
+        report: &mut report,
+        now,
+    };
+    let mut tasks = Vec::new();
+    for id in &ids {
+        match gather(home, id, now, &cfg.watch) {
+            Ok(t) => tasks.push(t),
+            Err(e) => ex.state.warn(format!("{id}: {e}")),
+        }
+        if home.inbox(id).is_dir() {
+            ex.report.inboxes.push(home.inbox(id));
+        }
+    }
+    // One `list-panes -a` per socket, only for sockets some ladder needs.
+    let mut backends: HashMap<String, Box<dyn Pane>> = HashMap::new();
+    let mut lists: BTreeMap<String, Option<Vec<PaneInfo>>> = BTreeMap::new();
+    for t in &tasks {
+        let Some(m) = &t.meta else { continue };
+        if m.str("pane").is_empty() || !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+            continue;
+        }
+        let socket = socket_of(m, cfg);
+        if lists.contains_key(&socket) {
+            continue;
+        }
+        let be = backends
+            .entry(socket.clone())
+            .or_insert_with(|| panes(&socket));
+        let list = match be.list() {
+            Ok(l) => Some(l),
+            Err(e) => {
+                ex.state.warn(format!("tmux socket {socket:?}: {e}"));
+                None
+            }
+        };
+        lists.insert(socket, list);
+    }
+    for t in &tasks {
+        ex.task(t, &lists, &mut backends, panes);
+    }
+    for id in &ids {
+        match super::status_feed::new_wakes(home, id, &mut ex.state.offsets, &cfg.brief.paused_verb)
+        {
+            Ok(texts) => {
+                for text in texts {
+                    ex.wake(id, "status", &text);
+                }
+            }
+            Err(e) => ex.state.warn(format!("{id}: {e}")),
+        }
+    }
+    if !ex.report.rings.is_empty()
+        && let Err(e) = fsx::sync_filesystem(&home.state_dir())
+    {
+        ex.state.warn(e.to_string());
+    }
+    if let Err(e) = ex.state.offsets.save(home) {
+        ex.state.warn(e.to_string());
+    }
+    if let Err(e) = fsx::touch(&home.watch_beat()) {
+        ex.state.warn(e.to_string());
+    }
+    Ok(report)
+}
+
+fn gather(home: &Home, id: &TaskId, now: u64, cfg: &crate::config::WatchCfg) -> Result<TaskIn> {
+    let listing = list_inbox(home, id)?;
+    let (pending, target) = load_pending(home, id, &listing.seqs, now)?;
+    let (files, err) = if listing.ladder_files {
+        ladder_io::load(home, id)
+    } else {
+        (LadderFiles::default(), None)
+    };
+    if let Some(e) = err
+        && target.is_some()
+    {
+        eprintln!("{TOOL}: warning: {id}: {e}");
+    }
+    let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
+        Meta::load(home, id)?
+    } else {
+        None
+    };
+    Ok(TaskIn {
+        id: id.clone(),
+        pending,
+        target,
+        files,
+        meta,
+    })
+}
+
+/// One listing of an inbox: pending record numbers (ascending) and
+/// whether any ladder file is present (so absent ones are not opened).
+struct InboxListing {
+    seqs: Vec<u64>,
+    ladder_files: bool,
+}
+
+fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
+    let dir = home.inbox(id);
+    fsx::refuse_symlink(&dir)?;
+    let mut out = InboxListing {
+        seqs: Vec::new(),
+        ladder_files: false,
+    };
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    let (ring, esc) = (home.ring_state(id), home.escalated(id));
+    let ladder_names = [ring.file_name(), esc.file_name()];
+    for entry in rd.flatten() {
+        let name = entry.file_name();
+        if ladder_names.contains(&Some(name.as_os_str())) {
+            out.ladder_files = true;
+        } else if let Some(n) = name
+            .to_str()
+            .and_then(|s| fsx::parse_numbered(s, inbox::EXT))
+        {
+            out.seqs.push(n);
+        }
+    }
+    out.seqs.sort_unstable();
+    Ok(out)
+}
+
+fn socket_of(m: &Meta, cfg: &Config) -> String {
+    match m.str("tmux_socket") {
+        "" => cfg.tmux.socket.clone(),
+        s => s.to_string(),
+    }
+}
+
+struct Exec<'a> {
+    home: &'a Home,
+    cfg: &'a Config,
+    sleep: &'a dyn Fn(Duration),
+    state: &'a mut State,
+    report: &'a mut Report,
+    now: u64,
+}
+
+impl Exec<'_> {
+    fn task(
+        &mut self,
+        t: &TaskIn,
+        lists: &BTreeMap<String, Option<Vec<PaneInfo>>>,
+        backends: &mut HashMap<String, Box<dyn Pane>>,
+        panes: PaneFactory,
+    ) {
+        let (home, cfg, now) = (self.home, self.cfg, self.now);
+        let empty = Meta::default();
+        let meta = t.meta.as_ref().unwrap_or(&empty);
+        let pane_id = meta.str("pane");
+        let socket = socket_of(meta, cfg);
+        let profile: Option<HarnessProfile> = match meta.str("harness") {
+            "" => None,
+            h => harness::profile(cfg, h),
+        };
+        let mut busy_rec = false;
+        let mut info: Option<&PaneInfo> = None;
+        let facts = if pane_id.is_empty() {
+            PaneFacts::NoPane
+        } else if !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+            // The ladder will not look at the pane.
+            PaneFacts::Alive { busy: false }
+        } else {
+            match lists.get(&socket) {
+                Some(Some(list)) => match list.iter().find(|p| p.id == pane_id) {
+                    None => PaneFacts::Gone,
+                    Some(p) if !harness::is_alive(profile.as_ref(), p.dead, &p.command) => {
+                        PaneFacts::Dead
+                    }
+                    Some(p) => {
+                        info = Some(p);
+                        busy_rec = busy_record(home, &t.id);
+                        PaneFacts::Alive { busy: busy_rec }
+                    }
+                },
+                // tmux could not be asked: try again next pass.
+                _ => return,
+            }
+        };
+        let backend = backends
+            .entry(socket.clone())
+            .or_insert_with(|| panes(&socket));
+        let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
+        if let (Action::Ring { .. }, PaneFacts::Alive { busy: false }) = (action, facts)
+            && profile.as_ref().is_some_and(|p| p.busy_regex.is_some())
+            && let Ok(screen) = backend.capture(pane_id, 0)
+            && deliver::screen_busy(profile.as_ref(), &screen)
+        {
+            let busy = PaneFacts::Alive { busy: true };
+            action = ladder::decide(&t.pending, &t.files, busy, now, &cfg.watch);
+        }
+        let id = &t.id;
+        let about = t
+            .target
+            .as_ref()
+            .map(|r| r.first_line().chars().take(120).collect::<String>())
+            .unwrap_or_default();
+        match action {
+            Action::Wait { until } => {
+                if let Some(u) = until {
+                    self.report.next_due = Some(self.report.next_due.map_or(u, |d| d.min(u)));
+                }
+            }
+            Action::Quiet { .. } => {}
+            Action::Clear => {
+                if let Err(e) = ladder_io::clear(home, id) {
+                    self.unwritable(id, home.ring_state(id), e, None);
+                }
+            }
+            Action::Ring { seq, count } => {
+                let rs = ladder::RingState {
+                    seq,
+                    count,
+                    last: now,
+                };
+                if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
+                    self.unwritable(id, home.ring_state(id), e, Some(seq));
+                    return;
+                }
+                let target = Target {
+                    pane: (!pane_id.is_empty()).then_some(pane_id),
+                    profile: profile.as_ref(),
+                    busy_record: busy_rec,
+                };
+                let line = deliver::doorbell(home, id);
+                let outcome = match info {
+                    // The pass's listing already holds the pane: no second query.
+                    Some(p) => deliver::deliver_to(
+                        backend.as_ref(),
+                        &target,
+                        p,
+                        &line,
+                        &cfg.send,
+                        self.sleep,
+                    ),
+                    None => {
+                        deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep)
+                    }
+                };
+                Event::at(now, TOOL, id.as_str(), "watch.rang")
+                    .actor("watcher")
+                    .field("seq", seq)
+                    .field("count", count)
+                    .field("doorbell", outcome.as_str())
+                    .record(home);
+                self.report.next_due = Some(
+                    self.report
+                        .next_due
+                        .map_or(now + cfg.watch.grace_secs, |d| {
+                            d.min(now + cfg.watch.grace_secs)
+                        }),
+                );
+                self.report.rings.push(Ring {
+                    task: id.to_string(),
+                    seq,
+                    count,
+                    outcome,
+                });
+            }
+            Action::Escalate { seq, rings } => {
+                let text = format!(
+                    "{} unacknowledged after {rings} ring(s): {about}",
+                    name(seq)
+                );
+                self.ladder_wake(id, "escalation", &text, seq);
+            }
+            Action::Overdue { seq, age } => {
+                let text = format!(
+                    "{} unhandled for {} while the worker is busy: {about}",
+                    name(seq),
+                    clock::age(age)
+                );
+                self.ladder_wake(id, "overdue", &text, seq);
+            }
+            Action::DeadAgent { seq, gone } => {
+                let why = if gone {
+                    format!("pane {pane_id} gone")
+                } else {
+                    format!("agent in pane {pane_id} exited")
+                };
+                let text = format!("{} pending but {why}: {about}", name(seq));
+                self.ladder_wake(id, "dead-agent", &text, seq);
+            }
+        }
+    }
+
+    /// Appends a wake, runs the hook, and reports it.
+    fn wake(&mut self, id: &TaskId, kind: &str, text: &str) {
+        match wakes::append(self.home, id.as_str(), kind, text, self.now) {
+            Ok(seq) => {
+                if !self.cfg.watch.on_wake.is_empty() {
+                    hook::spawn(&self.cfg.watch.on_wake, id.as_str(), kind, text);
+                }
+                self.report.wakes.push(Wake {
+                    seq,
+                    epoch: self.now,
+                    task: id.to_string(),
+                    kind: kind.to_string(),
+                    text: wakes::clean(text),
+                });
+            }
+            Err(e) => self.state.warn(format!("{id}: cannot append wake: {e}")),
+        }
+    }
+
+    /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5).
+    fn ladder_wake(&mut self, id: &TaskId, kind: &str, text: &str, seq: u64) {
+        let action = format!("watch.{kind}");
+        match wakes::exists(self.home, id.as_str(), kind, text) {
+            Ok(true) => {}
+            _ => {
+                self.wake(id, kind, text);
+                Event::at(self.now, TOOL, id.as_str(), &action)
+                    .actor("watcher")
+                    .field("seq", seq)
+                    .record(self.home);
+            }
+        }
+        if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
+            self.unwritable(id, self.home.escalated(id), e, None);
+        }
+    }
+
+    /// A ladder file cannot be written: one wake saying so, no ringing.
+    fn unwritable(&mut self, id: &TaskId, path: PathBuf, err: Error, seq: Option<u64>) {
+        self.state.warn(format!("{id}: {err}"));
+        let text = match seq {
+            Some(s) => format!(
+                "ladder file {} is not writable; {} will not be re-rung until it is fixed",
+                path.display(),
+                name(s)
+            ),
+            None => format!("ladder file {} is not writable", path.display()),
+        };
+        if !wakes::exists(self.home, id.as_str(), "escalation", &text).unwrap_or(false) {
+            self.wake(id, "escalation", &text);
+        }
+        if let Some(s) = seq {
+            let _ = ladder_io::write_escalated(self.home, id, s);
+        }
+    }
+}
+
+fn name(seq: u64) -> String {
+    fsx::numbered_name(seq, inbox::EXT)
+}

@@ -1,0 +1,190 @@
+//! Status wakes (SPEC §6.3): every new status line whose verb is
+//! needs-decision, blocked, done, failed or paused surfaces once.
+//!
+//! Per-task read offsets persist in `state/.watch.offsets` (owned by the
+//! watcher alone; lines `<task>\t<offset>\t<inode>`). Only complete lines
+//! are consumed, so a line being appended while we read is taken next
+//! time; a log never seen is read from its beginning; a log replaced by
+//! another file (different inode) or shorter than the offset is re-read
+//! from its start. Offsets are saved after the wakes are appended, so a
+//! crash in between may repeat a wake but never lose one.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+
+use crate::error::{Error, Result};
+use crate::fsx;
+use crate::home::Home;
+use crate::status::{self, Parsed};
+use crate::task_id::TaskId;
+
+/// Where each log has been read up to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Offsets {
+    map: BTreeMap<String, (u64, u64)>,
+    dirty: bool,
+}
+
+impl Offsets {
+    pub fn parse(bytes: &[u8]) -> Offsets {
+        let text = String::from_utf8_lossy(fsx::complete_lines(bytes));
+        let mut map = BTreeMap::new();
+        for line in text.lines() {
+            let mut f = line.split('\t');
+            if let (Some(t), Some(Ok(o)), Some(Ok(i))) = (
+                f.next(),
+                f.next().map(str::parse::<u64>),
+                f.next().map(str::parse::<u64>),
+            ) {
+                map.insert(t.to_string(), (o, i));
+            }
+        }
+        Offsets { map, dirty: false }
+    }
+
+    pub fn render(&self) -> String {
+        self.map
+            .iter()
+            .map(|(t, (o, i))| format!("{t}\t{o}\t{i}\n"))
+            .collect()
+    }
+
+    pub fn load(home: &Home) -> Result<Offsets> {
+        Ok(fsx::read_optional(&home.watch_offsets())?
+            .map(|b| Offsets::parse(&b))
+            .unwrap_or_default())
+    }
+
+    /// Saves when something changed since load.
+    pub fn save(&mut self, home: &Home) -> Result<()> {
+        if self.dirty {
+            fsx::atomic_write(&home.watch_offsets(), self.render().as_bytes())?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, task: &str, offset: u64, ino: u64) {
+        if self.map.get(task) != Some(&(offset, ino)) {
+            self.map.insert(task.to_string(), (offset, ino));
+            self.dirty = true;
+        }
+    }
+}
+
+/// The wake text for a status line: `<verb>[ key=K]: <text>`.
+pub fn wake_text(line: &status::StatusLine) -> String {
+    if line.key == "default" {
+        format!("{}: {}", line.verb, line.text)
+    } else {
+        format!("{} key={}: {}", line.verb, line.key, line.text)
+    }
+}
+
+/// Wake texts for the wake-worthy lines of `chunk` (complete lines only),
+/// and how many bytes of it were consumed.
+pub fn scan(chunk: &[u8], paused: &str) -> (Vec<String>, u64) {
+    let complete = fsx::complete_lines(chunk);
+    let texts = complete
+        .split(|&b| b == b'\n')
+        .filter_map(|raw| match status::parse_line(raw, paused) {
+            Parsed::Line(l) if l.kind.wakes() => Some(wake_text(&l)),
+            _ => None,
+        })
+        .collect();
+    (texts, complete.len() as u64)
+}
+
+/// New wake texts from a task's status log since the saved offset; the
+/// new offset is recorded in `offsets` (the caller saves it).
+pub fn new_wakes(
+    home: &Home,
+    id: &TaskId,
+    offsets: &mut Offsets,
+    paused: &str,
+) -> Result<Vec<String>> {
+    let path = home.status(id);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => m,
+        Ok(_) => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("stat", path, e)),
+    };
+    let (mut offset, ino) = offsets
+        .map
+        .get(id.as_str())
+        .copied()
+        .unwrap_or((0, meta.ino()));
+    if ino != meta.ino() || meta.len() < offset {
+        offset = 0;
+    }
+    if meta.len() == offset {
+        offsets.set(id.as_str(), offset, meta.ino());
+        return Ok(Vec::new());
+    }
+    let mut f = std::fs::File::open(&path).map_err(|e| Error::io("open", &path, e))?;
+    f.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::io("seek", &path, e))?;
+    let mut chunk = Vec::new();
+    f.read_to_end(&mut chunk)
+        .map_err(|e| Error::io("read", &path, e))?;
+    let (texts, used) = scan(&chunk, paused);
+    offsets.set(id.as_str(), offset + used, meta.ino());
+    Ok(texts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_takes_complete_wake_worthy_lines_only() {
+        let chunk = b"working: a\ndone: shipped\nblocked [key=db]: which db\nnote: x\nfailed: hal";
+        let (texts, used) = scan(chunk, "paused");
+        assert_eq!(texts, vec!["done: shipped", "blocked key=db: which db"]);
+        assert_eq!(used as usize, chunk.len() - "failed: hal".len());
+    }
+
+    #[test]
+    fn offsets_round_trip() {
+        let mut o = Offsets::default();
+        o.set("a", 10, 3);
+        o.set("b.c", 0, 9);
+        let again = Offsets::parse(o.render().as_bytes());
+        assert_eq!(again.map, o.map);
+    }
+
+    #[test]
+    fn growing_replaced_and_truncated_logs() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        std::fs::create_dir(home.state_dir()).unwrap();
+        let id = TaskId::parse("t").unwrap();
+        let mut o = Offsets::default();
+        std::fs::write(home.status(&id), "done: one\npaused: hal").unwrap();
+        assert_eq!(
+            new_wakes(&home, &id, &mut o, "paused").unwrap(),
+            ["done: one"]
+        );
+        fsx::append_line(&home.status(&id), b"f\n").unwrap();
+        assert_eq!(
+            new_wakes(&home, &id, &mut o, "paused").unwrap(),
+            ["paused: half"]
+        );
+        assert!(new_wakes(&home, &id, &mut o, "paused").unwrap().is_empty());
+        std::fs::remove_file(home.status(&id)).unwrap();
+        std::fs::write(home.status(&id), "failed: again\n").unwrap();
+        assert_eq!(
+            new_wakes(&home, &id, &mut o, "paused").unwrap(),
+            ["failed: again"]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn offsets_parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = Offsets::parse(&bytes);
+        }
+    }
+}
