@@ -82,3 +82,18 @@ fn busy_records_round_trip() {
         },
     );
 }
+
+#[test]
+fn watcher_offsets_parse_to_a_fixed_point() {
+    use firstmate::watch::status_feed::Offsets;
+    let line = "[a-z0-9]{0,6}\t[0-9]{0,21}\t[0-9a]{0,21}(\t[0-9]{0,3})?\r?"
+        .prop_map(String::from)
+        .boxed();
+    let file = prop_oneof![bytes(200).boxed(), crate::lines_of(line, 8).boxed()];
+    fuzz("watch-offsets/parse", file, |b| {
+        let once = Offsets::parse(&b);
+        let again = Offsets::parse(once.render().as_bytes());
+        prop_assert_eq!(again.render(), once.render());
+        Ok(())
+    });
+}

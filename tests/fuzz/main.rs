@@ -1,7 +1,7 @@
 //! Fuzzing every parser of files that other processes (or people) write:
 //! status lines, inbox records, meta, frontmatter (briefs and responses),
 //! the brief check, config, the ladder files, busy and run records, board
-//! task files, wake lines and event lines.
+//! task files, wake lines, watcher offsets and event lines.
 //!
 //! Each target runs `FM_FUZZ_CASES` cases (default 2,000, so the normal test
 //! run stays fast) and checks two things: the parser never panics on the
