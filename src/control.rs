@@ -45,6 +45,10 @@ pub enum Action {
 /// Runs `action` on task `id` under its lifecycle lock; returns the line
 /// to print on success.
 pub fn run(home: &Home, cfg: &Config, id: &TaskId, action: Action) -> Result<String> {
+    // The brief is read and rewritten (relaunch) and the meta replaced
+    // under these paths: never through a symlink (SPEC §1.2).
+    fsx::refuse_symlink(&home.task_data(id))?;
+    fsx::refuse_symlink(&home.meta(id))?;
     fsx::ensure_dir(&home.state_dir())?;
     let Some(_lock) = fsx::try_lock(&home.control_lock(id))? else {
         return Err(Error::refused(format!(

@@ -143,6 +143,16 @@ fn unsent(
     }
 }
 
+/// The one line of `state/<id>.busy` (SPEC §9.3): `busy|idle <epoch> <source>`.
+/// Whitespace inside `source` becomes `-` so the record stays three fields;
+/// an empty source is `hook`.
+pub fn render_busy(busy: bool, at: u64, source: &str) -> String {
+    let source = source.split_whitespace().collect::<Vec<_>>().join("-");
+    let source = if source.is_empty() { "hook" } else { &source };
+    let word = if busy { "busy" } else { "idle" };
+    format!("{word} {at} {source}\n")
+}
+
 /// `state/<id>.busy` says busy and is at least as new as the status log's
 /// last change (SPEC §9.2 rule 4). Pure: takes the record and the log's
 /// mtime in Unix seconds (`None` when there is no log).

@@ -259,9 +259,10 @@ fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
-            .map_err(io_err("create temp file", &tmp))?;
-        f.write_all(bytes).map_err(io_err("write", &tmp))?;
-        f.sync_all().map_err(io_err("fsync", &tmp))
+            .map_err(io_err("create temp file for", target))?;
+        // Errors name the file the user asked for, not the temp beside it.
+        f.write_all(bytes).map_err(io_err("write", target))?;
+        f.sync_all().map_err(io_err("fsync", target))
     })();
     match result {
         Ok(()) => Ok(tmp),
@@ -378,7 +379,8 @@ pub fn remove_optional(path: &Path) -> Result<bool> {
 /// lock on the file when longer than 4 KiB.
 pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     debug_assert!(line.ends_with(b"\n"));
-    let mut f = OpenOptions::new()
+    let f = OpenOptions::new()
+        .read(true)
         .append(true)
         .create(true)
         .mode(0o600)
@@ -389,11 +391,84 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     if locked {
         f.lock().map_err(io_err("lock", path))?;
     }
-    let res = f.write_all(line).map_err(io_err("append", path));
+    let res = append_whole(&f, line).map_err(io_err("append", path));
     if locked {
         let _ = f.unlock();
     }
     res
+}
+
+/// Writes `line` at the end of `f`, all of it or (as far as this process
+/// can tell) none of it. A full disk must not leave a torn record that the
+/// next appender's line would be glued onto: the space is reserved first
+/// where the filesystem supports it, so `ENOSPC` comes before any byte is
+/// written; if a write still stops short, the torn bytes are cut off again
+/// while they are the file's tail.
+fn append_whole(mut f: &File, line: &[u8]) -> io::Result<()> {
+    reserve(f, line.len())?;
+    let mut written = 0;
+    let err = loop {
+        if written == line.len() {
+            return Ok(());
+        }
+        match f.write(&line[written..]) {
+            Ok(0) => break io::Error::from(io::ErrorKind::WriteZero),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break e,
+        }
+    };
+    if written > 0 {
+        untear(f, &line[..written]);
+    }
+    Err(err)
+}
+
+/// Reserves `len` bytes past the end of `f` without changing its size.
+/// Only a definite "no space" is an error; a filesystem that cannot
+/// preallocate falls back to the write and [`untear`].
+#[cfg(target_os = "linux")]
+fn reserve(f: &File, len: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let size = f.metadata()?.len();
+    let (Ok(off), Ok(len)) = (libc::off_t::try_from(size), libc::off_t::try_from(len)) else {
+        return Ok(());
+    };
+    // SAFETY: the descriptor is open for writing for the whole call.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, off, len) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reserve(_f: &File, _len: usize) -> io::Result<()> {
+    Ok(())
+}
+
+/// Cuts `ours` (the start of a record whose write failed) off the end of
+/// `f` if it is still the file's tail; an append descriptor's offset sits
+/// just past the bytes it wrote. Best effort: if another appender has
+/// written since, the file is left alone.
+fn untear(mut f: &File, ours: &[u8]) {
+    use std::io::Seek;
+    use std::os::unix::fs::FileExt;
+    let Ok(end) = f.stream_position() else { return };
+    let Some(start) = end.checked_sub(ours.len() as u64) else {
+        return;
+    };
+    let mut tail = vec![0; ours.len()];
+    let still_tail = f.metadata().is_ok_and(|m| m.len() == end)
+        && f.read_exact_at(&mut tail, start).is_ok()
+        && tail == ours;
+    if still_tail {
+        let _ = f.set_len(start);
+    }
 }
 
 /// An exclusive lock on a dedicated lock file; released on drop. The lock
@@ -663,6 +738,22 @@ mod tests {
         let _held = lock(&p, LOCK_WAIT).unwrap();
         let err = lock(&p, Duration::from_millis(50)).unwrap_err();
         assert_eq!(err.exit_code(), 3);
+    }
+
+    #[test]
+    fn a_torn_append_is_cut_back_off_only_while_it_is_the_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        fs::write(&p, b"one\n").unwrap();
+        let mut f = OpenOptions::new().read(true).append(true).open(&p).unwrap();
+        f.write_all(b"tw").unwrap();
+        untear(&f, b"tw");
+        assert_eq!(fs::read(&p).unwrap(), b"one\n");
+        f.write_all(b"tw").unwrap();
+        let mut other = OpenOptions::new().append(true).open(&p).unwrap();
+        other.write_all(b"x\n").unwrap();
+        untear(&f, b"tw");
+        assert_eq!(fs::read(&p).unwrap(), b"one\ntwx\n");
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl Recipient {
     /// The recipient from meta (which may be absent for a task known only by
     /// its brief). An unknown task (no meta and no brief) is refused.
     pub fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Recipient> {
-        if !crate::inbox::task_known(home, id) {
+        if !crate::inbox::task_known(home, id)? {
             return Err(Error::refused(format!(
                 "unknown task {id}: no meta and no brief"
             )));

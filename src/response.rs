@@ -111,6 +111,7 @@ pub fn write(home: &Home, id: &TaskId, status: &str, body: &str, now: u64) -> Re
 
 /// Validates the response on disk (exit 1 when missing or invalid).
 pub fn check(home: &Home, id: &TaskId) -> Result<(PathBuf, Response)> {
+    fsx::refuse_symlink(&home.task_data(id))?;
     let path = home.response(id);
     let bytes = fsx::read_optional(&path)?
         .ok_or_else(|| Error::refused(format!("no response for {id} ({})", path.display())))?;

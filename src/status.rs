@@ -415,7 +415,18 @@ pub fn format_append(
         }
         None => String::new(),
     };
-    Ok(format!("{word} [at={at}]{key_tag}: {text}\n"))
+    let line = format!("{word} [at={at}]{key_tag}: {text}\n");
+    // Never write a line our own parser would not read back as a status
+    // line (e.g. text opening with a malformed `[key=…]` tag).
+    match parse_line(line.trim_end_matches('\n').as_bytes(), paused) {
+        Parsed::Line(_) => Ok(line),
+        Parsed::Invalid(why) => Err(Error::usage(format!(
+            "the line would be unreadable: {why} (a [key=…] at the start of the text is read as the line's key)"
+        ))),
+        Parsed::Prose => Err(Error::usage(format!(
+            "the line would be read as prose, not a status line (verb {word:?})"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -536,6 +547,18 @@ mod tests {
                 2
             );
         }
+        // Found by fuzzing: a head `[key=…]` the parser rejects was written anyway.
+        for text in ["[key=]", "[key=a b] x", " [key=!] x"] {
+            assert_eq!(
+                format_append("working", 5, None, text, "paused")
+                    .unwrap_err()
+                    .exit_code(),
+                2,
+                "{text}"
+            );
+        }
+        assert!(format_append("working", 5, None, "[key=ok] x", "paused").is_ok());
+        assert!(format_append("working", 5, None, "[note] x", "paused").is_ok());
         assert!(format_append("done", 5, None, &"x".repeat(2000), "paused").is_ok());
         assert!(format_append("done", 5, None, &"x".repeat(2001), "paused").is_err());
     }

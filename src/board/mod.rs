@@ -305,6 +305,10 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Task, String> {
     };
     let optv = |v: &str| (!v.is_empty()).then(|| unescape(v));
     for line in text.lines() {
+        // CRs at a line's end are line-ending noise (a CRLF edit, a final
+        // line without `\n`): drop them all, so that what `render` writes
+        // back parses to the same task (found by fuzzing).
+        let line = line.trim_end_matches('\r');
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
@@ -430,6 +434,20 @@ mod tests {
         let text = render(&t);
         assert!(text.lines().count() >= 18, "{text}");
         assert_eq!(parse(text.as_bytes()).unwrap(), t);
+    }
+
+    #[test]
+    fn trailing_carriage_returns_survive_a_rewrite() {
+        // Found by fuzzing: an unknown key's `\r` was kept, then lost on rewrite.
+        for raw in [
+            &b"id=T-7\r\nstatus=pending\r\nfuture=x\r\n"[..],
+            b"id=T-7\nstatus=pending\nfuture=x\r\r\n",
+            b"id=T-7\nstatus=pending\nfuture=x\r",
+        ] {
+            let t = parse(raw).unwrap();
+            assert_eq!(t.extra, [("future".to_string(), "x".to_string())]);
+            assert_eq!(parse(render(&t).as_bytes()).unwrap(), t);
+        }
     }
 
     #[test]

@@ -222,6 +222,7 @@ pub fn check_brief(
     mode: Option<&str>,
 ) -> Result<CheckReport> {
     let mode = mode.map(Mode::parse).transpose()?;
+    fsx::refuse_symlink(&home.task_data(id))?;
     let path = home.brief(id);
     let bytes = fsx::read_optional(&path)?
         .ok_or_else(|| Error::refused(format!("no brief for {id} ({})", path.display())))?;

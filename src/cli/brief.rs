@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::meta::{self, Meta};
 use crate::task_id::TaskId;
-use crate::{clock, dod, inbox, response};
+use crate::{clock, dod, fsx, inbox, response};
 
 mod inputs;
 
@@ -451,6 +451,10 @@ fn write(a: &Args) -> Result<u8> {
         tools: cfg.brief.tools.clone(),
     };
     let text = brief::render(&spec);
+    if spec.lineage.as_ref().is_some_and(|l| l.parent.is_some()) {
+        // Refuse a symlinked meta before the brief is written, not after.
+        fsx::refuse_symlink(&home.meta(&id))?;
+    }
     let w = store::write(home, &id, text.as_bytes(), a.force)?;
     if let Some(Lineage {
         parent: Some(p), ..

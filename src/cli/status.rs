@@ -100,17 +100,10 @@ fn run(a: Args) -> Result<u8> {
     let (home, cfg) = (&ctx.home, &ctx.cfg);
     let now = clock::now();
     if a.busy || a.idle {
-        let word = if a.busy { "busy" } else { "idle" };
-        let source = a.source.split_whitespace().collect::<Vec<_>>().join("-");
-        let source = if source.is_empty() {
-            "hook".to_string()
-        } else {
-            source
-        };
         fsx::ensure_dir(&home.state_dir())?;
         fsx::atomic_write(
             &home.busy(&id),
-            format!("{word} {now} {source}\n").as_bytes(),
+            crate::deliver::render_busy(a.busy, now, &a.source).as_bytes(),
         )?;
         return Ok(0);
     }

@@ -9,6 +9,7 @@ mod crew_state;
 mod demo;
 mod dod;
 mod fm;
+mod harden;
 mod harness;
 mod pane;
 mod send;
