@@ -328,8 +328,7 @@ impl Ctl<'_> {
         let tmux = self.tmux(meta);
         let profile = self.meta_profile(meta);
         let mut sent = Vec::new();
-        let busy_record =
-            fsx::read_optional(&self.home.busy(self.id))?.is_some_and(|b| b.starts_with(b"busy"));
+        let busy_record = crate::busy::is_busy(self.home, self.id);
         let screen = tmux.capture(&info.id, 0).unwrap_or_default();
         if busy_record || crate::deliver::screen_busy(profile.as_ref(), &screen) {
             for k in profile

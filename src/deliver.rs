@@ -143,42 +143,6 @@ fn unsent(
     }
 }
 
-/// The one line of `state/<id>.busy` (SPEC §9.3): `busy|idle <epoch> <source>`.
-/// Whitespace inside `source` becomes `-` so the record stays three fields;
-/// an empty source is `hook`.
-pub fn render_busy(busy: bool, at: u64, source: &str) -> String {
-    let source = source.split_whitespace().collect::<Vec<_>>().join("-");
-    let source = if source.is_empty() { "hook" } else { &source };
-    let word = if busy { "busy" } else { "idle" };
-    format!("{word} {at} {source}\n")
-}
-
-/// `state/<id>.busy` says busy and is at least as new as the status log's
-/// last change (SPEC §9.2 rule 4). Pure: takes the record and the log's
-/// mtime in Unix seconds (`None` when there is no log).
-pub fn busy_from_record(record: &[u8], status_mtime: Option<u64>) -> bool {
-    let text = String::from_utf8_lossy(record);
-    let mut f = text.split_whitespace();
-    if f.next() != Some("busy") {
-        return false;
-    }
-    let at = f.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
-    status_mtime.is_none_or(|m| at >= m)
-}
-
-/// Reads the busy record and status log of a task for [`busy_from_record`].
-pub fn busy_record(home: &Home, id: &TaskId) -> bool {
-    let Ok(Some(record)) = crate::fsx::read_optional(&home.busy(id)) else {
-        return false;
-    };
-    let mtime = std::fs::metadata(home.status(id))
-        .ok()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs());
-    busy_from_record(&record, mtime)
-}
-
 /// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
 /// so tests run without waiting.
 pub fn deliver(
@@ -381,15 +345,6 @@ mod tests {
         f.edit("%1", |s| s.swallow_enters = 1);
         assert_eq!(ring(&f, None, false), Outcome::Rang);
         assert_eq!(f.screen("%1").calls.len(), 3);
-    }
-
-    #[test]
-    fn busy_record_must_be_newer_than_the_log() {
-        assert!(busy_from_record(b"busy 100 hook\n", None));
-        assert!(busy_from_record(b"busy 100 hook\n", Some(100)));
-        assert!(!busy_from_record(b"busy 100 hook\n", Some(101)));
-        assert!(!busy_from_record(b"idle 100 hook\n", None));
-        assert!(!busy_from_record(b"", None));
     }
 
     #[test]

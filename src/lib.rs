@@ -7,6 +7,7 @@
 
 pub mod board;
 pub mod brief;
+pub mod busy;
 pub mod cli;
 pub mod clock;
 pub mod config;

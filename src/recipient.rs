@@ -59,7 +59,7 @@ impl Recipient {
         Target {
             pane: self.pane.as_deref(),
             profile: self.profile.as_ref(),
-            busy_record: self.pane.is_some() && deliver::busy_record(home, &self.id),
+            busy_record: self.pane.is_some() && crate::busy::is_busy(home, &self.id),
         }
     }
 

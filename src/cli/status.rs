@@ -103,7 +103,7 @@ fn run(a: Args) -> Result<u8> {
         fsx::ensure_dir(&home.state_dir())?;
         fsx::atomic_write(
             &home.busy(&id),
-            crate::deliver::render_busy(a.busy, now, &a.source).as_bytes(),
+            crate::busy::render(a.busy, now, &a.source).as_bytes(),
         )?;
         return Ok(0);
     }

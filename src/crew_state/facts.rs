@@ -58,36 +58,7 @@ impl RunRecord {
 }
 
 /// `state/<id>.busy`: `busy|idle <epoch> <source>` (SPEC §9.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BusyRecord {
-    pub busy: bool,
-    pub at: u64,
-    pub source: String,
-}
-
-impl BusyRecord {
-    /// `None` for anything that is not a well-formed record.
-    pub fn parse(bytes: &[u8]) -> Option<BusyRecord> {
-        let text = String::from_utf8_lossy(bytes);
-        let mut f = text.lines().next()?.split_whitespace();
-        let busy = match f.next()? {
-            "busy" => true,
-            "idle" => false,
-            _ => return None,
-        };
-        let at = f.next()?.parse().ok()?;
-        let source = f.collect::<Vec<_>>().join(" ");
-        Some(BusyRecord {
-            busy,
-            at,
-            source: if source.is_empty() {
-                "hook".into()
-            } else {
-                source
-            },
-        })
-    }
-}
+pub use crate::busy::BusyRecord;
 
 /// The worktree as git sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -442,21 +413,5 @@ mod tests {
         assert_eq!(r.head, "abc123");
         assert_eq!((r.findings, r.gate.as_str()), (2, "review"));
         assert_eq!(RunRecord::parse(b"findings=x\n", None).findings, 0);
-    }
-
-    #[test]
-    fn busy_record_parses_or_is_ignored() {
-        assert_eq!(
-            BusyRecord::parse(b"busy 17 prompt-hook\n"),
-            Some(BusyRecord {
-                busy: true,
-                at: 17,
-                source: "prompt-hook".into()
-            })
-        );
-        assert_eq!(BusyRecord::parse(b"idle 3\n").unwrap().source, "hook");
-        assert_eq!(BusyRecord::parse(b"maybe 3 x\n"), None);
-        assert_eq!(BusyRecord::parse(b"busy soon x\n"), None);
-        assert_eq!(BusyRecord::parse(b""), None);
     }
 }

@@ -108,8 +108,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     }
     if alive == Some(true) {
         if let Some(b) = &f.busy
-            && b.busy
-            && f.last_line_at.is_none_or(|t| b.at > t)
+            && b.busy_since(f.last_line_at)
         {
             return Ok(r(
                 State::Working,

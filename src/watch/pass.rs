@@ -148,20 +148,6 @@ fn load_pending(
     Ok((out, None))
 }
 
-/// `state/<id>.busy` says busy and is newer than the last status line.
-fn busy_record(home: &Home, id: &TaskId) -> bool {
-    let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
-        return false;
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let mut f = text.split_whitespace();
-    if f.next() != Some("busy") {
-        return false;
-    }
-    let at: u64 = f.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    mtime_secs(&home.status(id)).is_none_or(|s| at >= s)
-}
-
 /// Runs one pass at `now`.
 pub fn run(
     home: &Home,
@@ -358,7 +344,7 @@ impl Exec<'_> {
                     }
                     Some(p) => {
                         info = Some(p);
-                        busy_rec = busy_record(home, &t.id);
+                        busy_rec = crate::busy::is_busy(home, &t.id);
                         PaneFacts::Alive { busy: busy_rec }
                     }
                 },

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use crate::{bytes, fuzz};
 use firstmate::crew_state::facts::BusyRecord;
-use firstmate::{deliver, ladder_files};
+use firstmate::ladder_files;
 
 #[test]
 fn ladder_files_parse_or_refuse() {
@@ -52,7 +52,7 @@ fn busy_records_parse_or_read_as_not_busy() {
         "busy/parse",
         (rec, proptest::option::of(any::<u64>())),
         |(b, m)| {
-            let busy = deliver::busy_from_record(&b, m);
+            let busy = BusyRecord::parse(&b).is_some_and(|r| r.busy_since(m));
             let _ = BusyRecord::parse(&b);
             if busy {
                 prop_assert!(String::from_utf8_lossy(&b).trim_start().starts_with("busy"));
@@ -68,14 +68,17 @@ fn busy_records_round_trip() {
         "busy/render-round-trip",
         (any::<bool>(), any::<u64>(), any::<String>(), any::<u64>()),
         |(busy, at, source, mtime)| {
-            let line = deliver::render_busy(busy, at, &source);
+            let line = firstmate::busy::render(busy, at, &source);
             prop_assert_eq!(line.split_whitespace().count(), 3, "{:?}", line);
-            prop_assert_eq!(deliver::busy_from_record(line.as_bytes(), None), busy);
+            prop_assert_eq!(
+                BusyRecord::parse(line.as_bytes()).is_some_and(|r| r.busy_since(None)),
+                busy
+            );
             let rec = BusyRecord::parse(line.as_bytes()).expect("crew-state reads it");
             prop_assert_eq!((rec.busy, rec.at), (busy, at));
             prop_assert!(!rec.source.is_empty() && !rec.source.contains(char::is_whitespace));
             prop_assert_eq!(
-                deliver::busy_from_record(line.as_bytes(), Some(mtime)),
+                BusyRecord::parse(line.as_bytes()).is_some_and(|r| r.busy_since(Some(mtime))),
                 busy && at >= mtime
             );
             Ok(())
