@@ -451,6 +451,17 @@ fn write(a: &Args) -> Result<u8> {
         tools: cfg.brief.tools.clone(),
     };
     let text = brief::render(&spec);
+    if spec.placeholders().is_empty() {
+        // Never write a filled brief that its own --check would refuse (an
+        // unclosed code fence in the intent, say, would hide a heading).
+        let problems = crate::brief::check::problems(&text, None);
+        if !problems.is_empty() {
+            return Err(Error::usage(format!(
+                "the brief would not pass fm-brief --check: {}",
+                problems.join("; ")
+            )));
+        }
+    }
     if spec.lineage.as_ref().is_some_and(|l| l.parent.is_some()) {
         // Refuse a symlinked meta before the brief is written, not after.
         fsx::refuse_symlink(&home.meta(&id))?;

@@ -785,3 +785,38 @@ fn reapply_queues_a_notice_for_a_worker_with_a_pane() {
         .success()
         .stdout_has("notice: queued live 002.msg");
 }
+
+#[test]
+fn a_filled_brief_its_own_check_would_refuse_is_never_written() {
+    let h = TestHome::new();
+    let before = h.tree();
+    h.fm("brief")
+        .args([
+            "t1",
+            "demo",
+            "--mode",
+            "local-only",
+            "--intent",
+            "see:\n```\nunclosed fence",
+            "--spec",
+            "do it",
+        ])
+        .run()
+        .status(2)
+        .stderr_has("would not pass fm-brief --check");
+    assert_eq!(h.tree(), before);
+    h.fm("brief")
+        .args([
+            "t1",
+            "demo",
+            "--mode",
+            "local-only",
+            "--intent",
+            "see:\n```\nclosed\n```\nfine",
+            "--spec",
+            "do it",
+        ])
+        .run()
+        .success();
+    h.fm("brief").args(["--check", "t1"]).run().success();
+}
