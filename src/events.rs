@@ -48,13 +48,25 @@ impl Event {
         s
     }
 
-    /// Appends to `state/events.jsonl`. Returns a warning on failure.
+    /// Appends to `state/events.jsonl`. Returns a warning on failure,
+    /// worded `<tool>: warning: …` after the event's own `tool` (SPEC §14).
     pub fn append(&self, home: &Home) -> Option<String> {
         let path = home.events();
         let res = crate::fsx::ensure_dir(&home.state_dir())
             .and_then(|()| crate::fsx::append_line(&path, self.to_line().as_bytes()));
-        res.err()
-            .map(|e| format!("warning: event not recorded: {e}"))
+        let tool = self
+            .fields
+            .get("tool")
+            .and_then(Value::as_str)
+            .unwrap_or("fm");
+        res.err().map(|e| {
+            let action = self
+                .fields
+                .get("action")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            format!("{tool}: warning: event {action} not recorded: {e}")
+        })
     }
 
     /// Appends and prints any warning to stderr.
@@ -88,5 +100,19 @@ mod tests {
         assert_eq!(m["actor"], "bob");
         assert_eq!(m["seq"], 3);
         assert_eq!(m["ts"], 5);
+    }
+
+    #[test]
+    fn a_failed_append_warns_in_the_tools_name() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        std::fs::create_dir_all(home.events()).unwrap();
+        let w = Event::new("fm-ack", "t1", "inbox.acked")
+            .append(&home)
+            .unwrap();
+        assert!(
+            w.starts_with("fm-ack: warning: event inbox.acked not recorded: "),
+            "{w}"
+        );
     }
 }

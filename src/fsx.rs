@@ -555,13 +555,18 @@ pub fn numbered_name(n: u64, ext: &str) -> String {
     format!("{n:03}.{ext}")
 }
 
-/// The number in a `NNN.<ext>` name; `None` for any other name.
+/// The number in a `NNN.<ext>` name; `None` for any other name. Only the
+/// canonical spelling counts (the one [`numbered_name`] gives, numbers
+/// from 1): every reader opens a record by its canonical name, so a
+/// hand-written `1.msg` or `0007.msg` is ignored rather than listed as
+/// pending and then never found (SPEC §5.1: readers ignore other names).
 pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
     let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
     if stem.is_empty() || stem.len() > 19 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    stem.parse().ok()
+    let n: u64 = stem.parse().ok()?;
+    (n > 0 && numbered_name(n, ext) == name).then_some(n)
 }
 
 /// Numbers of the `NNN.<ext>` files in `dir`, sorted; a missing dir is empty.
@@ -712,6 +717,11 @@ mod tests {
             ".msg",
             "002.md",
             "-1.msg",
+            "1.msg",
+            "12.msg",
+            "0007.msg",
+            "01000.msg",
+            "000.msg",
         ] {
             assert_eq!(parse_numbered(bad, "msg"), None, "{bad}");
         }

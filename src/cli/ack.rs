@@ -21,7 +21,7 @@ const TOOL: &str = "fm-ack";
 #[command(
     name = "fm-ack",
     version,
-    after_help = "Examples:\n  fm-ack fix-login --list\n  fm-ack fix-login --read > /tmp/msg.txt\n  fm-ack fix-login 2 003.msg\n  fm-ack fix-login --through 7"
+    after_help = "--list prints every readable pending record; each record it cannot read (a symlink, no `--` line) is reported on stderr as a warning and makes the exit 1 after the listing.\n\nExamples:\n  fm-ack fix-login --list\n  fm-ack fix-login --read > /tmp/msg.txt\n  fm-ack fix-login 2 003.msg\n  fm-ack fix-login --through 7"
 )]
 pub struct Args {
     /// Task id
@@ -42,6 +42,9 @@ pub struct Args {
     /// JSON output
     #[arg(long)]
     json: bool,
+    /// Actor recorded in the `inbox.acked` event (default: the task id)
+    #[arg(long, value_name = "NAME")]
+    from: Option<String>,
     #[command(flatten)]
     home: HomeArg,
 }
@@ -111,6 +114,7 @@ fn run(a: Args) -> Result<u8> {
     if a.list {
         return list(&ctx, &id, a.json);
     }
+    let actor = a.from.as_deref().unwrap_or(id.as_str()).to_string();
     if a.read.is_some() {
         return read(&ctx, &id, read_seq, a.json);
     }
@@ -120,32 +124,39 @@ fn run(a: Args) -> Result<u8> {
                 .into_iter()
                 .filter(|&s| s <= n)
                 .collect();
-            acknowledge(&ctx, &id, &upto, a.json, true)
+            acknowledge(&ctx, &id, &actor, &upto, a.json, true)
         }
-        None => acknowledge(&ctx, &id, &seqs, a.json, false),
+        None => acknowledge(&ctx, &id, &actor, &seqs, a.json, false),
     }
 }
 
+/// Lists the readable records, then warns about each unreadable one; the
+/// exit is 1 when any was unreadable (after the listing, never instead).
 fn list(ctx: &Ctx, id: &TaskId, json: bool) -> Result<u8> {
-    let records: Vec<Listed> = inbox::list(&ctx.home, id)?
-        .iter()
-        .map(Listed::from)
-        .collect();
+    let listing = inbox::list(&ctx.home, id)?;
+    let records: Vec<Listed> = listing.records.iter().map(Listed::from).collect();
     if json {
         common::out_json(&records)?;
-        return Ok(0);
+    } else {
+        for r in &records {
+            common::out(&format!(
+                "{} \u{b7} {} \u{b7} {} \u{b7} {} bytes \u{b7} {}",
+                record_name(r.seq),
+                r.at,
+                r.from,
+                r.bytes,
+                r.first_line
+            ))?;
+        }
     }
-    for r in &records {
-        common::out(&format!(
-            "{} \u{b7} {} \u{b7} {} \u{b7} {} bytes \u{b7} {}",
-            record_name(r.seq),
-            r.at,
-            r.from,
-            r.bytes,
-            r.first_line
-        ))?;
+    for (seq, e) in &listing.bad {
+        eprintln!(
+            "{TOOL}: warning: {} not listed: {}",
+            record_name(*seq),
+            common::describe(e)
+        );
     }
-    Ok(0)
+    Ok(u8::from(!listing.bad.is_empty()))
 }
 
 fn read(ctx: &Ctx, id: &TaskId, seq: Option<u64>, json: bool) -> Result<u8> {
@@ -156,7 +167,7 @@ fn read(ctx: &Ctx, id: &TaskId, seq: Option<u64>, json: bool) -> Result<u8> {
             None => return Err(Error::refused(format!("no pending message for {id}"))),
         },
     };
-    let Some(rec) = inbox::load_pending(&ctx.home, id, seq)? else {
+    let Some(rec) = inbox::load_record(&ctx.home, id, seq)? else {
         return Err(Error::refused(format!("no message {seq}")));
     };
     if json {
@@ -175,6 +186,7 @@ fn read(ctx: &Ctx, id: &TaskId, seq: Option<u64>, json: bool) -> Result<u8> {
 fn acknowledge(
     ctx: &Ctx,
     id: &TaskId,
+    actor: &str,
     seqs: &[u64],
     json: bool,
     quiet_missing: bool,
@@ -185,7 +197,7 @@ fn acknowledge(
         let result = match inbox::ack(&ctx.home, id, seq) {
             Ok(AckOutcome::Handled) => {
                 Event::new(TOOL, id.as_str(), "inbox.acked")
-                    .actor(id.as_str())
+                    .actor(actor)
                     .field("seq", seq)
                     .record(&ctx.home);
                 "handled"

@@ -39,16 +39,81 @@ impl HomeArg {
 }
 
 /// Parses `args` (argv[0] included) into `T`. `--help`/`--version` print and
-/// exit 0; a usage error prints clap's message and exits 2.
+/// exit 0; a usage error prints clap's message and usage as
+/// `<tool>: error: …` (SPEC §14, the tool being the command's name) and
+/// exits 2.
 pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, ExitCode> {
     T::try_parse_from(args).map_err(|e| {
-        let _ = e.print();
-        ExitCode::from(if e.use_stderr() {
-            crate::error::exit::USAGE
-        } else {
-            crate::error::exit::OK
-        })
+        if !e.use_stderr() {
+            let _ = e.print();
+            return ExitCode::from(crate::error::exit::OK);
+        }
+        let tool = T::command().get_name().to_string();
+        eprint!("{}", prefix_error(&tool, &e.render().to_string()));
+        ExitCode::from(crate::error::exit::USAGE)
     })
+}
+
+/// clap's rendered usage error with its leading `error:` turned into
+/// `<tool>: error:`; the rest (hint, usage line) is kept as clap wrote it.
+pub fn prefix_error(tool: &str, rendered: &str) -> String {
+    match rendered.strip_prefix("error:") {
+        Some(rest) => format!("{tool}: error:{rest}"),
+        None => format!("{tool}: error: {rendered}"),
+    }
+}
+
+/// `e` with ` (<id>)` appended when it is a usage error or refusal whose
+/// message does not name the task yet (SPEC §14: errors name the id).
+pub fn naming(e: Error, id: &str) -> Error {
+    match e {
+        Error::Usage(m) if !m.contains(id) => Error::Usage(format!("{m} ({id})")),
+        Error::Refused(m) if !m.contains(id) => Error::Refused(format!("{m} ({id})")),
+        other => other,
+    }
+}
+
+/// How many bare `--` arguments `args` (argv[0] included) holds. With a
+/// trailing text argument clap swallows a `--` only when it comes before the
+/// first text word, so comparing this with the `--` words left in the text
+/// tells whether the text was introduced by `--` (see [`flag_in_text`]).
+pub fn separators(args: &[OsString]) -> usize {
+    args.iter().skip(1).filter(|a| *a == "--").count()
+}
+
+/// The first text word that spells one of `flags` (`--key` or `--key=…`),
+/// unless the text came after a `--` separator (`separators` is
+/// [`separators`] of the raw arguments). Such a word almost always means
+/// an option typed after the text, which would silently become text.
+pub fn flag_in_text<S: AsRef<std::ffi::OsStr>>(
+    text: &[S],
+    flags: &[&str],
+    separators: usize,
+) -> Option<String> {
+    let in_text = text.iter().filter(|w| w.as_ref() == "--").count();
+    if separators > in_text {
+        return None;
+    }
+    text.iter().find_map(|w| {
+        let w = w.as_ref().to_str()?;
+        let name = w.split_once('=').map_or(w, |(n, _)| n);
+        flags.contains(&name).then(|| w.to_string())
+    })
+}
+
+/// An error as one line with its cause chain (what `<tool>: error:` prints).
+pub fn describe(e: &Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        let s_msg = s.to_string();
+        if !msg.contains(&s_msg) {
+            msg.push_str(": ");
+            msg.push_str(&s_msg);
+        }
+        src = s.source();
+    }
+    msg
 }
 
 /// A tool's whole `main`: parse `args` into `T`, run `body`, map the
@@ -71,17 +136,7 @@ pub fn finish(tool: &str, result: Result<u8>) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(Error::ClosedPipe) => ExitCode::SUCCESS,
         Err(e) => {
-            let mut msg = e.to_string();
-            let mut src = std::error::Error::source(&e);
-            while let Some(s) = src {
-                let s_msg = s.to_string();
-                if !msg.contains(&s_msg) {
-                    msg.push_str(": ");
-                    msg.push_str(&s_msg);
-                }
-                src = s.source();
-            }
-            eprintln!("{tool}: error: {msg}");
+            eprintln!("{tool}: error: {}", describe(&e));
             ExitCode::from(e.exit_code())
         }
     }
@@ -126,4 +181,69 @@ pub fn out_json<T: serde::Serialize>(value: &T) -> Result<()> {
 pub fn colour_enabled() -> bool {
     use std::io::IsTerminal;
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_carry_the_tool_prefix() {
+        assert_eq!(
+            prefix_error(
+                "fm-send",
+                "error: unexpected argument '--x' found\n\nUsage: fm-send\n"
+            ),
+            "fm-send: error: unexpected argument '--x' found\n\nUsage: fm-send\n"
+        );
+        assert_eq!(prefix_error("fm-ack", "odd"), "fm-ack: error: odd");
+    }
+
+    #[test]
+    fn option_words_in_text_are_found_unless_after_a_separator() {
+        let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let flags = ["--key", "--json"];
+        let text = ["which", "db", "--key", "db"];
+        let raw = argv(&[
+            "fm-status",
+            "q1",
+            "needs-decision",
+            "which",
+            "db",
+            "--key",
+            "db",
+        ]);
+        assert_eq!(
+            flag_in_text(&text, &flags, separators(&raw)).as_deref(),
+            Some("--key")
+        );
+        let raw = argv(&[
+            "fm-status",
+            "q1",
+            "note",
+            "--",
+            "which",
+            "db",
+            "--key",
+            "db",
+        ]);
+        assert_eq!(flag_in_text(&text, &flags, separators(&raw)), None);
+        // A `--` inside the text is text, not a separator.
+        let text = ["a", "--", "--json=1"];
+        let raw = argv(&["fm-status", "q1", "note", "a", "--", "--json=1"]);
+        assert_eq!(
+            flag_in_text(&text, &flags, separators(&raw)).as_deref(),
+            Some("--json=1")
+        );
+        assert_eq!(flag_in_text(&["--keys"], &flags, 0), None);
+    }
+
+    #[test]
+    fn naming_appends_the_id_once() {
+        let e = naming(Error::usage("empty message body"), "t1");
+        assert_eq!(e.to_string(), "empty message body (t1)");
+        let e = naming(Error::usage("unknown task t1"), "t1");
+        assert_eq!(e.to_string(), "unknown task t1");
+        assert_eq!(naming(Error::Interrupted, "t1").exit_code(), 130);
+    }
 }

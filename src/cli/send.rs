@@ -31,15 +31,19 @@ pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
 #[command(
     name = "fm-send",
     version,
-    after_help = "Options may go anywhere; text after `--` is taken literally.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
+    after_help = "Options go before the message text: from the first text word on, every word is text (`fm-send t1 do not pass --all` sends those five words to t1). A text word `--key` is refused as ambiguous; put `--` before the text to send it literally.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  fm-send --quiet fix-login use the staging database\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
 )]
 pub struct Args {
     /// Task id (with --all, the first word of the text)
     #[arg(value_name = "ID")]
     id: Option<OsString>,
-    /// Message text, joined with spaces; a lone `-` reads the body from stdin
-    /// (text that starts with `-` goes after `--`)
-    #[arg(value_name = "TEXT")]
+    /// Message text, joined with spaces; a lone `-` reads the body from stdin.
+    /// Everything from the first text word on is text: options go before it
+    #[arg(
+        value_name = "TEXT",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     text: Vec<OsString>,
     /// Read the body from a file (byte-exact)
     #[arg(long, value_name = "F")]
@@ -77,7 +81,17 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    common::run_tool(TOOL, args, run)
+    let seps = common::separators(&args);
+    common::run_tool(TOOL, args, |a: Args| {
+        // `fm-send t x --key Enter` meant a key press, not the message
+        // "x --key Enter": refuse instead of guessing (SPEC §5.4 "text plus --key").
+        if let Some(w) = common::flag_in_text(&a.text, &["--key"], seps) {
+            return Err(Error::usage(format!(
+                "{w:?} inside the message text: give either text or --key, not both; options go before the text, and `--` before the text sends it literally"
+            )));
+        }
+        run(a)
+    })
 }
 
 /// One recorded message: the human line and the `--json` object.
@@ -137,7 +151,10 @@ fn run(mut a: Args) -> Result<u8> {
     }
     let body = read_body(&a)?;
     let ctx = a.home.ctx(TOOL)?;
-    inbox::validate_body(&ctx.cfg, &body)?;
+    inbox::validate_body(&ctx.cfg, &body).map_err(|e| match &id {
+        Some(id) => common::naming(e, id.as_str()),
+        None => e,
+    })?;
     match id {
         Some(id) => {
             let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
@@ -186,7 +203,9 @@ fn send_one(
         fire_and_forget: a.fire_and_forget,
         dedupe: a.dedupe,
     };
-    let q = inbox::queue(&ctx.home, &ctx.cfg, &r.id, &msg, now)?;
+    let q = inbox::queue(&ctx.home, &ctx.cfg, &r.id, &msg, now)
+        .map_err(|e| common::naming(e, r.id.as_str()))?;
+    let mut unresolved = Vec::new();
     let doorbell = if a.quiet || q.duplicate == Some(Existing::Handled) {
         Outcome::Quiet
     } else {
@@ -202,7 +221,7 @@ fn send_one(
             ev = ev.field("delivery", "fire-and-forget");
         }
         ev.record(&ctx.home);
-        resolve_keys(ctx, a, &r.id, body, now)?;
+        unresolved = resolve_keys(ctx, a, &r.id, body, now);
     }
     let sent = Sent {
         task: r.id.to_string(),
@@ -219,31 +238,48 @@ fn send_one(
     if let Some(n) = note(doorbell, a.fire_and_forget) {
         eprintln!("{TOOL}: {}: {n}", r.id);
     }
+    for (key, e) in &unresolved {
+        eprintln!(
+            "{TOOL}: warning: {}: message recorded, but decision key {key} was not resolved: {}",
+            r.id,
+            common::describe(e)
+        );
+    }
     Ok(0)
 }
 
 /// Appends `resolved … [key=K]: answered: <first 120 bytes>` per key.
-fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Result<()> {
+/// Runs after the record is written, so a failure here never fails the
+/// send (SPEC §5.4: exit 0 whenever the record was written): each key that
+/// could not be resolved is returned with its cause, and the others are
+/// still tried.
+fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Vec<(String, Error)> {
+    let mut failed = Vec::new();
     if a.resolve_key.is_empty() {
-        return Ok(());
+        return failed;
     }
     let head = String::from_utf8_lossy(&body[..body.len().min(120)])
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect::<String>();
     let text = format!("answered: {}", head.trim());
-    fsx::ensure_dir(&ctx.home.state_dir())?;
     for k in &a.resolve_key {
-        let line =
-            status::format_append("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)?;
-        fsx::append_line(&ctx.home.status(id), line.as_bytes())?;
-        Event::at(now, TOOL, id.as_str(), "status.appended")
-            .actor(&a.from)
-            .field("verb", "resolved")
-            .field("key", k.as_str())
-            .record(&ctx.home);
+        let appended =
+            status::format_append("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)
+                .and_then(|line| {
+                    fsx::ensure_dir(&ctx.home.state_dir())?;
+                    fsx::append_line(&ctx.home.status(id), line.as_bytes())
+                });
+        match appended {
+            Ok(()) => Event::at(now, TOOL, id.as_str(), "status.appended")
+                .actor(&a.from)
+                .field("verb", "resolved")
+                .field("key", k.as_str())
+                .record(&ctx.home),
+            Err(e) => failed.push((k.clone(), e)),
+        }
     }
-    Ok(())
+    failed
 }
 
 /// What stderr says about a ring that did not land (SPEC §5.4).

@@ -21,7 +21,7 @@ const TOOL: &str = "fm-status";
 #[command(
     name = "fm-status",
     version,
-    after_help = "Examples:\n  fm-status fix-login working compiling the parser\n  fm-status fix-login needs-decision --key db which database should I use?\n  fm-status fix-login --busy --source prompt-hook\n  fm-status fix-login --json"
+    after_help = "Options go before the text. A text word that is one of this tool's options (--key, --json, …) is refused unless `--` comes before the text.\n\nExamples:\n  fm-status fix-login working compiling the parser\n  fm-status fix-login needs-decision --key db which database should I use?\n  fm-status fix-login --busy --source prompt-hook\n  fm-status fix-login --json\n  fm-status fix-login note -- --force was not needed"
 )]
 pub struct Args {
     /// Task id
@@ -55,7 +55,7 @@ pub struct Args {
     /// List every parsed line
     #[arg(long)]
     log: bool,
-    /// Actor recorded in the event
+    /// Actor recorded in the event (default: the task id)
     #[arg(long, value_name = "NAME", default_value = "")]
     from: String,
     #[command(flatten)]
@@ -67,8 +67,21 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    common::run_tool(TOOL, args, run)
+    let seps = common::separators(&args);
+    common::run_tool(TOOL, args, |a: Args| {
+        let Some(flag) = common::flag_in_text(&a.text, FLAGS, seps) else {
+            return run(a);
+        };
+        Err(Error::usage(format!(
+            "{flag:?} inside the status text: put options before the text (fm-status <id> <verb> --key K <text…>), or put `--` before the text to write it literally"
+        )))
+    })
 }
+
+/// Options a text word must not look like (SPEC §3.4 plus `--home`).
+const FLAGS: &[&str] = &[
+    "--key", "--json", "--log", "--busy", "--idle", "--source", "--from", "--home",
+];
 
 #[derive(Debug, Serialize)]
 struct LogEntry {
@@ -99,25 +112,31 @@ fn run(a: Args) -> Result<u8> {
     let ctx = a.home.ctx(TOOL)?;
     let (home, cfg) = (&ctx.home, &ctx.cfg);
     let now = clock::now();
+    let actor = if a.from.is_empty() {
+        id.as_str()
+    } else {
+        a.from.as_str()
+    };
     if a.busy || a.idle {
         fsx::ensure_dir(&home.state_dir())?;
         fsx::atomic_write(
             &home.busy(&id),
             crate::busy::render(a.busy, now, &a.source).as_bytes(),
         )?;
+        let action = if a.busy { "status.busy" } else { "status.idle" };
+        Event::at(now, TOOL, id.as_str(), action)
+            .actor(actor)
+            .field("source", a.source.as_str())
+            .record(home);
         return Ok(0);
     }
     if let Some(verb) = &a.verb {
         let text = a.text.join(" ");
         let line =
-            status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)?;
+            status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)
+                .map_err(|e| common::naming(e, id.as_str()))?;
         fsx::ensure_dir(&home.state_dir())?;
         fsx::append_line(&home.status(&id), line.as_bytes())?;
-        let actor = if a.from.is_empty() {
-            id.as_str()
-        } else {
-            a.from.as_str()
-        };
         Event::at(now, TOOL, id.as_str(), "status.appended")
             .actor(actor)
             .field("verb", verb.to_lowercase())

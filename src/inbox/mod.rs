@@ -128,12 +128,44 @@ pub fn has_inbox(home: &Home, id: &TaskId) -> Result<bool> {
     fsx::is_dir(&home.inbox(id))
 }
 
-/// Every pending record, in numeric order (unparseable files skipped).
-pub fn list(home: &Home, id: &TaskId) -> Result<Vec<Record>> {
-    let mut out = Vec::new();
+/// Pending record `seq` for a reader that must say why it cannot read it:
+/// `None` if it is not pending; refused (exit 1) when it is a symlink or
+/// has no `--` line ending its headers; an I/O failure otherwise.
+pub fn load_record(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>> {
+    let path = home.inbox_record(id, seq);
+    fsx::refuse_symlink(&path)?;
+    let Some(bytes) = fsx::read_optional(&path)? else {
+        return Ok(None);
+    };
+    match parse(seq, &bytes) {
+        Some(r) => Ok(Some(r)),
+        None => Err(Error::refused(format!(
+            "{} is not a record: no line `--` ends its headers ({})",
+            fsx::numbered_name(seq, EXT),
+            path.display()
+        ))),
+    }
+}
+
+/// The pending records that read, and why each other one did not.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Readable records, in numeric order.
+    pub records: Vec<Record>,
+    /// Pending names that are not readable records (symlink, no `--`, I/O).
+    pub bad: Vec<(u64, Error)>,
+}
+
+/// Every pending record, in numeric order. One bad record never hides the
+/// others: it lands in [`Listing::bad`]. Only a refused or unreadable
+/// inbox directory is an error.
+pub fn list(home: &Home, id: &TaskId) -> Result<Listing> {
+    let mut out = Listing::default();
     for seq in pending(home, id)? {
-        if let Some(r) = load_pending(home, id, seq)? {
-            out.push(r);
+        match load_record(home, id, seq) {
+            Ok(Some(r)) => out.records.push(r),
+            Ok(None) => {}
+            Err(e) => out.bad.push((seq, e)),
         }
     }
     Ok(out)
