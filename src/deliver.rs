@@ -49,17 +49,21 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// The doorbell line for a task: constant per task, starting with `: `
-/// (a shell no-op), printable characters only.
+/// The doorbell line for a task: constant per task, printable characters
+/// only, and a true shell no-op — `: ` followed by ONE single-quoted word
+/// holding the whole notice (inbox path included, a `'` in it written as
+/// `'\''`), so a bare shell that reads it runs `:` and nothing else: no
+/// `<n>` redirection, no `(…)` syntax error, no glob.
 pub fn doorbell(home: &Home, id: &TaskId) -> String {
     let inbox = home.inbox(id).display().to_string();
-    let line = format!(
-        ": firstmate inbox {} has mail - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)",
-        crate::shq::quote(&inbox)
+    let notice = format!(
+        "firstmate inbox: new mail in {inbox} - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)"
     );
-    line.chars()
+    let printable: String = notice
+        .chars()
         .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+        .collect();
+    format!(": {}", crate::shq::quote(&printable))
 }
 
 /// What the caller knows about the target before ringing.
@@ -115,6 +119,25 @@ pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
 fn holds_doorbell(text: &str, line: &str) -> bool {
     let line = line.trim();
     !text.is_empty() && (line.contains(text) || text.contains(line))
+}
+
+/// Prompt endings a bare cursor line may show with nothing typed after.
+const PROMPTS: &[&str] = &["$", "#", ">", "%", "\u{276f}", "\u{203a}"];
+
+/// Whether the line under the cursor (no composer regex to read) holds
+/// someone's input: anything left after dropping trailing blanks and
+/// box-drawing borders and then one trailing prompt mark (`$ `, `# `, `> `,
+/// `% `, `❯ `). Deliberately conservative — `user@host:~$ ` and an empty
+/// line are free; `$ echo HALF`, or output the cursor sits after, are not —
+/// because typing onto someone's half-written command is the one harm a
+/// doorbell can do.
+fn holds_input(cursor_line: &str) -> bool {
+    let border = |c: char| c.is_whitespace() || ('\u{2500}'..='\u{257f}').contains(&c);
+    let line = cursor_line.trim_matches(border);
+    if line.is_empty() {
+        return false;
+    }
+    !PROMPTS.iter().any(|p| line.ends_with(p))
 }
 
 /// True while the doorbell still sits unsent on the screen. With a
@@ -181,21 +204,39 @@ pub fn deliver_to(
     if !crate::harness::is_alive(target.profile, info.dead, &info.command) {
         return Outcome::Dead;
     }
+    // Copy mode (or any tmux mode) would take the keys as mode commands.
+    if info.in_mode {
+        return Outcome::Skipped;
+    }
     let Ok(screen) = pane.capture(id, 0) else {
         return Outcome::Failed;
     };
     if target.busy_record || screen_busy(target.profile, &screen) {
         return Outcome::Queued;
     }
+    let has_composer = target
+        .profile
+        .and_then(|p| p.composer_regex.as_ref())
+        .is_some();
     // A doorbell left unsent by an earlier ring is pressed, never retyped.
     let mut typed_before = false;
-    if let Some(text) = composer_text(target.profile, &screen)
-        && !text.is_empty()
-    {
-        if !holds_doorbell(&text, line) {
-            return Outcome::Skipped;
+    if has_composer {
+        if let Some(text) = composer_text(target.profile, &screen)
+            && !text.is_empty()
+        {
+            if !holds_doorbell(&text, line) {
+                return Outcome::Skipped;
+            }
+            typed_before = true;
         }
-        typed_before = true;
+    } else {
+        // No composer regex: the line under the cursor stands in for it.
+        match pane.cursor_line(id) {
+            Ok(Some(cur)) if unsent(None, "", Some(&cur), line) => typed_before = true,
+            Ok(Some(cur)) if holds_input(&cur) => return Outcome::Skipped,
+            Ok(_) => {}
+            Err(_) => return Outcome::Failed,
+        }
     }
     if !typed_before {
         if pane.type_text(id, line).is_err() {
@@ -209,11 +250,7 @@ pub fn deliver_to(
         }
         sleep(Duration::from_millis(cfg.enter_wait_ms));
         // Without a composer regex the cursor's line is enough: one tmux call.
-        let composer = target
-            .profile
-            .and_then(|p| p.composer_regex.as_ref())
-            .is_some();
-        let cursor = if composer {
+        let cursor = if has_composer {
             None
         } else {
             pane.cursor_line(id).ok().flatten()
@@ -348,6 +385,53 @@ mod tests {
     }
 
     #[test]
+    fn cursor_lines_with_input_are_told_from_bare_prompts() {
+        for free in [
+            "",
+            "   ",
+            "$ ",
+            "user@host:~/src$ ",
+            "# ",
+            "> ",
+            "% ",
+            "\u{276f} ",
+            "\u{2503}  \u{2503}",
+            "(venv) me@box ~ % ",
+        ] {
+            assert!(!holds_input(free), "{free:?}");
+        }
+        for busy in [
+            "$ echo HALF",
+            "> half a thought",
+            "Loading",
+            "\u{276f} git sta",
+        ] {
+            assert!(holds_input(busy), "{busy:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_composer_regex_half_typed_text_or_copy_mode_is_skipped() {
+        let f = FakePane::with("%1", "bash");
+        f.edit("%1", |s| s.composer = "echo HALF".into());
+        assert_eq!(ring(&f, None, false), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        let f = FakePane::with("%1", "bash");
+        f.edit("%1", |s| s.in_mode = true);
+        assert_eq!(ring(&f, None, false), Outcome::Skipped);
+        let p = profile();
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.in_mode = true);
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        // A doorbell left on the cursor line is pressed, not retyped.
+        let f = FakePane::with("%1", "bash");
+        f.edit("%1", |s| s.composer = ": ring".into());
+        assert_eq!(ring(&f, None, false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls, vec!["key:Enter"]);
+    }
+
+    #[test]
     fn doorbell_is_constant_quoted_and_printable() {
         let d = tempfile::tempdir().unwrap();
         let odd = d.path().join("it's here");
@@ -360,5 +444,45 @@ mod tests {
         assert!(a.contains(r"it'\''s here"));
         assert!(a.contains("fm-ack t1"));
         assert!(!a.chars().any(char::is_control));
+    }
+
+    /// A bare shell reading the doorbell parses it, runs nothing, prints
+    /// nothing and creates nothing — even with quotes, `$`, `*` and `<n>`.
+    #[test]
+    fn the_doorbell_is_a_shell_no_op() {
+        let d = tempfile::tempdir().unwrap();
+        let odd = d.path().join("it's $HOME `x` *");
+        std::fs::create_dir(&odd).unwrap();
+        let home = Home::at(&odd).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        let line = doorbell(&home, &id);
+        let cwd = d.path().join("cwd");
+        std::fs::create_dir(&cwd).unwrap();
+        for (sh, flags) in [("sh", "-nc"), ("sh", "-c"), ("bash", "-c")] {
+            let Ok(out) = std::process::Command::new(sh)
+                .args([flags, &line])
+                .current_dir(&cwd)
+                .output()
+            else {
+                continue;
+            };
+            assert!(out.status.success(), "{sh} {flags}: {out:?}");
+            assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+        }
+        assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
+        // Everything after `: ` is one word: printed back, it is the whole
+        // notice with the inbox path intact.
+        let word = line.strip_prefix(": ").unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("printf '%s|' {word}")])
+            .output()
+            .unwrap();
+        let said = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(said.matches('|').count(), 1, "{said}");
+        assert!(said.starts_with("firstmate inbox: new mail in "), "{said}");
+        assert!(
+            said.contains(&home.inbox(&id).display().to_string()),
+            "{said}"
+        );
     }
 }

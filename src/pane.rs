@@ -25,6 +25,9 @@ pub struct PaneInfo {
     /// `%N`
     pub id: String,
     pub dead: bool,
+    /// The pane is in a tmux mode (copy mode, choose-tree, …:
+    /// `pane_in_mode`): keys sent now would drive the mode, not the program.
+    pub in_mode: bool,
     /// Foreground command (`pane_current_command`).
     pub command: String,
     pub session: String,
@@ -114,14 +117,13 @@ fn no_server(e: &Error) -> bool {
     }
 }
 
-const LIST_FORMAT: &str =
-    "#{pane_id}\t#{pane_dead}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
+const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
 
 /// Parses `list-panes -a -F LIST_FORMAT` output.
 pub fn parse_list(out: &str) -> Vec<PaneInfo> {
     out.lines()
         .filter_map(|l| {
-            let mut f = l.splitn(5, '\t');
+            let mut f = l.splitn(6, '\t');
             let id = f.next()?.to_string();
             if !id.starts_with('%') {
                 return None;
@@ -129,6 +131,7 @@ pub fn parse_list(out: &str) -> Vec<PaneInfo> {
             Some(PaneInfo {
                 id,
                 dead: f.next()? == "1",
+                in_mode: f.next()? == "1",
                 command: f.next()?.to_string(),
                 session: f.next()?.to_string(),
                 window: f.next().unwrap_or("").to_string(),
@@ -241,6 +244,8 @@ pub fn run_bounded(
 #[derive(Debug, Clone, Default)]
 pub struct FakeScreen {
     pub dead: bool,
+    /// In a tmux mode (copy mode).
+    pub in_mode: bool,
     pub command: String,
     /// Submitted lines, oldest first.
     pub history: Vec<String>,
@@ -320,6 +325,7 @@ impl Pane for FakePane {
             .map(|(id, s)| PaneInfo {
                 id: id.clone(),
                 dead: s.dead,
+                in_mode: s.in_mode,
                 command: s.command.clone(),
                 session: "fm".into(),
                 window: format!("fm-{id}"),
@@ -377,11 +383,13 @@ mod tests {
 
     #[test]
     fn parse_list_reads_fields_and_skips_junk() {
-        let out = "%1\t0\tbash\tfm\tfm-a\n%22\t1\tclaude\tfm\twin\twith\ttabs\ngarbage\n";
+        let out = "%1\t0\t1\tbash\tfm\tfm-a\n%22\t1\t0\tclaude\tfm\twin\twith\ttabs\ngarbage\n";
         let v = parse_list(out);
         assert_eq!(v.len(), 2);
+        assert!(v[0].in_mode && !v[0].dead);
+        assert_eq!(v[0].command, "bash");
         assert_eq!(v[1].id, "%22");
-        assert!(v[1].dead);
+        assert!(v[1].dead && !v[1].in_mode);
         assert_eq!(v[1].window, "win\twith\ttabs");
     }
 

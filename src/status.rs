@@ -92,8 +92,12 @@ pub fn valid_key(k: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// Byte index of the first colon not inside a `[...]` tag.
-fn real_colon(s: &str) -> Option<usize> {
+/// Where the text starts: the byte index of the first colon not inside a
+/// `[...]` tag, and whether the brackets before it balanced. When no colon
+/// sits outside brackets (an unclosed `[`, as in `done [at=17: shipped`),
+/// the first colon is the real one, and `false` says the tags before it
+/// cannot be trusted.
+fn real_colon(s: &str) -> Option<(usize, bool)> {
     // Byte scan: '[', ']' and ':' are ASCII and never part of a multi-byte
     // UTF-8 sequence, so byte offsets here are char boundaries.
     let mut depth = 0usize;
@@ -101,11 +105,11 @@ fn real_colon(s: &str) -> Option<usize> {
         match b {
             b'[' => depth += 1,
             b']' => depth = depth.saturating_sub(1),
-            b':' if depth == 0 => return Some(i),
+            b':' if depth == 0 => return Some((i, true)),
             _ => {}
         }
     }
-    None
+    s.bytes().position(|b| b == b':').map(|i| (i, false))
 }
 
 /// Walks the `[name=value]` tags of `s` in order, calling `f` for each;
@@ -204,7 +208,7 @@ fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
 /// lower-cased.
 pub fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
     let line = line.trim_end_matches(['\r', '\n']);
-    let Some(colon) = real_colon(line) else {
+    let Some((colon, balanced)) = real_colon(line) else {
         return ParsedRef::Prose;
     };
     let head = &line[..colon];
@@ -228,7 +232,14 @@ pub fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
         _ => {}
     });
     if !readable {
-        return ParsedRef::Invalid(format!("unreadable tags {:?}", tag_part.trim()));
+        // An unclosed tag (no colon outside brackets) loses its time, like
+        // any malformed stamp (SPEC §3.1) — unless it is a key: a decision
+        // filed under the wrong key is worse than an ignored line.
+        if balanced || tag_part.contains("key=") {
+            return ParsedRef::Invalid(format!("unreadable tags {:?}", tag_part.trim()));
+        }
+        at = None;
+        key = None;
     }
     if let Some(value) = bad_key {
         return ParsedRef::Invalid(format!("malformed key {value:?}"));
@@ -466,6 +477,22 @@ mod tests {
         assert_eq!(parse_line(b"thinking: hard", "paused"), Parsed::Prose);
         assert!(matches!(
             parse_line(b"blocked [key=bad key]: x", "paused"),
+            Parsed::Invalid(_)
+        ));
+        // An unclosed tag: the first colon ends the head, the stamp is lost.
+        let l = line("done [at=1796000100: shipped it");
+        assert_eq!(
+            (l.verb.as_str(), l.key.as_str(), l.text.as_str(), l.at),
+            ("done", "default", "shipped it", None)
+        );
+        let l = line("working [at=5] [at=17: halfway");
+        assert_eq!((l.text.as_str(), l.at), ("halfway", None));
+        assert!(matches!(
+            parse_line(b"blocked [key=db: which one", "paused"),
+            Parsed::Invalid(_)
+        ));
+        assert!(matches!(
+            parse_line(b"done [at=5] junk: x", "paused"),
             Parsed::Invalid(_)
         ));
         assert!(matches!(

@@ -13,5 +13,6 @@ mod harden;
 mod harness;
 mod pane;
 mod send;
+mod send_text;
 mod status;
 mod watch;

@@ -165,7 +165,7 @@ fn a_swallowed_enter_is_pressed_again_and_the_doorbell_typed_once() {
     let raw = log_of(&log);
     assert_eq!(without_cr(&raw), doorbell(&h, "t1").as_bytes());
     assert_eq!(raw.iter().filter(|&&c| c == b'\r').count(), 2);
-    assert!(t.capture(&pane).contains("got: : firstmate inbox"));
+    assert!(t.capture(&pane).contains("got: : 'firstmate inbox"));
 }
 
 #[test]
