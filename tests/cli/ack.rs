@@ -205,3 +205,89 @@ fn acking_the_tracked_record_clears_the_ladder_files() {
     assert!(!h.exists("state/t1.inbox/.ring-state"));
     assert!(!h.exists("state/t1.inbox/.escalated"));
 }
+
+#[test]
+fn a_hand_written_short_name_is_ignored_and_never_blocks_read() {
+    let h = TestHome::new();
+    h.write("state/t1.meta", "kind=ship\n");
+    h.write(
+        "state/t1.inbox/1.msg",
+        "schema=fm-inbox.v1\nat=2026-01-01T00:00:00Z\nfrom=me\n--\nhand made",
+    );
+    h.fm("send")
+        .args(["t1", "--quiet", "real", "one"])
+        .run()
+        .success()
+        .stdout_has("001.msg");
+    h.fm("ack")
+        .args(["t1", "--read"])
+        .run()
+        .success()
+        .stdout_is("real one");
+    let r = h.fm("ack").args(["t1", "--list"]).run().success();
+    assert_eq!(r.stdout().lines().count(), 1, "{}", r.stdout());
+    assert!(r.stdout().starts_with("001.msg"));
+    h.fm("ack")
+        .args(["t1", "--through", "9"])
+        .run()
+        .success()
+        .stdout_is("handled 001.msg\n");
+    assert!(h.exists("state/t1.inbox/1.msg"));
+    h.fm("ack")
+        .args(["t1", "--read"])
+        .run()
+        .status(1)
+        .stderr_has("no pending message");
+}
+
+#[test]
+fn one_bad_record_never_hides_the_others_from_list() {
+    let h = inbox_with(3);
+    h.write(
+        "state/t1.inbox/002.msg",
+        "schema=fm-inbox.v1\nno separator\n",
+    );
+    h.write("outside.msg", "schema=fm-inbox.v1\n--\nelsewhere");
+    std::os::unix::fs::symlink(h.path("outside.msg"), h.path("state/t1.inbox/004.msg")).unwrap();
+    let r = h
+        .fm("ack")
+        .args(["t1", "--list"])
+        .run()
+        .status(1)
+        .stderr_has("fm-ack: warning: 002.msg not listed: 002.msg is not a record")
+        .stderr_has("fm-ack: warning: 004.msg not listed: refusing to follow symlink");
+    let out = r.stdout();
+    let names: Vec<&str> = out.lines().map(|l| &l[..7]).collect();
+    assert_eq!(names, ["001.msg", "003.msg"]);
+    let r = h.fm("ack").args(["t1", "--list", "--json"]).run().status(1);
+    let seqs: Vec<u64> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 3]);
+    h.fm("ack")
+        .args(["t1", "--read", "2"])
+        .run()
+        .status(1)
+        .stderr_has("002.msg is not a record");
+}
+
+#[test]
+fn the_acked_event_names_the_worker_or_from() {
+    let h = inbox_with(2);
+    h.fm("ack").args(["t1", "1"]).run().success();
+    h.fm("ack")
+        .args(["t1", "--from", "lead", "2"])
+        .run()
+        .success();
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    let acked: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("inbox.acked"))
+        .collect();
+    assert!(acked[0].contains("\"actor\":\"t1\""), "{}", acked[0]);
+    assert!(acked[1].contains("\"actor\":\"lead\""), "{}", acked[1]);
+}

@@ -287,3 +287,106 @@ fn concurrent_appends_never_tear() {
         .json();
     assert_eq!(j["lines"], 5000);
 }
+
+#[test]
+fn an_option_word_in_the_text_is_refused_unless_after_a_separator() {
+    let h = TestHome::new();
+    let before = h.tree();
+    for args in [
+        vec!["q1", "needs-decision", "which", "database", "--key", "db"],
+        vec!["q1", "working", "on", "it", "--json"],
+        vec!["q1", "note", "a", "--from=me"],
+        vec!["q1", "note", "a", "--home", "/tmp"],
+    ] {
+        h.fm("status")
+            .args(&args)
+            .run()
+            .status(2)
+            .stderr_has("fm-status: error: \"--")
+            .stderr_has("put options before the text");
+    }
+    assert_eq!(h.tree(), before);
+    h.fm("status")
+        .args(["q1", "needs-decision", "--key", "db", "which", "database"])
+        .run()
+        .success();
+    h.fm("status")
+        .args(["q1", "note", "--", "the", "--key", "flag", "is", "fine"])
+        .run()
+        .success();
+    let log = String::from_utf8(h.read("state/q1.status")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].ends_with("[key=db]: which database"), "{log}");
+    assert!(lines[1].ends_with("]: the --key flag is fine"), "{log}");
+}
+
+#[test]
+fn refusals_name_the_task_and_busy_idle_are_events() {
+    let h = TestHome::new();
+    h.fm("status")
+        .args(["q1", "bogus", "x"])
+        .run()
+        .status(2)
+        .stderr_has("fm-status: error: unknown verb \"bogus\"")
+        .stderr_has("(q1)");
+    h.fm("status")
+        .args(["q1", "working", " "])
+        .run()
+        .status(2)
+        .stderr_has("(q1)");
+    h.fm("status").args(["q1", "--busy"]).run().success();
+    h.fm("status")
+        .args(["q1", "--idle", "--source", "stop-hook", "--from", "hook"])
+        .run()
+        .success();
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    let v: Vec<serde_json::Value> = events
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v.len(), 2, "{events}");
+    assert_eq!(
+        (v[0]["action"].as_str(), v[0]["actor"].as_str()),
+        (Some("status.busy"), Some("q1"))
+    );
+    assert_eq!(v[0]["source"], "hook");
+    assert_eq!(
+        (v[1]["action"].as_str(), v[1]["actor"].as_str()),
+        (Some("status.idle"), Some("hook"))
+    );
+    assert_eq!(v[1]["source"], "stop-hook");
+}
+
+#[test]
+fn a_failed_event_append_warns_in_the_tools_name_and_the_line_stays() {
+    let h = TestHome::new();
+    std::fs::create_dir_all(h.path("state/events.jsonl")).unwrap();
+    h.fm("status")
+        .args(["q1", "working", "on", "it"])
+        .run()
+        .success()
+        .stderr_has("fm-status: warning: event status.appended not recorded");
+    assert!(
+        String::from_utf8(h.read("state/q1.status"))
+            .unwrap()
+            .contains("]: on it")
+    );
+}
+
+#[test]
+fn an_unclosed_tag_loses_its_time_not_the_line() {
+    let h = TestHome::new();
+    h.write(
+        "state/q1.status",
+        "working [at=1796000000]: a\ndone [at=1796000100: shipped it\n",
+    );
+    let r = h.fm("status").args(["q1", "--json"]).run().success();
+    let j = r.json();
+    assert_eq!(j["current"]["verb"], "done");
+    assert_eq!(j["current"]["text"], "shipped it");
+    assert!(j["current"]["at"].is_null());
+    assert_eq!(
+        (j["lines"].as_u64(), j["malformed"].as_u64()),
+        (Some(2), Some(0))
+    );
+}
