@@ -321,7 +321,8 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
             if matches!(e, Error::ClosedPipe) {
                 return Err(e);
             }
-            eprintln!("{TOOL}: error: {e} ({})", r.id);
+            let e = common::naming(e, r.id.as_str());
+            eprintln!("{TOOL}: error: {}", common::describe(&e));
             code = code.max(e.exit_code());
         }
     }
