@@ -36,11 +36,19 @@ pub enum Plan {
 }
 
 /// Decides for one task; `last_acked` says whether its last dispatch record
-/// has been acknowledged (ignored unless it was dispatched).
-pub fn plan(t: &Task, last_acked: bool) -> Plan {
+/// has been acknowledged (ignored unless it was dispatched). An
+/// unacknowledged dispatch is re-sent (or trips the breaker) only once the
+/// task has been quiet for `grace` seconds, so back-to-back dispatch runs
+/// never fail a worker that had no time to answer.
+pub fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
     match t.status {
         Status::Pending if t.assignee.is_some() => Plan::Send,
-        Status::InProgress if t.dispatches > 0 && t.dispatch_seq.is_some() && !last_acked => {
+        Status::InProgress
+            if t.dispatches > 0
+                && t.dispatch_seq.is_some()
+                && !last_acked
+                && now.saturating_sub(t.updated_at) >= grace =>
+        {
             if t.dispatches >= MAX_DISPATCHES {
                 Plan::Break
             } else {
@@ -100,7 +108,7 @@ fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
 
 /// One dispatch pass over the whole board, under the board lock. A task
 /// whose queueing fails is reported (`error`) and left unchanged.
-pub fn run(home: &Home, now: u64, queue: &mut QueueFn<'_>) -> Result<Vec<Outcome>> {
+pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result<Vec<Outcome>> {
     let _guard = store::lock(home)?;
     let (tasks, warnings) = store::load_all(home)?;
     for w in warnings {
@@ -115,7 +123,7 @@ pub fn run(home: &Home, now: u64, queue: &mut QueueFn<'_>) -> Result<Vec<Outcome
             .filter(|_| t.status == Status::InProgress)
             .or(t.assignee.clone())
             .unwrap_or_default();
-        let p = plan(&t, acked(home, &assignee, t.dispatch_seq));
+        let p = plan(&t, acked(home, &assignee, t.dispatch_seq), now, grace);
         let mut o = Outcome {
             task: t.id,
             action: "error",
@@ -179,6 +187,7 @@ mod tests {
     #[test]
     fn plan_follows_the_breaker() {
         let mut t = Task::new(BoardId(1), "s", 0);
+        let plan = |t: &Task, acked| plan(t, acked, 100, 90);
         assert_eq!(plan(&t, false), Plan::Skip);
         t.assignee = Some("w1".into());
         assert_eq!(plan(&t, false), Plan::Send);
@@ -195,6 +204,10 @@ mod tests {
         t.dispatches = 3;
         assert_eq!(plan(&t, false), Plan::Break);
         assert_eq!(plan(&t, true), Plan::Skip);
+        // Within the grace period after the last dispatch nothing happens.
+        t.updated_at = 50;
+        assert_eq!(super::plan(&t, false, 100, 90), Plan::Skip);
+        assert_eq!(super::plan(&t, false, 140, 90), Plan::Break);
     }
 
     #[test]

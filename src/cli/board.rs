@@ -330,6 +330,7 @@ fn change(
     let id = BoardId::parse(task)?;
     let ctx = home.ctx(TOOL)?;
     let mut wake_seq = None;
+    let mut wake_line = None;
     let c: Change = store::update(&ctx.home, id, &op, now, |after| {
         if let Op::Comment {
             text,
@@ -348,6 +349,7 @@ fn change(
                 &line,
                 now,
             )?);
+            wake_line = Some(line);
         }
         Ok(())
     })?;
@@ -374,6 +376,11 @@ fn change(
         ev = ev.field("wake_seq", seq);
     }
     ev.record(&ctx.home);
+    if let Some(line) = &wake_line {
+        // Every wake runs the captain's on_wake hook (SPEC §6.3), this one too.
+        crate::watch::hook::spawn(&ctx.cfg.watch.on_wake, &id.to_string(), "blocker", line);
+        crate::watch::hook::wait_all();
+    }
     record_releases(&ctx, id, &c.released, now);
     print_task_line(&c.after, json)?;
     if !json {
@@ -395,7 +402,7 @@ fn record_releases(ctx: &Ctx, by: BoardId, released: &[Task], now: u64) {
 
 fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
     let mut queue = |id: &TaskId, body: &str| super::board_view::queue(ctx, id, body);
-    let outcomes = dispatch::run(&ctx.home, now, &mut queue)?;
+    let outcomes = dispatch::run(&ctx.home, now, ctx.cfg.watch.grace_secs, &mut queue)?;
     for o in &outcomes {
         let action = match o.action {
             "dispatched" => "board.dispatched",

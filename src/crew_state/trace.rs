@@ -2,8 +2,10 @@
 //!
 //! The chain is the task and every descendant linked through meta
 //! `parent=`. Its events are read from `state/events.jsonl`, merged,
-//! de-duplicated on (actor, ts, action) — the first occurrence wins — and
-//! put in time order (file order among equal times). Each prints as one
+//! de-duplicated on (task, actor, ts, action) — the first occurrence wins —
+//! and put in time order (file order among equal times). The task is part
+//! of the key because timestamps are whole seconds: two tasks of one chain
+//! briefed by the captain in the same second are two events, not one. Each prints as one
 //! Markdown list entry:
 //! `- <UTC time> · <task> · <actor> · <action>[ · key=value, …]`.
 
@@ -56,14 +58,21 @@ fn ts(m: &Map<String, Value>) -> u64 {
 }
 
 /// The chain's events from the bytes of `events.jsonl`: filtered to
-/// `tasks`, de-duplicated on (actor, ts, action), in time order.
+/// `tasks`, de-duplicated on (task, actor, ts, action), in time order.
 pub fn entries(bytes: &[u8], tasks: &HashSet<&str>) -> Vec<Map<String, Value>> {
     let mut seen = HashSet::new();
     let mut out: Vec<Map<String, Value>> = fsx::complete_lines(bytes)
         .split(|&b| b == b'\n')
         .filter_map(events::parse_line)
         .filter(|m| tasks.contains(s(m, "task")))
-        .filter(|m| seen.insert((s(m, "actor").to_string(), ts(m), s(m, "action").to_string())))
+        .filter(|m| {
+            seen.insert((
+                s(m, "task").to_string(),
+                s(m, "actor").to_string(),
+                ts(m),
+                s(m, "action").to_string(),
+            ))
+        })
         .collect();
     out.sort_by_key(ts);
     out
@@ -120,6 +129,16 @@ mod tests {
             r#"{"ts":5,"tool":"x","task":"kid","action":"torn""#,
         );
         let tasks: HashSet<&str> = ["top", "kid"].into();
+        let same_second = concat!(
+            r#"{"ts":10,"tool":"fm-brief","task":"kid","action":"brief.written","actor":"captain"}"#,
+            "\n",
+        );
+        let both = entries(format!("{log}\n{same_second}").as_bytes(), &tasks);
+        assert_eq!(
+            both.len(),
+            3,
+            "same actor, second and action on another task is another event"
+        );
         let e = entries(log.as_bytes(), &tasks);
         let lines: Vec<String> = e.iter().map(markdown).collect();
         assert_eq!(

@@ -396,6 +396,33 @@ fn blocker_comment_fails_the_task_and_wakes_the_captain() {
     assert_eq!(j["comments"][1]["author"], "w1");
 }
 
+#[test]
+fn a_blocker_wake_runs_the_on_wake_hook() {
+    let h = TestHome::new();
+    let script = h.path("hook.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '%s|%s|%s\\n' \"$1\" \"$2\" \"$3\" >> \"$0.out\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    h.write(
+        "config/firstmate.toml",
+        format!(
+            "[watch]\non_wake = [\"{}\", \"{{task}}\", \"{{kind}}\", \"{{text}}\"]\n",
+            script.display()
+        ),
+    );
+    add(&h, &["deploy"]);
+    h.fm("board")
+        .args(["comment", "1", "--blocker", "no creds; $(rm -rf /)"])
+        .run()
+        .success();
+    let got = std::fs::read_to_string(h.path("hook.sh.out")).unwrap_or_default();
+    assert!(got.starts_with("T-001|blocker|T-001: deploy"), "{got:?}");
+    assert!(got.contains("no creds; $(rm -rf /)"), "{got:?}");
+}
+
 fn worker(h: &TestHome, id: &str) {
     h.write(&format!("state/{id}.meta"), "kind=ship\n");
 }
@@ -475,17 +502,26 @@ fn three_unacknowledged_dispatches_trip_the_circuit_breaker() {
         .run()
         .success()
         .stdout_has("dispatched T-001 deaf 001.msg");
+    // Within the grace period (watch.grace_secs) nothing is re-sent.
     h.fm("board")
         .arg("dispatch")
+        .run()
+        .success()
+        .stdout_is("nothing to dispatch\n");
+    let dispatch = || {
+        h.fm("board")
+            .arg("dispatch")
+            .env("FM_WATCH_GRACE_SECS", "0")
+    };
+    dispatch()
         .run()
         .success()
         .stdout_has("resent T-001 deaf 002.msg \u{b7} dispatch 2/3");
-    h.fm("board")
-        .arg("dispatch")
+    dispatch()
         .run()
         .success()
         .stdout_has("resent T-001 deaf 003.msg \u{b7} dispatch 3/3");
-    let r = h.fm("board").args(["dispatch", "--json"]).run().success();
+    let r = dispatch().arg("--json").run().success();
     let j = r.json();
     assert_eq!(j[0]["action"], "failed");
     assert_eq!(
