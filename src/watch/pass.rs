@@ -7,7 +7,9 @@
 //! twice: a ring first records the attempt in `.ring-state` and only then
 //! types (a ladder file that cannot be written means no ring at all, and
 //! one wake saying so); an escalation appends its wake *then* writes
-//! `.escalated`, and skips the wake if that exact wake is already logged.
+//! `.escalated`, and skips the wake if this episode (the record's queue
+//! time onwards) already logged that exact wake. A status wake that cannot
+//! be appended rewinds its log's offset so the next pass retries it.
 //! One task's trouble is reported and never stops the pass.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -7,7 +7,8 @@
 //! time; a log never seen is read from its beginning; a log replaced by
 //! another file (different inode) or shorter than the offset is re-read
 //! from its start. Offsets are saved after the wakes are appended, so a
-//! crash in between may repeat a wake but never lose one.
+//! crash in between may repeat a wake but never lose one; a wake that
+//! cannot be appended rewinds the offset to its line ([`Offsets::rewind`]).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
