@@ -180,18 +180,37 @@ impl Config {
         let mut cfg = Config::default();
         let mut values: BTreeMap<(String, String), Val> = BTreeMap::new();
         if let Some(text) = text {
-            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
-                path: path.to_path_buf(),
-                line: e.span().map(|s| line_of(text, s.start)).unwrap_or(1),
-                key: "(syntax)".into(),
-                msg: e.message().trim().to_string(),
+            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+                // Name the offending text (a duplicate key, say) when the
+                // error points at a short single-line span.
+                let key = e
+                    .span()
+                    .and_then(|s| text.get(s))
+                    .map(|k| k.trim().trim_matches('"'))
+                    .filter(|k| !k.is_empty() && k.len() <= 64 && !k.contains('\n'))
+                    .unwrap_or("(syntax)")
+                    .to_string();
+                Error::Config {
+                    path: path.to_path_buf(),
+                    line: e.span().map(|s| line_of(text, s.start)).unwrap_or(1),
+                    key,
+                    msg: e.message().trim().to_string(),
+                }
             })?;
             for (section, body) in &table {
                 let at = |key: &str| locate(text, section, key);
                 let type_err = |key: &str, want: &str| Error::Config {
                     path: path.to_path_buf(),
-                    line: at(key),
-                    key: format!("{section}.{key}"),
+                    line: if key.is_empty() {
+                        locate(text, "", section)
+                    } else {
+                        at(key)
+                    },
+                    key: if key.is_empty() {
+                        section.clone()
+                    } else {
+                        format!("{section}.{key}")
+                    },
                     msg: format!("expected {want}"),
                 };
                 if section == "harness" {
@@ -225,7 +244,11 @@ impl Config {
                     }
                     continue;
                 }
+                let known_section = SCHEMA.iter().any(|(s, _, _)| s == section);
                 let Some(body) = body.as_table() else {
+                    if known_section {
+                        return Err(type_err("", "a [section] table"));
+                    }
                     cfg.warnings.push(format!(
                         "{}:{}: unknown key {section} (ignored)",
                         path.display(),
@@ -461,6 +484,27 @@ mod tests {
         );
         let err = load("[send]\nsettle_ms = = 3\n", &[]).unwrap_err();
         assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    #[test]
+    fn a_section_written_as_a_value_is_an_error() {
+        let err = load("send = 5\n", &[]).unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(
+            err.to_string()
+                .ends_with(":1: send: expected a [section] table"),
+            "{err}"
+        );
+        assert!(load("nosuch = 5\n", &[]).unwrap().warnings.len() == 1);
+    }
+
+    #[test]
+    fn a_duplicate_key_is_named() {
+        let err = load("[watch]\ngrace_secs = 1\ngrace_secs = 2\n", &[]).unwrap_err();
+        assert!(
+            err.to_string().contains("grace_secs") && err.to_string().contains(":3:"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub enum Error {
     #[error("no firstmate home found: pass --home, set FM_HOME, or create one with `fm init` ({})", .0.display())]
     NoHome(PathBuf),
 
+    /// A directory named by `--home` or `FM_HOME` holds no config file.
+    #[error("{} is not a firstmate home (no config/firstmate.toml); create one with `fm init {}`", .0.display(), .0.display())]
+    NotAHome(PathBuf),
+
     /// The config file does not parse or holds a value of the wrong type.
     #[error("{}:{line}: {key}: {msg}", path.display())]
     Config {
@@ -86,6 +90,7 @@ impl Error {
             Error::InvalidId { .. } | Error::Usage(_) => exit::USAGE,
             Error::Refused(_) | Error::Symlink(_) => exit::REFUSED,
             Error::NoHome(_)
+            | Error::NotAHome(_)
             | Error::Config { .. }
             | Error::EnvVar { .. }
             | Error::LockTimeout { .. }

@@ -30,7 +30,13 @@ impl Home {
     /// [`Home::resolve`] with its inputs passed in (for tests).
     pub fn resolve_from(flag: Option<&Path>, env: Option<&Path>, cwd: &Path) -> Result<Home> {
         if let Some(dir) = flag.or(env) {
-            return Home::at(&cwd.join(dir));
+            // A named directory must be a home too: a mistyped FM_HOME must
+            // not quietly collect a worker's reports where nobody looks.
+            let home = Home::at(&cwd.join(dir))?;
+            if !home.config_file().is_file() {
+                return Err(Error::NotAHome(home.root));
+            }
+            return Ok(home);
         }
         let mut dir = Some(cwd);
         while let Some(d) = dir {
@@ -230,13 +236,19 @@ impl Home {
 mod tests {
     use super::*;
 
+    fn init(p: &Path) {
+        std::fs::create_dir_all(p.join("config")).unwrap();
+        std::fs::write(p.join(CONFIG_REL), "").unwrap();
+    }
+
     #[test]
     fn resolution_order_flag_env_ancestor() {
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();
         let c = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(c.path().join("config")).unwrap();
-        std::fs::write(c.path().join(CONFIG_REL), "").unwrap();
+        for d in [&a, &b, &c] {
+            init(d.path());
+        }
         let deep = c.path().join("x/y");
         std::fs::create_dir_all(&deep).unwrap();
         let canon = |p: &Path| p.canonicalize().unwrap();
@@ -246,15 +258,22 @@ mod tests {
         assert_eq!(h.root(), canon(b.path()));
         let h = Home::resolve_from(None, None, &deep).unwrap();
         assert_eq!(h.root(), canon(c.path()));
-        let err = Home::resolve_from(None, None, a.path()).unwrap_err();
+        let bare = tempfile::tempdir().unwrap();
+        let err = Home::resolve_from(None, None, bare.path()).unwrap_err();
         assert_eq!(err.exit_code(), 3);
         assert!(err.to_string().contains("fm init"));
+        // A named directory without a config is not a home either.
+        for (flag, env) in [(Some(bare.path()), None), (None, Some(bare.path()))] {
+            let err = Home::resolve_from(flag, env, a.path()).unwrap_err();
+            assert_eq!(err.exit_code(), 3);
+            assert!(err.to_string().contains("not a firstmate home"), "{err}");
+        }
     }
 
     #[test]
     fn relative_flag_is_made_absolute() {
         let a = tempfile::tempdir().unwrap();
-        std::fs::create_dir(a.path().join("h")).unwrap();
+        init(&a.path().join("h"));
         let h = Home::resolve_from(Some(Path::new("h")), None, a.path()).unwrap();
         assert!(h.root().is_absolute());
         assert!(h.root().ends_with("h"));
