@@ -306,6 +306,19 @@ pub fn validate_include(text: &str) -> Result<()> {
             "config/brief-include.md contains a `Delivery contract:` line; only the definition of done may",
         ));
     }
+    let lines: Vec<&str> = text.lines().collect();
+    if let Some(h) = check::headings(&lines)
+        .into_iter()
+        .find(|h| h.level == 1 && h.title == "Definition of done")
+    {
+        // The include comes last, so its heading would become the brief's
+        // last `# Definition of done` and hide the real delivery contract.
+        return Err(Error::usage(format!(
+            "config/brief-include.md line {} is a `# Definition of done` heading; only the brief's own \
+             definition of done may use it (rename the heading or make it level 2 or deeper)",
+            h.line + 1
+        )));
+    }
     Ok(())
 }
 

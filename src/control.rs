@@ -532,6 +532,17 @@ impl Ctl<'_> {
         let worktree = PathBuf::from(meta.str("worktree"));
         let has_worktree = !meta.str("worktree").is_empty() && worktree.join(".git").exists();
         if has_worktree && !force {
+            // The top-level check first: a `.git` that git does not honour
+            // would make every later `git -C` answer for an outer repository.
+            let head = match crate::git::head(&worktree) {
+                Err(e) if e.to_string().contains("not a git repository") => {
+                    return Err(Error::refused(format!(
+                        "worktree {} is not a git repository of its own (use --force)",
+                        worktree.display()
+                    )));
+                }
+                other => other?,
+            };
             if !git(&worktree, &["status", "--porcelain"])?
                 .trim()
                 .is_empty()
@@ -541,12 +552,12 @@ impl Ctl<'_> {
                     worktree.display()
                 )));
             }
-            let head =
-                git(&worktree, &["rev-parse", "--verify", "--quiet", "HEAD"]).unwrap_or_default();
-            if !head.trim().is_empty() && !self.head_reachable(&meta, &worktree)? {
+            if let Some(head) = head
+                && !self.head_reachable(&meta, &worktree)?
+            {
                 return Err(Error::refused(format!(
                     "HEAD {} is unreachable outside the worktree: push it first (or use --force)",
-                    &head.trim()[..head.trim().len().min(12)]
+                    &head[..head.len().min(12)]
                 )));
             }
         }

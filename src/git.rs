@@ -77,21 +77,52 @@ pub fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> Result<Outpu
     })
 }
 
-/// The commit `HEAD` names in `dir`, or `None` when there is none (an
-/// unborn branch). Errors when `dir` is not a git repository.
+/// Whether `reported` (a `git rev-parse --show-toplevel` line) is `dir`
+/// itself. `git -C dir` searches upward, so a plain directory inside some
+/// other repository would otherwise answer for that repository; both sides
+/// are compared physically (symlinks resolved).
+pub fn is_toplevel(dir: &Path, reported: &str) -> bool {
+    if reported.is_empty() {
+        return false;
+    }
+    match (dir.canonicalize(), Path::new(reported).canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The error for a directory that is not the top level of a repository.
+fn not_a_repo(dir: &Path) -> Error {
+    Error::External {
+        program: "git".into(),
+        msg: format!("not a git repository ({})", dir.display()),
+    }
+}
+
+/// The commit `HEAD` names in the repository whose top level is `dir`, or
+/// `None` when there is none (an unborn branch). Errors when `dir` is not
+/// the top level of a git repository — a directory nested inside another
+/// repository included. One git call.
 pub fn head(dir: &Path) -> Result<Option<String>> {
-    let out = run(dir, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])?;
-    if out.ok && !out.stdout.is_empty() {
-        return Ok(Some(out.stdout));
+    let out = run(
+        dir,
+        &[
+            "rev-parse",
+            "--show-toplevel",
+            "--verify",
+            "--quiet",
+            "HEAD^{commit}",
+        ],
+    )?;
+    let mut lines = out.stdout.lines();
+    if !is_toplevel(dir, lines.next().unwrap_or("").trim()) {
+        return Err(not_a_repo(dir));
     }
-    let inside = run(dir, &["rev-parse", "--git-dir"])?;
-    if !inside.ok {
-        return Err(Error::External {
-            program: "git".into(),
-            msg: format!("not a git repository ({})", dir.display()),
-        });
-    }
-    Ok(None)
+    Ok(lines
+        .next()
+        .map(str::trim)
+        .filter(|sha| out.ok && !sha.is_empty())
+        .map(str::to_string))
 }
 
 /// The first ref under any of `prefixes` (e.g. `refs/remotes/`) in the
@@ -180,5 +211,43 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let err = head(d.path()).unwrap_err();
         assert!(err.to_string().contains("not a git repository"), "{err}");
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = run(dir, args).unwrap();
+        assert!(out.ok, "git {args:?}: {}", out.stderr);
+    }
+
+    #[test]
+    fn a_directory_inside_another_repository_is_not_one() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("r");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        assert_eq!(head(&repo).unwrap(), None, "unborn");
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
+        let sha = head(&repo).unwrap().unwrap();
+        assert_eq!(sha.len(), 40);
+        let nested = repo.join("worktrees/t9");
+        std::fs::create_dir_all(&nested).unwrap();
+        let err = head(&nested).unwrap_err();
+        assert!(err.to_string().contains("not a git repository"), "{err}");
+        // Reached through a symlink, the top level is still itself.
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&repo, &link).unwrap();
+        assert_eq!(head(&link).unwrap(), Some(sha));
     }
 }

@@ -200,12 +200,14 @@ impl Home {
     }
 
     /// Where task worktrees live: `paths.worktrees`, relative to the home
-    /// unless absolute.
+    /// unless absolute; physical (see [`physical`]), because briefs tell
+    /// workers that `pwd -P` must print it.
     pub fn worktrees_dir(&self, cfg: &crate::config::Config) -> PathBuf {
-        self.root.join(&cfg.paths.worktrees)
+        physical(&self.root.join(&cfg.paths.worktrees))
     }
+    /// The default worktree of a task, physical like [`Home::worktrees_dir`].
     pub fn worktree(&self, cfg: &crate::config::Config, id: &TaskId) -> PathBuf {
-        self.worktrees_dir(cfg).join(id.as_str())
+        physical(&self.root.join(&cfg.paths.worktrees).join(id.as_str()))
     }
 
     /// Ids of every task with a meta file, sorted.
@@ -230,6 +232,32 @@ impl Home {
         ids.sort();
         Ok(ids)
     }
+}
+
+/// `path` made physical as far as it exists: its longest existing ancestor
+/// with symlinks resolved, then the components that do not exist yet
+/// (`.` dropped, `..` taken lexically, as nothing below the ancestor exists
+/// to be a symlink). An absolute path stays absolute.
+pub fn physical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let parts: Vec<Component> = path.components().collect();
+    for keep in (1..=parts.len()).rev() {
+        let prefix: PathBuf = parts[..keep].iter().collect();
+        let Ok(mut out) = prefix.canonicalize() else {
+            continue;
+        };
+        for c in &parts[keep..] {
+            match c {
+                Component::Normal(n) => out.push(n),
+                Component::ParentDir => {
+                    out.pop();
+                }
+                _ => {}
+            }
+        }
+        return out;
+    }
+    path.to_path_buf()
 }
 
 #[cfg(test)]
@@ -296,5 +324,24 @@ mod tests {
             h.inbox_record(&id, 7),
             PathBuf::from("/home/x/state/t1.inbox/007.msg")
         );
+    }
+
+    #[test]
+    fn worktree_paths_are_physical_even_before_they_exist() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(real.join("home/config")).unwrap();
+        std::fs::create_dir_all(real.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(real.join("elsewhere"), real.join("home/worktrees")).unwrap();
+        let h = Home::at(&real.join("home")).unwrap();
+        let cfg = crate::config::Config::default();
+        let id = TaskId::parse("t1").unwrap();
+        assert_eq!(h.worktrees_dir(&cfg), real.join("elsewhere"));
+        assert_eq!(h.worktree(&cfg, &id), real.join("elsewhere/t1"));
+        assert_eq!(
+            physical(&real.join("home/worktrees/../x/./y")),
+            real.join("x/y")
+        );
+        assert_eq!(physical(&real.join("nope/a/../b")), real.join("nope/b"));
     }
 }

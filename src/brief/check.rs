@@ -54,9 +54,8 @@ fn atx(line: &str) -> Option<(usize, String)> {
     Some((level, title))
 }
 
-/// Every heading outside fenced code, in order.
-pub fn headings(lines: &[&str]) -> Vec<Heading> {
-    let mut out = Vec::new();
+/// Calls `f(index, line)` for every line outside fenced code.
+fn each_unfenced<'a>(lines: &[&'a str], mut f: impl FnMut(usize, &'a str)) {
     let mut fence: Option<(char, usize)> = None;
     for (i, line) in lines.iter().enumerate() {
         if let Some((c, n)) = fence {
@@ -73,6 +72,14 @@ pub fn headings(lines: &[&str]) -> Vec<Heading> {
             fence = Some(f);
             continue;
         }
+        f(i, line);
+    }
+}
+
+/// Every heading outside fenced code, in order.
+pub fn headings(lines: &[&str]) -> Vec<Heading> {
+    let mut out = Vec::new();
+    each_unfenced(lines, |i, line| {
         if let Some((level, title)) = atx(line) {
             out.push(Heading {
                 level,
@@ -80,8 +87,28 @@ pub fn headings(lines: &[&str]) -> Vec<Heading> {
                 line: i,
             });
         }
-    }
+    });
     out
+}
+
+/// Deepest heading level that structures a brief: `# Section` and
+/// `## Subsection` end the section a text is pasted into.
+pub const STRUCTURAL_LEVEL: usize = 2;
+
+/// `text` with every level-1 or level-2 ATX heading outside fenced code
+/// escaped as `\#…`, which Markdown shows as the literal line. Pasted into
+/// a brief, the captain's words then stay inside their own section instead
+/// of splitting the brief; deeper headings and fenced code are untouched.
+pub fn escape_headings(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    each_unfenced(&lines, |i, line| {
+        if atx(line).is_some_and(|(level, _)| level <= STRUCTURAL_LEVEL) {
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            out[i] = format!("{}\\{}", &line[..indent], &line[indent..]);
+        }
+    });
+    out.join("\n")
 }
 
 /// The body under heading `h`: up to the next heading of the same or a higher level, trimmed.
@@ -300,6 +327,33 @@ mod tests {
             "Some words first.\n\nDelivery contract: mode=direct-PR",
         );
         assert!(problems(&b, None)[0].contains("directly under"));
+    }
+
+    #[test]
+    fn escaped_headings_are_text_and_the_rest_is_unchanged() {
+        let t = "# Background\nwords\n  ## Goal ##\n### Detail\n```\n# quoted\n```\n#hashtag";
+        let e = escape_headings(t);
+        assert_eq!(
+            e,
+            "\\# Background\nwords\n  \\## Goal ##\n### Detail\n```\n# quoted\n```\n#hashtag"
+        );
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(
+            headings(&lines).iter().map(|h| h.level).collect::<Vec<_>>(),
+            [3]
+        );
+        let b = brief(&e, "s", "Delivery contract: mode=direct-PR");
+        assert_eq!(problems(&b, None), Vec::<String>::new());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn escaping_leaves_no_structural_heading(s in "([ #`~a-z]{0,12}\n){0,10}") {
+            let e = escape_headings(&s);
+            let lines: Vec<&str> = e.lines().collect();
+            proptest::prop_assert!(headings(&lines).iter().all(|h| h.level > STRUCTURAL_LEVEL));
+            proptest::prop_assert_eq!(e.replace('\\', ""), s.replace('\\', ""));
+        }
     }
 
     proptest::proptest! {

@@ -2,7 +2,10 @@
 //!
 //! Sections are built as strings without trailing newlines and joined by
 //! one blank line; the file ends with exactly one newline. Empty optional
-//! sections are left out entirely.
+//! sections are left out entirely. Text given by the captain (intent,
+//! spec, mission, charter, scope) is pasted verbatim except that its
+//! level-1/2 headings outside code fences are escaped (`\# …`), so it
+//! cannot end its own section early.
 
 use super::{BriefKind, BriefSpec, PROTOCOL_VERSION, SPEC_PLACEHOLDER, TASK_PLACEHOLDER};
 use crate::dod::{self, Mode};
@@ -40,7 +43,7 @@ pub fn render(s: &BriefSpec) -> String {
             ));
             sections.push(format!(
                 "# Routing scope\n\n{}",
-                s.scope.as_deref().map(clean).unwrap_or_else(|| {
+                s.scope.as_deref().map(verbatim).unwrap_or_else(|| {
                     "Take on the work this charter describes and route it to workers within the project clones \
                      below. Anything outside that goes up as a `needs-decision` line."
                         .to_string()
@@ -66,9 +69,15 @@ fn clean(t: &str) -> String {
     t.trim_start_matches(['\n', '\r']).trim_end().to_string()
 }
 
+/// The captain's (or delegator's) words as they go into a section: clean,
+/// with level-1/2 headings escaped so they cannot split the brief.
+fn verbatim(t: &str) -> String {
+    super::check::escape_headings(&clean(t))
+}
+
 fn text_or(t: &Option<String>, placeholder: &str) -> String {
     t.as_deref()
-        .map(clean)
+        .map(verbatim)
         .unwrap_or_else(|| placeholder.to_string())
 }
 
@@ -128,7 +137,7 @@ fn task(s: &BriefSpec) -> Vec<String> {
         ),
     ];
     if let Some(m) = &s.mission {
-        out.push(format!("## Mission\n\n{}", clean(m)));
+        out.push(format!("## Mission\n\n{}", verbatim(m)));
     }
     if !s.shares.is_empty() {
         let lines: Vec<String> = s
@@ -218,8 +227,15 @@ fn rules(s: &BriefSpec, mode: Option<Mode>) -> String {
         rules.push(mode_rule(s, m));
     }
     rules.push(format!(
-        "Stay inside your worktree `{}`; outside it, touch only your status log and your inbox.",
-        s.paths.worktree.display()
+        "Stay inside your worktree `{}`; outside it, touch only {}.",
+        s.paths.worktree.display(),
+        match mode {
+            Some(_) => "your status log and your inbox".to_string(),
+            None => format!(
+                "your status log, your inbox and your report `{}`",
+                s.paths.report.display()
+            ),
+        }
     ));
     rules.extend(
         s.tools

@@ -248,15 +248,28 @@ fn print_report(a: &Args, r: &Report, detail: String) -> Result<u8> {
     Ok(0)
 }
 
-/// Queues `brief updated: re-read <path>` in the inbox of a task whose meta
-/// records a pane, and rings its doorbell as `fm-send` does (a ring that
-/// does not land is the watcher's to retry).
-/// A failure to queue never undoes the brief; it is reported instead.
+/// Queues `brief updated: re-read <path>` in the inbox of a task whose
+/// agent is alive (SPEC §7.3: one tmux call for the pane, then the
+/// harness's liveness rule) and rings its doorbell as `fm-send` does (a
+/// ring that does not land is the watcher's to retry). Without a live
+/// agent nothing is queued and the notice says so. A failure to queue
+/// never undoes the brief; it is reported instead.
 fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
-    let meta = Meta::load(&ctx.home, id).ok()??;
-    if meta.str("pane").is_empty() {
-        return None;
-    }
+    let meta = Meta::load(&ctx.home, id).ok().flatten().unwrap_or_default();
+    let r = crate::recipient::Recipient::from_meta(&ctx.cfg, id, &meta);
+    let Some(pane) = r.pane.as_deref() else {
+        return Some("no live worker notified (no pane recorded)".into());
+    };
+    let info = match crate::pane::Pane::info(&r.tmux, pane) {
+        Ok(Some(info)) if r.alive(&info) => info,
+        Ok(Some(_)) => {
+            return Some(format!(
+                "no live worker notified (the agent in pane {pane} has exited)"
+            ));
+        }
+        Ok(None) => return Some(format!("no live worker notified (pane {pane} is gone)")),
+        Err(e) => return Some(format!("no live worker notified ({e})")),
+    };
     let body = format!("brief updated: re-read {}", path.display());
     let from = ctx.cfg.brief.delegator.as_str();
     let msg = inbox::Outgoing {
@@ -267,8 +280,7 @@ fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
     };
     match inbox::queue(&ctx.home, &ctx.cfg, id, &msg, clock::now()) {
         Ok(q) => {
-            let doorbell = crate::recipient::Recipient::from_meta(&ctx.cfg, id, &meta)
-                .ring(&ctx.home, &ctx.cfg);
+            let doorbell = r.ring_known(&ctx.home, &ctx.cfg, &info);
             Event::new(TOOL, id.as_str(), "inbox.queued")
                 .actor(from)
                 .field("seq", q.seq)

@@ -268,13 +268,27 @@ fn git(dir: &Path, args: &[&str]) -> Option<(i32, String)> {
     Some((code?, out))
 }
 
-/// Branch and HEAD of a worktree (one git call).
+/// Branch and HEAD of a worktree (one git call). A directory that is not
+/// the top level of its own repository (a plain directory inside some other
+/// clone, say) has none: git would otherwise answer for the outer one.
 pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
-    let (code, out) = git(worktree, &["rev-parse", "HEAD", "--abbrev-ref", "HEAD"])?;
+    let (code, out) = git(
+        worktree,
+        &[
+            "rev-parse",
+            "--show-toplevel",
+            "HEAD",
+            "--abbrev-ref",
+            "HEAD",
+        ],
+    )?;
     if code != 0 {
         return None;
     }
     let mut lines = out.lines();
+    if !crate::git::is_toplevel(worktree, lines.next()?.trim()) {
+        return None;
+    }
     let head = lines.next()?.trim().to_string();
     let branch = lines.next()?.trim();
     Some(GitFacts {
@@ -413,5 +427,34 @@ mod tests {
         assert_eq!(r.head, "abc123");
         assert_eq!((r.findings, r.gate.as_str()), (2, "review"));
         assert_eq!(RunRecord::parse(b"findings=x\n", None).findings, 0);
+    }
+
+    #[test]
+    fn a_plain_directory_inside_a_clone_has_no_git_facts() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("home");
+        std::fs::create_dir(&repo).unwrap();
+        let git = |args: &[&str]| {
+            let out = crate::git::run(&repo, args).unwrap();
+            assert!(out.ok, "{}", out.stderr);
+        };
+        git(&["init", "-q", "-b", "master"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ]);
+        let facts = git_facts(&repo).unwrap();
+        assert_eq!(facts.branch.as_deref(), Some("master"));
+        assert_eq!(facts.head.len(), 40);
+        let nested = repo.join("worktrees/t9");
+        std::fs::create_dir_all(&nested).unwrap();
+        assert_eq!(git_facts(&nested), None);
     }
 }

@@ -12,9 +12,11 @@
 //! needs no git (kind, the no-mistakes hand-off, the `pr`/`pr_head`
 //! shortcut); [`judge`] turns the git facts gathered by [`gate`] into a
 //! verdict. Only [`gate`] touches the disk and runs git (bounded, §8.2).
-//! The mode comes from meta `mode`, or from the brief's frontmatter when
-//! meta has none; the worktree from meta `worktree`, else the default
-//! location under `paths.worktrees`.
+//! The kind and the mode come from meta `kind`/`mode`, or from the brief's
+//! frontmatter when meta has none; the worktree from meta `worktree`, else
+//! the default location under `paths.worktrees`. The worktree must be the
+//! top level of a repository of its own: a plain directory inside another
+//! clone is "not a git repository", never judged by the outer clone.
 
 use std::path::{Path, PathBuf};
 
@@ -59,23 +61,58 @@ impl Verdict {
     }
 }
 
-/// The `PR <url>` a done line names, if any.
-pub fn pr_url(text: &str) -> Option<&str> {
-    let mut words = text.split_whitespace();
-    while let Some(w) = words.next() {
-        if w == "PR"
-            && let Some(url) = words.clone().next()
-            && url.starts_with("https://")
-        {
-            return Some(url.trim_end_matches([',', '.', ';']));
-        }
-    }
-    None
+fn trim_punct(w: &str) -> &str {
+    w.trim_end_matches([',', '.', ';', ':', ')'])
+        .trim_start_matches(['(', '<'])
+        .trim_end_matches('>')
 }
 
-/// The no-mistakes final line: `PR <url> … checks green`.
+fn is_pr_word(w: &str) -> bool {
+    let w = trim_punct(w).to_ascii_lowercase();
+    w == "pr" || w.strip_prefix("pr#").is_some_and(is_number)
+}
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_pull_url(w: &str) -> bool {
+    let w = trim_punct(w);
+    (w.starts_with("https://") || w.starts_with("http://"))
+        && w.split('/')
+            .any(|seg| seg == "pull" || seg == "pulls" || seg == "merge_requests")
+}
+
+/// The pull-request URL a done line names, if any: the `https://…` word
+/// after a `PR` token (`PR`, `PR:`, any case), else the first pull URL
+/// anywhere in the text. Trailing punctuation is dropped.
+pub fn pr_url(text: &str) -> Option<&str> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let after_token = words.windows(2).find_map(|w| {
+        (is_pr_word(w[0]) && trim_punct(w[1]).starts_with("https://")).then(|| trim_punct(w[1]))
+    });
+    after_token.or_else(|| {
+        words
+            .iter()
+            .copied()
+            .find(|w| is_pull_url(w))
+            .map(trim_punct)
+    })
+}
+
+/// Whether a done line names a pull request at all: a `PR` token (`PR`,
+/// `PR:`, `PR #N`, `PR#N`, any case) or a pull URL.
+fn names_pr(text: &str) -> bool {
+    text.split_whitespace()
+        .any(|w| is_pr_word(w) || is_pull_url(w))
+}
+
+/// The no-mistakes final line, `PR <url> … checks green`, recognised in
+/// the forms workers actually write: any line that names a pull request or
+/// says `checks green` (any case). Only a done line with neither is the
+/// pipeline hand-off.
 pub fn is_checks_green(text: &str) -> bool {
-    pr_url(text).is_some() && text.to_lowercase().contains("checks green")
+    names_pr(text) || text.to_lowercase().contains("checks green")
 }
 
 /// Everything decided without git. `None` means: ask git about HEAD.
@@ -156,12 +193,22 @@ fn head_fact(worktree: &Path) -> HeadFact {
     }
 }
 
-/// The worktree the gate inspects for a task.
+/// The worktree the gate inspects for a task (and a brief names): meta
+/// `worktree`, else the default location; physical as far as it exists.
 pub fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
     match meta.str("worktree") {
         "" => home.worktree(cfg, id),
+        w if Path::new(w).is_absolute() => crate::home::physical(Path::new(w)),
         w => PathBuf::from(w),
     }
+}
+
+/// One field of the task's brief frontmatter, if the brief reads.
+fn brief_field(home: &Home, id: &TaskId, key: &str) -> Option<String> {
+    let bytes = fsx::read_optional(&home.brief(id)).ok()??;
+    let text = String::from_utf8_lossy(&bytes);
+    let (fields, _) = crate::frontmatter::parse(&text).ok()?;
+    crate::frontmatter::get(&fields, key).map(str::to_string)
 }
 
 /// The task's mode: meta `mode`, else the brief's frontmatter.
@@ -169,16 +216,22 @@ pub fn mode_of(home: &Home, id: &TaskId, meta: &Meta) -> Option<Mode> {
     if let Ok(m) = Mode::parse(meta.str("mode")) {
         return Some(m);
     }
-    let bytes = fsx::read_optional(&home.brief(id)).ok()??;
-    let text = String::from_utf8_lossy(&bytes);
-    let (fields, _) = crate::frontmatter::parse(&text).ok()?;
-    Mode::parse(crate::frontmatter::get(&fields, "mode")?).ok()
+    Mode::parse(&brief_field(home, id, "mode")?).ok()
+}
+
+/// The task's kind: meta `kind`, else the brief's frontmatter, else ship.
+pub fn kind_of(home: &Home, id: &TaskId, meta: &Meta) -> String {
+    match meta.str("kind") {
+        "" => brief_field(home, id, "kind").unwrap_or_else(|| "ship".into()),
+        k => k.to_string(),
+    }
 }
 
 /// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
 pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLine) -> Verdict {
     let mode = mode_of(home, id, meta);
-    if let Some(v) = precheck(meta.kind(), mode, line, meta.str("pr"), meta.str("pr_head")) {
+    let kind = kind_of(home, id, meta);
+    if let Some(v) = precheck(&kind, mode, line, meta.str("pr"), meta.str("pr_head")) {
         return v;
     }
     let worktree = worktree_of(home, cfg, id, meta);
@@ -310,7 +363,57 @@ mod tests {
     }
 
     #[test]
+    fn final_lines_in_every_form_are_gated_and_only_a_plain_hand_off_is_not() {
+        let nm = Some(Mode::NoMistakes);
+        for text in [
+            "PR https://g/o/r/pull/3 checks green",
+            "PR: https://g/o/r/pull/3 checks green",
+            "PR #3 checks green",
+            "pr https://g/o/r/pull/3 checks green",
+            "opened https://g/o/r/pull/3",
+            "PR#3 merged-ready",
+            "all Checks Green",
+        ] {
+            assert_eq!(
+                precheck("ship", nm, &line(&format!("done: {text}")), "", ""),
+                None,
+                "{text}"
+            );
+        }
+        for text in [
+            "parser rewritten",
+            "prepared the pipeline run",
+            "express routes done",
+        ] {
+            assert!(
+                matches!(
+                    precheck("ship", nm, &line(&format!("done: {text}")), "", ""),
+                    Some(Verdict::NotGated(_))
+                ),
+                "{text}"
+            );
+        }
+        let v = precheck(
+            "ship",
+            nm,
+            &line("done: PR: https://h/p/pull/1, checks green"),
+            "https://h/p/pull/1",
+            "abc",
+        );
+        assert!(matches!(v, Some(Verdict::Accepted(_))), "{v:?}");
+    }
+
+    #[test]
     fn pr_urls() {
+        assert_eq!(
+            pr_url("PR: https://g/o/r/pull/3 checks green"),
+            Some("https://g/o/r/pull/3")
+        );
+        assert_eq!(pr_url("pr https://x/1"), Some("https://x/1"));
+        assert_eq!(
+            pr_url("opened (https://g/o/r/pull/4)."),
+            Some("https://g/o/r/pull/4")
+        );
         assert_eq!(
             pr_url("PR https://g/o/r/pull/3 checks green"),
             Some("https://g/o/r/pull/3")

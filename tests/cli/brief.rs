@@ -2,7 +2,7 @@
 //! write nothing, caps at their edges, history, revoke, sub-briefs and
 //! responses.
 
-use crate::harness::{Cmd, TestHome, bin};
+use crate::harness::{Cmd, TestHome, Tmux, bin};
 
 /// Snapshot `text` with the temp home and the timestamp normalised.
 fn snap(h: &TestHome, name: &str, text: &str) {
@@ -391,6 +391,38 @@ fn include_file_problems_are_refused_and_content_is_appended() {
         .status(2)
         .stderr_has("Delivery contract");
     assert!(!h.exists("data/t"));
+    h.write(
+        "config/brief-include.md",
+        "Run `make lint`.\n\n# Definition of done\n\nAlso update the changelog.\n",
+    );
+    for extra in [&[][..], &["--intent", "Do X.", "--spec", "Y."][..]] {
+        h.fm("brief")
+            .args(["t", "webapp", "--mode", "direct-PR"])
+            .args(extra)
+            .run()
+            .status(2)
+            .stderr_has("line 3 is a `# Definition of done` heading");
+        assert!(!h.exists("data/t"));
+    }
+    // Quoted in a code fence, or deeper than level 1, it is only text.
+    h.write(
+        "config/brief-include.md",
+        "```md\n# Definition of done\n```\n\n## Definition of done\n",
+    );
+    h.fm("brief")
+        .args([
+            "tq",
+            "webapp",
+            "--mode",
+            "direct-PR",
+            "--intent",
+            "Do X.",
+            "--spec",
+            "Y.",
+        ])
+        .run()
+        .success();
+    h.fm("brief").args(["--check", "tq"]).run().success();
     h.write("config/brief-include.md", "   \n\n");
     h.fm("brief")
         .args(["t0", "webapp", "--mode", "direct-PR"])
@@ -587,7 +619,9 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
             "9",
         ])
         .run()
-        .status(1);
+        .status(2)
+        .stderr_has("--max-depth 9")
+        .stderr_has("maxDepth 2");
     h.fm("brief")
         .args([
             "tight",
@@ -601,6 +635,44 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
         .run()
         .status(1);
     assert_eq!(h.tree(), before);
+}
+
+#[test]
+fn a_looser_max_depth_is_refused_and_a_tighter_one_accepted() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["root", "webapp", "--mode", "direct-PR", "--max-depth", "2"])
+        .run()
+        .success();
+    let before = h.tree();
+    h.fm("brief")
+        .args([
+            "kid",
+            "webapp",
+            "--scout",
+            "--parent",
+            "root",
+            "--max-depth",
+            "3",
+        ])
+        .run()
+        .status(2)
+        .stderr_has("--max-depth 3")
+        .stderr_has("maxDepth 2");
+    assert_eq!(h.tree(), before, "nothing written");
+    h.fm("brief")
+        .args([
+            "kid",
+            "webapp",
+            "--scout",
+            "--parent",
+            "root",
+            "--max-depth",
+            "1",
+        ])
+        .run()
+        .success();
+    assert!(brief(&h, "kid").contains("\nmaxDepth: 1\ncurrentDepth: 1\n"));
 }
 
 #[test]
@@ -752,25 +824,26 @@ fn identical_inputs_render_identical_briefs_apart_from_the_timestamp() {
 }
 
 #[test]
-fn reapply_queues_a_notice_for_a_worker_with_a_pane() {
+fn reapply_notifies_only_a_live_worker() {
+    let Some(t) = Tmux::start() else { return };
     let h = TestHome::new();
-    h.fm("brief")
-        .args(["idle", "webapp", "--mode", "direct-PR"])
-        .run()
-        .success();
-    h.fm("brief")
-        .args(["idle", "webapp", "--mode", "direct-PR", "--force"])
-        .run()
-        .success();
+    let fm = |args: &[&str]| {
+        h.fm("brief")
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "20")
+            .args(args)
+            .run()
+    };
+    fm(&["idle", "webapp", "--mode", "direct-PR"]).success();
+    fm(&["idle", "webapp", "--mode", "direct-PR", "--force"])
+        .success()
+        .stdout_has("notice: no live worker notified (no pane recorded)");
     assert!(!h.exists("state/idle.inbox"), "no pane recorded: no notice");
-    h.fm("brief")
-        .args(["live", "webapp", "--mode", "direct-PR"])
-        .run()
-        .success();
-    h.write("state/live.meta", "pane=%12\n");
-    h.fm("brief")
-        .args(["live", "webapp", "--mode", "local-only", "--force"])
-        .run()
+    let pane = t.window("live", &["sleep", "600"]);
+    fm(&["live", "webapp", "--mode", "direct-PR"]).success();
+    let meta = format!("pane={pane}\ntmux_socket={}\n", t.socket);
+    h.write("state/live.meta", &meta);
+    fm(&["live", "webapp", "--mode", "local-only", "--force"])
         .success()
         .stdout_has("notice: queued live 001.msg");
     let msg = String::from_utf8(h.read("state/live.inbox/001.msg")).unwrap();
@@ -779,11 +852,104 @@ fn reapply_queues_a_notice_for_a_worker_with_a_pane() {
         h.path("data/live/brief.md").display()
     );
     assert!(msg.ends_with(&want), "{msg}");
-    h.fm("brief")
-        .args(["--revoke", "live"])
-        .run()
+    fm(&["--revoke", "live"])
         .success()
         .stdout_has("notice: queued live 002.msg");
+    // The pane is gone: nothing is queued, and the notice says so.
+    t.run(["kill-pane", "-t", &pane]);
+    fm(&["live", "webapp", "--mode", "direct-PR", "--force"])
+        .success()
+        .stdout_has(&format!(
+            "notice: no live worker notified (pane {pane} is gone)"
+        ));
+    assert!(!h.exists("state/live.inbox/003.msg"));
+    // A dead pane (its command exited, the pane kept) gets no record either.
+    t.run(["set-option", "-g", "remain-on-exit", "on"]);
+    let dead = t.window("dead", &["true"]);
+    assert!(
+        crate::harness::wait_until(5.0, || t
+            .run(["display-message", "-p", "-t", &dead, "#{pane_dead}"])
+            .trim()
+            == "1"),
+        "pane did not die"
+    );
+    h.write(
+        "state/live.meta",
+        format!("pane={dead}\ntmux_socket={}\n", t.socket),
+    );
+    fm(&["--revoke", "live"]).success().stdout_has("has exited");
+    assert!(!h.exists("state/live.inbox/003.msg"));
+}
+
+#[test]
+fn brief_paths_are_physical_when_worktrees_is_a_symlink() {
+    let h = TestHome::new();
+    std::fs::create_dir(h.path("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(h.path("elsewhere"), h.path("worktrees")).unwrap();
+    let args = ["--mode", "direct-PR", "--intent", "Do X.", "--spec", "Y."];
+    h.fm("brief")
+        .args(["t1", "webapp"])
+        .args(args)
+        .run()
+        .success();
+    let want = format!(
+        "`pwd -P` and `git rev-parse --show-toplevel`. Both must print `{}`.",
+        h.path("elsewhere/t1").display()
+    );
+    assert!(brief(&h, "t1").contains(&want), "{}", brief(&h, "t1"));
+    // The same through the config override, with a not-yet-existing tail.
+    std::fs::create_dir(h.path("real")).unwrap();
+    std::os::unix::fs::symlink(h.path("real"), h.path("via")).unwrap();
+    h.fm("brief")
+        .env("FM_PATHS_WORKTREES", h.path("via/wt"))
+        .args(["t2", "webapp"])
+        .args(args)
+        .run()
+        .success();
+    let b = brief(&h, "t2");
+    assert!(
+        b.contains(&format!("print `{}`.", h.path("real/wt/t2").display())),
+        "{b}"
+    );
+    assert!(!b.contains("/via/"), "{b}");
+}
+
+#[test]
+fn headings_in_the_captains_words_are_escaped_not_refused() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args([
+            "t1",
+            "webapp",
+            "--mode",
+            "local-only",
+            "--intent",
+            "# Background\nLogin is slow.\n\n## Ask\nMake it fast.\n### Detail\n```\n# a shell comment\n```",
+            "--spec",
+            "# Plan\nProfile first.",
+            "--mission",
+            "# Speed up login.",
+        ])
+        .run()
+        .success();
+    let b = brief(&h, "t1");
+    assert!(
+        b.contains("## Captain's intent\n\n\\# Background\nLogin is slow.\n\n\\## Ask\nMake it fast.\n### Detail\n```\n# a shell comment\n```\n\n## Firstmate spec\n\n\\# Plan\nProfile first.\n\n## Mission\n\n\\# Speed up login.\n"),
+        "{b}"
+    );
+    h.fm("brief").args(["--check", "t1"]).run().success();
+    h.fm("brief")
+        .args([
+            "sm",
+            "--secondmate",
+            "--no-projects",
+            "--charter",
+            "# Keep CI green\nalways",
+        ])
+        .run()
+        .success();
+    assert!(brief(&h, "sm").contains("# Charter\n\n\\# Keep CI green\nalways\n"));
+    h.fm("brief").args(["--check", "sm"]).run().success();
 }
 
 #[test]

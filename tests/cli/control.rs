@@ -581,3 +581,73 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
     fm(&["g1", "teardown"]).success();
     assert!(!h.exists("worktrees/g1"));
 }
+
+#[test]
+fn teardown_refuses_a_worktree_git_would_resolve_to_an_outer_clone() {
+    // An empty `.git` directory is not a repository, so `git -C` searches
+    // upward and would answer for the home, itself a clean clone.
+    let h = TestHome::new();
+    h.write(".gitignore", "state/\ndata/\nworktrees/\n");
+    git(&h.root(), &["init", "-q", "-b", "main"]);
+    git(&h.root(), &["config", "user.email", "t@example.invalid"]);
+    git(&h.root(), &["config", "user.name", "t"]);
+    git(&h.root(), &["add", "-A"]);
+    git(&h.root(), &["commit", "-q", "-m", "home"]);
+    let wt = h.path("worktrees/t9");
+    std::fs::create_dir_all(wt.join(".git")).unwrap();
+    h.write(
+        "state/t9.meta",
+        format!("kind=ship\nmode=local-only\nworktree={}\n", wt.display()),
+    );
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .args(["t9", "teardown"])
+        .run()
+        .status(1)
+        .stderr_has("is not a git repository of its own");
+    assert!(h.exists("state/t9.meta") && wt.exists());
+}
+
+#[test]
+fn spawn_records_the_physical_worktree_the_brief_names() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let proj = project(&h);
+    std::fs::create_dir(h.path("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(h.path("elsewhere"), h.path("worktrees")).unwrap();
+    h.fm("brief")
+        .args([
+            "p1",
+            "demo",
+            "--mode",
+            "local-only",
+            "--intent",
+            "make it so",
+            "--spec",
+            "one commit",
+        ])
+        .run()
+        .success();
+    let physical = h.path("elsewhere/p1");
+    let brief = String::from_utf8(h.read("data/p1/brief.md")).unwrap();
+    assert!(
+        brief.contains(&format!("Both must print `{}`.", physical.display())),
+        "{brief}"
+    );
+    ctl(&h, &t)(&[
+        "p1",
+        "spawn",
+        "--project",
+        proj.to_str().unwrap(),
+        "--harness",
+        "stand-in",
+    ])
+    .success()
+    .stdout_has(&format!("worktree={}", physical.display()));
+    let meta = String::from_utf8(h.read("state/p1.meta")).unwrap();
+    assert!(
+        meta.contains(&format!("worktree={}\n", physical.display())),
+        "{meta}"
+    );
+    assert!(physical.join(".git").exists());
+}

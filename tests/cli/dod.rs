@@ -336,3 +336,100 @@ fn a_slow_git_is_bounded() {
     f.check().status(1);
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn a_plain_directory_inside_another_clone_is_not_judged_by_that_clone() {
+    // The home itself is a clone whose HEAD is on origin: `git -C` from a
+    // plain directory under it would answer for the home.
+    let h = TestHome::new();
+    let remote = h.path("remote.git");
+    git(&h.root(), &["init", "-q", "-b", "master"]);
+    git(&h.root(), &["add", "config"]);
+    git(&h.root(), &["commit", "-qm", "home"]);
+    git(
+        &h.root(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    git(
+        &h.root(),
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    git(&h.root(), &["push", "-q", "origin", "master"]);
+    git(&h.root(), &["fetch", "-q", "origin"]);
+    let wt = h.path("worktrees/t9");
+    std::fs::create_dir_all(&wt).unwrap();
+    h.write(
+        "state/t9.meta",
+        format!("kind=ship\nmode=direct-PR\nworktree={}\n", wt.display()),
+    );
+    let r = h
+        .fm("dod")
+        .args([
+            "--check",
+            "t9",
+            "--line",
+            "done: PR https://github.com/o/r/pull/9",
+        ])
+        .run();
+    r.status(1)
+        .stdout_has("refused: worktree is not a git repository")
+        .stdout_has(wt.to_str().unwrap());
+}
+
+#[test]
+fn no_mistakes_final_lines_in_other_forms_are_gated() {
+    let f = Fleet::new("ship", "no-mistakes");
+    git(&f.wt, &["checkout", "-q", "-b", "fm/t"]);
+    let sha = f.commit("a");
+    for text in [
+        "PR: https://example.invalid/o/r/pull/3 checks green",
+        "PR #3 checks green",
+        "pr https://example.invalid/o/r/pull/3 checks green",
+        "opened https://example.invalid/o/r/pull/3",
+    ] {
+        f.done(text);
+        f.check()
+            .status(1)
+            .stdout_has(&format!("refused: named head {sha}"));
+    }
+    f.done("parser rewritten, pipeline started");
+    f.check()
+        .success()
+        .stdout_has("not gated: no-mistakes hand-off");
+    // The meta shortcut still finds the URL after `PR:`.
+    let url = "https://example.invalid/o/r/pull/3";
+    let meta = String::from_utf8(f.h.read("state/t.meta")).unwrap();
+    f.h.write("state/t.meta", format!("{meta}pr={url}\npr_head={sha}\n"));
+    f.done(&format!("PR: {url}, checks green"));
+    f.check()
+        .success()
+        .stdout_has(&format!("accepted: PR {url}"));
+}
+
+#[test]
+fn a_scout_or_secondmate_without_kind_in_meta_is_known_by_its_brief() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["sc", "proj", "--scout"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["sm", "--secondmate", "--no-projects"])
+        .run()
+        .success();
+    for id in ["sc", "sm"] {
+        h.write(&format!("state/{id}.meta"), "harness=shell\n");
+        h.fm("dod")
+            .args(["--check", id, "--line", "done: found the cause"])
+            .run()
+            .success()
+            .stdout_has("not gated: ");
+    }
+    // Without meta at all, too.
+    std::fs::remove_file(h.path("state/sc.meta")).unwrap();
+    h.fm("dod")
+        .args(["--check", "sc", "--line", "done: found the cause"])
+        .run()
+        .success()
+        .stdout_has("not gated: scout tasks are never gated");
+}

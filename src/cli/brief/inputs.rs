@@ -99,7 +99,7 @@ pub(super) fn read_include(home: &crate::home::Home) -> Result<Option<String>> {
 }
 
 /// The chain position of a new brief (SPEC §11.2). `--max-depth` may
-/// tighten a chain's limit, never loosen it past the parent's.
+/// tighten a chain's limit; a looser one is refused (exit 2), not clamped.
 pub(super) fn lineage(a: &Args, home: &crate::home::Home, id: &TaskId) -> Result<Option<Lineage>> {
     let Some(raw) = &a.parent else {
         return Ok(a.max_depth.map(|max| Lineage {
@@ -133,7 +133,15 @@ pub(super) fn lineage(a: &Args, home: &crate::home::Home, id: &TaskId) -> Result
     };
     let depth = num("currentDepth")?.unwrap_or(0);
     let parent_max = num("maxDepth")?.unwrap_or(brief::DEFAULT_MAX_DEPTH);
-    let max = a.max_depth.unwrap_or(parent_max).min(parent_max);
+    if let Some(asked) = a.max_depth
+        && asked > parent_max
+    {
+        return Err(Error::usage(format!(
+            "--max-depth {asked} is looser than the chain's limit: parent {parent} has maxDepth {parent_max}; \
+             a sub-brief may only tighten it"
+        )));
+    }
+    let max = a.max_depth.unwrap_or(parent_max);
     if depth >= max {
         return Err(Error::refused(format!(
             "parent {parent} is already at maxDepth {max} (currentDepth {depth})"
