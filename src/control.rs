@@ -69,6 +69,16 @@ pub fn run(home: &Home, cfg: &Config, id: &TaskId, action: Action) -> Result<Str
     }
 }
 
+/// How asking an agent to exit ended.
+#[derive(Debug)]
+enum Stop {
+    /// No live agent to begin with.
+    WasGone,
+    Exited,
+    /// Still alive after `exit_wait_secs`; the error says what was sent.
+    StillRunning(Error),
+}
+
 /// What tmux says about a task's agent.
 #[derive(Debug, Clone)]
 enum Agent {
@@ -180,6 +190,11 @@ impl Ctl<'_> {
     /// Opens window `fm-<id>` in the configured session (created if
     /// needed) running `argv` in `worktree`, with `remain-on-exit` so the
     /// pane outlives its agent; returns the new pane id.
+    ///
+    /// The window first runs a placeholder (`cat`, waiting on its terminal)
+    /// so the pane exists while `remain-on-exit` is set on it alone; then
+    /// `respawn-pane -k` starts the agent. An agent that exits at once
+    /// leaves a dead pane, never a vanished one.
     fn open_window(&self, tmux: &Tmux, worktree: &str, argv: Vec<String>) -> Result<String> {
         let session = &self.cfg.tmux.session;
         let has_session = || {
@@ -206,11 +221,49 @@ impl Ctl<'_> {
             "-e".into(),
             env,
             "--".into(),
+            "cat".into(),
         ]);
-        args.extend(argv);
         let pane = tmux.run(&args)?.trim().to_string();
-        tmux.run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])?;
+        let started = tmux
+            .run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])
+            .and_then(|_| self.respawn(tmux, &pane, worktree, argv));
+        if let Err(e) = started {
+            let _ = tmux.run(&["kill-pane", "-t", &pane]);
+            return Err(e);
+        }
         Ok(pane)
+    }
+
+    /// Replaces whatever runs in `pane` (killing it) with `argv`.
+    fn respawn(&self, tmux: &Tmux, pane: &str, worktree: &str, argv: Vec<String>) -> Result<()> {
+        let env = format!("FM_HOME={}", self.home.root().display());
+        let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", worktree, "-e", &env]
+            .map(String::from)
+            .to_vec();
+        args.push("--".into());
+        args.extend(argv);
+        tmux.run(&args).map(|_| ())
+    }
+
+    /// The launch argv, refused (exit 1) when its program cannot be found:
+    /// an agent that cannot start must not leave a worktree or a window.
+    fn checked_argv(&self, profile: &HarnessProfile) -> Result<Vec<String>> {
+        let argv = self.launch_argv(profile);
+        let program = argv.first().map(String::as_str).unwrap_or("");
+        if !harness::program_exists(program, std::env::var_os("PATH").as_deref()) {
+            return Err(Error::refused(format!(
+                "harness {}: program {program} not found",
+                profile.name
+            )));
+        }
+        Ok(argv)
+    }
+
+    /// A new (or no) agent has no turn in progress: an idle busy record
+    /// replaces whatever the previous agent left (SPEC §9.3).
+    fn reset_busy(&self) -> Result<()> {
+        let line = crate::busy::render(false, clock::now(), TOOL);
+        fsx::atomic_write(&self.home.busy(self.id), line.as_bytes())
     }
 
     fn spawn(&self, project: &Path, harness: Option<&str>, base: Option<&str>) -> Result<String> {
@@ -227,38 +280,43 @@ impl Ctl<'_> {
             .unwrap_or_else(|| "claude".into());
         let profile = self.profile(&harness_name)?;
         self.check_brief()?;
+        let argv = self.checked_argv(&profile)?;
         let project = project
             .canonicalize()
             .map_err(|e| Error::io("open project", project, e))?;
         let top = git(&project, &["rev-parse", "--show-toplevel"])?;
         let project = PathBuf::from(top.trim());
         let worktree = self.home.worktree(self.cfg, self.id);
+        let wt = worktree.display().to_string();
+        let mut created_from = None;
         if !worktree.join(".git").exists() {
             let base = match base {
                 Some(b) => b.to_string(),
-                None if git(
-                    &project,
-                    &[
-                        "rev-parse",
-                        "--verify",
-                        "--quiet",
-                        &format!("{}^{{commit}}", self.cfg.brief.default_branch),
-                    ],
-                )
-                .is_ok() =>
-                {
-                    self.cfg.brief.default_branch.clone()
-                }
-                None => "HEAD".into(),
+                None => crate::git::default_base(&project, &self.cfg.brief.default_branch)?
+                    .map_err(|tried| {
+                        Error::refused(format!(
+                            "no default branch in {} (tried {tried}): pass --base <ref>",
+                            project.display()
+                        ))
+                    })?,
             };
             fsx::ensure_dir(&self.home.worktrees_dir(self.cfg))?;
-            let wt = worktree.display().to_string();
             git(&project, &["worktree", "add", "--detach", &wt, &base])?;
+            created_from = Some(base);
         }
         let window = format!("fm-{}", self.id);
-        let wt = worktree.display().to_string();
         let tmux = Tmux::new(&self.cfg.tmux.socket);
-        let pane = self.open_window(&tmux, &wt, self.launch_argv(&profile))?;
+        let pane = match self.open_window(&tmux, &wt, argv) {
+            Ok(p) => p,
+            Err(e) => {
+                // Nothing of this spawn stays behind: a worktree it created
+                // goes again (no meta points at it yet).
+                if created_from.is_some() {
+                    let _ = git(&project, &["worktree", "remove", "--force", &wt]);
+                }
+                return Err(e);
+            }
+        };
         let brief = String::from_utf8_lossy(
             &fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default(),
         )
@@ -285,10 +343,14 @@ impl Ctl<'_> {
             m.set("spawn_gen", &(gen_ + 1).to_string());
             m.set("spawned_at", &now.to_string());
         })?;
-        Event::at(now, TOOL, self.id.as_str(), "control.spawned")
+        self.reset_busy()?;
+        let mut ev = Event::at(now, TOOL, self.id.as_str(), "control.spawned")
             .field("pane", pane.clone())
-            .field("harness", harness_name.clone())
-            .record(self.home);
+            .field("harness", harness_name.clone());
+        if let Some(base) = created_from {
+            ev = ev.field("base", base);
+        }
+        ev.record(self.home);
         Ok(format!(
             "spawned {} pane={pane} worktree={wt} harness={harness_name}",
             self.id
@@ -320,10 +382,20 @@ impl Ctl<'_> {
         ))
     }
 
-    /// Stops the agent if it runs. `Ok(false)` when it was already gone.
+    /// Stops the agent if it runs. `Ok(false)` when it was already gone;
+    /// an agent still running after `exit_wait_secs` is an error.
     fn stop(&self, meta: &Meta) -> Result<bool> {
+        match self.try_stop(meta)? {
+            Stop::WasGone => Ok(false),
+            Stop::Exited => Ok(true),
+            Stop::StillRunning(e) => Err(e),
+        }
+    }
+
+    /// Asks the agent to exit and waits `exit_wait_secs` for it.
+    fn try_stop(&self, meta: &Meta) -> Result<Stop> {
         let Agent::Alive(info) = self.agent(meta)? else {
-            return Ok(false);
+            return Ok(Stop::WasGone);
         };
         let tmux = self.tmux(meta);
         let profile = self.meta_profile(meta);
@@ -351,15 +423,15 @@ impl Ctl<'_> {
         let deadline = Instant::now() + Duration::from_secs(self.cfg.control.exit_wait_secs);
         loop {
             if !matches!(self.agent(meta)?, Agent::Alive(_)) {
-                return Ok(true);
+                return Ok(Stop::Exited);
             }
             if Instant::now() >= deadline {
-                return Err(Error::refused(format!(
+                return Ok(Stop::StillRunning(Error::refused(format!(
                     "agent of {} still running after {}s; sent {}",
                     self.id,
                     self.cfg.control.exit_wait_secs,
                     sent.join(", then ")
-                )));
+                ))));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -367,7 +439,10 @@ impl Ctl<'_> {
 
     fn exit(&self) -> Result<String> {
         let meta = self.meta()?;
-        if !self.stop(&meta)? {
+        let stopped = self.stop(&meta)?;
+        // No agent runs now: whatever turn the busy record claims is over.
+        self.reset_busy()?;
+        if !stopped {
             return Ok(format!("already-stopped {}", self.id));
         }
         Event::new(TOOL, self.id.as_str(), "control.stopped").record(self.home);
@@ -392,6 +467,14 @@ impl Ctl<'_> {
             }
         });
         let profile = self.profile(&to)?;
+        let argv = self.checked_argv(&profile)?;
+        // The old agent goes first. One that ignores the exit is killed by
+        // `respawn-pane -k` below; the note is written once it cannot be
+        // read by the old agent, and before the new one starts.
+        let killed = match self.try_stop(&meta)? {
+            Stop::StillRunning(_) => true,
+            Stop::WasGone | Stop::Exited => false,
+        };
         if let Some(note) = note {
             let brief_path = self.home.brief(self.id);
             let mut brief = fsx::read(&brief_path)?;
@@ -407,28 +490,11 @@ impl Ctl<'_> {
             );
             fsx::atomic_write(&brief_path, &brief)?;
         }
-        self.stop(&meta)?;
         let tmux = self.tmux(&meta);
         let wt = meta.str("worktree").to_string();
-        let env = format!("FM_HOME={}", self.home.root().display());
-        let argv = self.launch_argv(&profile);
         let pane = match self.agent(&meta)? {
             Agent::Exited(info) | Agent::Alive(info) => {
-                let mut args: Vec<String> = [
-                    "respawn-pane",
-                    "-k",
-                    "-t",
-                    &info.id,
-                    "-c",
-                    &wt,
-                    "-e",
-                    &env,
-                    "--",
-                ]
-                .map(String::from)
-                .to_vec();
-                args.extend(argv);
-                tmux.run(&args)?;
+                self.respawn(&tmux, &info.id, &wt, argv)?;
                 info.id
             }
             Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, argv)?,
@@ -440,18 +506,22 @@ impl Ctl<'_> {
             m.set("pane", &pane);
             m.set("spawned_at", &clock::now().to_string());
         })?;
+        self.reset_busy()?;
         Event::new(TOOL, self.id.as_str(), "control.relaunched")
             .field("from", from.clone())
             .field("to", to.clone())
+            .field("killed", killed)
             .record(self.home);
         Ok(format!("relaunched {} harness={to} from={from}", self.id))
     }
 
     /// Whether the worktree's HEAD survives its removal: contained in a
-    /// remote-tracking ref (and, for local-only, in a local branch).
+    /// remote-tracking ref; a local branch also counts for local-only work
+    /// and in a project with no remote at all (there is nowhere to push).
     fn head_reachable(&self, meta: &Meta, worktree: &Path) -> Result<bool> {
         let mut scopes = vec!["refs/remotes/"];
-        if meta.str("mode") == "local-only" {
+        let no_remote = git(worktree, &["remote"])?.trim().is_empty();
+        if meta.str("mode") == "local-only" || no_remote {
             scopes.push("refs/heads/");
         }
         Ok(crate::git::ref_containing(worktree, "HEAD", &scopes)?.is_some())

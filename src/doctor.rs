@@ -58,27 +58,96 @@ fn version_of(program: &str, arg: &str) -> Result<String, String> {
     }
 }
 
-/// Runs every check against `home` (whose config may fail to load).
-pub fn run(home: &Home) -> Vec<Check> {
+/// The oldest tmux firstmate supports: `set-option -p`, `new-window -e`
+/// and `respawn-pane -e` need 3.0.
+pub const TMUX_MIN: (u32, u32) = (3, 0);
+
+/// `(major, minor)` of a `tmux -V` line such as `tmux 3.3a`,
+/// `tmux next-3.4` or `tmux openbsd-7.1`'s `tmux 3.2`; `None` when the
+/// line names no version (`tmux master`).
+pub fn tmux_version(line: &str) -> Option<(u32, u32)> {
+    let v = line.split_whitespace().nth(1)?;
+    let v = v.rsplit('-').next()?;
+    let mut parts = v.splitn(2, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts
+        .next()
+        .unwrap_or("0")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor.parse().unwrap_or(0)))
+}
+
+/// The tmux check from its `tmux -V` line.
+pub fn tmux_check(line: &str) -> Check {
+    match tmux_version(line) {
+        Some(v) if v < TMUX_MIN => Check::new(
+            "tmux",
+            Level::Fail,
+            format!(
+                "{line}: firstmate needs tmux {}.{} or newer",
+                TMUX_MIN.0, TMUX_MIN.1
+            ),
+        ),
+        Some(_) => Check::new("tmux", Level::Ok, line),
+        None => Check::new(
+            "tmux",
+            Level::Warn,
+            format!(
+                "{line}: version not recognised (needs {}.{} or newer)",
+                TMUX_MIN.0, TMUX_MIN.1
+            ),
+        ),
+    }
+}
+
+/// Runs every check. `home` is the resolved home, or why none resolved:
+/// tmux, git and inotify are checked either way, and an unresolved home
+/// is one `fail home: …` line.
+pub fn run(home: std::result::Result<&Home, String>) -> Vec<Check> {
     let mut checks = Vec::new();
     checks.push(match version_of("tmux", "-V") {
-        Ok(v) => Check::new("tmux", Level::Ok, v),
+        Ok(v) => tmux_check(&v),
         Err(e) => Check::new("tmux", Level::Fail, e),
     });
     checks.push(match version_of("git", "--version") {
         Ok(v) => Check::new("git", Level::Ok, v),
         Err(e) => Check::new("git", Level::Fail, e),
     });
-    let cfg_path = home.config_file();
-    checks.push(match Config::load(&cfg_path) {
-        Ok(c) if !cfg_path.exists() => {
-            let _ = c;
-            Check::new(
-                "config",
+    match home {
+        Ok(home) => home_checks(home, &mut checks),
+        Err(e) => checks.push(Check::new("home", Level::Fail, e)),
+    }
+    checks.push(
+        match std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches") {
+            Ok(n) => Check::new(
+                "inotify",
+                Level::Ok,
+                format!("available (max_user_watches {})", n.trim()),
+            ),
+            Err(_) => Check::new(
+                "inotify",
                 Level::Warn,
-                format!("{} missing; using defaults", cfg_path.display()),
-            )
-        }
+                "not available; the watcher will poll",
+            ),
+        },
+    );
+    checks
+}
+
+fn home_checks(home: &Home, checks: &mut Vec<Check>) {
+    let cfg_path = home.config_file();
+    let loaded = Config::load(&cfg_path);
+    let poll_secs = loaded
+        .as_ref()
+        .map_or(Config::default().watch.poll_secs, |c| c.watch.poll_secs);
+    checks.push(match loaded {
+        Ok(_) if !cfg_path.exists() => Check::new(
+            "config",
+            Level::Warn,
+            format!("{} missing; using defaults", cfg_path.display()),
+        ),
         Ok(c) if !c.warnings.is_empty() => Check::new("config", Level::Warn, c.warnings.join("; ")),
         Ok(_) => Check::new("config", Level::Ok, cfg_path.display().to_string()),
         Err(e) => Check::new("config", Level::Fail, e.to_string()),
@@ -113,25 +182,33 @@ pub fn run(home: &Home) -> Vec<Check> {
             ),
         });
     }
-    checks.push(watcher_check(home));
-    checks.push(
-        match std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches") {
-            Ok(n) => Check::new(
-                "inotify",
-                Level::Ok,
-                format!("available (max_user_watches {})", n.trim()),
-            ),
-            Err(_) => Check::new(
-                "inotify",
-                Level::Warn,
-                "not available; the watcher will poll",
-            ),
-        },
-    );
-    checks
+    checks.push(watcher_check(home, poll_secs));
 }
 
-fn watcher_check(home: &Home) -> Check {
+/// The watcher line from the lock and the heartbeat's age: a holder whose
+/// heartbeat is older than `2 × poll_secs + 10` s is probably hung.
+pub fn watcher_line(held: bool, beat_age: Option<u64>, poll_secs: u64) -> (Level, String) {
+    if !held {
+        return (
+            Level::Warn,
+            "not running (start `fm-watch` or add `fm-watch --crontab` to cron)".into(),
+        );
+    }
+    let limit = poll_secs.saturating_mul(2).saturating_add(10);
+    match beat_age {
+        Some(age) if age > limit => (
+            Level::Warn,
+            format!("watcher holds the lock but its heartbeat is {age}s old: hung?"),
+        ),
+        Some(age) => (
+            Level::Ok,
+            format!("running (heartbeat {} ago)", crate::clock::age(age)),
+        ),
+        None => (Level::Ok, "running (no heartbeat yet)".into()),
+    }
+}
+
+fn watcher_check(home: &Home, poll_secs: u64) -> Check {
     if !home.state_dir().is_dir() {
         return Check::new("watcher", Level::Warn, "not running (no state dir)");
     }
@@ -143,21 +220,45 @@ fn watcher_check(home: &Home) -> Check {
             "not running (start `fm-watch` or add `fm-watch --crontab` to cron)",
         );
     }
-    match fsx::try_lock(&lock) {
-        Ok(Some(_free)) => Check::new(
-            "watcher",
-            Level::Warn,
-            "not running (start `fm-watch` or add `fm-watch --crontab` to cron)",
-        ),
-        Ok(None) => {
-            let beat = std::fs::metadata(home.watch_beat())
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .and_then(|t| t.elapsed().ok())
-                .map(|d| format!("heartbeat {} ago", crate::clock::age(d.as_secs())))
-                .unwrap_or_else(|| "no heartbeat yet".into());
-            Check::new("watcher", Level::Ok, format!("running ({beat})"))
-        }
-        Err(e) => Check::new("watcher", Level::Fail, e.to_string()),
+    let held = match fsx::try_lock(&lock) {
+        Ok(free) => free.is_none(),
+        Err(e) => return Check::new("watcher", Level::Fail, e.to_string()),
+    };
+    let beat_age = std::fs::metadata(home.watch_beat())
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.elapsed().ok())
+        .map(|d| d.as_secs());
+    let (level, detail) = watcher_line(held, beat_age, poll_secs);
+    Check::new("watcher", level, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmux_versions() {
+        assert_eq!(tmux_version("tmux 3.3a"), Some((3, 3)));
+        assert_eq!(tmux_version("tmux next-3.4"), Some((3, 4)));
+        assert_eq!(tmux_version("tmux 2.9a"), Some((2, 9)));
+        assert_eq!(tmux_version("tmux 10"), Some((10, 0)));
+        assert_eq!(tmux_version("tmux master"), None);
+        assert_eq!(tmux_check("tmux 2.9a").level, Level::Fail);
+        assert_eq!(tmux_check("tmux 3.0").level, Level::Ok);
+        assert_eq!(tmux_check("tmux master").level, Level::Warn);
+    }
+
+    #[test]
+    fn a_stale_heartbeat_under_a_held_lock_is_a_warning() {
+        assert_eq!(watcher_line(true, Some(40), 15).0, Level::Ok);
+        let (level, detail) = watcher_line(true, Some(41), 15);
+        assert_eq!(level, Level::Warn);
+        assert_eq!(
+            detail,
+            "watcher holds the lock but its heartbeat is 41s old: hung?"
+        );
+        assert_eq!(watcher_line(true, None, 15).0, Level::Ok);
+        assert_eq!(watcher_line(false, Some(1), 15).0, Level::Warn);
     }
 }

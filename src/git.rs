@@ -149,6 +149,40 @@ pub fn ref_containing(dir: &Path, sha: &str, prefixes: &[&str]) -> Result<Option
         .map(str::to_string))
 }
 
+/// Where a new worktree of the project at `dir` starts when no base is
+/// given: the branch `refs/remotes/origin/HEAD` points at, then
+/// `configured` (config `brief.default_branch`), then `main`, then
+/// `master` — the first that names a commit. `Err` lists what was tried.
+pub fn default_base(dir: &Path, configured: &str) -> Result<std::result::Result<String, String>> {
+    let origin = run(
+        dir,
+        &[
+            "symbolic-ref",
+            "--quiet",
+            "--short",
+            "refs/remotes/origin/HEAD",
+        ],
+    )?;
+    let mut tried = vec!["refs/remotes/origin/HEAD".to_string()];
+    let mut candidates = Vec::new();
+    if origin.ok && !origin.stdout.is_empty() {
+        candidates.push(origin.stdout.clone());
+    }
+    for name in [configured, "main", "master"] {
+        if !name.is_empty() && !candidates.iter().any(|c| c == name) {
+            candidates.push(name.to_string());
+            tried.push(name.to_string());
+        }
+    }
+    for c in candidates {
+        let commit = format!("{c}^{{commit}}");
+        if run(dir, &["rev-parse", "--verify", "--quiet", &commit])?.ok {
+            return Ok(Ok(c));
+        }
+    }
+    Ok(Err(tried.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -197,6 +197,27 @@ pub fn is_alive(profile: Option<&HarnessProfile>, pane_dead: bool, foreground: &
     }
 }
 
+/// Whether `program` can be started: a path (containing `/`) must name an
+/// executable file; a bare name must be one in a directory of `path_var`
+/// (the `PATH` value).
+pub fn program_exists(program: &str, path_var: Option<&std::ffi::OsStr>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.is_empty() {
+        return false;
+    }
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    path_var.is_some_and(|pv| {
+        std::env::split_paths(pv)
+            .filter(|d| !d.as_os_str().is_empty())
+            .any(|d| executable(&d.join(program)))
+    })
+}
+
 pub fn is_shell(cmd: &str) -> bool {
     let base = cmd
         .rsplit('/')
@@ -209,6 +230,26 @@ pub fn is_shell(cmd: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn program_lookup() {
+        let d = tempfile::tempdir().unwrap();
+        let prog = d.path().join("agent");
+        std::fs::write(&prog, "#!/bin/sh\n").unwrap();
+        let path = std::ffi::OsString::from(d.path());
+        assert!(!program_exists("agent", Some(&path)), "not executable yet");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(program_exists("agent", Some(&path)));
+        assert!(program_exists(prog.to_str().unwrap(), None));
+        assert!(!program_exists("agent", None));
+        assert!(!program_exists("no-such-agent", Some(&path)));
+        assert!(
+            !program_exists(d.path().to_str().unwrap(), None),
+            "a directory"
+        );
+        assert!(!program_exists("", Some(&path)));
+    }
 
     #[test]
     fn every_builtin_exists_and_has_a_launch() {

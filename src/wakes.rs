@@ -167,14 +167,56 @@ pub fn end_offset(home: &Home) -> Result<u64> {
     Ok(read_since(home, 0)?.1)
 }
 
-/// Whether a wake with exactly this task, kind and text is already logged
-/// (the watcher's guard against repeating a ladder wake).
-pub fn exists(home: &Home, task: &str, kind: &str, text: &str) -> Result<bool> {
+/// Whether a wake with exactly this task, kind and text and an epoch of
+/// at least `since` is already logged: the watcher's guard against
+/// repeating a ladder wake of the same episode (`since` is when the
+/// record was queued, so a re-queued record with the same name and text
+/// after a teardown is a new episode).
+///
+/// Wakes are appended in time order, so the log is read backwards from
+/// its tail, in growing chunks, only until a line older than `since`.
+pub fn exists_since(home: &Home, task: &str, kind: &str, text: &str, since: u64) -> Result<bool> {
     let (task, kind, text) = (clean(task), clean(kind), clean(text));
-    Ok(read_since(home, 0)?
-        .0
-        .iter()
-        .any(|w| w.task == task && w.kind == kind && w.text == text))
+    let path = home.wakes();
+    let len = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => {
+            return Err(Error::io(
+                "read",
+                &path,
+                std::io::Error::other("not a regular file"),
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io("stat", path, e)),
+    };
+    let mut chunk = 16 * 1024u64;
+    loop {
+        let from = len.saturating_sub(chunk);
+        let bytes = read_from_offset(&path, from)?;
+        let bytes = &bytes[..bytes.len().min((len - from) as usize)];
+        let complete = fsx::complete_lines(bytes);
+        // Skip the first (possibly partial) line unless we read from 0.
+        let body = match (from, complete.iter().position(|&b| b == b'\n')) {
+            (0, _) => complete,
+            (_, Some(i)) => &complete[i + 1..],
+            (_, None) => &[][..],
+        };
+        let mut reached_older = false;
+        for w in body.split(|&b| b == b'\n').rev().filter_map(parse_line) {
+            if w.epoch < since {
+                reached_older = true;
+                break;
+            }
+            if w.task == task && w.kind == kind && w.text == text {
+                return Ok(true);
+            }
+        }
+        if reached_older || from == 0 {
+            return Ok(false);
+        }
+        chunk = chunk.saturating_mul(4);
+    }
 }
 
 #[cfg(test)]
@@ -195,9 +237,24 @@ mod tests {
         let (w, off) = read_since(&h, 0).unwrap();
         assert_eq!(w.len(), 2);
         assert_eq!(w[1].text, "a b c");
-        assert!(exists(&h, "t2", "escalation", "a\tb\nc").unwrap());
-        assert!(!exists(&h, "t2", "overdue", "a b c").unwrap());
+        assert!(exists_since(&h, "t2", "escalation", "a\tb\nc", 0).unwrap());
+        assert!(exists_since(&h, "t2", "escalation", "a b c", 6).unwrap());
+        assert!(!exists_since(&h, "t2", "escalation", "a b c", 7).unwrap());
+        assert!(!exists_since(&h, "t2", "overdue", "a b c", 0).unwrap());
         assert_eq!(read_since(&h, off).unwrap().0, vec![]);
+    }
+
+    #[test]
+    fn exists_since_reads_back_only_to_the_episode_start() {
+        let (_d, h) = home();
+        append(&h, "t", "escalation", "001.msg unacknowledged", 10).unwrap();
+        // Enough later lines to need more than one backward chunk.
+        for i in 0..400u64 {
+            append(&h, "u", "status", &"x".repeat(100), 20 + i).unwrap();
+        }
+        assert!(exists_since(&h, "t", "escalation", "001.msg unacknowledged", 10).unwrap());
+        assert!(!exists_since(&h, "t", "escalation", "001.msg unacknowledged", 11).unwrap());
+        assert!(!exists_since(&h, "t", "escalation", "nope", 0).unwrap());
     }
 
     #[test]

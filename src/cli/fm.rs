@@ -78,8 +78,9 @@ fn run(a: Args) -> Result<u8> {
     match a.cmd {
         Cmd::Init { dir } => init(dir.as_deref()),
         Cmd::Doctor { json, home } => {
-            let home = Home::resolve(home.home.as_deref())?;
-            let checks = doctor::run(&home);
+            // No home is one failing check, not the end of the report.
+            let home = Home::resolve(home.home.as_deref()).map_err(|e| e.to_string());
+            let checks = doctor::run(home.as_ref().map_err(Clone::clone));
             if json {
                 common::out_json(&checks)?;
             } else {

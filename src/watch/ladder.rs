@@ -90,10 +90,13 @@ pub fn target(pending: &[Pending]) -> Option<&Pending> {
 /// when some task needs it.
 pub fn needs_pane(pending: &[Pending], files: &LadderFiles, now: u64, cfg: &WatchCfg) -> bool {
     target(pending).is_some_and(|t| {
-        let last = files.ring.filter(|r| r.seq == t.seq).map_or(0, |r| r.last);
+        let (count, last) = files
+            .ring
+            .filter(|r| r.seq == t.seq)
+            .map_or((0, 0), |r| (r.count, r.last));
         files.escalated != Some(t.seq)
             && now.saturating_sub(t.at) >= cfg.grace_secs
-            && (now.saturating_sub(last) >= cfg.grace_secs || last > now)
+            && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now)
     })
 }
 
@@ -148,16 +151,17 @@ pub fn decide(
         Some(r) if r.seq == t.seq => (r.count, r.last),
         _ => (0, 0),
     };
-    // The last ring gets its grace too before the escalation.
-    if now.saturating_sub(last) < cfg.grace_secs && last <= now {
-        return Action::Wait {
-            until: Some(last + cfg.grace_secs),
-        };
-    }
+    // SPEC §6.2: the count check (step 5) precedes the grace wait (step 6),
+    // so the escalation comes at the first pass after the last ring.
     if count >= cfg.max_rings {
         return Action::Escalate {
             seq: t.seq,
             rings: count,
+        };
+    }
+    if now.saturating_sub(last) < cfg.grace_secs && last <= now {
+        return Action::Wait {
+            until: Some(last + cfg.grace_secs),
         };
     }
     Action::Ring {
@@ -212,11 +216,42 @@ mod tests {
     }
 
     #[test]
-    fn defaults_ring_at_90_180_270_then_escalate_once() {
+    fn defaults_ring_at_90_180_270_then_escalate_at_the_next_pass() {
+        // One pass per second: the escalation follows the third ring at
+        // the very next pass (count check before the grace wait).
         let got = simulate(&[rec(1, 0)], ALIVE, 2000);
         let times: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
-        assert_eq!(times, vec![90, 180, 270, 360]);
+        assert_eq!(times, vec![90, 180, 270, 271]);
         assert!(matches!(got[3].1, Action::Escalate { seq: 1, rings: 3 }));
+    }
+
+    #[test]
+    fn escalation_needs_no_further_grace_after_the_last_ring() {
+        let files = LadderFiles {
+            ring: Some(RingState {
+                seq: 1,
+                count: 3,
+                last: 270,
+            }),
+            escalated: None,
+        };
+        let cfg = cfg();
+        assert!(needs_pane(&[rec(1, 0)], &files, 285, &cfg));
+        assert_eq!(
+            decide(&[rec(1, 0)], &files, ALIVE, 285, &cfg),
+            Action::Escalate { seq: 1, rings: 3 }
+        );
+        // A busy worker is still not escalated before unhandled_max_secs.
+        assert_eq!(
+            decide(
+                &[rec(1, 0)],
+                &files,
+                PaneFacts::Alive { busy: true },
+                285,
+                &cfg
+            ),
+            Action::Wait { until: Some(901) }
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! twice: a ring first records the attempt in `.ring-state` and only then
 //! types (a ladder file that cannot be written means no ring at all, and
 //! one wake saying so); an escalation appends its wake *then* writes
-//! `.escalated`, and skips the wake if that exact wake is already logged.
+//! `.escalated`, and skips the wake if this episode (the record's queue
+//! time onwards) already logged that exact wake. A status wake that cannot
+//! be appended rewinds its log's offset so the next pass retries it.
 //! One task's trouble is reported and never stops the pass.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -210,9 +212,13 @@ pub fn run(
     for id in &ids {
         match super::status_feed::new_wakes(home, id, &mut ex.state.offsets, &cfg.brief.paused_verb)
         {
-            Ok(texts) => {
-                for text in texts {
-                    ex.wake(id, "status", &text);
+            Ok(found) => {
+                for w in found {
+                    if !ex.wake(id, "status", &w.text) {
+                        // Not surfaced: the next pass starts again here.
+                        ex.state.offsets.rewind(id.as_str(), w.start);
+                        break;
+                    }
                 }
             }
             Err(e) => ex.state.warn(format!("{id}: {e}")),
@@ -365,6 +371,9 @@ impl Exec<'_> {
             action = ladder::decide(&t.pending, &t.files, busy, now, &cfg.watch);
         }
         let id = &t.id;
+        // When the tracked record was queued: a ladder wake logged before
+        // it belongs to an earlier episode (SPEC §6.2).
+        let since = ladder::target(&t.pending).map_or(0, |p| p.at);
         let about = t
             .target
             .as_ref()
@@ -379,7 +388,7 @@ impl Exec<'_> {
             Action::Quiet { .. } => {}
             Action::Clear => {
                 if let Err(e) = ladder_io::clear(home, id) {
-                    self.unwritable(id, home.ring_state(id), e, None);
+                    self.unwritable(id, home.ring_state(id), e, None, since);
                 }
             }
             Action::Ring { seq, count } => {
@@ -389,7 +398,7 @@ impl Exec<'_> {
                     last: now,
                 };
                 if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
-                    self.unwritable(id, home.ring_state(id), e, Some(seq));
+                    self.unwritable(id, home.ring_state(id), e, Some(seq), since);
                     return;
                 }
                 let target = Target {
@@ -437,7 +446,7 @@ impl Exec<'_> {
                     "{} unacknowledged after {rings} ring(s): {about}",
                     name(seq)
                 );
-                self.ladder_wake(id, "escalation", &text, seq);
+                self.ladder_wake(id, "escalation", &text, seq, since);
             }
             Action::Overdue { seq, age } => {
                 let text = format!(
@@ -445,7 +454,7 @@ impl Exec<'_> {
                     name(seq),
                     clock::age(age)
                 );
-                self.ladder_wake(id, "overdue", &text, seq);
+                self.ladder_wake(id, "overdue", &text, seq, since);
             }
             Action::DeadAgent { seq, gone } => {
                 let why = if gone {
@@ -454,13 +463,14 @@ impl Exec<'_> {
                     format!("agent in pane {pane_id} exited")
                 };
                 let text = format!("{} pending but {why}: {about}", name(seq));
-                self.ladder_wake(id, "dead-agent", &text, seq);
+                self.ladder_wake(id, "dead-agent", &text, seq, since);
             }
         }
     }
 
-    /// Appends a wake, runs the hook, and reports it.
-    fn wake(&mut self, id: &TaskId, kind: &str, text: &str) {
+    /// Appends a wake, runs the hook, and reports it; false when the wake
+    /// could not be appended.
+    fn wake(&mut self, id: &TaskId, kind: &str, text: &str) -> bool {
         match wakes::append(self.home, id.as_str(), kind, text, self.now) {
             Ok(seq) => {
                 if !self.cfg.watch.on_wake.is_empty() {
@@ -473,18 +483,28 @@ impl Exec<'_> {
                     kind: kind.to_string(),
                     text: wakes::clean(text),
                 });
+                true
             }
-            Err(e) => self.state.warn(format!("{id}: cannot append wake: {e}")),
+            Err(e) => {
+                self.state.warn(format!("{id}: cannot append wake: {e}"));
+                false
+            }
         }
     }
 
-    /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5).
-    fn ladder_wake(&mut self, id: &TaskId, kind: &str, text: &str, seq: u64) {
+    /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5). The
+    /// wake is skipped only when this episode (record queued at `since`)
+    /// already logged it.
+    fn ladder_wake(&mut self, id: &TaskId, kind: &str, text: &str, seq: u64, since: u64) {
         let action = format!("watch.{kind}");
-        match wakes::exists(self.home, id.as_str(), kind, text) {
+        match wakes::exists_since(self.home, id.as_str(), kind, text, since) {
             Ok(true) => {}
             _ => {
-                self.wake(id, kind, text);
+                if !self.wake(id, kind, text) {
+                    // Not logged: leave `.escalated` unwritten so the next
+                    // pass tries again (never lose a ladder wake).
+                    return;
+                }
                 Event::at(self.now, TOOL, id.as_str(), &action)
                     .actor("watcher")
                     .field("seq", seq)
@@ -492,12 +512,12 @@ impl Exec<'_> {
             }
         }
         if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
-            self.unwritable(id, self.home.escalated(id), e, None);
+            self.unwritable(id, self.home.escalated(id), e, None, since);
         }
     }
 
     /// A ladder file cannot be written: one wake saying so, no ringing.
-    fn unwritable(&mut self, id: &TaskId, path: PathBuf, err: Error, seq: Option<u64>) {
+    fn unwritable(&mut self, id: &TaskId, path: PathBuf, err: Error, seq: Option<u64>, since: u64) {
         self.state.warn(format!("{id}: {err}"));
         let text = match seq {
             Some(s) => format!(
@@ -507,8 +527,9 @@ impl Exec<'_> {
             ),
             None => format!("ladder file {} is not writable", path.display()),
         };
-        if !wakes::exists(self.home, id.as_str(), "escalation", &text).unwrap_or(false) {
-            self.wake(id, "escalation", &text);
+        if !wakes::exists_since(self.home, id.as_str(), "escalation", &text, since).unwrap_or(false)
+        {
+            let _ = self.wake(id, "escalation", &text);
         }
         if let Some(s) = seq {
             let _ = ladder_io::write_escalated(self.home, id, s);

@@ -7,7 +7,8 @@
 //! time; a log never seen is read from its beginning; a log replaced by
 //! another file (different inode) or shorter than the offset is re-read
 //! from its start. Offsets are saved after the wakes are appended, so a
-//! crash in between may repeat a wake but never lose one.
+//! crash in between may repeat a wake but never lose one; a wake that
+//! cannot be appended rewinds the offset to its line ([`Offsets::rewind`]).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -71,6 +72,16 @@ impl Offsets {
             self.dirty = true;
         }
     }
+
+    /// Moves a task's offset back to `offset` (the start of the first line
+    /// whose wake could not be appended), so the next pass retries it.
+    pub fn rewind(&mut self, task: &str, offset: u64) {
+        if let Some(&(o, ino)) = self.map.get(task)
+            && offset < o
+        {
+            self.set(task, offset, ino);
+        }
+    }
 }
 
 /// The wake text for a status line: `<verb>[ key=K]: <text>`.
@@ -82,28 +93,41 @@ pub fn wake_text(line: &status::StatusLine) -> String {
     }
 }
 
-/// Wake texts for the wake-worthy lines of `chunk` (complete lines only),
-/// and how many bytes of it were consumed.
-pub fn scan(chunk: &[u8], paused: &str) -> (Vec<String>, u64) {
+/// A status line to surface: its wake text and the byte offset where the
+/// line starts in the log (where to resume if surfacing it fails).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusWake {
+    pub text: String,
+    pub start: u64,
+}
+
+/// Wake texts (with each line's start within `chunk`) for the
+/// wake-worthy lines of `chunk` (complete lines only), and how many bytes
+/// of it were consumed.
+pub fn scan(chunk: &[u8], paused: &str) -> (Vec<(String, u64)>, u64) {
     let complete = fsx::complete_lines(chunk);
-    let texts = complete
-        .split(|&b| b == b'\n')
-        .filter_map(|raw| match status::parse_line(raw, paused) {
-            Parsed::Line(l) if l.kind.wakes() => Some(wake_text(&l)),
-            _ => None,
-        })
-        .collect();
+    let mut texts = Vec::new();
+    let mut start = 0u64;
+    for raw in complete.split(|&b| b == b'\n') {
+        if let Parsed::Line(l) = status::parse_line(raw, paused)
+            && l.kind.wakes()
+        {
+            texts.push((wake_text(&l), start));
+        }
+        start += raw.len() as u64 + 1;
+    }
     (texts, complete.len() as u64)
 }
 
-/// New wake texts from a task's status log since the saved offset; the
-/// new offset is recorded in `offsets` (the caller saves it).
+/// New status wakes from a task's status log since the saved offset; the
+/// new offset is recorded in `offsets` (the caller saves it, after
+/// [`Offsets::rewind`] if appending one of them failed).
 pub fn new_wakes(
     home: &Home,
     id: &TaskId,
     offsets: &mut Offsets,
     paused: &str,
-) -> Result<Vec<String>> {
+) -> Result<Vec<StatusWake>> {
     let path = home.status(id);
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) if m.is_file() => m,
@@ -131,7 +155,13 @@ pub fn new_wakes(
         .map_err(|e| Error::io("read", &path, e))?;
     let (texts, used) = scan(&chunk, paused);
     offsets.set(id.as_str(), offset + used, meta.ino());
-    Ok(texts)
+    Ok(texts
+        .into_iter()
+        .map(|(text, start)| StatusWake {
+            text,
+            start: offset + start,
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -142,7 +172,13 @@ mod tests {
     fn scan_takes_complete_wake_worthy_lines_only() {
         let chunk = b"working: a\ndone: shipped\nblocked [key=db]: which db\nnote: x\nfailed: hal";
         let (texts, used) = scan(chunk, "paused");
-        assert_eq!(texts, vec!["done: shipped", "blocked key=db: which db"]);
+        assert_eq!(
+            texts,
+            vec![
+                ("done: shipped".to_string(), 11),
+                ("blocked key=db: which db".to_string(), 25)
+            ]
+        );
         assert_eq!(used as usize, chunk.len() - "failed: hal".len());
     }
 
@@ -162,23 +198,27 @@ mod tests {
         std::fs::create_dir(home.state_dir()).unwrap();
         let id = TaskId::parse("t").unwrap();
         let mut o = Offsets::default();
+        let texts = |o: &mut Offsets| -> Vec<String> {
+            new_wakes(&home, &id, o, "paused")
+                .unwrap()
+                .into_iter()
+                .map(|w| w.text)
+                .collect()
+        };
         std::fs::write(home.status(&id), "done: one\npaused: hal").unwrap();
-        assert_eq!(
-            new_wakes(&home, &id, &mut o, "paused").unwrap(),
-            ["done: one"]
-        );
+        assert_eq!(texts(&mut o), ["done: one"]);
         fsx::append_line(&home.status(&id), b"f\n").unwrap();
-        assert_eq!(
-            new_wakes(&home, &id, &mut o, "paused").unwrap(),
-            ["paused: half"]
-        );
-        assert!(new_wakes(&home, &id, &mut o, "paused").unwrap().is_empty());
+        assert_eq!(texts(&mut o), ["paused: half"]);
+        assert!(texts(&mut o).is_empty());
+        // A wake that could not be appended is offered again after a rewind.
+        fsx::append_line(&home.status(&id), b"blocked: x\n").unwrap();
+        let got = new_wakes(&home, &id, &mut o, "paused").unwrap();
+        assert_eq!(got[0].start, 23);
+        o.rewind("t", got[0].start);
+        assert_eq!(texts(&mut o), ["blocked: x"]);
         std::fs::remove_file(home.status(&id)).unwrap();
         std::fs::write(home.status(&id), "failed: again\n").unwrap();
-        assert_eq!(
-            new_wakes(&home, &id, &mut o, "paused").unwrap(),
-            ["failed: again"]
-        );
+        assert_eq!(texts(&mut o), ["failed: again"]);
     }
 
     proptest::proptest! {

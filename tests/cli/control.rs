@@ -413,6 +413,175 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
         .stderr_has("already has a live agent");
 }
 
+/// A brief for `id` that passes `fm-brief --check`.
+fn briefed(h: &TestHome, id: &str) {
+    h.fm("brief")
+        .args([
+            id,
+            "demo",
+            "--mode",
+            "local-only",
+            "--intent",
+            "make it so",
+            "--spec",
+            "one commit",
+        ])
+        .run()
+        .success();
+}
+
+fn pane_of(out: &str) -> String {
+    out.split("pane=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_stale_busy_record_does_not_survive_exit_and_relaunch() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, _pane) = task(&h, &t, "t8", "direct-PR");
+    h.fm("status").args(["t8", "--busy"]).run().success();
+    let fm = ctl(&h, &t);
+    fm(&["t8", "exit"]).success();
+    fm(&["t8", "relaunch", "--note", "resume"]).success();
+    let busy = String::from_utf8(h.read("state/t8.busy")).unwrap();
+    assert!(
+        busy.starts_with("idle ") && busy.ends_with(" fm-control\n"),
+        "{busy}"
+    );
+    let r = h
+        .fm("crew-state")
+        .args(["t8"])
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .run();
+    assert!(!r.stdout().contains("busy"), "{}", r.stdout());
+}
+
+#[test]
+fn relaunch_of_an_agent_that_ignores_exit_kills_it_and_adds_the_note_once() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t9", "direct-PR");
+    queue(&h, "t9", "ignore-exit\n");
+    ring(&t, &pane);
+    assert!(wait_until(5.0, || t
+        .capture(&pane)
+        .contains("read 001.msg")));
+    ctl(&h, &t)(&["t9", "relaunch", "--note", "carry on"])
+        .success()
+        .stdout_is("relaunched t9 harness=stand-in from=stand-in\n");
+    let brief = String::from_utf8(h.read("data/t9/brief.md")).unwrap();
+    assert_eq!(brief.matches("## Progress note (").count(), 1, "{brief}");
+    assert!(wait_until(10.0, || t.capture(&pane).contains("stand-in>")));
+}
+
+#[test]
+fn teardown_of_an_untouched_worktree_in_a_project_without_a_remote() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (wt, _pane) = task(&h, &t, "u1", "direct-PR");
+    let proj = h.root().join("project");
+    git(&proj, &["remote", "remove", "origin"]);
+    let fm = ctl(&h, &t);
+    // A commit no branch holds is still refused …
+    std::fs::write(wt.join("w.txt"), "x\n").unwrap();
+    git(&wt, &["add", "w.txt"]);
+    git(&wt, &["commit", "-q", "-m", "work"]);
+    fm(&["u1", "teardown"])
+        .status(1)
+        .stderr_has("unreachable outside the worktree");
+    // … and once it is on a local branch (or untouched) teardown proceeds.
+    git(&wt, &["branch", "fm/u1"]);
+    fm(&["u1", "teardown"]).success().stdout_has("torn-down u1");
+    assert!(!wt.exists());
+}
+
+#[test]
+fn spawn_starts_from_the_default_branch_not_the_captains_checkout() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let proj = project(&h);
+    git(&proj, &["remote", "set-head", "origin", "main"]);
+    let main = git(&proj, &["rev-parse", "main"]);
+    git(&proj, &["checkout", "-q", "-b", "feature"]);
+    git(
+        &proj,
+        &["commit", "-q", "--allow-empty", "-m", "captain's wip"],
+    );
+    briefed(&h, "b1");
+    let spawn = |id: &str, proj: &Path| {
+        crate::harness::Cmd::new(bin("fm-control"))
+            .env("FM_HOME", h.root())
+            .env("FM_TMUX_SOCKET", &t.socket)
+            .env("FM_BRIEF_DEFAULT_BRANCH", "develop")
+            .args([
+                id,
+                "spawn",
+                "--project",
+                proj.to_str().unwrap(),
+                "--harness",
+            ])
+            .arg("stand-in")
+            .run()
+    };
+    spawn("b1", &proj).success();
+    let wt = h.root().join("worktrees/b1");
+    assert_eq!(git(&wt, &["rev-parse", "HEAD"]), main);
+    let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
+    assert!(events.contains("\"base\":\"origin/main\""), "{events}");
+
+    // No origin/HEAD, no develop, main or master: refused, nothing created.
+    git(&proj, &["remote", "remove", "origin"]);
+    git(&proj, &["branch", "-q", "-m", "main", "trunk"]);
+    briefed(&h, "b2");
+    spawn("b2", &proj)
+        .status(1)
+        .stderr_has("tried refs/remotes/origin/HEAD, develop, main, master")
+        .stderr_has("--base");
+    assert!(!h.exists("worktrees/b2") && !h.exists("state/b2.meta"));
+}
+
+fn harness_config(h: &TestHome) {
+    let mut cfg = std::fs::read_to_string(h.path("config/firstmate.toml")).unwrap_or_default();
+    cfg.push_str(
+        "\n[harness.ghost]\nlaunch = [\"no-such-agent-program\"]\n\n[harness.quick]\nlaunch = [\"true\"]\n",
+    );
+    h.write("config/firstmate.toml", cfg);
+}
+
+#[test]
+fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    harness_config(&h);
+    let proj = project(&h);
+    let project = proj.to_str().unwrap();
+    let fm = ctl(&h, &t);
+    briefed(&h, "g1");
+    fm(&["g1", "spawn", "--project", project, "--harness", "ghost"])
+        .status(1)
+        .stderr_has("harness ghost: program no-such-agent-program not found");
+    assert!(!h.exists("worktrees/g1") && !h.exists("state/g1.meta"));
+    let r = fm(&["g1", "spawn", "--project", project, "--harness", "quick"]).success();
+    let pane = pane_of(&r.stdout());
+    let meta = String::from_utf8(h.read("state/g1.meta")).unwrap();
+    assert!(meta.contains(&format!("pane={pane}\n")), "{meta}");
+    let listed = t.run(["list-panes", "-a", "-F", "#{pane_id} #{pane_dead}"]);
+    assert!(
+        wait_until(5.0, || t
+            .run(["list-panes", "-a", "-F", "#{pane_id} #{pane_dead}"])
+            .contains(&format!("{pane} 1"))),
+        "{listed}"
+    );
+    fm(&["g1", "teardown"]).success();
+    assert!(!h.exists("worktrees/g1"));
+}
+
 #[test]
 fn teardown_refuses_a_worktree_git_would_resolve_to_an_outer_clone() {
     // An empty `.git` directory is not a repository, so `git -C` searches

@@ -217,3 +217,51 @@ fn every_installed_tool_is_reachable_through_fm() {
         }
     }
 }
+
+#[test]
+fn doctor_without_a_home_still_checks_the_machine_and_fails_home() {
+    let h = TestHome::bare();
+    let r = Cmd::new(bin("fm"))
+        .arg("doctor")
+        .current_dir(h.root())
+        .run()
+        .status(1);
+    let out = r.stdout();
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| l[5..].split(':').next().unwrap())
+        .collect();
+    assert_eq!(names, ["tmux", "git", "home", "inotify"], "{out}");
+    assert!(out.contains("fail home: "), "{out}");
+}
+
+#[test]
+fn doctor_warns_about_a_watcher_whose_heartbeat_stopped() {
+    let h = TestHome::new();
+    let home = firstmate::Home::at(&h.root()).unwrap();
+    let _held = firstmate::fsx::try_lock(&home.watch_lock())
+        .unwrap()
+        .expect("lock is free");
+    h.write("state/.watch.beat", "");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+    std::fs::File::options()
+        .write(true)
+        .open(home.watch_beat())
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let r = h.fm("fm").arg("doctor").run();
+    assert!(
+        r.stdout()
+            .contains("warn watcher: watcher holds the lock but its heartbeat is 10"),
+        "{}",
+        r.stdout()
+    );
+    h.write("state/.watch.beat", "");
+    let r = h.fm("fm").arg("doctor").run();
+    assert!(
+        r.stdout().contains("ok   watcher: running"),
+        "{}",
+        r.stdout()
+    );
+}

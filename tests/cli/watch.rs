@@ -531,3 +531,67 @@ fn until_wake_status_crontab_and_drain() {
         .success()
         .stdout_is("");
 }
+
+/// `fm-watch --once` with no tmux: a task without a pane is rung (outcome
+/// `no-pane`) and escalated like any other.
+fn once(h: &TestHome) -> crate::harness::Run {
+    h.fm("watch")
+        .args(["--once"])
+        .env("FM_WATCH_GRACE_SECS", "0")
+        .env("FM_WATCH_MAX_RINGS", "1")
+        .run()
+}
+
+fn queue_record(h: &TestHome, id: &str, seq: u64) {
+    let at = firstmate::clock::rfc3339(firstmate::clock::now());
+    let bytes = firstmate::inbox::render(&at, "captain", false, b"please look\n");
+    h.write(&format!("state/{id}.inbox/{seq:03}.msg"), bytes);
+}
+
+fn wakes_of(h: &TestHome, kind: &str) -> Vec<firstmate::wakes::Wake> {
+    let bytes = std::fs::read(h.path("state/wakes.log")).unwrap_or_default();
+    firstmate::wakes::parse_all(&bytes)
+        .into_iter()
+        .filter(|w| w.kind == kind)
+        .collect()
+}
+
+#[test]
+fn a_requeued_record_with_the_same_name_and_text_escalates_again() {
+    let h = TestHome::new();
+    h.write("state/t9.meta", "kind=ship\n");
+    queue_record(&h, "t9", 1);
+    once(&h).success();
+    once(&h).success();
+    assert_eq!(wakes_of(&h, "escalation").len(), 1);
+    once(&h).success();
+    assert_eq!(wakes_of(&h, "escalation").len(), 1, "one per episode");
+    // Teardown and a fresh spawn: the inbox starts again at 001.msg with the
+    // same text, in a later second.
+    std::fs::remove_dir_all(h.path("state/t9.inbox")).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    queue_record(&h, "t9", 1);
+    once(&h).success();
+    once(&h).success();
+    let esc = wakes_of(&h, "escalation");
+    assert_eq!(esc.len(), 2, "{esc:?}");
+    assert_eq!(esc[0].text, esc[1].text);
+}
+
+#[test]
+fn a_status_wake_that_cannot_be_appended_is_retried_next_pass() {
+    let h = TestHome::new();
+    h.write(
+        "state/t7.status",
+        "working: a\ndone: shipped\nblocked: db?\n",
+    );
+    // wakes.log is a directory for one pass: nothing can be appended.
+    std::fs::create_dir_all(h.path("state/wakes.log")).unwrap();
+    once(&h).success();
+    std::fs::remove_dir(h.path("state/wakes.log")).unwrap();
+    once(&h).success();
+    let texts: Vec<String> = wakes_of(&h, "status").into_iter().map(|w| w.text).collect();
+    assert_eq!(texts, ["done: shipped", "blocked: db?"]);
+    once(&h).success();
+    assert_eq!(wakes_of(&h, "status").len(), 2, "each line exactly once");
+}
