@@ -167,7 +167,12 @@ mod tests {
             new_wakes(&home, &id, &mut o, "paused").unwrap(),
             ["done: one"]
         );
-        fsx::append_line(&home.status(&id), b"f\n").unwrap();
+        // The writer finishes its line (a raw write: it was mid-line).
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(home.status(&id))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"f\n"))
+            .unwrap();
         assert_eq!(
             new_wakes(&home, &id, &mut o, "paused").unwrap(),
             ["paused: half"]

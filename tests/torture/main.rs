@@ -106,21 +106,17 @@ fn torture() {
         ev.watch.boundaries.iter().filter(|b| b.held).count(),
     );
     eprintln!(
-        "torture: audited {} records, {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} doorbells typed",
-        t.records, t.lines, t.wakes, t.status_wakes, t.repeats, t.temps, t.rings
+        "torture: audited {} records, {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} lines cut by a kill at a page boundary, {} doorbells typed",
+        t.records, t.lines, t.wakes, t.status_wakes, t.repeats, t.temps, t.fragments, t.rings
     );
-    let failures = audit.failures;
-    if !failures.is_empty() {
-        for f in failures.iter().take(40) {
-            eprintln!("AUDIT FAIL: {f}");
-        }
+    let report = audit.report();
+    let failures = audit.failures.len();
+    if failures > 0 {
+        eprint!("{report}");
         if std::env::var("FM_TORTURE_KEEP").as_deref() == Ok("1") {
             let kept = world.home.dir.keep();
             eprintln!("torture: home kept at {}", kept.display());
         }
-        panic!(
-            "torture audit failed: {} problem(s), seed {seed}",
-            failures.len()
-        );
+        panic!("torture audit failed: {} problem(s), seed {seed}", failures);
     }
 }

@@ -138,6 +138,25 @@ pub struct Appended {
     pub text: String,
     pub by_hand: bool,
     pub ran: Ran,
+    /// Clock seconds before and after the run (the `[at=]` fm-status wrote).
+    pub at: (u64, u64),
+}
+
+impl Appended {
+    /// Whether `fragment` is a prefix of the line this append may have
+    /// written (a SIGKILL inside `write` cuts a line at a page boundary).
+    pub fn could_leave(&self, fragment: &[u8]) -> bool {
+        let key = if self.key == "default" {
+            String::new()
+        } else {
+            format!(" [key={}]", self.key)
+        };
+        (self.at.0..=self.at.1).any(|t| {
+            format!("{} [at={t}]{key}: {}", self.verb, self.text)
+                .as_bytes()
+                .starts_with(fragment)
+        })
+    }
 }
 
 const VERBS: &[&str] = &[
@@ -199,7 +218,16 @@ pub fn appender(
             c.arg(&text);
             c
         };
-        let ran = run(world, cmd, None, kill_delay(&mut rng, 8));
+        // A shell killed inside its `write` can leave a fragment that the
+        // next hand-written line glues onto; no tool can prevent that, so
+        // only `fm-status` (which ends a fragment before appending) is killed.
+        let kill = if by_hand {
+            None
+        } else {
+            kill_delay(&mut rng, 8)
+        };
+        let at_lo = firstmate::clock::now();
+        let ran = run(world, cmd, None, kill);
         out.push(Appended {
             task,
             tag,
@@ -208,6 +236,7 @@ pub fn appender(
             text,
             by_hand,
             ran,
+            at: (at_lo, firstmate::clock::now()),
         });
     }
     out
@@ -232,8 +261,10 @@ fn pending(world: &World, task: &str) -> Vec<u64> {
     seqs
 }
 
-/// Acknowledges pending records of pane-less tasks until `stop`; ackers
-/// often pick the same (lowest) record, so they race on it.
+/// Acknowledges pending records until `stop`, mostly of pane-less tasks
+/// (pane tasks keep records pending so the watcher rings them; an
+/// occasional ack there starts a fresh ladder). Ackers often pick the
+/// same (lowest) record, so they race on it.
 pub fn acker(world: &World, seed: u64, stop: &AtomicBool) -> Vec<AckRun> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::new();
@@ -244,7 +275,11 @@ pub fn acker(world: &World, seed: u64, stop: &AtomicBool) -> Vec<AckRun> {
         .cloned()
         .collect();
     while !stop.load(Ordering::Relaxed) {
-        let task = rng.pick(&paneless).clone();
+        let task = if world.pane_tasks.is_empty() || rng.chance(90) {
+            rng.pick(&paneless).clone()
+        } else {
+            rng.pick(&world.pane_tasks).clone()
+        };
         let seqs = pending(world, &task);
         if seqs.is_empty() {
             std::thread::sleep(Duration::from_millis(5));
