@@ -39,7 +39,7 @@ pub struct Tally {
 /// A line whose content ends exactly at a 4 KiB boundary: where Linux
 /// stops an append when the writer is SIGKILLed between pages.
 fn page_cut(start: u64, content_len: usize) -> bool {
-    (start + content_len as u64) % 4096 == 0
+    (start + content_len as u64).is_multiple_of(4096)
 }
 
 pub struct Audit<'a> {
@@ -649,7 +649,22 @@ impl<'a> Audit<'a> {
                     && l.contains("\"doorbell\":\"rang\"")
             });
             if !rang {
-                self.fail(format!("{task}: the watcher never rang its pane"));
+                // Which doorbell outcomes the watcher and fm-send did get.
+                let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+                for l in events
+                    .lines()
+                    .filter(|l| l.contains(&format!("\"task\":\"{task}\"")))
+                {
+                    let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
+                        continue;
+                    };
+                    if let (Some(a), Some(d)) = (v["action"].as_str(), v["doorbell"].as_str()) {
+                        *outcomes.entry(format!("{a}:{d}")).or_default() += 1;
+                    }
+                }
+                self.fail(format!(
+                    "{task}: the watcher never rang its pane; doorbell outcomes {outcomes:?}"
+                ));
             }
         }
     }
