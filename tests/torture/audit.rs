@@ -34,6 +34,8 @@ pub struct Tally {
     pub rings: usize,
     /// Lines cut at a page boundary by a SIGKILL inside `write`.
     pub fragments: usize,
+    /// Doorbell outcomes per pane task (events).
+    pub outcomes: Vec<String>,
 }
 
 /// A line whose content ends exactly at a 4 KiB boundary: where Linux
@@ -625,7 +627,11 @@ impl<'a> Audit<'a> {
         }
     }
 
-    /// Panes were only ever typed the doorbell, and the watcher rang them.
+    /// Panes were only ever typed the doorbell, and the watcher tried to
+    /// ring each. (Whether a ring lands depends on the composer: a doorbell
+    /// typed twice without Enter, by two racing ringers or a sender killed
+    /// before its Enter, reads as someone else's text and later rings are
+    /// `skipped` until the ladder escalates; docs/torture.md.)
     fn panes(&mut self) {
         let home = Home::new_unchecked(self.world.home.root());
         let events =
@@ -643,29 +649,24 @@ impl<'a> Audit<'a> {
                 }
                 self.tally.rings += line.matches(&bell).count();
             }
-            let rang = events.lines().any(|l| {
-                l.contains("\"watch.rang\"")
-                    && l.contains(&format!("\"task\":\"{task}\""))
-                    && l.contains("\"doorbell\":\"rang\"")
-            });
-            if !rang {
-                // Which doorbell outcomes the watcher and fm-send did get.
-                let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-                for l in events
-                    .lines()
-                    .filter(|l| l.contains(&format!("\"task\":\"{task}\"")))
-                {
-                    let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
-                        continue;
-                    };
-                    if let (Some(a), Some(d)) = (v["action"].as_str(), v["doorbell"].as_str()) {
-                        *outcomes.entry(format!("{a}:{d}")).or_default() += 1;
-                    }
+            let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+            for l in events
+                .lines()
+                .filter(|l| l.contains(&format!("\"task\":\"{task}\"")))
+            {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
+                    continue;
+                };
+                if let (Some(a), Some(d)) = (v["action"].as_str(), v["doorbell"].as_str()) {
+                    *outcomes.entry(format!("{a}:{d}")).or_default() += 1;
                 }
+            }
+            if !outcomes.keys().any(|k| k.starts_with("watch.rang:")) {
                 self.fail(format!(
                     "{task}: the watcher never rang its pane; doorbell outcomes {outcomes:?}"
                 ));
             }
+            self.tally.outcomes.push(format!("{task} {outcomes:?}"));
         }
     }
 }

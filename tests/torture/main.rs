@@ -109,6 +109,9 @@ fn torture() {
         "torture: audited {} records, {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} lines cut by a kill at a page boundary, {} doorbells typed",
         t.records, t.lines, t.wakes, t.status_wakes, t.repeats, t.temps, t.fragments, t.rings
     );
+    for o in &t.outcomes {
+        eprintln!("torture: doorbell outcomes {o}");
+    }
     let report = audit.report();
     let failures = audit.failures.len();
     if failures > 0 {

@@ -367,7 +367,9 @@ fn spawn_watcher(world: &World, daemon: bool, n: &mut usize) -> Live {
 
 fn reap(world: &World, mut l: Live, log: &mut WatchLog) -> u32 {
     let st = l.child.wait().unwrap();
-    let killed = st.signal() == Some(libc::SIGKILL);
+    // A SIGTERM that lands before the handler is installed (before the
+    // lock is taken) ends the process like a kill: count it as one.
+    let killed = matches!(st.signal(), Some(libc::SIGKILL | libc::SIGTERM));
     let pid = l.child.id();
     if killed {
         world.note_killed(pid);
