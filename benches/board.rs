@@ -4,6 +4,9 @@
 //! Same tiny harness as the status bench (median of repeated runs); figures
 //! go in BENCHMARKS.md.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -100,6 +103,12 @@ fn main() {
         });
         let what = if json { "list --json" } else { "list" };
         println!("fm-board {what} over {TASKS} tasks (whole process): {m} (30 runs)");
+        let key = if json {
+            "board.list_json"
+        } else {
+            "board.list"
+        };
+        common::fig_ms(key, m.median);
     }
 
     // Claim pending tasks (ids not divisible by 4) on the same 10,000-task board.
@@ -115,4 +124,5 @@ fn main() {
         assert!(st.success());
     });
     println!("fm-board claim (whole process, 10,000-task board): {m} (200 runs)");
+    common::fig_ms("board.claim", m.median);
 }

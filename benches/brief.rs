@@ -3,6 +3,9 @@
 //! real repository (its git calls included). Run with
 //! `cargo bench --bench brief`; figures go in BENCHMARKS.md.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -80,6 +83,8 @@ fn main() {
         assert!(st.status.success());
     });
     println!("fm-brief filled ship brief (whole process): {d} (200 runs)");
+    common::fig_ms("brief.write", d.0);
+    common::fig_ms("brief.write_min", d.1);
     let d = time(200, |_| {
         let out = Command::new(brief)
             .arg("--home")
@@ -90,6 +95,7 @@ fn main() {
         assert!(out.status.success());
     });
     println!("fm-brief --check (whole process): {d} (200 runs)");
+    common::fig_ms("brief.check", d.0);
 
     // A project clone pushed to a bare remote, and a worktree whose HEAD is
     // (accepted) or is not (refused, the most git calls) on the remote.
@@ -168,9 +174,11 @@ fn main() {
     };
     let d = time(100, check(0));
     println!("fm-dod --check, accepted (whole process, 2 git calls): {d} (100 runs)");
+    common::fig_ms("dod.accepted", d.0);
     std::fs::write(wt.join("g"), "y").unwrap();
     git(&wt, &["add", "g"]);
     git(&wt, &["commit", "-qm", "unpushed"]);
     let d = time(100, check(1));
     println!("fm-dod --check, refused (whole process, 3 git calls): {d} (100 runs)");
+    common::fig_ms("dod.refused", d.0);
 }

@@ -9,6 +9,9 @@
 //! capture). Reported: median wall time of the whole `fm-crew-state`
 //! process and its peak RSS (from `wait4`).
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,7 +81,7 @@ fn once(home: &Path) -> (Duration, i64, Duration) {
     (elapsed, rss, cpu)
 }
 
-fn measure(label: &str, home: &Path, runs: usize) {
+fn measure(label: &str, key: &str, home: &Path, runs: usize) {
     once(home);
     let mut times = Vec::new();
     let mut cpus = Vec::new();
@@ -89,12 +92,16 @@ fn measure(label: &str, home: &Path, runs: usize) {
         cpus.push(cpu);
         peak = peak.max(rss);
     }
+    let (wall, cpu) = (median(times), median(cpus));
     println!(
         "{label}: median {:.1} ms wall, {:.1} ms CPU, peak RSS {:.1} MiB ({runs} runs)",
-        median(times).as_secs_f64() * 1000.0,
-        median(cpus).as_secs_f64() * 1000.0,
+        wall.as_secs_f64() * 1000.0,
+        cpu.as_secs_f64() * 1000.0,
         peak as f64 / 1024.0
     );
+    common::fig_ms(&format!("crew.{key}.wall"), wall);
+    common::fig_ms(&format!("crew.{key}.cpu"), cpu);
+    common::fig(&format!("crew.{key}.rss"), peak as f64 / 1024.0, "MiB");
 }
 
 fn tmux(socket: &str, args: &[&str]) -> String {
@@ -113,6 +120,7 @@ fn main() {
         let runs = if n >= 10_000 { 10 } else { 30 };
         measure(
             &format!("fleet view, {n} tasks, no panes"),
+            &n.to_string(),
             home.path(),
             runs,
         );
@@ -145,6 +153,7 @@ fn main() {
         fixture(home.path(), 1_000, &panes, &socket);
         measure(
             "fleet view, 1000 tasks, 100 live tmux panes",
+            "panes100",
             home.path(),
             30,
         );

@@ -4,6 +4,9 @@
 //! `settle_ms`/`enter_wait_ms` set to 0, so the figure is the time spent
 //! outside the configured waits. Run with `cargo bench --bench send`.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -42,10 +45,12 @@ fn main() {
     std::fs::write(root.join("state/bench.meta"), "kind=ship\n").unwrap();
     let q = time_sends(root, "bench", &["--quiet"], &[], 200);
     println!("fm-send --quiet, task with no pane (whole process): median {q:?} (200 runs)");
+    common::fig_ms("send.quiet", q);
     let p = time_sends(root, "bench", &[], &[], 200);
     println!(
         "fm-send, task with no pane, doorbell no-pane (whole process): median {p:?} (200 runs)"
     );
+    common::fig_ms("send.no_pane", p);
 
     let tmux_ok = Command::new("tmux")
         .arg("-V")
@@ -85,5 +90,6 @@ fn main() {
     println!(
         "fm-send ringing a live pane, settle/enter waits 0 (whole process): median {l:?} (50 runs)"
     );
+    common::fig_ms("send.live_pane", l);
     tmux(&["kill-server"]);
 }

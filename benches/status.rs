@@ -4,6 +4,9 @@
 //! A tiny harness (median of repeated runs) keeps the build light; figures go
 //! in BENCHMARKS.md.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -43,10 +46,9 @@ fn main() {
             t.elapsed()
         })
         .collect();
-    println!(
-        "fold 10,000-line status log: median {:?} (50 runs)",
-        median(runs)
-    );
+    let fold = median(runs);
+    println!("fold 10,000-line status log: median {fold:?} (50 runs)");
+    common::fig_ms("status.fold_10k", fold);
 
     let exe = Path::new(env!("CARGO_BIN_EXE_fm-status"));
     let home = tempfile::tempdir().expect("temp home");
@@ -66,8 +68,7 @@ fn main() {
             t.elapsed()
         })
         .collect();
-    println!(
-        "fm-status append (whole process): median {:?} (200 runs)",
-        median(runs)
-    );
+    let append = median(runs);
+    println!("fm-status append (whole process): median {append:?} (200 runs)");
+    common::fig_ms("status.append", append);
 }

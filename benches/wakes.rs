@@ -2,6 +2,8 @@
 //! (a backward tail scan that stops at the episode's start) against reading
 //! and parsing the whole log. Run with `cargo bench --bench wakes`.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use firstmate::Home;
@@ -53,4 +55,6 @@ fn main() {
     );
     println!("  exists_since (tail scan): {tail:?} median of 50");
     println!("  whole-log read + parse:   {whole:?} median of 20");
+    common::fig_ms("wakes.guard_tail", tail);
+    common::fig_ms("wakes.guard_whole", whole);
 }

@@ -1,8 +1,11 @@
-//! Watcher benchmarks: one in-process pass over 1,000 tasks with a pending
-//! record each (tasks without panes, so no tmux typing or waits), the CPU
+//! Watcher benchmarks: in-process passes over 10 … 10,000 tasks with a
+//! pending record each (tasks without panes, so no tmux typing or waits), the CPU
 //! an idle daemon uses with 100 tasks, and how soon a due record is rung.
 //! Run with `cargo bench --bench watch` (`FM_BENCH_IDLE_SECS` shortens the
 //! 60 s idle measurement).
+
+#[path = "common/mod.rs"]
+mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -51,19 +54,21 @@ fn fake(_socket: &str) -> Box<dyn Pane> {
     Box::new(FakePane::default())
 }
 
-fn pass_benches() {
+/// Passes over `n` tasks: the first with every record due (each rung, no
+/// pane), then steady passes with every record within its grace.
+fn pass_bench(n: usize, homes: usize) -> (Duration, Duration) {
     let cfg = Config::default();
     let now = clock::now();
     let mut ringing = Vec::new();
     let mut steady = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..homes {
         let (_d, home) = new_home();
-        fleet(&home, 1000, now - 1000, true);
+        fleet(&home, n, now - 1000, true);
         let mut state = State::load(&home).unwrap();
         let t = Instant::now();
         let r = pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now).unwrap();
         ringing.push(t.elapsed());
-        assert_eq!(r.rings.len(), 1000);
+        assert_eq!(r.rings.len(), n);
         for _ in 0..4 {
             let t = Instant::now();
             let r = pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now + 1).unwrap();
@@ -71,14 +76,22 @@ fn pass_benches() {
             assert!(r.rings.is_empty());
         }
     }
-    println!(
-        "pass over 1,000 tasks, each record due and rung (no pane): median {:?} (5 runs)",
-        median(ringing)
-    );
-    println!(
-        "pass over 1,000 tasks, each record pending within its grace: median {:?} (20 runs)",
-        median(steady)
-    );
+    (median(ringing), median(steady))
+}
+
+fn pass_benches() {
+    for (n, homes) in [(10, 5), (100, 5), (1000, 5), (10_000, 2)] {
+        let (ringing, steady) = pass_bench(n, homes);
+        println!(
+            "pass over {n} tasks, each record due and rung (no pane): median {ringing:?} ({homes} runs)"
+        );
+        println!(
+            "pass over {n} tasks, each record pending within its grace: median {steady:?} ({} runs)",
+            homes * 4
+        );
+        common::fig_ms(&format!("watch.pass_ringing.{n}"), ringing);
+        common::fig_ms(&format!("watch.pass_steady.{n}"), steady);
+    }
 }
 
 fn cpu_ticks(pid: u32) -> u64 {
@@ -116,10 +129,9 @@ fn idle_cpu() {
     let _ = child.wait();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    println!(
-        "idle daemon, 100 tasks, {secs} s: {used} ticks = {:.3} % of a core",
-        used as f64 / hz / secs as f64 * 100.0
-    );
+    let pct = used as f64 / hz / secs as f64 * 100.0;
+    println!("idle daemon, 100 tasks, {secs} s: {used} ticks = {pct:.3} % of a core");
+    common::fig("watch.idle_cpu", pct, "%");
 }
 
 fn wall() -> f64 {
@@ -165,11 +177,14 @@ fn latency() {
         median(timer.clone()),
         timer.iter().max().unwrap()
     );
+    common::fig_ms("watch.due_to_rung", median(timer.clone()));
+    common::fig_ms("watch.due_to_rung_max", *timer.iter().max().unwrap());
     println!(
         "due record written -> rung (fs event), daemon: median {:?}, max {:?} (10 runs)",
         median(event.clone()),
         event.iter().max().unwrap()
     );
+    common::fig_ms("watch.event_to_rung", median(event.clone()));
 }
 
 fn main() {

@@ -5,8 +5,10 @@
 //! - **Atomic replace**: readers see the old bytes or the new bytes, never a
 //!   mix; after return the data and the directory entry are on disk.
 //! - **Append**: a record is one `write_all` of a complete `\n`-terminated
-//!   line on an `O_APPEND` descriptor; records over 4 KiB also hold an
-//!   exclusive lock on the file. Readers ignore a final line without `\n`.
+//!   line on an `O_APPEND` descriptor under an exclusive lock on the file;
+//!   a fragment left by a writer killed mid-write is ended with `\n` before
+//!   the next record, never glued to it. Readers ignore a final line
+//!   without `\n`.
 //! - **Locks**: a dedicated lock file, never deleted, locked with
 //!   `File::lock`; waits are bounded and a timeout writes nothing.
 //! - **Numbered create**: the next number is one more than the highest
@@ -26,9 +28,6 @@ use crate::error::{Error, Result};
 
 /// Default bound on lock waits (SPEC §2).
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
-
-/// Records above this size are appended under an exclusive file lock.
-pub const LOCKED_APPEND_OVER: usize = 4096;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -376,8 +375,16 @@ pub fn remove_optional(path: &Path) -> Result<bool> {
 
 /// Appends one complete record. `line` must end with `\n`; it is written
 /// with a single `write_all` on an append descriptor, under an exclusive
-/// lock on the file when longer than 4 KiB.
+/// lock on the file.
+///
+/// A writer SIGKILLed inside `write` can leave a fragment: Linux copies an
+/// append page by page and stops between pages when a fatal signal is
+/// pending, so a record crossing a 4 KiB boundary may be cut there. Under
+/// the lock the file's last byte is checked, and a torn tail is ended with
+/// a `\n` first, so the fragment stays one line of its own and never
+/// swallows the start of this record.
 pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
     debug_assert!(line.ends_with(b"\n"));
     let f = OpenOptions::new()
         .read(true)
@@ -387,14 +394,24 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(io_err("open for append", path))?;
-    let locked = line.len() > LOCKED_APPEND_OVER;
-    if locked {
-        f.lock().map_err(io_err("lock", path))?;
-    }
-    let res = append_whole(&f, line).map_err(io_err("append", path));
-    if locked {
-        let _ = f.unlock();
-    }
+    f.lock().map_err(io_err("lock", path))?;
+    let res = (|| {
+        let len = f.metadata().map_err(io_err("stat", path))?.len();
+        let mut last = [b'\n'];
+        if len > 0 {
+            f.read_exact_at(&mut last, len - 1)
+                .map_err(io_err("read", path))?;
+        }
+        if last[0] == b'\n' {
+            append_whole(&f, line).map_err(io_err("append", path))
+        } else {
+            let mut fixed = Vec::with_capacity(line.len() + 1);
+            fixed.push(b'\n');
+            fixed.extend_from_slice(line);
+            append_whole(&f, &fixed).map_err(io_err("append", path))
+        }
+    })();
+    let _ = f.unlock();
     res
 }
 
@@ -783,6 +800,20 @@ mod tests {
         })
         .unwrap();
         assert_eq!(seen, vec![(0, Ok(5)), (2, Ok(200_000)), (3, Err(()))]);
+    }
+
+    #[test]
+    fn append_ends_a_torn_fragment_instead_of_gluing_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        append_line(&p, b"one\n").unwrap();
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(b"frag"))
+            .unwrap();
+        append_line(&p, b"two\n").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"one\nfrag\ntwo\n");
     }
 
     #[test]

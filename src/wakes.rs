@@ -93,18 +93,24 @@ fn read_from_offset(path: &Path, offset: u64) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// (sequence number of the last complete line, whether the file ends
-/// without a newline) — read from the file's tail only.
-fn tail_state(path: &Path) -> Result<(u64, bool)> {
+/// The highest sequence number in the file's tail: the last complete
+/// line's, or a torn fragment's after it (a watcher killed mid-append),
+/// so a number a fragment already shows is never handed out again.
+fn last_seq(path: &Path) -> Result<u64> {
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     if len == 0 {
-        return Ok((0, false));
+        return Ok(0);
     }
     let mut from = len.saturating_sub(4 * MAX_TEXT as u64);
     loop {
         let tail = read_from_offset(path, from)?;
-        let torn = !tail.ends_with(b"\n");
         let complete = fsx::complete_lines(&tail);
+        let fragment = String::from_utf8_lossy(&tail[complete.len()..]);
+        let torn: u64 = fragment
+            .split('\t')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         // Skip the first (possibly partial) line unless we read from 0.
         let body = if from == 0 {
             complete
@@ -119,10 +125,10 @@ fn tail_state(path: &Path) -> Result<(u64, bool)> {
             .filter_map(parse_line)
             .next_back()
         {
-            return Ok((w.seq, torn));
+            return Ok(w.seq.max(torn));
         }
         if from == 0 {
-            return Ok((0, torn));
+            return Ok(torn);
         }
         from = from.saturating_sub(64 * 1024);
     }
@@ -133,7 +139,7 @@ pub fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) -> Resu
     fsx::ensure_dir(&home.state_dir())?;
     let path = home.wakes();
     let _guard = fsx::lock(&home.wakes_lock(), fsx::LOCK_WAIT)?;
-    let (last, torn) = tail_state(&path)?;
+    let last = last_seq(&path)?;
     let wake = Wake {
         seq: last + 1,
         epoch: now,
@@ -141,12 +147,8 @@ pub fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) -> Resu
         kind: clean(kind),
         text: clean(text),
     };
-    let mut line = wake.to_line();
-    if torn {
-        // A writer died mid-line: end that line so ours stands alone.
-        line.insert(0, '\n');
-    }
-    fsx::append_line(&path, line.as_bytes())?;
+    // A fragment left by a writer killed mid-line is ended by append_line.
+    fsx::append_line(&path, wake.to_line().as_bytes())?;
     Ok(wake.seq)
 }
 
@@ -267,7 +269,8 @@ mod tests {
             .and_then(|mut f| std::io::Write::write_all(&mut f, b"7\t1\tt\tsta"))
             .unwrap();
         assert_eq!(read_since(&h, 0).unwrap().0.len(), 1);
-        assert_eq!(append(&h, "t", "status", "two", 2).unwrap(), 2);
+        // The fragment's number is never handed out again.
+        assert_eq!(append(&h, "t", "status", "two", 2).unwrap(), 8);
         let w = read_since(&h, 0).unwrap().0;
         assert_eq!(w.last().unwrap().text, "two");
     }

@@ -78,7 +78,7 @@ fn run(a: Args) -> Result<u8> {
     } else {
         None
     };
-    let lock = match daemon::acquire(&ctx.home)? {
+    let mut lock = match daemon::acquire(&ctx.home)? {
         Ok(lock) => lock,
         Err(pid) => {
             if let Some(start) = start {
@@ -91,6 +91,7 @@ fn run(a: Args) -> Result<u8> {
         }
     };
     let recovered = daemon::recovered_wake(&ctx.home, &ctx.cfg, &lock);
+    lock.record_pid()?;
     let result = if a.once {
         once(&ctx, a.json, recovered)
     } else {

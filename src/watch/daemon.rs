@@ -64,6 +64,14 @@ pub struct Lock {
 }
 
 impl Lock {
+    /// Records this process's pid in the lock file. Called after the
+    /// `watcher-recovered` wake, so a crash in between repeats that wake
+    /// (the next watcher still finds the old pid) instead of losing it.
+    pub fn record_pid(&mut self) -> Result<()> {
+        self.guard
+            .write_contents(format!("{}\n", std::process::id()).as_bytes())
+    }
+
     /// Clears the recorded pid; dropping then releases the lock.
     pub fn release(mut self) {
         let _ = self.guard.write_contents(b"");
@@ -82,14 +90,14 @@ pub fn recorded_pid(home: &Home) -> Option<u32> {
         .and_then(|b| parse_pid(&b))
 }
 
-/// Takes the singleton lock, or returns the holder's pid (`Err`).
+/// Takes the singleton lock, or returns the holder's pid (`Err`). The
+/// caller raises [`recovered_wake`] and then calls [`Lock::record_pid`].
 pub fn acquire(home: &Home) -> Result<std::result::Result<Lock, Option<u32>>> {
     fsx::ensure_dir(&home.state_dir())?;
     let path = home.watch_lock();
     match fsx::try_lock(&path)? {
-        Some(mut guard) => {
+        Some(guard) => {
             let previous = recorded_pid(home).filter(|&p| p != std::process::id());
-            guard.write_contents(format!("{}\n", std::process::id()).as_bytes())?;
             Ok(Ok(Lock { guard, previous }))
         }
         None => {

@@ -207,7 +207,12 @@ mod tests {
         };
         std::fs::write(home.status(&id), "done: one\npaused: hal").unwrap();
         assert_eq!(texts(&mut o), ["done: one"]);
-        fsx::append_line(&home.status(&id), b"f\n").unwrap();
+        // The writer finishes its line (a raw write: it was mid-line).
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(home.status(&id))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"f\n"))
+            .unwrap();
         assert_eq!(texts(&mut o), ["paused: half"]);
         assert!(texts(&mut o).is_empty());
         // A wake that could not be appended is offered again after a rewind.
