@@ -1,0 +1,225 @@
+//! File primitives (SPEC §2): the only module that creates, replaces,
+//! appends to or renames files. Every other module asks it to.
+//!
+//! Guarantees:
+//! - **Atomic replace**: readers see the old bytes or the new bytes, never a
+//!   mix; after return the data and the directory entry are on disk.
+//! - **Append**: a record is one `write_all` of a complete `\n`-terminated
+//!   line on an `O_APPEND` descriptor under an exclusive lock on the file;
+//!   a fragment left by a writer killed mid-write is ended with `\n` before
+//!   the next record, never glued to it. Readers ignore a final line
+//!   without `\n`.
+//! - **Locks**: a dedicated lock file, never deleted, locked with
+//!   `File::lock`; waits are bounded and a timeout writes nothing.
+//! - **Numbered create**: the next number is one more than the highest
+//!   present in every scanned directory; the file appears complete or not
+//!   at all, and an existing file is never clobbered.
+//! - Files are created 0600 and directories 0700; a symlink where a file or
+//!   directory is expected is refused, never followed.
+
+mod append;
+mod lock;
+mod numbered;
+mod read;
+mod write;
+
+pub use append::*;
+pub use lock::*;
+pub use numbered::*;
+pub use read::*;
+pub use write::*;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            Error::Symlink(path.to_path_buf())
+        } else {
+            Error::io(op, path, e)
+        }
+    }
+}
+
+/// Refuses `path` if it is a symlink. A missing path is fine.
+pub fn refuse_symlink(path: &Path) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
+/// True if `path` exists as a directory (not through a symlink).
+pub fn is_dir(path: &Path) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
+        Ok(m) => Ok(m.is_dir()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
+/// Creates `path` (and missing parents) with mode 0700. An existing
+/// directory is fine; a symlink or a file in its place is refused.
+pub fn ensure_dir(path: &Path) -> Result<()> {
+    if is_dir(path)? {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(io_err("create directory", path))?;
+    if !is_dir(path)? {
+        return Err(Error::io(
+            "create directory",
+            path,
+            io::ErrorKind::AlreadyExists.into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::append::untear;
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    #[test]
+    fn symlinks_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        fs::write(&real, b"x").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(atomic_write(&link, b"y"), Err(Error::Symlink(_))));
+        assert!(matches!(append_line(&link, b"y\n"), Err(Error::Symlink(_))));
+        assert!(matches!(read_optional(&link), Err(Error::Symlink(_))));
+        assert_eq!(fs::read(&real).unwrap(), b"x");
+    }
+
+    #[test]
+    fn numbered_names_round_trip_past_999() {
+        assert_eq!(numbered_name(7, "msg"), "007.msg");
+        assert_eq!(numbered_name(1000, "msg"), "1000.msg");
+        assert_eq!(parse_numbered("1000.msg", "msg"), Some(1000));
+        assert_eq!(parse_numbered("002.msg", "msg"), Some(2));
+        for bad in [
+            ".002.msg",
+            "002.msg.tmp",
+            "x.msg",
+            ".msg",
+            "002.md",
+            "-1.msg",
+            "1.msg",
+            "12.msg",
+            "0007.msg",
+            "01000.msg",
+            "000.msg",
+        ] {
+            assert_eq!(parse_numbered(bad, "msg"), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn numbered_create_counts_other_dirs_and_never_clobbers() {
+        let d = tempfile::tempdir().unwrap();
+        let handled = d.path().join("handled");
+        fs::create_dir(&handled).unwrap();
+        fs::write(handled.join("004.msg"), b"old").unwrap();
+        let lock = d.path().join(".lock");
+        let (n, p) = create_numbered(d.path(), &[&handled], "msg", &lock, b"hello").unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(fs::read(p).unwrap(), b"hello");
+        let (n, _) = create_numbered(d.path(), &[&handled], "msg", &lock, b"again").unwrap();
+        assert_eq!(n, 6);
+    }
+
+    #[test]
+    fn lock_wait_is_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        let _held = lock(&p, LOCK_WAIT).unwrap();
+        let err = lock(&p, Duration::from_millis(50)).unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+    }
+
+    #[test]
+    fn a_torn_append_is_cut_back_off_only_while_it_is_the_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        fs::write(&p, b"one\n").unwrap();
+        let mut f = OpenOptions::new().read(true).append(true).open(&p).unwrap();
+        f.write_all(b"tw").unwrap();
+        untear(&f, b"tw");
+        assert_eq!(fs::read(&p).unwrap(), b"one\n");
+        f.write_all(b"tw").unwrap();
+        let mut other = OpenOptions::new().append(true).open(&p).unwrap();
+        other.write_all(b"x\n").unwrap();
+        untear(&f, b"tw");
+        assert_eq!(fs::read(&p).unwrap(), b"one\ntwx\n");
+    }
+
+    #[test]
+    fn read_each_in_reads_small_and_large_files_and_skips_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let big = vec![b'x'; 200_000];
+        fs::write(d.path().join("a"), b"small").unwrap();
+        fs::write(d.path().join("b"), &big).unwrap();
+        std::os::unix::fs::symlink(d.path().join("a"), d.path().join("l")).unwrap();
+        let names: Vec<String> = ["a", "gone", "b", "l"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut seen = Vec::new();
+        read_each_in(d.path(), &names, |i, r| {
+            seen.push((i, r.map(|b| b.len()).map_err(|_| ())))
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(0, Ok(5)), (2, Ok(200_000)), (3, Err(()))]);
+    }
+
+    #[test]
+    fn append_ends_a_torn_fragment_instead_of_gluing_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        append_line(&p, b"one\n").unwrap();
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(b"frag"))
+            .unwrap();
+        append_line(&p, b"two\n").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"one\nfrag\ntwo\n");
+    }
+
+    #[test]
+    fn complete_lines_drops_a_torn_tail() {
+        assert_eq!(complete_lines(b"a\nb\npart"), b"a\nb\n");
+        assert_eq!(complete_lines(b"part"), b"");
+    }
+}

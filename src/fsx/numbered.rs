@@ -1,0 +1,128 @@
+//! Numbered files (`NNN.<ext>`): canonical names, listing, and the
+//! numbered create of SPEC §2 — staged and fsynced before the directory
+//! lock is taken, renamed into place without clobbering under it.
+
+use super::write::write_temp;
+use super::*;
+
+/// `NNN.<ext>` with at least three digits (SPEC §5.1).
+pub fn numbered_name(n: u64, ext: &str) -> String {
+    format!("{n:03}.{ext}")
+}
+
+/// The number in a `NNN.<ext>` name; `None` for any other name. Only the
+/// canonical spelling counts (the one [`numbered_name`] gives, numbers
+/// from 1): every reader opens a record by its canonical name, so a
+/// hand-written `1.msg` or `0007.msg` is ignored rather than listed as
+/// pending and then never found (SPEC §5.1: readers ignore other names).
+pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    if stem.is_empty() || stem.len() > 19 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = stem.parse().ok()?;
+    (n > 0 && numbered_name(n, ext) == name).then_some(n)
+}
+
+/// Numbers of the `NNN.<ext>` files in `dir`, sorted; a missing dir is empty.
+pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
+    refuse_symlink(dir)?;
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read directory", dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
+        if let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| parse_numbered(s, ext))
+        {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// A complete, fsynced dot-temp file waiting to become a numbered file.
+/// Writing and syncing happen before the directory lock is taken, so the
+/// lock is held only for a directory scan and one rename. Dropping an
+/// uncommitted `Staged` removes the temp file.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
+pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
+    let tmp = write_temp(&dir.join("staged"), bytes)?;
+    Ok(Staged {
+        tmp: Some(tmp),
+        dir: dir.to_path_buf(),
+    })
+}
+
+impl Staged {
+    /// Under the caller's lock on the directory: picks one more than the
+    /// highest `NNN.<ext>` in the directory and every dir of `also_scan`
+    /// and renames the staged file there without clobbering. The caller
+    /// fsyncs the directory (after releasing the lock) with [`sync_dir`].
+    pub fn commit_numbered(
+        mut self,
+        also_scan: &[&Path],
+        ext: &str,
+        _held: &LockGuard,
+    ) -> Result<(u64, PathBuf)> {
+        let tmp = self.tmp.take().expect("staged file present until commit");
+        let result = (|| {
+            let mut highest = list_numbered(&self.dir, ext)?.last().copied().unwrap_or(0);
+            for d in also_scan {
+                highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
+            }
+            let mut n = highest + 1;
+            loop {
+                let target = self.dir.join(numbered_name(n, ext));
+                // A name taken outside the lock (a human?) is never clobbered.
+                if rename_noclobber(&tmp, &target)? {
+                    return Ok((n, target));
+                }
+                n += 1;
+            }
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Numbered create (SPEC §2): stages `bytes` in `dir`, then under the lock at
+/// `lock_path` renames it to one more than the highest `NNN.<ext>` in `dir`
+/// and every dir of `also_scan`, never clobbering; fsyncs the directory.
+/// Returns the number and the final path.
+pub fn create_numbered(
+    dir: &Path,
+    also_scan: &[&Path],
+    ext: &str,
+    lock_path: &Path,
+    bytes: &[u8],
+) -> Result<(u64, PathBuf)> {
+    let staged = stage(dir, bytes)?;
+    let guard = lock(lock_path, LOCK_WAIT)?;
+    let done = staged.commit_numbered(also_scan, ext, &guard)?;
+    drop(guard);
+    sync_dir(dir)?;
+    Ok(done)
+}

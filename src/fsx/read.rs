@@ -1,0 +1,134 @@
+//! Reading files others may be writing: whole-file reads that refuse
+//! symlinks, batched reads of many small files, and the rule that only
+//! complete (`\n`-terminated) lines are trusted.
+
+use super::*;
+
+/// Reads a whole file, refusing a symlink. `Ok(None)` when it does not exist.
+pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).map_err(io_err("read", path))?;
+    Ok(Some(buf))
+}
+
+/// [`read_optional`] plus the file's mtime (Unix seconds) from the same
+/// open file, so a reader of many small files pays no extra `stat`.
+pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let md = f.metadata().map_err(io_err("stat", path))?;
+    let mtime = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    // A plain read loop sized from the stat: `read_to_end` would stat and
+    // seek again to size its buffer.
+    let mut buf = vec![0u8; md.len() as usize + 1];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err("read", path)(e)),
+        }
+    }
+    buf.truncate(filled);
+    Ok(Some((buf, mtime)))
+}
+
+/// Opens directory `dir` once and reads each named file in it (relative
+/// `openat`, `O_NOFOLLOW`), calling `f(index, bytes)` with a buffer reused
+/// across files. Files that vanished are skipped; other failures are passed
+/// as `Err`. Meant for many small files that are only ever replaced by
+/// rename (never written in place): one `read` shorter than the buffer is
+/// taken as end of file, so a small file costs open, read and close only.
+pub fn read_each_in(
+    dir: &Path,
+    names: &[String],
+    mut f: impl FnMut(usize, io::Result<&[u8]>),
+) -> Result<()> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    refuse_symlink(dir)?;
+    let d = File::open(dir).map_err(io_err("open directory", dir))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    for (i, name) in names.iter().enumerate() {
+        let Ok(c) = CString::new(std::ffi::OsStr::new(name).as_bytes()) else {
+            f(i, Err(io::ErrorKind::InvalidInput.into()));
+            continue;
+        };
+        // SAFETY: `d` is an open directory descriptor and `c` a valid C string.
+        let fd = unsafe {
+            libc::openat(
+                d.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::NotFound {
+                f(i, Err(e));
+            }
+            continue;
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let mut len = 0;
+        let res = loop {
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    len += n;
+                    if len < buf.len() {
+                        break Ok(());
+                    }
+                    buf.resize(buf.len() * 2, 0);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        match res {
+            Ok(()) => f(i, Ok(&buf[..len])),
+            Err(e) => f(i, Err(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads a whole file, refusing a symlink; a missing file is an error.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    read_optional(path)?.ok_or_else(|| Error::io("read", path, io::ErrorKind::NotFound.into()))
+}
+
+/// The prefix of `bytes` up to and including the last `\n`: what a reader
+/// may trust of a file someone may be appending to.
+pub fn complete_lines(bytes: &[u8]) -> &[u8] {
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => &[],
+    }
+}
