@@ -1,0 +1,161 @@
+//! Lifecycle (SPEC §10.1): spawn, interrupt, exit, relaunch and tear down a
+//! worker without the captain touching tmux.
+//!
+//! One action per task at a time (`state/.control-<id>.lock`, never waited
+//! for: a second action is refused). Meta is written only through
+//! [`meta::update`], which preserves keys other tools own. tmux and git run
+//! with argument vectors, bounded in time; panes are addressed by id only.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::harness::{self, HarnessProfile};
+use crate::home::Home;
+use crate::meta::{self, Meta};
+use crate::pane::{Pane, PaneInfo, Tmux};
+use crate::task_id::TaskId;
+use crate::{brief, clock, frontmatter, fsx, stand_in};
+
+mod spawn;
+mod stop;
+mod teardown;
+
+const TOOL: &str = "fm-control";
+/// `git worktree add` checks out files: give it longer than a query.
+const GIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A lifecycle action.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Spawn {
+        project: PathBuf,
+        harness: Option<String>,
+        base: Option<String>,
+    },
+    Interrupt,
+    Exit,
+    Relaunch {
+        note: Option<String>,
+        harness: Option<String>,
+    },
+    Teardown {
+        force: bool,
+    },
+}
+
+/// Runs `action` on task `id` under its lifecycle lock; returns the line
+/// to print on success.
+pub fn run(home: &Home, cfg: &Config, id: &TaskId, action: Action) -> Result<String> {
+    // The brief is read and rewritten (relaunch) and the meta replaced
+    // under these paths: never through a symlink (SPEC §1.2).
+    fsx::refuse_symlink(&home.task_data(id))?;
+    fsx::refuse_symlink(&home.meta(id))?;
+    fsx::ensure_dir(&home.state_dir())?;
+    let Some(_lock) = fsx::try_lock(&home.control_lock(id))? else {
+        return Err(Error::refused(format!(
+            "another lifecycle action is already running ({id})"
+        )));
+    };
+    let ctl = Ctl { home, cfg, id };
+    match action {
+        Action::Spawn {
+            project,
+            harness,
+            base,
+        } => ctl.spawn(&project, harness.as_deref(), base.as_deref()),
+        Action::Interrupt => ctl.interrupt(),
+        Action::Exit => ctl.exit(),
+        Action::Relaunch { note, harness } => ctl.relaunch(note.as_deref(), harness.as_deref()),
+        Action::Teardown { force } => ctl.teardown(force),
+    }
+}
+
+/// How asking an agent to exit ended.
+#[derive(Debug)]
+enum Stop {
+    /// No live agent to begin with.
+    WasGone,
+    Exited,
+    /// Still alive after `exit_wait_secs`; the error says what was sent.
+    StillRunning(Error),
+}
+
+/// What tmux says about a task's agent.
+#[derive(Debug, Clone)]
+enum Agent {
+    NoPane,
+    Gone,
+    Exited(PaneInfo),
+    Alive(PaneInfo),
+}
+
+struct Ctl<'a> {
+    home: &'a Home,
+    cfg: &'a Config,
+    id: &'a TaskId,
+}
+
+/// Runs git in `dir`; stdout on success, an error naming the command otherwise.
+fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = crate::git::run_bounded(dir, args, GIT_TIMEOUT)?;
+    if !out.ok {
+        return Err(Error::External {
+            program: "git".into(),
+            msg: format!("git {}: {}", args.join(" "), out.stderr.trim()),
+        });
+    }
+    Ok(out.stdout)
+}
+
+impl Ctl<'_> {
+    fn meta(&self) -> Result<Meta> {
+        Meta::load(self.home, self.id)?.ok_or_else(|| {
+            Error::refused(format!(
+                "unknown task {}: no metadata (spawn it first)",
+                self.id
+            ))
+        })
+    }
+
+    fn tmux(&self, meta: &Meta) -> Tmux {
+        Tmux::for_task(meta.str("tmux_socket"), &self.cfg.tmux.socket)
+    }
+
+    fn profile(&self, name: &str) -> Result<HarnessProfile> {
+        harness::profile(self.cfg, name).ok_or_else(|| {
+            Error::usage(format!(
+                "unknown harness {name:?} (built-ins: {}; or define [harness.{name}])",
+                harness::BUILTINS.join(", ")
+            ))
+        })
+    }
+
+    fn meta_profile(&self, meta: &Meta) -> Option<HarnessProfile> {
+        harness::profile(self.cfg, meta.get("harness").filter(|h| !h.is_empty())?)
+    }
+
+    fn agent(&self, meta: &Meta) -> Result<Agent> {
+        let Some(pane) = meta.get("pane").filter(|p| !p.is_empty()) else {
+            return Ok(Agent::NoPane);
+        };
+        let info = match self.tmux(meta).info(pane) {
+            Ok(Some(info)) => info,
+            Ok(None) => return Ok(Agent::Gone),
+            Err(Error::External { msg, .. }) if msg.contains("not installed") => {
+                return Ok(Agent::Gone);
+            }
+            Err(e) => return Err(e),
+        };
+        let profile = self.meta_profile(meta);
+        Ok(
+            if harness::is_alive(profile.as_ref(), info.dead, &info.command) {
+                Agent::Alive(info)
+            } else {
+                Agent::Exited(info)
+            },
+        )
+    }
+}

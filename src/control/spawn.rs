@@ -1,0 +1,223 @@
+//! `spawn` (SPEC §10.1): worktree, window, launch argv and meta.
+
+use super::*;
+
+impl Ctl<'_> {
+    /// The launch argv with placeholders filled; `fm-*` programs resolve to
+    /// the sibling binaries of this executable.
+    pub(super) fn launch_argv(&self, profile: &HarnessProfile) -> Vec<String> {
+        let h = self.home;
+        let subst = |s: &str| {
+            s.replace("{brief}", &h.brief(self.id).display().to_string())
+                .replace("{id}", self.id.as_str())
+                .replace("{inbox}", &h.inbox(self.id).display().to_string())
+                .replace("{home}", &h.root().display().to_string())
+                .replace("{status}", &h.status(self.id).display().to_string())
+        };
+        let mut argv: Vec<String> = profile.launch.iter().map(|s| subst(s)).collect();
+        if let Some(first) = argv.first_mut()
+            && first.starts_with("fm-")
+            && !first.contains('/')
+        {
+            *first = stand_in::sibling_bin(first).display().to_string();
+        }
+        argv
+    }
+
+    pub(super) fn check_brief(&self) -> Result<()> {
+        let report = brief::check_brief(self.home, self.cfg, self.id, None)?;
+        if !report.ok {
+            return Err(Error::refused(format!(
+                "brief does not pass fm-brief --check: {}",
+                report.problems.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Opens window `fm-<id>` in the configured session (created if
+    /// needed) running `argv` in `worktree`, with `remain-on-exit` so the
+    /// pane outlives its agent; returns the new pane id.
+    ///
+    /// The window first runs a placeholder (`cat`, waiting on its terminal)
+    /// so the pane exists while `remain-on-exit` is set on it alone; then
+    /// `respawn-pane -k` starts the agent. An agent that exits at once
+    /// leaves a dead pane, never a vanished one.
+    pub(super) fn open_window(
+        &self,
+        tmux: &Tmux,
+        worktree: &str,
+        argv: Vec<String>,
+    ) -> Result<String> {
+        let session = &self.cfg.tmux.session;
+        let has_session = || {
+            tmux.run(&["has-session", "-t", &format!("={session}")])
+                .is_ok()
+        };
+        // A concurrent spawn may create the session first: that is fine.
+        if !has_session()
+            && let Err(e) = tmux.run(&["new-session", "-d", "-s", session, "-x", "220", "-y", "50"])
+            && !has_session()
+        {
+            return Err(e);
+        }
+        let env = format!("FM_HOME={}", self.home.root().display());
+        let mut args: Vec<String> = ["new-window", "-d", "-P", "-F", "#{pane_id}", "-t"]
+            .map(String::from)
+            .to_vec();
+        args.extend([
+            format!("={session}:"),
+            "-n".into(),
+            format!("fm-{}", self.id),
+            "-c".into(),
+            worktree.into(),
+            "-e".into(),
+            env,
+            "--".into(),
+            "cat".into(),
+        ]);
+        let pane = tmux.run(&args)?.trim().to_string();
+        let started = tmux
+            .run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])
+            .and_then(|_| self.respawn(tmux, &pane, worktree, argv));
+        if let Err(e) = started {
+            let _ = tmux.run(&["kill-pane", "-t", &pane]);
+            return Err(e);
+        }
+        Ok(pane)
+    }
+
+    /// Replaces whatever runs in `pane` (killing it) with `argv`.
+    pub(super) fn respawn(
+        &self,
+        tmux: &Tmux,
+        pane: &str,
+        worktree: &str,
+        argv: Vec<String>,
+    ) -> Result<()> {
+        let env = format!("FM_HOME={}", self.home.root().display());
+        let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", worktree, "-e", &env]
+            .map(String::from)
+            .to_vec();
+        args.push("--".into());
+        args.extend(argv);
+        tmux.run(&args).map(|_| ())
+    }
+
+    /// The launch argv, refused (exit 1) when its program cannot be found:
+    /// an agent that cannot start must not leave a worktree or a window.
+    pub(super) fn checked_argv(&self, profile: &HarnessProfile) -> Result<Vec<String>> {
+        let argv = self.launch_argv(profile);
+        let program = argv.first().map(String::as_str).unwrap_or("");
+        if !harness::program_exists(program, std::env::var_os("PATH").as_deref()) {
+            return Err(Error::refused(format!(
+                "harness {}: program {program} not found",
+                profile.name
+            )));
+        }
+        Ok(argv)
+    }
+
+    /// A new (or no) agent has no turn in progress: an idle busy record
+    /// replaces whatever the previous agent left (SPEC §9.3).
+    pub(super) fn reset_busy(&self) -> Result<()> {
+        let line = crate::busy::render(false, clock::now(), TOOL);
+        fsx::atomic_write(&self.home.busy(self.id), line.as_bytes())
+    }
+
+    pub(super) fn spawn(
+        &self,
+        project: &Path,
+        harness: Option<&str>,
+        base: Option<&str>,
+    ) -> Result<String> {
+        let old = Meta::load(self.home, self.id)?.unwrap_or_default();
+        if let Agent::Alive(info) = self.agent(&old)? {
+            return Err(Error::refused(format!(
+                "{} already has a live agent in pane {}",
+                self.id, info.id
+            )));
+        }
+        let harness_name = harness
+            .map(str::to_string)
+            .or_else(|| old.get("harness").map(str::to_string))
+            .unwrap_or_else(|| "claude".into());
+        let profile = self.profile(&harness_name)?;
+        self.check_brief()?;
+        let argv = self.checked_argv(&profile)?;
+        let project = project
+            .canonicalize()
+            .map_err(|e| Error::io("open project", project, e))?;
+        let top = git(&project, &["rev-parse", "--show-toplevel"])?;
+        let project = PathBuf::from(top.trim());
+        let worktree = self.home.worktree(self.cfg, self.id);
+        let wt = worktree.display().to_string();
+        let mut created_from = None;
+        if !worktree.join(".git").exists() {
+            let base = match base {
+                Some(b) => b.to_string(),
+                None => crate::git::default_base(&project, &self.cfg.brief.default_branch)?
+                    .map_err(|tried| {
+                        Error::refused(format!(
+                            "no default branch in {} (tried {tried}): pass --base <ref>",
+                            project.display()
+                        ))
+                    })?,
+            };
+            fsx::ensure_dir(&self.home.worktrees_dir(self.cfg))?;
+            git(&project, &["worktree", "add", "--detach", &wt, &base])?;
+            created_from = Some(base);
+        }
+        let window = format!("fm-{}", self.id);
+        let tmux = Tmux::new(&self.cfg.tmux.socket);
+        let pane = match self.open_window(&tmux, &wt, argv) {
+            Ok(p) => p,
+            Err(e) => {
+                // Nothing of this spawn stays behind: a worktree it created
+                // goes again (no meta points at it yet).
+                if created_from.is_some() {
+                    let _ = git(&project, &["worktree", "remove", "--force", &wt]);
+                }
+                return Err(e);
+            }
+        };
+        let brief = String::from_utf8_lossy(
+            &fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default(),
+        )
+        .into_owned();
+        let fm = frontmatter::parse(&brief)
+            .map(|(f, _)| f)
+            .unwrap_or_default();
+        let now = clock::now();
+        meta::update(self.home, self.id, |m| {
+            for key in ["kind", "mode", "repo", "branch"] {
+                if m.get(key).is_none()
+                    && let Some(v) = frontmatter::get(&fm, key)
+                {
+                    m.set(key, v);
+                }
+            }
+            let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
+            m.set("project", &project.display().to_string());
+            m.set("worktree", &wt);
+            m.set("harness", &harness_name);
+            m.set("pane", &pane);
+            m.set("tmux_socket", &self.cfg.tmux.socket);
+            m.set("window", &window);
+            m.set("spawn_gen", &(gen_ + 1).to_string());
+            m.set("spawned_at", &now.to_string());
+        })?;
+        self.reset_busy()?;
+        let mut ev = Event::at(now, TOOL, self.id.as_str(), "control.spawned")
+            .field("pane", pane.clone())
+            .field("harness", harness_name.clone());
+        if let Some(base) = created_from {
+            ev = ev.field("base", base);
+        }
+        ev.record(self.home);
+        Ok(format!(
+            "spawned {} pane={pane} worktree={wt} harness={harness_name}",
+            self.id
+        ))
+    }
+}

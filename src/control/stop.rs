@@ -1,0 +1,164 @@
+//! `interrupt`, `exit` and `relaunch` (SPEC §10.1): stopping an agent and
+//! starting the next one in the same pane.
+
+use super::*;
+
+impl Ctl<'_> {
+    pub(super) fn interrupt(&self) -> Result<String> {
+        let meta = self.meta()?;
+        let Agent::Alive(info) = self.agent(&meta)? else {
+            return Err(Error::refused(format!(
+                "nothing to interrupt: no live agent for {}",
+                self.id
+            )));
+        };
+        let profile = self.meta_profile(&meta);
+        let keys = profile
+            .as_ref()
+            .map(|p| p.interrupt.clone())
+            .unwrap_or_else(|| vec!["C-c".into()]);
+        let tmux = self.tmux(&meta);
+        for k in &keys {
+            tmux.press(&info.id, k)?;
+        }
+        Event::new(TOOL, self.id.as_str(), "control.interrupted").record(self.home);
+        Ok(format!(
+            "interrupt-delivered {} harness={}",
+            self.id,
+            meta.str("harness")
+        ))
+    }
+
+    /// Stops the agent if it runs. `Ok(false)` when it was already gone;
+    /// an agent still running after `exit_wait_secs` is an error.
+    pub(super) fn stop(&self, meta: &Meta) -> Result<bool> {
+        match self.try_stop(meta)? {
+            Stop::WasGone => Ok(false),
+            Stop::Exited => Ok(true),
+            Stop::StillRunning(e) => Err(e),
+        }
+    }
+
+    /// Asks the agent to exit and waits `exit_wait_secs` for it.
+    pub(super) fn try_stop(&self, meta: &Meta) -> Result<Stop> {
+        let Agent::Alive(info) = self.agent(meta)? else {
+            return Ok(Stop::WasGone);
+        };
+        let tmux = self.tmux(meta);
+        let profile = self.meta_profile(meta);
+        let mut sent = Vec::new();
+        let busy_record = crate::busy::is_busy(self.home, self.id);
+        let screen = tmux.capture(&info.id, 0).unwrap_or_default();
+        if busy_record || crate::deliver::screen_busy(profile.as_ref(), &screen) {
+            for k in profile
+                .as_ref()
+                .map(|p| p.interrupt.clone())
+                .unwrap_or_default()
+            {
+                tmux.press(&info.id, &k)?;
+                sent.push(format!("key {k}"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let exit_text = profile
+            .as_ref()
+            .map(|p| p.exit.clone())
+            .unwrap_or_else(|| "exit".into());
+        tmux.type_text(&info.id, &exit_text)?;
+        tmux.press(&info.id, "Enter")?;
+        sent.push(format!("text {exit_text:?} + Enter"));
+        let deadline = Instant::now() + Duration::from_secs(self.cfg.control.exit_wait_secs);
+        loop {
+            if !matches!(self.agent(meta)?, Agent::Alive(_)) {
+                return Ok(Stop::Exited);
+            }
+            if Instant::now() >= deadline {
+                return Ok(Stop::StillRunning(Error::refused(format!(
+                    "agent of {} still running after {}s; sent {}",
+                    self.id,
+                    self.cfg.control.exit_wait_secs,
+                    sent.join(", then ")
+                ))));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub(super) fn exit(&self) -> Result<String> {
+        let meta = self.meta()?;
+        let stopped = self.stop(&meta)?;
+        // No agent runs now: whatever turn the busy record claims is over.
+        self.reset_busy()?;
+        if !stopped {
+            return Ok(format!("already-stopped {}", self.id));
+        }
+        Event::new(TOOL, self.id.as_str(), "control.stopped").record(self.home);
+        Ok(format!("stopped {}", self.id))
+    }
+
+    pub(super) fn relaunch(&self, note: Option<&str>, harness: Option<&str>) -> Result<String> {
+        let meta = self.meta()?;
+        let note = note.map(str::trim).filter(|n| !n.is_empty());
+        if note.is_none() && meta.kind() != "secondmate" {
+            return Err(Error::refused(format!(
+                "relaunch of {} requires --note (what the new agent must know)",
+                self.id
+            )));
+        }
+        let from = meta.str("harness").to_string();
+        let to = harness.map(str::to_string).unwrap_or_else(|| {
+            if from.is_empty() {
+                "claude".into()
+            } else {
+                from.clone()
+            }
+        });
+        let profile = self.profile(&to)?;
+        let argv = self.checked_argv(&profile)?;
+        // The old agent goes first. One that ignores the exit is killed by
+        // `respawn-pane -k` below; the note is written once it cannot be
+        // read by the old agent, and before the new one starts.
+        let killed = match self.try_stop(&meta)? {
+            Stop::StillRunning(_) => true,
+            Stop::WasGone | Stop::Exited => false,
+        };
+        if let Some(note) = note {
+            let brief_path = self.home.brief(self.id);
+            let mut brief = fsx::read(&brief_path)?;
+            if !brief.ends_with(b"\n") {
+                brief.push(b'\n');
+            }
+            brief.extend_from_slice(
+                format!(
+                    "\n## Progress note ({})\n\n{note}\n",
+                    clock::human_utc(clock::now())
+                )
+                .as_bytes(),
+            );
+            fsx::atomic_write(&brief_path, &brief)?;
+        }
+        let tmux = self.tmux(&meta);
+        let wt = meta.str("worktree").to_string();
+        let pane = match self.agent(&meta)? {
+            Agent::Exited(info) | Agent::Alive(info) => {
+                self.respawn(&tmux, &info.id, &wt, argv)?;
+                info.id
+            }
+            Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, argv)?,
+        };
+        meta::update(self.home, self.id, |m| {
+            let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
+            m.set("spawn_gen", &(gen_ + 1).to_string());
+            m.set("harness", &to);
+            m.set("pane", &pane);
+            m.set("spawned_at", &clock::now().to_string());
+        })?;
+        self.reset_busy()?;
+        Event::new(TOOL, self.id.as_str(), "control.relaunched")
+            .field("from", from.clone())
+            .field("to", to.clone())
+            .field("killed", killed)
+            .record(self.home);
+        Ok(format!("relaunched {} harness={to} from={from}", self.id))
+    }
+}

@@ -1,0 +1,102 @@
+//! `teardown` (SPEC §10.1): refuse to destroy unpushed or uncommitted work,
+//! then stop, remove the worktree and archive the task's state.
+
+use super::*;
+
+impl Ctl<'_> {
+    /// Whether the worktree's HEAD survives its removal: contained in a
+    /// remote-tracking ref; a local branch also counts for local-only work
+    /// and in a project with no remote at all (there is nowhere to push).
+    pub(super) fn head_reachable(&self, meta: &Meta, worktree: &Path) -> Result<bool> {
+        let mut scopes = vec!["refs/remotes/"];
+        let no_remote = git(worktree, &["remote"])?.trim().is_empty();
+        if meta.str("mode") == "local-only" || no_remote {
+            scopes.push("refs/heads/");
+        }
+        Ok(crate::git::ref_containing(worktree, "HEAD", &scopes)?.is_some())
+    }
+
+    pub(super) fn teardown(&self, force: bool) -> Result<String> {
+        let meta = self.meta()?;
+        let worktree = PathBuf::from(meta.str("worktree"));
+        let has_worktree = !meta.str("worktree").is_empty() && worktree.join(".git").exists();
+        if has_worktree && !force {
+            // The top-level check first: a `.git` that git does not honour
+            // would make every later `git -C` answer for an outer repository.
+            let head = match crate::git::head(&worktree) {
+                Err(e) if e.to_string().contains("not a git repository") => {
+                    return Err(Error::refused(format!(
+                        "worktree {} is not a git repository of its own (use --force)",
+                        worktree.display()
+                    )));
+                }
+                other => other?,
+            };
+            if !git(&worktree, &["status", "--porcelain"])?
+                .trim()
+                .is_empty()
+            {
+                return Err(Error::refused(format!(
+                    "worktree {} has uncommitted changes (use --force)",
+                    worktree.display()
+                )));
+            }
+            if let Some(head) = head
+                && !self.head_reachable(&meta, &worktree)?
+            {
+                return Err(Error::refused(format!(
+                    "HEAD {} is unreachable outside the worktree: push it first (or use --force)",
+                    &head[..head.len().min(12)]
+                )));
+            }
+        }
+        if let Err(e) = self.stop(&meta)
+            && !force
+        {
+            return Err(e);
+        }
+        if let Agent::Exited(info) | Agent::Alive(info) = self.agent(&meta)? {
+            let _ = self.tmux(&meta).run(&["kill-pane", "-t", &info.id]);
+        }
+        if has_worktree {
+            let project = meta
+                .get("project")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| worktree.clone());
+            let wt = worktree.display().to_string();
+            git(&project, &["worktree", "remove", "--force", &wt])?;
+        }
+        let now = clock::now();
+        let dest = self.home.archive_entry(self.id, now);
+        fsx::ensure_dir(&dest)?;
+        let id = self.id;
+        let moves = [
+            self.home.meta(id),
+            self.home.status(id),
+            self.home.busy(id),
+            self.home.run(id),
+            self.home.inbox(id),
+            self.home.task_data(id),
+        ];
+        for src in moves {
+            let name = if src == self.home.task_data(id) {
+                "data".into()
+            } else {
+                src.file_name()
+                    .map(|n| n.to_os_string())
+                    .unwrap_or_default()
+            };
+            if src.symlink_metadata().is_ok() && !fsx::rename_noclobber(&src, &dest.join(&name))? {
+                return Err(Error::refused(format!(
+                    "archive entry {} already exists",
+                    dest.join(name).display()
+                )));
+            }
+        }
+        Event::at(now, TOOL, id.as_str(), "control.torn-down")
+            .field("archive", dest.display().to_string())
+            .record(self.home);
+        Ok(format!("torn-down {id} archive={}", dest.display()))
+    }
+}
