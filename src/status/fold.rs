@@ -1,0 +1,117 @@
+//! The fold (SPEC §3.3): open decisions by key and the current line.
+
+use super::*;
+
+/// An open decision: what is waiting on someone above the worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub key: String,
+    pub verb: String,
+    pub text: String,
+    pub at: Option<u64>,
+}
+
+/// The fold of a whole log (SPEC §3.3).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fold {
+    /// Open decisions, oldest first.
+    pub open: Vec<Decision>,
+    /// The newest line with a state verb, whatever is open.
+    pub last_state: Option<StatusLine>,
+    /// Valid status lines seen.
+    pub lines: usize,
+    /// Non-blank lines that are not valid status lines.
+    pub malformed: usize,
+    /// The `at=` stamp of the newest valid status line (`None` when it has
+    /// none, or when there is no valid line: see [`Fold::lines`]).
+    pub last_at: Option<u64>,
+}
+
+impl Fold {
+    pub fn push(&mut self, parsed: Parsed) {
+        match parsed {
+            Parsed::Prose => self.malformed += 1,
+            Parsed::Invalid(_) => self.malformed += 1,
+            Parsed::Line(l) => {
+                self.lines += 1;
+                self.last_at = l.at;
+                if l.kind.opens() {
+                    self.open.retain(|d| d.key != l.key);
+                    self.open.push(Decision {
+                        key: l.key.clone(),
+                        verb: l.verb.clone(),
+                        text: l.text.clone(),
+                        at: l.at,
+                    });
+                } else if l.kind == Verb::Resolved {
+                    self.open.retain(|d| d.key != l.key);
+                }
+                if l.kind.is_state() {
+                    self.last_state = Some(l);
+                }
+            }
+        }
+    }
+
+    /// Folds the complete lines of a log (a torn final line is ignored).
+    /// Lines are parsed borrowed; only open decisions and the newest state
+    /// line are copied out.
+    pub fn from_bytes(bytes: &[u8], paused: &str) -> Fold {
+        let text = String::from_utf8_lossy(crate::fsx::complete_lines(bytes));
+        let paused_lower = paused.to_lowercase();
+        let mut f = Fold::default();
+        let mut open: Vec<LineRef> = Vec::new();
+        let mut last_state: Option<LineRef> = None;
+        for line in text.split('\n') {
+            if line.bytes().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            match parse_str(line, &paused_lower) {
+                ParsedRef::Prose | ParsedRef::Invalid(_) => f.malformed += 1,
+                ParsedRef::Line(l) => {
+                    f.lines += 1;
+                    f.last_at = l.at;
+                    if l.kind.opens() || l.kind == Verb::Resolved {
+                        open.retain(|d| d.key != l.key);
+                    }
+                    if l.kind.opens() {
+                        open.push(l);
+                    }
+                    if l.kind.is_state() {
+                        last_state = Some(l);
+                    }
+                }
+            }
+        }
+        f.open = open.iter().map(LineRef::decision).collect();
+        f.last_state = last_state.map(|l| l.to_owned_line());
+        f
+    }
+
+    /// The current line: the newest open decision, else the newest state line.
+    pub fn current(&self) -> Option<Current> {
+        if let Some(d) = self.open.last() {
+            return Some(Current {
+                verb: d.verb.clone(),
+                key: d.key.clone(),
+                text: d.text.clone(),
+                at: d.at,
+            });
+        }
+        self.last_state.as_ref().map(|l| Current {
+            verb: l.verb.clone(),
+            key: l.key.clone(),
+            text: l.text.clone(),
+            at: l.at,
+        })
+    }
+}
+
+/// The current line as reported (`{verb, key, text, at}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Current {
+    pub verb: String,
+    pub key: String,
+    pub text: String,
+    pub at: Option<u64>,
+}
