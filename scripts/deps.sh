@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what firstmate's demo and tests need (tmux and git) when missing,
+# Installs what firstmate's demo and tests need (tmux and git; python3 for
+# the tests' stand-in pane programs) when missing,
 # and gives git an identity if it has none (the demo and tests commit).
 set -euo pipefail
 need=()
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "deps: please install: ${need[*]}" >&2
