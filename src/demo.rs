@@ -176,14 +176,15 @@ impl Demo {
         self.say(
             "Set up a temporary home, a git project with a bare remote, and a private tmux server",
         );
-        for d in ["config", "data", "state"] {
-            fsx::ensure_dir(&self.root.join(d))?;
+        let home = Home::new_unchecked(self.root.clone());
+        for d in [home.config_dir(), home.data_dir(), home.state_dir()] {
+            fsx::ensure_dir(&d)?;
         }
         let config = format!(
             "[tmux]\nsession = \"fm-demo\"\nsocket = \"{}\"\n\n[watch]\ngrace_secs = 1\nmax_rings = 2\n\n[send]\nsettle_ms = 100\nenter_wait_ms = 200\n\n[control]\nexit_wait_secs = 10\n",
             self.socket
         );
-        fsx::atomic_write(&self.root.join("config/firstmate.toml"), config.as_bytes())?;
+        fsx::atomic_write(&home.config_file(), config.as_bytes())?;
         let remote = self.root.join("remote.git");
         fsx::ensure_dir(&self.project)?;
         let (p, r) = (self.project.clone(), remote.display().to_string());
