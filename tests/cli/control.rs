@@ -3,22 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::{TestHome, Tmux, bin, wait_until};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::harness::{TestHome, Tmux, bin, git, wait_until};
 
 /// A project clone with one commit on main and a bare `origin`.
 pub fn project(h: &TestHome) -> PathBuf {

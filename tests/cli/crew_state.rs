@@ -3,27 +3,10 @@
 //! calls; the JSON schema; `--watch` and `--trace`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::harness::{TestHome, Tmux, wait_until};
+use crate::harness::{TestHome, Tmux, git, wait_until};
 
 const DOT: &str = " \u{b7} ";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// A project clone with an `origin` bare remote and one commit on main.
 fn project(h: &TestHome) -> PathBuf {

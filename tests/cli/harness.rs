@@ -321,3 +321,21 @@ pub fn wait_until(secs: f64, mut f: impl FnMut() -> bool) -> bool {
     }
     f()
 }
+
+/// Runs `git -C dir args…` with a fixed identity; panics on failure and
+/// returns stdout trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
