@@ -268,7 +268,7 @@ fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Vec<
             status::format_append("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)
                 .and_then(|line| {
                     fsx::ensure_dir(&ctx.home.state_dir())?;
-                    fsx::append_line(&ctx.home.status(id), line.as_bytes())
+                    fsx::append_line_in_page(&ctx.home.status(id), line.as_bytes())
                 });
         match appended {
             Ok(()) => Event::at(now, TOOL, id.as_str(), "status.appended")

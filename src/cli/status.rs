@@ -136,7 +136,7 @@ fn run(a: Args) -> Result<u8> {
             status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)
                 .map_err(|e| common::naming(e, id.as_str()))?;
         fsx::ensure_dir(&home.state_dir())?;
-        fsx::append_line(&home.status(&id), line.as_bytes())?;
+        fsx::append_line_in_page(&home.status(&id), line.as_bytes())?;
         Event::at(now, TOOL, id.as_str(), "status.appended")
             .actor(actor)
             .field("verb", verb.to_lowercase())

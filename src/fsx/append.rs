@@ -14,6 +14,27 @@ use super::*;
 /// a `\n` first, so the fragment stays one line of its own and never
 /// swallows the start of this record.
 pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
+    append_locked(path, line, false)
+}
+
+/// The size of the smallest unit Linux copies an append in: a SIGKILL can
+/// stop a `write` only between such units (pages or larger folios, always
+/// multiples of this).
+pub const PAGE: u64 = 4096;
+
+/// [`append_line`] for a file that other programs append to without our
+/// lock — a status log takes plain `echo … >>` from workers. Such a writer
+/// does not look at the tail, so a fragment left by a SIGKILLed appender of
+/// ours would swallow the start of its line. Hence a record of at most one
+/// page never straddles a page boundary of the file: when it would, it is
+/// preceded, in the same `write`, by a filler line of spaces (prose to every
+/// reader) that ends exactly at the boundary. The only place that `write`
+/// can be cut is then the end of the filler, which is a whole line.
+pub fn append_line_in_page(path: &Path, line: &[u8]) -> Result<()> {
+    append_locked(path, line, true)
+}
+
+fn append_locked(path: &Path, line: &[u8], in_page: bool) -> Result<()> {
     use std::os::unix::fs::FileExt;
     debug_assert!(line.ends_with(b"\n"));
     let f = OpenOptions::new()
@@ -32,17 +53,46 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
             f.read_exact_at(&mut last, len - 1)
                 .map_err(io_err("read", path))?;
         }
-        if last[0] == b'\n' {
+        let torn = last[0] != b'\n';
+        let lead = if in_page {
+            page_filler(len, torn, line.len())
+        } else if torn {
+            b"\n".to_vec()
+        } else {
+            Vec::new()
+        };
+        if lead.is_empty() {
             append_whole(&f, line).map_err(io_err("append", path))
         } else {
-            let mut fixed = Vec::with_capacity(line.len() + 1);
-            fixed.push(b'\n');
+            let mut fixed = lead;
             fixed.extend_from_slice(line);
             append_whole(&f, &fixed).map_err(io_err("append", path))
         }
     })();
     let _ = f.unlock();
     res
+}
+
+/// What goes before a `line_len`-byte record appended at offset `len` so
+/// that the record starts on a fresh line and, if it fits in a page, does
+/// not cross a page boundary: nothing, a `\n` ending a torn tail, or a
+/// filler line (`\n` for a torn tail, spaces, `\n`) up to the boundary.
+pub(super) fn page_filler(len: u64, torn: bool, line_len: usize) -> Vec<u8> {
+    let lead = u64::from(torn);
+    let room = PAGE - (len + lead) % PAGE;
+    let line_len = line_len as u64;
+    if line_len > PAGE || line_len <= room || room == PAGE {
+        return if torn { b"\n".to_vec() } else { Vec::new() };
+    }
+    // Pad from `len` to the boundary; the pad holds the torn tail's `\n`
+    // (if any) and always ends in `\n`.
+    let pad = (PAGE - len % PAGE) as usize;
+    let mut out = vec![b' '; pad];
+    if torn {
+        out[0] = b'\n';
+    }
+    out[pad - 1] = b'\n';
+    out
 }
 
 /// Writes `line` at the end of `f`, all of it or (as far as this process

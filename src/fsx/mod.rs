@@ -217,6 +217,84 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"one\nfrag\ntwo\n");
     }
 
+    /// Every record appended with `append_line_in_page` lies inside one
+    /// page; what pads up to a boundary is one line of spaces (or `\n`).
+    #[test]
+    fn in_page_records_never_straddle_a_page_boundary() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("status");
+        let mut lines = Vec::new();
+        for i in 0..400usize {
+            let line = format!("note: line {i} {}\n", "x".repeat((i * 37) % 300));
+            append_line_in_page(&p, line.as_bytes()).unwrap();
+            lines.push(line);
+            if i % 97 == 5 {
+                // A torn tail, as a SIGKILLed writer leaves; sometimes
+                // exactly at a boundary, as the kernel would leave it.
+                let len = fs::metadata(&p).unwrap().len();
+                let frag = if i % 2 == 0 {
+                    (PAGE - len % PAGE) as usize
+                } else {
+                    7
+                };
+                let mut f = fs::OpenOptions::new().append(true).open(&p).unwrap();
+                f.write_all(&b"done: cut"[..frag.min(9)]).unwrap();
+                f.write_all(&vec![b'y'; frag.saturating_sub(9)]).unwrap();
+            }
+        }
+        let bytes = fs::read(&p).unwrap();
+        let mut start = 0u64;
+        let mut found = 0;
+        let mut fillers = 0;
+        for raw in bytes.split_inclusive(|&b| b == b'\n') {
+            let end = start + raw.len() as u64;
+            if let Some(i) = lines.iter().position(|l| l.as_bytes() == raw) {
+                assert_eq!(
+                    start / PAGE,
+                    (end - 1) / PAGE,
+                    "record {i} crosses a page boundary at {start}"
+                );
+                found += 1;
+            } else if raw.iter().all(|&b| b == b' ' || b == b'\n') {
+                assert!(
+                    end.is_multiple_of(PAGE),
+                    "a filler at {start} does not end on a boundary"
+                );
+                fillers += 1;
+            } else {
+                assert!(
+                    raw.starts_with(b"done: cut") || raw.starts_with(b"done: c"),
+                    "unexpected line at {start}"
+                );
+            }
+            start = end;
+        }
+        assert_eq!(found, lines.len());
+        assert!(
+            fillers > 5,
+            "only {fillers} fillers in {} bytes",
+            bytes.len()
+        );
+    }
+
+    #[test]
+    fn in_page_filler_shapes() {
+        // Fits: nothing; a torn tail: just its `\n`.
+        assert_eq!(append::page_filler(10, false, 100), b"");
+        assert_eq!(append::page_filler(10, true, 100), b"\n");
+        // Would cross: spaces up to the boundary, ending in `\n`.
+        assert_eq!(append::page_filler(4090, false, 100), b"     \n");
+        assert_eq!(append::page_filler(4090, true, 100), b"\n    \n");
+        assert_eq!(append::page_filler(4095, false, 100), b"\n");
+        // A torn tail one byte short of a boundary: its `\n` is enough.
+        assert_eq!(append::page_filler(4095, true, 100), b"\n");
+        // A record longer than a page cannot be kept inside one.
+        assert_eq!(append::page_filler(4090, false, 5000), b"");
+        // At a boundary already (a kernel cut): no filler.
+        assert_eq!(append::page_filler(8192, false, 4096), b"");
+        assert_eq!(append::page_filler(8192, true, 300), b"\n");
+    }
+
     #[test]
     fn complete_lines_drops_a_torn_tail() {
         assert_eq!(complete_lines(b"a\nb\npart"), b"a\nb\n");

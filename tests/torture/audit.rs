@@ -34,6 +34,8 @@ pub struct Tally {
     pub rings: usize,
     /// Lines cut at a page boundary by a SIGKILL inside `write`.
     pub fragments: usize,
+    /// Filler lines padding an `fm-status` record to the next page.
+    pub fillers: usize,
     /// Doorbell outcomes per pane task (events).
     pub outcomes: Vec<String>,
 }
@@ -376,8 +378,16 @@ impl<'a> Audit<'a> {
                         }
                     }
                     // A blank line: an append that saw a line still being
-                    // written and ended it (prose, harmless).
-                    Parsed::Prose if line.is_empty() => None,
+                    // written and ended it (prose, harmless). Spaces: the
+                    // filler that keeps an `fm-status` record inside one
+                    // page (it ends on a boundary unless a hand append
+                    // was mid-write when it was measured).
+                    Parsed::Prose if line.iter().all(|&b| b == b' ') => {
+                        if !line.is_empty() {
+                            self.tally.fillers += 1;
+                        }
+                        None
+                    }
                     _ => Some("does not parse"),
                 };
                 let Some(problem) = problem else { continue };

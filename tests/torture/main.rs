@@ -106,8 +106,16 @@ fn torture() {
         ev.watch.boundaries.iter().filter(|b| b.held).count(),
     );
     eprintln!(
-        "torture: audited {} records, {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} lines cut by a kill at a page boundary, {} doorbells typed",
-        t.records, t.lines, t.wakes, t.status_wakes, t.repeats, t.temps, t.fragments, t.rings
+        "torture: audited {} records, {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} lines cut by a kill at a page boundary, {} page fillers, {} doorbells typed",
+        t.records,
+        t.lines,
+        t.wakes,
+        t.status_wakes,
+        t.repeats,
+        t.temps,
+        t.fragments,
+        t.fillers,
+        t.rings
     );
     for o in &t.outcomes {
         eprintln!("torture: doorbell outcomes {o}");
