@@ -34,6 +34,8 @@ pub struct Tally {
     pub rings: usize,
     /// Lines cut at a page boundary by a SIGKILL inside `write`.
     pub fragments: usize,
+    /// `--dedupe` sends answered with another send's record.
+    pub dedupe_shared: usize,
     /// Filler lines padding an `fm-status` record to the next page.
     pub fillers: usize,
     /// Doorbell outcomes per pane task (events).
@@ -174,14 +176,18 @@ impl<'a> Audit<'a> {
     /// at the number `fm-send` printed; killed senders' bodies at most once;
     /// numbers never repeat; nothing else is in an inbox.
     fn inboxes(&mut self) {
-        let by_body: HashMap<&[u8], usize> = self
-            .ev
-            .sent
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.body.as_slice(), i))
-            .collect();
-        let mut found: Vec<Vec<(u64, bool)>> = vec![Vec::new(); self.ev.sent.len()];
+        // Sends grouped by body: one send per unique body, several for a
+        // `--dedupe` body (they share one record).
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut by_body: HashMap<&[u8], usize> = HashMap::new();
+        for (i, s) in self.ev.sent.iter().enumerate() {
+            let g = *by_body.entry(s.body.as_slice()).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(i);
+        }
+        let mut found: Vec<Vec<(u64, bool)>> = vec![Vec::new(); groups.len()];
         for task in &self.world.tasks {
             let inbox = self.world.state().join(format!("{task}.inbox"));
             let mut seen: HashSet<u64> = HashSet::new();
@@ -223,33 +229,48 @@ impl<'a> Audit<'a> {
                             "{task}: {name} holds a body nobody sent (partial or mixed?): {}",
                             short(&rec.body)
                         )),
-                        Some(&i) => {
-                            let s = &self.ev.sent[i];
+                        Some(&g) => {
+                            let s = &self.ev.sent[groups[g][0]];
                             if &s.task != task || s.fire_and_forget != rec.fire_and_forget {
                                 self.fail(format!("{task}: {name} was sent to {} (fire-and-forget {}) but sits here with fire-and-forget {}", s.task, s.fire_and_forget, rec.fire_and_forget));
                             }
-                            found[i].push((seq, handled));
+                            found[g].push((seq, handled));
                         }
                     }
                 }
             }
         }
-        for (s, places) in self.ev.sent.iter().zip(&found) {
-            let what = short(&s.body);
-            match (ran_ok(&s.ran), places.len()) {
-                (true, 1) if Some(places[0].0) != s.seq => self.fail(format!(
-                    "{}: body {what} printed as {:?} but stored as {}",
-                    s.task, s.seq, places[0].0
-                )),
-                (true, 1) => {}
-                (true, n) => self.fail(format!(
-                    "{}: body {what} (exit 0, seq {:?}) exists {n} times",
-                    s.task, s.seq
-                )),
-                (false, 0 | 1) if s.ran.killed => {}
+        for (group, places) in groups.iter().zip(&found) {
+            let first = &self.ev.sent[group[0]];
+            let what = short(&first.body);
+            let finished: Vec<&Sent> = group
+                .iter()
+                .map(|&i| &self.ev.sent[i])
+                .filter(|s| ran_ok(&s.ran))
+                .collect();
+            let all_killed = group.iter().all(|&i| self.ev.sent[i].ran.killed);
+            match (finished.is_empty(), places.len()) {
+                (false, 1) => {
+                    self.tally.dedupe_shared += finished.len().saturating_sub(1);
+                    for s in finished {
+                        if Some(places[0].0) != s.seq {
+                            self.fail(format!(
+                                "{}: body {what} printed as {:?} but stored as {}",
+                                s.task, s.seq, places[0].0
+                            ));
+                        }
+                    }
+                }
                 (false, n) => self.fail(format!(
-                    "{}: body {what} of a failed/killed sender exists {n} times",
-                    s.task
+                    "{}: body {what} ({} sender(s) exited 0{}) exists {n} times",
+                    first.task,
+                    finished.len(),
+                    if first.dedupe { ", --dedupe" } else { "" }
+                )),
+                (true, 0 | 1) if all_killed => {}
+                (true, n) => self.fail(format!(
+                    "{}: body {what} of failed/killed senders exists {n} times",
+                    first.task
                 )),
             }
         }

@@ -106,8 +106,9 @@ fn torture() {
         ev.watch.boundaries.iter().filter(|b| b.held).count(),
     );
     eprintln!(
-        "torture: audited {} records, {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} lines cut by a kill at a page boundary, {} page fillers, {} doorbells typed",
+        "torture: audited {} records ({} --dedupe sends answered with an existing one), {} status lines, {} wakes ({} status lines surfaced, {} justified repeats), {} temp files left by killed writers, {} lines cut by a kill at a page boundary, {} page fillers, {} doorbells typed",
         t.records,
+        t.dedupe_shared,
         t.lines,
         t.wakes,
         t.status_wakes,

@@ -43,6 +43,10 @@ pub struct Sent {
     pub via: Via,
     pub quiet: bool,
     pub fire_and_forget: bool,
+    /// Sent with `--dedupe`: the body is shared by every such send to the
+    /// first task within the same 200 ms window, so concurrent senders race
+    /// to create it; at most one record may hold it.
+    pub dedupe: bool,
     pub ran: Ran,
     /// The record number printed on stdout.
     pub seq: Option<u64>,
@@ -81,17 +85,38 @@ pub fn sender(world: &World, n: usize, seed: u64, stop: &AtomicBool) -> Vec<Sent
     let mut i = 0;
     while !stop.load(Ordering::Relaxed) {
         i += 1;
-        let task = rng.pick(&world.tasks).clone();
-        let via = *rng.pick(&[Via::Arg, Via::Stdin, Via::File]);
-        let body = make_body(&mut rng, &format!("{task}/s{n}-{i}"), via);
+        let dedupe = rng.chance(25);
+        let task = if dedupe {
+            world.tasks[0].clone()
+        } else {
+            rng.pick(&world.tasks).clone()
+        };
+        let via = if dedupe {
+            Via::Arg
+        } else {
+            *rng.pick(&[Via::Arg, Via::Stdin, Via::File])
+        };
+        let body = if dedupe {
+            let window = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                / 200;
+            format!("torture dedupe {task} {window}\n").into_bytes()
+        } else {
+            make_body(&mut rng, &format!("{task}/s{n}-{i}"), via)
+        };
         let (quiet, fire_and_forget) = match rng.below(4) {
             0 => (true, false),
-            1 => (false, true),
-            2 => (true, true),
+            1 if !dedupe => (false, true),
+            2 if !dedupe => (true, true),
             _ => (false, false),
         };
         let mut cmd = world.fm("send");
         cmd.arg(&task);
+        if dedupe {
+            cmd.arg("--dedupe");
+        }
         if quiet {
             cmd.arg("--quiet");
         }
@@ -121,6 +146,7 @@ pub fn sender(world: &World, n: usize, seed: u64, stop: &AtomicBool) -> Vec<Sent
             via,
             quiet,
             fire_and_forget,
+            dedupe,
             ran,
             seq,
         });
