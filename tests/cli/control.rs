@@ -567,6 +567,48 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
     assert!(!h.exists("worktrees/g1"));
 }
 
+/// The launch program is checked against `fm-control`'s PATH, so the pane
+/// must run with that PATH too, not the one the tmux server started with.
+#[test]
+fn spawn_runs_the_agent_with_the_path_its_program_was_found_on() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let bin_dir = h.path("captain-bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let agent = bin_dir.join("captains-local-agent");
+    std::fs::write(&agent, "#!/bin/sh\necho ran > \"$FM_HOME/agent-ran\"\n").unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cfg = std::fs::read_to_string(h.path("config/firstmate.toml")).unwrap_or_default();
+    cfg.push_str("\n[harness.local]\nlaunch = [\"captains-local-agent\"]\n");
+    h.write("config/firstmate.toml", cfg);
+    let proj = project(&h);
+    briefed(&h, "lp1");
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .env("PATH", &path)
+        .args([
+            "lp1",
+            "spawn",
+            "--project",
+            proj.to_str().unwrap(),
+            "--harness",
+            "local",
+        ])
+        .run()
+        .success();
+    assert!(
+        wait_until(10.0, || h.exists("agent-ran")),
+        "the agent never ran: the pane did not get fm-control's PATH"
+    );
+    ctl(&h, &t)(&["lp1", "teardown"]).success();
+}
+
 #[test]
 fn teardown_refuses_a_worktree_git_would_resolve_to_an_outer_clone() {
     // An empty `.git` directory is not a repository, so `git -C` searches
