@@ -6,10 +6,12 @@
 //! - [`ladder_io`]: `.ring-state` / `.escalated` through the shared format.
 //! - [`status_feed`]: status lines → `status` wakes, exactly once, via
 //!   persisted read offsets.
-//! - [`pass`]: one pass over every task (the only place that acts).
+//! - [`pass`]: one pass over every task; `act` carries out each task's
+//!   ladder action (the only place that rings or escalates).
 //! - [`daemon`]: singleton lock, signals, filesystem events and polling.
 //! - [`hook`]: the `on_wake` argv hook.
 
+mod act;
 pub mod daemon;
 pub mod hook;
 pub mod ladder;

@@ -1,0 +1,258 @@
+//! Carrying out what the ladder decided for one task during a pass: ring
+//! (recording the attempt in `.ring-state` before typing), mark dead agents
+//! and overdue records, escalate, and append the wakes those produce. The
+//! write order that keeps a crash from losing a wake or ringing twice is
+//! described in [`super::pass`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::ladder::{self, Action, PaneFacts};
+use super::pass::{PaneFactory, Report, Ring, State, TOOL, TaskIn, socket_of};
+use super::{hook, ladder_io};
+use crate::config::Config;
+use crate::deliver::{self, Target};
+use crate::error::Error;
+use crate::events::Event;
+use crate::harness::{self, HarnessProfile};
+use crate::home::Home;
+use crate::inbox;
+use crate::meta::Meta;
+use crate::pane::{Pane, PaneInfo};
+use crate::task_id::TaskId;
+use crate::wakes::{self, Wake};
+use crate::{clock, fsx};
+
+pub(super) struct Exec<'a> {
+    pub(super) home: &'a Home,
+    pub(super) cfg: &'a Config,
+    pub(super) sleep: &'a dyn Fn(Duration),
+    pub(super) state: &'a mut State,
+    pub(super) report: &'a mut Report,
+    pub(super) now: u64,
+}
+
+impl Exec<'_> {
+    pub(super) fn task(
+        &mut self,
+        t: &TaskIn,
+        lists: &BTreeMap<String, Option<Vec<PaneInfo>>>,
+        backends: &mut HashMap<String, Box<dyn Pane>>,
+        panes: PaneFactory,
+    ) {
+        let (home, cfg, now) = (self.home, self.cfg, self.now);
+        let empty = Meta::default();
+        let meta = t.meta.as_ref().unwrap_or(&empty);
+        let pane_id = meta.str("pane");
+        let socket = socket_of(meta, cfg);
+        let profile: Option<HarnessProfile> = match meta.str("harness") {
+            "" => None,
+            h => harness::profile(cfg, h),
+        };
+        let mut busy_rec = false;
+        let mut info: Option<&PaneInfo> = None;
+        let facts = if pane_id.is_empty() {
+            PaneFacts::NoPane
+        } else if !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+            // The ladder will not look at the pane.
+            PaneFacts::Alive { busy: false }
+        } else {
+            match lists.get(&socket) {
+                Some(Some(list)) => match list.iter().find(|p| p.id == pane_id) {
+                    None => PaneFacts::Gone,
+                    Some(p) if !harness::is_alive(profile.as_ref(), p.dead, &p.command) => {
+                        PaneFacts::Dead
+                    }
+                    Some(p) => {
+                        info = Some(p);
+                        busy_rec = crate::busy::is_busy(home, &t.id);
+                        PaneFacts::Alive { busy: busy_rec }
+                    }
+                },
+                // tmux could not be asked: try again next pass.
+                _ => return,
+            }
+        };
+        let backend = backends
+            .entry(socket.clone())
+            .or_insert_with(|| panes(&socket));
+        let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
+        if let (Action::Ring { .. }, PaneFacts::Alive { busy: false }) = (action, facts)
+            && profile.as_ref().is_some_and(|p| p.busy_regex.is_some())
+            && let Ok(screen) = backend.capture(pane_id, 0)
+            && deliver::screen_busy(profile.as_ref(), &screen)
+        {
+            let busy = PaneFacts::Alive { busy: true };
+            action = ladder::decide(&t.pending, &t.files, busy, now, &cfg.watch);
+        }
+        let id = &t.id;
+        // When the tracked record was queued: a ladder wake logged before
+        // it belongs to an earlier episode (SPEC §6.2).
+        let since = ladder::target(&t.pending).map_or(0, |p| p.at);
+        let about = t
+            .target
+            .as_ref()
+            .map(|r| r.first_line().chars().take(120).collect::<String>())
+            .unwrap_or_default();
+        match action {
+            Action::Wait { until } => {
+                if let Some(u) = until {
+                    self.report.next_due = Some(self.report.next_due.map_or(u, |d| d.min(u)));
+                }
+            }
+            Action::Quiet { .. } => {}
+            Action::Clear => {
+                if let Err(e) = ladder_io::clear(home, id) {
+                    self.unwritable(id, home.ring_state(id), e, None, since);
+                }
+            }
+            Action::Ring { seq, count } => {
+                let rs = ladder::RingState {
+                    seq,
+                    count,
+                    last: now,
+                };
+                if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
+                    self.unwritable(id, home.ring_state(id), e, Some(seq), since);
+                    return;
+                }
+                let target = Target {
+                    pane: (!pane_id.is_empty()).then_some(pane_id),
+                    profile: profile.as_ref(),
+                    busy_record: busy_rec,
+                };
+                let line = deliver::doorbell(home, id);
+                let outcome = match info {
+                    // The pass's listing already holds the pane: no second query.
+                    Some(p) => deliver::deliver_to(
+                        backend.as_ref(),
+                        &target,
+                        p,
+                        &line,
+                        &cfg.send,
+                        self.sleep,
+                    ),
+                    None => {
+                        deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep)
+                    }
+                };
+                Event::at(now, TOOL, id.as_str(), "watch.rang")
+                    .actor("watcher")
+                    .field("seq", seq)
+                    .field("count", count)
+                    .field("doorbell", outcome.as_str())
+                    .record(home);
+                self.report.next_due = Some(
+                    self.report
+                        .next_due
+                        .map_or(now + cfg.watch.grace_secs, |d| {
+                            d.min(now + cfg.watch.grace_secs)
+                        }),
+                );
+                self.report.rings.push(Ring {
+                    task: id.to_string(),
+                    seq,
+                    count,
+                    outcome,
+                });
+            }
+            Action::Escalate { seq, rings } => {
+                let text = format!(
+                    "{} unacknowledged after {rings} ring(s): {about}",
+                    name(seq)
+                );
+                self.ladder_wake(id, "escalation", &text, seq, since);
+            }
+            Action::Overdue { seq, age } => {
+                let text = format!(
+                    "{} unhandled for {} while the worker is busy: {about}",
+                    name(seq),
+                    clock::age(age)
+                );
+                self.ladder_wake(id, "overdue", &text, seq, since);
+            }
+            Action::DeadAgent { seq, gone } => {
+                let why = if gone {
+                    format!("pane {pane_id} gone")
+                } else {
+                    format!("agent in pane {pane_id} exited")
+                };
+                let text = format!("{} pending but {why}: {about}", name(seq));
+                self.ladder_wake(id, "dead-agent", &text, seq, since);
+            }
+        }
+    }
+
+    /// Appends a wake, runs the hook, and reports it; false when the wake
+    /// could not be appended.
+    pub(super) fn wake(&mut self, id: &TaskId, kind: &str, text: &str) -> bool {
+        match wakes::append(self.home, id.as_str(), kind, text, self.now) {
+            Ok(seq) => {
+                if !self.cfg.watch.on_wake.is_empty() {
+                    hook::spawn(&self.cfg.watch.on_wake, id.as_str(), kind, text);
+                }
+                self.report.wakes.push(Wake {
+                    seq,
+                    epoch: self.now,
+                    task: id.to_string(),
+                    kind: kind.to_string(),
+                    text: wakes::clean(text),
+                });
+                true
+            }
+            Err(e) => {
+                self.state.warn(format!("{id}: cannot append wake: {e}"));
+                false
+            }
+        }
+    }
+
+    /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5). The
+    /// wake is skipped only when this episode (record queued at `since`)
+    /// already logged it.
+    fn ladder_wake(&mut self, id: &TaskId, kind: &str, text: &str, seq: u64, since: u64) {
+        let action = format!("watch.{kind}");
+        match wakes::exists_since(self.home, id.as_str(), kind, text, since) {
+            Ok(true) => {}
+            _ => {
+                if !self.wake(id, kind, text) {
+                    // Not logged: leave `.escalated` unwritten so the next
+                    // pass tries again (never lose a ladder wake).
+                    return;
+                }
+                Event::at(self.now, TOOL, id.as_str(), &action)
+                    .actor("watcher")
+                    .field("seq", seq)
+                    .record(self.home);
+            }
+        }
+        if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
+            self.unwritable(id, self.home.escalated(id), e, None, since);
+        }
+    }
+
+    /// A ladder file cannot be written: one wake saying so, no ringing.
+    fn unwritable(&mut self, id: &TaskId, path: PathBuf, err: Error, seq: Option<u64>, since: u64) {
+        self.state.warn(format!("{id}: {err}"));
+        let text = match seq {
+            Some(s) => format!(
+                "ladder file {} is not writable; {} will not be re-rung until it is fixed",
+                path.display(),
+                name(s)
+            ),
+            None => format!("ladder file {} is not writable", path.display()),
+        };
+        if !wakes::exists_since(self.home, id.as_str(), "escalation", &text, since).unwrap_or(false)
+        {
+            let _ = self.wake(id, "escalation", &text);
+        }
+        if let Some(s) = seq {
+            let _ = ladder_io::write_escalated(self.home, id, s);
+        }
+    }
+}
+
+fn name(seq: u64) -> String {
+    fsx::numbered_name(seq, inbox::EXT)
+}
