@@ -659,8 +659,9 @@ impl<'a> Audit<'a> {
     }
 
     /// Panes were only ever typed the doorbell, and the watcher tried to
-    /// ring each. Whether a ring lands is not required: under the storm most
-    /// rings come back `skipped` (docs/torture.md, "Noticed, not fixed").
+    /// ring each. Whether a ring lands is not required: a slow agent can
+    /// leave the doorbell on screen past the Enter retries (`failed`), and
+    /// concurrent ringers see each other's doorbell mid-flight.
     fn panes(&mut self) {
         let home = Home::new_unchecked(self.world.home.root());
         let events =

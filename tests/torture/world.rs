@@ -40,6 +40,10 @@ impl Rng {
 
 /// The scripted agent for pane tasks: logs every line it is typed and
 /// never acknowledges, so the watcher's ladder rings it and escalates.
+/// It reads in cooked mode, so an Enter typed ahead is echoed before the
+/// agent prints its next prompt and prompts can pile up on one line
+/// (`deaf> deaf>`); the harness's composer regex reads the text after the
+/// last prompt, as a real agent's composer would show it.
 const AGENT: &str = r#"
 import sys
 log = sys.argv[1]
@@ -57,7 +61,7 @@ const HARNESS: &str = r#"
 [harness.deaf]
 launch = ["python3"]
 agent_commands = ["python3"]
-composer_regex = "^deaf> ?(.*)$"
+composer_regex = "^(?:deaf> ?)+(.*)$"
 busy_regex = "^BUSY"
 "#;
 
