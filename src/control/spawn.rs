@@ -99,11 +99,10 @@ impl Ctl<'_> {
         let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", worktree, "-e", &env]
             .map(String::from)
             .to_vec();
-        // The agent gets the PATH its program was checked against, not the
-        // one the tmux server happened to start with.
-        if let Some(path) = std::env::var_os("PATH").and_then(|p| p.into_string().ok()) {
-            args.extend(["-e".to_string(), format!("PATH={path}")]);
-        }
+        // No `-e PATH=…`: tmux already gives a pane started by a command
+        // client that client's PATH (the one the program was checked
+        // against), and an explicit copy fails for a PATH over tmux's
+        // message size or one ending in `;`.
         args.push("--".into());
         args.extend(argv);
         tmux.run(&args).map(|_| ())

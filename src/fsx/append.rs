@@ -26,10 +26,14 @@ pub const PAGE: u64 = 4096;
 /// lock — a status log takes plain `echo … >>` from workers. Such a writer
 /// does not look at the tail, so a fragment left by a SIGKILLed appender of
 /// ours would swallow the start of its line. Hence a record of at most one
-/// page never straddles a page boundary of the file: when it would, it is
-/// preceded, in the same `write`, by a filler line of spaces (prose to every
-/// reader) that ends exactly at the boundary. The only place that `write`
-/// can be cut is then the end of the filler, which is a whole line.
+/// page is kept inside one page of the file: when it would straddle a
+/// boundary, it is preceded, in the same `write`, by a filler line of
+/// spaces (prose to every reader) that ends exactly at the boundary. The
+/// only place that `write` can be cut is then the end of the filler, which
+/// is a whole line. The file's length is measured under our lock, which a
+/// foreign `>>` does not take: one landing between the measure and our
+/// `write` shifts it, and that record may straddle after all (rare: it
+/// needs both the race and a boundary inside the record).
 pub fn append_line_in_page(path: &Path, line: &[u8]) -> Result<()> {
     append_locked(path, line, true)
 }

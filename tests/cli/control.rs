@@ -568,7 +568,8 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
 }
 
 /// The launch program is checked against `fm-control`'s PATH, so the pane
-/// must run with that PATH too, not the one the tmux server started with.
+/// must run with that PATH too, not the one the tmux server started with
+/// (tmux hands a command client's PATH to the panes it starts).
 #[test]
 fn spawn_runs_the_agent_with_the_path_its_program_was_found_on() {
     let Some(t) = Tmux::start() else { return };
