@@ -79,8 +79,18 @@ impl Tmux {
         })
     }
 
-    /// Runs `tmux [-L socket] args…` and returns stdout.
+    /// Runs `tmux [-L socket] args…` and returns stdout. Every argument
+    /// arrives as written: tmux reads a trailing `;` as a command separator
+    /// (and would silently drop it from a path, an environment value or
+    /// typed text), so such an argument is passed with that `;` escaped.
     pub fn run<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let escaped: Vec<std::borrow::Cow<str>> =
+            args.iter().map(|a| literal_arg(a.as_ref())).collect();
+        self.run_raw(&escaped)
+    }
+
+    /// [`Tmux::run`] without escaping: a `";"` argument separates commands.
+    fn run_raw<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
         let mut cmd = Command::new("tmux");
         if let Some(s) = &self.socket {
             cmd.args(["-L", s]);
@@ -102,6 +112,16 @@ impl Tmux {
             });
         }
         Ok(stdout)
+    }
+}
+
+/// `arg` as tmux must receive it on its command line to read it back
+/// unchanged: a trailing `;` becomes `\;` (tmux turns that back into `;`
+/// instead of ending the command there). Nothing else is special.
+pub fn literal_arg(arg: &str) -> std::borrow::Cow<'_, str> {
+    match arg.strip_suffix(';') {
+        Some(head) => format!("{head}\\;").into(),
+        None => arg.into(),
     }
 }
 
@@ -165,7 +185,7 @@ impl Pane for Tmux {
 
     fn cursor_line(&self, pane: &str) -> Result<Option<String>> {
         // One tmux invocation: `;` as its own argument separates commands.
-        let out = self.run(&[
+        let out = self.run_raw(&[
             "display-message",
             "-p",
             "-t",
@@ -379,6 +399,17 @@ impl Pane for FakePane {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn literal_arg_escapes_only_a_trailing_semicolon() {
+        assert_eq!(literal_arg("plain"), "plain");
+        assert_eq!(literal_arg("a;b"), "a;b");
+        assert_eq!(literal_arg("end;"), "end\\;");
+        assert_eq!(literal_arg(";"), "\\;");
+        assert_eq!(literal_arg("x\\;"), "x\\\\;");
+        assert_eq!(literal_arg(""), "");
+    }
+
     use super::*;
 
     #[test]

@@ -52,3 +52,40 @@ fn no_server_means_no_panes() {
     assert_eq!(real.list().unwrap(), vec![]);
     assert_eq!(real.info("%1").unwrap(), None);
 }
+
+/// tmux reads a trailing `;` as a command separator; text, keys, paths and
+/// environment values that end in one must still arrive whole.
+#[test]
+fn arguments_ending_in_a_semicolon_arrive_whole() {
+    let Some(t) = Tmux::start() else { return };
+    let real = RealTmux::new(&t.socket);
+    let pane = t.window("semi", &["cat"]);
+    assert!(wait_until(5.0, || real
+        .list()
+        .unwrap()
+        .iter()
+        .any(|p| p.id == pane && p.command == "cat")));
+    for text in ["ends in a semicolon;", "two;;", "escaped\\;", ";"] {
+        real.type_text(&pane, text).unwrap();
+        real.press(&pane, "Enter").unwrap();
+        assert!(
+            wait_until(5.0, || real
+                .capture(&pane, 20)
+                .unwrap()
+                .lines()
+                .filter(|l| l.trim_end() == text)
+                .count()
+                == 2),
+            "{text:?} did not arrive whole: {}",
+            real.capture(&pane, 20).unwrap()
+        );
+    }
+    real.run(&["set-environment", "-g", "FM_SEMI", "/home/with;"])
+        .unwrap();
+    assert_eq!(
+        real.run(&["show-environment", "-g", "FM_SEMI"])
+            .unwrap()
+            .trim(),
+        "FM_SEMI=/home/with;"
+    );
+}
