@@ -92,7 +92,10 @@ pub fn builtin(name: &str) -> Option<HarnessProfile> {
             &["Escape"],
             "/exit",
             Some(r"esc to interrupt"),
-            Some(&["claude", "node"]),
+            // No list: the native installer runs Claude Code from a file
+            // named after its version (`2.1.34`), which tmux shows as the
+            // pane's command; any foreground command but a shell is alive.
+            None,
             Some(r"^\s*>\s?(.*)$"),
         ),
         "codex" => p(
@@ -269,8 +272,14 @@ mod tests {
     fn liveness_rules() {
         let claude = builtin("claude").unwrap();
         assert!(claude.is_alive(false, "claude"));
+        assert!(claude.is_alive(false, "node"));
+        assert!(claude.is_alive(false, "2.1.34"));
         assert!(!claude.is_alive(false, "bash"));
+        assert!(!claude.is_alive(false, "-zsh"));
         assert!(!claude.is_alive(true, "claude"));
+        let codex = builtin("codex").unwrap();
+        assert!(codex.is_alive(false, "codex"));
+        assert!(!codex.is_alive(false, "python3"));
         let shell = builtin("shell").unwrap();
         assert!(shell.is_alive(false, "bash"));
         assert!(!shell.is_alive(true, "bash"));

@@ -485,6 +485,9 @@ fn write(a: &Args) -> Result<u8> {
     {
         meta::update(home, &id, |m| m.set("parent", p.as_str()))?;
     }
+    if w.history.is_some() && home.meta(&id).exists() {
+        follow_brief_in_meta(home, &id, &text)?;
+    }
     let notice = w
         .history
         .as_ref()
@@ -521,4 +524,24 @@ fn write(a: &Args) -> Result<u8> {
         notice,
     };
     print_report(a, &report, detail)
+}
+
+/// A re-applied brief may change what the task is (kind, mode, repo,
+/// branch); spawn copied those into meta, and the gate and crew state read
+/// them there. So a `--force` over a task that has a meta brings those keys
+/// in line with the new brief: set from its frontmatter, or removed when it
+/// has none (a scout has no mode).
+fn follow_brief_in_meta(home: &crate::home::Home, id: &TaskId, text: &str) -> Result<()> {
+    let Ok((fm, _)) = crate::frontmatter::parse(text) else {
+        return Ok(());
+    };
+    meta::update(home, id, |m| {
+        for key in ["kind", "mode", "repo", "branch"] {
+            match crate::frontmatter::get(&fm, key) {
+                Some(v) => m.set(key, v),
+                None => m.remove(key),
+            }
+        }
+    })?;
+    Ok(())
 }

@@ -986,3 +986,88 @@ fn a_filled_brief_its_own_check_would_refuse_is_never_written() {
         .success();
     h.fm("brief").args(["--check", "t1"]).run().success();
 }
+
+/// Spawn copied kind, mode, repo and branch into meta, and the gate reads
+/// the mode there: a `--force` that changes them must change meta too.
+#[test]
+fn reapply_brings_meta_in_line_with_the_new_brief() {
+    let h = TestHome::new();
+    let write = |args: &[&str], force: bool| {
+        let mut c = h.fm("brief").args(args);
+        if force {
+            c = c.arg("--force");
+        }
+        c.run().success();
+    };
+    write(
+        &[
+            "t1",
+            "webapp",
+            "--mode",
+            "local-only",
+            "--intent",
+            "i",
+            "--spec",
+            "s",
+        ],
+        false,
+    );
+    h.write(
+        "state/t1.meta",
+        "kind=ship\nmode=local-only\nrepo=webapp\nbranch=fm/t1\npane=%7\nspawn_gen=2\n",
+    );
+    write(
+        &[
+            "t1",
+            "api",
+            "--mode",
+            "direct-PR",
+            "--branch-prefix",
+            "wk/",
+            "--intent",
+            "i",
+            "--spec",
+            "s",
+        ],
+        true,
+    );
+    let meta = String::from_utf8(h.read("state/t1.meta")).unwrap();
+    assert_eq!(
+        meta,
+        "kind=ship\nmode=direct-PR\nrepo=api\nbranch=wk/t1\npane=%7\nspawn_gen=2\n"
+    );
+    write(
+        &["t1", "api", "--scout", "--intent", "i", "--spec", "s"],
+        true,
+    );
+    let meta = String::from_utf8(h.read("state/t1.meta")).unwrap();
+    assert_eq!(meta, "kind=scout\nrepo=api\npane=%7\nspawn_gen=2\n");
+    // A brief for a task that was never spawned creates no meta.
+    write(
+        &[
+            "t2",
+            "api",
+            "--mode",
+            "local-only",
+            "--intent",
+            "i",
+            "--spec",
+            "s",
+        ],
+        false,
+    );
+    write(
+        &[
+            "t2",
+            "api",
+            "--mode",
+            "direct-PR",
+            "--intent",
+            "i",
+            "--spec",
+            "s",
+        ],
+        true,
+    );
+    assert!(!h.exists("state/t2.meta"));
+}
