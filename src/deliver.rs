@@ -114,21 +114,41 @@ pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
         .any(|l| re.is_match(l))
 }
 
-/// Whether composer text is (part of) the doorbell: a composer may show a
-/// long line scrolled or cut, so any overlap counts.
+/// Shortest piece of the doorbell that counts as the doorbell itself: a
+/// composer may show a long line scrolled or cut, but a few characters
+/// (`m`, `then run`) are far more likely someone's own typing, and pressing
+/// Enter on them would send it.
+const DOORBELL_PIECE: usize = 20;
+
+/// Whether `piece` is (part of) the doorbell `door`: it holds the whole
+/// doorbell (once or more), or is a start or an end of it at least
+/// [`DOORBELL_PIECE`] bytes long (or all of a shorter doorbell).
+fn is_doorbell_piece(piece: &str, door: &str) -> bool {
+    if piece.is_empty() || door.is_empty() {
+        return false;
+    }
+    if piece.contains(door) {
+        return true;
+    }
+    piece.len() >= DOORBELL_PIECE.min(door.len())
+        && (door.starts_with(piece) || door.ends_with(piece))
+}
+
+/// Whether composer text is (part of) the doorbell.
 fn holds_doorbell(text: &str, line: &str) -> bool {
-    let line = line.trim();
-    !text.is_empty() && (line.contains(text) || text.contains(line))
+    is_doorbell_piece(text.trim(), line.trim())
 }
 
 /// Prompt endings a bare cursor line may show with nothing typed after.
 const PROMPTS: &[&str] = &["$", "#", ">", "%", "\u{276f}", "\u{203a}"];
 
 /// Whether the line under the cursor (no composer regex to read) holds
-/// someone's input: anything left after dropping trailing blanks and
-/// box-drawing borders and then one trailing prompt mark (`$ `, `# `, `> `,
-/// `% `, `❯ `). Deliberately conservative — `user@host:~$ ` and an empty
-/// line are free; `$ echo HALF`, or output the cursor sits after, are not —
+/// someone's input. Free is an empty line, or one that ends in a prompt mark
+/// (`$`, `#`, `>`, `%`, `❯`, `›`, after dropping trailing blanks and
+/// box-drawing borders) with no earlier mark followed by a space — that is,
+/// a bare prompt. Deliberately conservative — `user@host:~$ ` and an empty
+/// line are free; `$ echo HALF`, `user@host:~$ echo HALF >` (a command that
+/// happens to end in a mark), or output the cursor sits after, are not —
 /// because typing onto someone's half-written command is the one harm a
 /// doorbell can do.
 fn holds_input(cursor_line: &str) -> bool {
@@ -137,7 +157,10 @@ fn holds_input(cursor_line: &str) -> bool {
     if line.is_empty() {
         return false;
     }
-    !PROMPTS.iter().any(|p| line.ends_with(p))
+    let Some(head) = PROMPTS.iter().find_map(|p| line.strip_suffix(p)) else {
+        return true;
+    };
+    PROMPTS.iter().any(|p| head.contains(&format!("{p} ")))
 }
 
 /// True while the doorbell still sits unsent on the screen. With a
@@ -154,6 +177,9 @@ fn unsent(
         return composer_text(profile, screen).is_some_and(|t| holds_doorbell(&t, line));
     }
     let door = line.trim();
+    // The cursor may sit after the doorbell's wrapped tail, however short:
+    // only an exact end of the doorbell counts, so someone's own text
+    // rarely can.
     let shows = |l: &str| {
         let l = l.trim();
         !l.is_empty() && (l.ends_with(door) || door.ends_with(l))
@@ -405,8 +431,49 @@ mod tests {
             "> half a thought",
             "Loading",
             "\u{276f} git sta",
+            // Commands that happen to end in a prompt mark.
+            "user@host:~$ echo HALF >",
+            "$ echo HALF>",
+            "root@box:/# make all #",
+            "me@box ~ % ls %",
         ] {
             assert!(holds_input(busy), "{busy:?}");
+        }
+    }
+
+    /// Someone's few typed characters are not "our unsent doorbell" just
+    /// because the doorbell happens to contain them: pressing Enter would
+    /// send their text.
+    #[test]
+    fn a_short_piece_of_text_is_not_taken_for_the_doorbell() {
+        let door = ": 'firstmate inbox: new mail in /h/state/t1.inbox - read each *.msg'";
+        let cfg = Config::default().send;
+        let p = profile();
+        let ring_door = |f: &FakePane| {
+            let t = Target {
+                pane: Some("%1"),
+                profile: Some(&p),
+                busy_record: false,
+            };
+            deliver(f, &t, door, &cfg, &|_| {})
+        };
+        for theirs in ["m", "then run", "inbox", "read each"] {
+            let f = FakePane::with("%1", "claude");
+            f.edit("%1", |s| s.composer = theirs.into());
+            assert_eq!(ring_door(&f), Outcome::Skipped, "{theirs:?}");
+            assert!(f.screen("%1").calls.is_empty(), "{theirs:?}");
+        }
+        // A long enough start or end of the doorbell, or the doorbell twice,
+        // is ours: pressed, never retyped.
+        for ours in [
+            &door[..30],
+            &door[door.len() - 25..],
+            &format!("{door}{door}")[..],
+        ] {
+            let f = FakePane::with("%1", "claude");
+            f.edit("%1", |s| s.composer = ours.into());
+            assert_eq!(ring_door(&f), Outcome::Rang, "{ours:?}");
+            assert_eq!(f.screen("%1").calls, vec!["key:Enter"], "{ours:?}");
         }
     }
 
