@@ -118,7 +118,15 @@ pub fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo)>> {
     let mut lists: BTreeMap<Option<String>, Vec<PaneInfo>> = BTreeMap::new();
     let mut out = Vec::new();
     for id in home.task_ids_with_meta()? {
-        let meta = Meta::load(home, &id)?.unwrap_or_default();
+        // One unreadable meta (a symlink, a directory) must not stop the
+        // broadcast to everyone else: warn and leave that task out.
+        let meta = match Meta::load(home, &id) {
+            Ok(m) => m.unwrap_or_default(),
+            Err(e) => {
+                eprintln!("fm-send: warning: {id}: skipped: {e}");
+                continue;
+            }
+        };
         let r = Recipient::from_meta(cfg, &id, &meta);
         let Some(pane) = r.pane.clone() else { continue };
         let panes = lists

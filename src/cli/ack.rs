@@ -192,6 +192,7 @@ fn acknowledge(
     quiet_missing: bool,
 ) -> Result<u8> {
     let mut code = 0;
+    let mut pipe_closed = false;
     for &seq in seqs {
         let name = record_name(seq);
         let result = match inbox::ack(&ctx.home, id, seq) {
@@ -218,11 +219,24 @@ fn acknowledge(
             Err(e) => return Err(e),
         };
         let acked = Acked { seq, name, result };
-        if json {
-            common::out_json(&acked)?;
-        } else {
-            common::out(&format!("{} {}", acked.result, acked.name))?;
+        if pipe_closed {
+            continue;
         }
+        // A reader that stopped reading (`| head -1`) must not stop the
+        // acknowledgement of the records asked for: only printing stops.
+        let printed = if json {
+            common::out_json(&acked)
+        } else {
+            common::out(&format!("{} {}", acked.result, acked.name))
+        };
+        match printed {
+            Ok(()) => {}
+            Err(Error::ClosedPipe) => pipe_closed = true,
+            Err(e) => return Err(e),
+        }
+    }
+    if pipe_closed && code == 0 {
+        return Err(Error::ClosedPipe);
     }
     Ok(code)
 }

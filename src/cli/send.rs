@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
@@ -23,6 +23,20 @@ use crate::{clock, fsx};
 
 const TOOL: &str = "fm-send";
 
+/// This tool's options, refused as text words unless `--` came first.
+const FLAGS: &[&str] = &[
+    "--file",
+    "--resolve-key",
+    "--quiet",
+    "--fire-and-forget",
+    "--dedupe",
+    "--from",
+    "--all",
+    "--key",
+    "--json",
+    "--home",
+];
+
 /// Keys `--key` may press.
 pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
 
@@ -31,14 +45,14 @@ pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
 #[command(
     name = "fm-send",
     version,
-    after_help = "Options go before the message text: from the first text word on, every word is text (`fm-send t1 do not pass --all` sends those five words to t1). A text word `--key` is refused as ambiguous; put `--` before the text to send it literally.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  fm-send --quiet fix-login use the staging database\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
+    after_help = "Options go before the message text. A text word that is one of this tool's options (--quiet, --all, --resolve-key, --key, …) is refused unless `--` comes before the text: it is nearly always an option typed too late, which would otherwise become part of the message and not take effect.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  fm-send --quiet fix-login use the staging database\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
 )]
 pub struct Args {
     /// Task id (with --all, the first word of the text)
     #[arg(value_name = "ID")]
     id: Option<OsString>,
     /// Message text, joined with spaces; a lone `-` reads the body from stdin.
-    /// Everything from the first text word on is text: options go before it
+    /// Options go before it (after `--`, every word is text)
     #[arg(
         value_name = "TEXT",
         trailing_var_arg = true,
@@ -84,10 +98,17 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     let seps = common::separators(&args);
     common::run_tool(TOOL, args, |a: Args| {
         // `fm-send t x --key Enter` meant a key press, not the message
-        // "x --key Enter": refuse instead of guessing (SPEC §5.4 "text plus --key").
-        if let Some(w) = common::flag_in_text(&a.text, &["--key"], seps) {
+        // "x --key Enter" (SPEC §5.4 "text plus --key"); `fm-send t use
+        // staging --resolve-key db` meant to resolve db. Refuse instead of
+        // recording the option as text and silently ignoring it.
+        if let Some(w) = common::flag_in_text(&a.text, FLAGS, seps) {
+            let what = if w.starts_with("--key") {
+                "give either text or --key, not both; "
+            } else {
+                ""
+            };
             return Err(Error::usage(format!(
-                "{w:?} inside the message text: give either text or --key, not both; options go before the text, and `--` before the text sends it literally"
+                "{w:?} inside the message text: {what}options go before the text, and `--` before the text sends it literally"
             )));
         }
         run(a)
@@ -149,8 +170,8 @@ fn run(mut a: Args) -> Result<u8> {
             )));
         }
     }
-    let body = read_body(&a)?;
     let ctx = a.home.ctx(TOOL)?;
+    let body = read_body(&a, ctx.cfg.send.max_body_bytes)?;
     inbox::validate_body(&ctx.cfg, &body).map_err(|e| match &id {
         Some(id) => common::naming(e, id.as_str()),
         None => e,
@@ -165,17 +186,24 @@ fn run(mut a: Args) -> Result<u8> {
 }
 
 /// The body from text arguments, stdin (`-`) or `--file`, byte-exact.
-fn read_body(a: &Args) -> Result<Vec<u8>> {
+/// Stdin and files are read up to one byte past `max` (enough for the
+/// size check to refuse), never in full: `--file /dev/zero` or `yes |`
+/// must not eat the machine's memory.
+fn read_body(a: &Args, max: u64) -> Result<Vec<u8>> {
+    let bounded = |r: &mut dyn Read, what: &Path| {
+        let mut buf = Vec::new();
+        r.take(max.saturating_add(1))
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", what, e))?;
+        Ok(buf)
+    };
     match (&a.file, a.text.as_slice()) {
         (Some(_), [_, ..]) => Err(Error::usage("give the body as text or --file, not both")),
-        (Some(f), []) => std::fs::read(f).map_err(|e| Error::io("read --file", f, e)),
-        (None, [one]) if one == "-" => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| Error::io("read", "<stdin>", e))?;
-            Ok(buf)
+        (Some(f), []) => {
+            let mut file = std::fs::File::open(f).map_err(|e| Error::io("read --file", f, e))?;
+            bounded(&mut file, f)
         }
+        (None, [one]) if one == "-" => bounded(&mut std::io::stdin().lock(), Path::new("<stdin>")),
         (None, []) => Err(Error::usage(
             "no message: give text, `-` for stdin, or --file F",
         )),
@@ -205,7 +233,6 @@ fn send_one(
     };
     let q = inbox::queue(&ctx.home, &ctx.cfg, &r.id, &msg, now)
         .map_err(|e| common::naming(e, r.id.as_str()))?;
-    let mut unresolved = Vec::new();
     let doorbell = if a.quiet || q.duplicate == Some(Existing::Handled) {
         Outcome::Quiet
     } else {
@@ -221,8 +248,10 @@ fn send_one(
             ev = ev.field("delivery", "fire-and-forget");
         }
         ev.record(&ctx.home);
-        unresolved = resolve_keys(ctx, a, &r.id, body, now);
     }
+    // A duplicate still answers: the captain asked for these keys to be
+    // resolved, whichever record carries the answer.
+    let unresolved = resolve_keys(ctx, a, &r.id, body, now);
     let sent = Sent {
         task: r.id.to_string(),
         seq: q.seq,
@@ -315,16 +344,25 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
         return Err(Error::refused("no task has a live pane; nothing sent"));
     }
     let mut code = 0;
+    let mut pipe_closed = false;
     for (r, info) in &live {
         let ring = || r.ring_known(&ctx.home, &ctx.cfg, info);
         if let Err(e) = send_one(ctx, a, r, body, &ring) {
+            // A reader that stopped reading (`| head -1`) must not stop
+            // the broadcast: every recipient still gets its record; only
+            // the printing stops (each record is queued before its line
+            // is printed).
             if matches!(e, Error::ClosedPipe) {
-                return Err(e);
+                pipe_closed = true;
+                continue;
             }
             let e = common::naming(e, r.id.as_str());
             eprintln!("{TOOL}: error: {}", common::describe(&e));
             code = code.max(e.exit_code());
         }
+    }
+    if pipe_closed && code == 0 {
+        return Err(Error::ClosedPipe);
     }
     Ok(code)
 }

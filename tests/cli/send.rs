@@ -481,3 +481,115 @@ fn killed_senders_never_leave_a_partial_record() {
         .success()
         .stdout_has(&format!("{next:03}.msg"));
 }
+
+/// Runs `cmd` with its stdout closed before it writes a byte (a reader
+/// like `| head -0` that went away); returns the exit code.
+fn with_closed_stdout(mut cmd: Command) -> i32 {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait().unwrap().code().unwrap_or(-1)
+}
+
+/// A reader that stops reading must not stop the work: every recipient of
+/// a broadcast gets its record, every record asked for is acknowledged.
+#[test]
+fn a_closed_stdout_stops_the_printing_not_the_work() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    for id in ["b1", "b2", "b3", "b4"] {
+        let pane = t.window(id, &["cat"]);
+        meta(&h, id, &format!("pane={pane}\ntmux_socket={}\n", t.socket));
+    }
+    let mut send = Command::new(bin("fm-send"));
+    send.env("FM_HOME", h.root())
+        .args(["--all", "--quiet", "stand", "down"]);
+    assert_eq!(with_closed_stdout(send), 0);
+    for id in ["b1", "b2", "b3", "b4"] {
+        assert_eq!(record_body(&h, id, 1), b"stand down", "{id}");
+    }
+    for i in 0..5 {
+        h.fm("send")
+            .args(["b1", "--quiet", &format!("m{i}")])
+            .run()
+            .success();
+    }
+    let mut ack = Command::new(bin("fm-ack"));
+    ack.env("FM_HOME", h.root()).args(["b1", "--through", "6"]);
+    assert_eq!(with_closed_stdout(ack), 0);
+    let pending = firstmate::fsx::list_numbered(&h.path("state/b1.inbox"), "msg").unwrap();
+    assert_eq!(pending, Vec::<u64>::new());
+}
+
+/// `--file /dev/zero` or an endless stdin is refused at the size limit,
+/// without reading it all.
+#[test]
+fn an_endless_body_is_refused_at_the_limit() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    let before = h.tree();
+    for stdin_endless in [false, true] {
+        let mut cmd = Command::new(bin("fm-send"));
+        cmd.env("FM_HOME", h.root())
+            .env("FM_SEND_MAX_BODY_BYTES", "4096")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if stdin_endless {
+            cmd.args(["t1", "-"])
+                .stdin(std::fs::File::open("/dev/zero").unwrap());
+        } else {
+            cmd.args(["t1", "--file", "/dev/zero"]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let done = wait_until(10.0, || child.try_wait().unwrap().is_some());
+        if !done {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fm-send kept reading an endless body (stdin {stdin_endless})");
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("limit"));
+    }
+    assert_eq!(h.tree(), before);
+}
+
+/// A `--dedupe` hit still resolves the keys asked for; a broadcast skips a
+/// task whose meta cannot be read instead of failing for everyone.
+#[test]
+fn dedupe_still_resolves_and_a_bad_meta_does_not_stop_a_broadcast() {
+    let h = TestHome::new();
+    meta(&h, "t1", "");
+    h.fm("status")
+        .args(["t1", "needs-decision", "--key", "db", "which db?"])
+        .run()
+        .success();
+    h.fm("send")
+        .args(["t1", "--quiet", "use postgres"])
+        .run()
+        .success();
+    h.fm("send")
+        .args(["t1", "--dedupe", "--resolve-key", "db", "use postgres"])
+        .run()
+        .success()
+        .stdout_has("duplicate of a pending record");
+    let st = h.fm("status").args(["t1", "--json"]).run().success().json();
+    assert_eq!(st["open"], serde_json::json!([]), "{st}");
+    let Some(t) = Tmux::start() else { return };
+    let pane = t.window("ok", &["cat"]);
+    meta(
+        &h,
+        "ok",
+        &format!("pane={pane}\ntmux_socket={}\n", t.socket),
+    );
+    std::os::unix::fs::symlink(h.path("state/ok.meta"), h.path("state/aaa.meta")).unwrap();
+    h.fm("send")
+        .args(["--all", "--quiet", "hello"])
+        .run()
+        .success()
+        .stderr_has("aaa: skipped");
+    assert_eq!(record_body(&h, "ok", 1), b"hello");
+}

@@ -1,5 +1,5 @@
 //! `fm-send` argument rules and what happens after the record is written:
-//! words after the task id are text (never options), `--resolve-key`
+//! option words in the text are refused unless `--` comes first, `--resolve-key`
 //! failures only warn, and the doorbell in a plain shell pane (no composer
 //! regex) is a no-op that never lands on someone's half-typed command.
 
@@ -15,25 +15,46 @@ fn body(h: &TestHome, id: &str, seq: u64) -> String {
 }
 
 #[test]
-fn words_after_the_first_text_word_are_text_not_options() {
+fn option_words_in_the_text_are_refused_unless_after_a_separator() {
     let h = TestHome::new();
     meta(&h, "t6", "");
     meta(&h, "d1", "");
     meta(&h, "other", "");
+    let before = h.tree();
+    // An option typed after the text would become part of the message and
+    // not take effect: `--resolve-key db` would leave the decision open.
+    for args in [
+        vec!["t6", "do", "not", "pass", "--all", "to", "the", "script"],
+        vec!["d1", "use", "staging", "--resolve-key", "db", "--quiet"],
+        vec!["d1", "please", "be", "--quiet=yes", "about", "it"],
+        vec!["d1", "hello", "--json"],
+    ] {
+        h.fm("send")
+            .args(&args)
+            .run()
+            .status(2)
+            .stderr_has("inside the message text")
+            .stderr_has("`--` before the text");
+    }
+    assert_eq!(h.tree(), before);
+    // After `--` every word is text, for t6 only.
     h.fm("send")
-        .args(["t6", "do", "not", "pass", "--all", "to", "the", "script"])
+        .args([
+            "t6", "--", "do", "not", "pass", "--all", "to", "the", "script",
+        ])
         .run()
         .success()
         .stdout_is("queued t6 001.msg \u{b7} doorbell no-pane\n");
     assert_eq!(body(&h, "t6", 1), "do not pass --all to the script");
     assert!(!h.exists("state/d1.inbox/001.msg"));
     assert!(!h.exists("state/other.inbox/001.msg"));
+    // Words that merely start with dashes, or name no option, are text.
     h.fm("send")
-        .args(["d1", "please", "be", "--quiet", "about", "it"])
+        .args(["d1", "please", "be", "--calm", "about", "it"])
         .run()
         .success()
         .stdout_has("doorbell no-pane");
-    assert_eq!(body(&h, "d1", 1), "please be --quiet about it");
+    assert_eq!(body(&h, "d1", 1), "please be --calm about it");
     // Options before the text still apply, before or after the id.
     for args in [["--quiet", "d1", "hello"], ["d1", "--quiet", "hello"]] {
         h.fm("send")
