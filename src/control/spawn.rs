@@ -122,6 +122,19 @@ impl Ctl<'_> {
         Ok(argv)
     }
 
+    /// A new agent has heard none of the pending records: the watcher's
+    /// ladder files (`.ring-state`, `.escalated`) left from the previous
+    /// agent would keep it from ringing this one, so they go. Best effort:
+    /// the agent is already running, and a leftover file only delays rings.
+    pub(super) fn restart_ladder(&self) {
+        if let Err(e) = crate::ladder_files::clear(self.home, self.id) {
+            eprintln!(
+                "{TOOL}: warning: {}: could not reset the watcher's ladder: {e}",
+                self.id
+            );
+        }
+    }
+
     /// A new (or no) agent has no turn in progress: an idle busy record
     /// replaces whatever the previous agent left (SPEC §9.3).
     pub(super) fn reset_busy(&self) -> Result<()> {
@@ -212,6 +225,7 @@ impl Ctl<'_> {
             m.set("spawned_at", &now.to_string());
         })?;
         self.reset_busy()?;
+        self.restart_ladder();
         let mut ev = Event::at(now, TOOL, self.id.as_str(), "control.spawned")
             .field("pane", pane.clone())
             .field("harness", harness_name.clone());

@@ -67,7 +67,11 @@ impl Ctl<'_> {
         tmux.type_text(&info.id, &exit_text)?;
         tmux.press(&info.id, "Enter")?;
         sent.push(format!("text {exit_text:?} + Enter"));
-        let deadline = Instant::now() + Duration::from_secs(self.cfg.control.exit_wait_secs);
+        // A huge configured wait must not overflow the clock: it waits
+        // "forever" (a century) instead.
+        let deadline = Instant::now()
+            .checked_add(Duration::from_secs(self.cfg.control.exit_wait_secs))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
         loop {
             if !matches!(self.agent(meta)?, Agent::Alive(_)) {
                 return Ok(Stop::Exited);
@@ -154,6 +158,7 @@ impl Ctl<'_> {
             m.set("spawned_at", &clock::now().to_string());
         })?;
         self.reset_busy()?;
+        self.restart_ladder();
         Event::new(TOOL, self.id.as_str(), "control.relaunched")
             .field("from", from.clone())
             .field("to", to.clone())

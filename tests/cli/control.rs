@@ -133,7 +133,15 @@ fn interrupt_sends_only_keys_and_exit_stops_the_stand_in() {
         .stdout_is("interrupt-delivered t1 harness=stand-in\n");
     assert!(wait_until(5.0, || t.capture(&pane).contains("interrupted")));
     assert!(!t.capture(&pane).contains("stand-in> C-c"));
-    fm(&["t1", "exit"]).success().stdout_is("stopped t1\n");
+    // The largest wait the config accepts is "forever", not a crash.
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .env("FM_CONTROL_EXIT_WAIT_SECS", u64::MAX.to_string())
+        .args(["t1", "exit"])
+        .run()
+        .success()
+        .stdout_is("stopped t1\n");
     fm(&["t1", "exit"])
         .success()
         .stdout_is("already-stopped t1\n");
@@ -219,9 +227,15 @@ fn relaunch_needs_a_note_then_keeps_the_pane_and_bumps_spawn_gen() {
     assert_eq!(h.read("data/t4/brief.md"), brief_before);
     assert_eq!(h.read("state/t4.meta"), meta_before);
     queue(&h, "t4", "status working queued before the relaunch\n");
+    // The watcher had rung the old agent to the end of its ladder: the new
+    // agent must be rung afresh, so the ladder files go.
+    h.write("state/t4.inbox/.ring-state", "001.msg\t3\t1796000000\n");
+    h.write("state/t4.inbox/.escalated", "001.msg\n");
     fm(&["t4", "relaunch", "--note", "parser done; docs remain"])
         .success()
         .stdout_is("relaunched t4 harness=stand-in from=stand-in\n");
+    assert!(!h.exists("state/t4.inbox/.ring-state"));
+    assert!(!h.exists("state/t4.inbox/.escalated"));
     let brief = String::from_utf8(h.read("data/t4/brief.md")).unwrap();
     assert!(
         brief.contains("## Progress note (") && brief.ends_with("parser done; docs remain\n"),
