@@ -134,8 +134,10 @@ fn last_seq(path: &Path) -> Result<u64> {
     }
 }
 
-/// Appends a wake and returns its sequence number.
-pub fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) -> Result<u64> {
+/// Appends a wake and returns it as stored (fields [`clean`]ed, with its
+/// sequence number): what readers of the log, stdout and the `on_wake`
+/// hook all see.
+pub fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) -> Result<Wake> {
     fsx::ensure_dir(&home.state_dir())?;
     let path = home.wakes();
     let _guard = fsx::lock(&home.wakes_lock(), fsx::LOCK_WAIT)?;
@@ -149,7 +151,7 @@ pub fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) -> Resu
     };
     // A fragment left by a writer killed mid-line is ended by append_line.
     fsx::append_line(&path, wake.to_line().as_bytes())?;
-    Ok(wake.seq)
+    Ok(wake)
 }
 
 /// Wakes in complete lines from byte `offset`, and the offset just past
@@ -234,11 +236,13 @@ mod tests {
     #[test]
     fn append_numbers_and_reads_back() {
         let (_d, h) = home();
-        assert_eq!(append(&h, "t1", "status", "done: x", 5).unwrap(), 1);
-        assert_eq!(append(&h, "t2", "escalation", "a\tb\nc", 6).unwrap(), 2);
+        assert_eq!(append(&h, "t1", "status", "done: x", 5).unwrap().seq, 1);
+        let stored = append(&h, "t2", "escalation", "a\tb\nc", 6).unwrap();
+        assert_eq!(stored.seq, 2);
         let (w, off) = read_since(&h, 0).unwrap();
         assert_eq!(w.len(), 2);
         assert_eq!(w[1].text, "a b c");
+        assert_eq!(w[1], stored, "the returned wake is the stored one");
         assert!(exists_since(&h, "t2", "escalation", "a\tb\nc", 0).unwrap());
         assert!(exists_since(&h, "t2", "escalation", "a b c", 6).unwrap());
         assert!(!exists_since(&h, "t2", "escalation", "a b c", 7).unwrap());
@@ -270,7 +274,7 @@ mod tests {
             .unwrap();
         assert_eq!(read_since(&h, 0).unwrap().0.len(), 1);
         // The fragment's number is never handed out again.
-        assert_eq!(append(&h, "t", "status", "two", 2).unwrap(), 8);
+        assert_eq!(append(&h, "t", "status", "two", 2).unwrap().seq, 8);
         let w = read_since(&h, 0).unwrap().0;
         assert_eq!(w.last().unwrap().text, "two");
     }

@@ -329,8 +329,7 @@ fn change(
 ) -> Result<u8> {
     let id = BoardId::parse(task)?;
     let ctx = home.ctx(TOOL)?;
-    let mut wake_seq = None;
-    let mut wake_line = None;
+    let mut wake = None;
     let c: Change = store::update(&ctx.home, id, &op, now, |after| {
         if let Op::Comment {
             text,
@@ -342,14 +341,13 @@ fn change(
                 "{}: {} (blocker from {by}; task failed): {text}",
                 after.id, after.subject
             );
-            wake_seq = Some(wakes::append(
+            wake = Some(wakes::append(
                 &ctx.home,
                 &after.id.to_string(),
                 "blocker",
                 &line,
                 now,
             )?);
-            wake_line = Some(line);
         }
         Ok(())
     })?;
@@ -372,13 +370,13 @@ fn change(
         }
         _ => {}
     }
-    if let Some(seq) = wake_seq {
-        ev = ev.field("wake_seq", seq);
+    if let Some(w) = &wake {
+        ev = ev.field("wake_seq", w.seq);
     }
     ev.record(&ctx.home);
-    if let Some(line) = &wake_line {
+    if let Some(w) = &wake {
         // Every wake runs the captain's on_wake hook (SPEC §6.3), this one too.
-        crate::watch::hook::spawn(&ctx.cfg.watch.on_wake, &id.to_string(), "blocker", line);
+        crate::watch::hook::spawn(&ctx.cfg.watch.on_wake, w);
         crate::watch::hook::wait_all();
     }
     record_releases(&ctx, id, &c.released, now);

@@ -12,7 +12,7 @@ use crate::error::{Result, exit};
 use crate::home::Home;
 use crate::task_id::TaskId;
 use crate::wakes::{self, Wake};
-use crate::watch::daemon::{self, End, Options};
+use crate::watch::daemon::{self, End, Followed, Options};
 use crate::watch::pass::{self, Report, State};
 use crate::watch::{ladder, ladder_io};
 use crate::{clock, fsx, inbox};
@@ -31,7 +31,8 @@ pub struct Args {
     /// Run one pass, then exit
     #[arg(long)]
     once: bool,
-    /// Run until the first new wake, print it and exit 0
+    /// Run until the first new wake, print it (with any others already
+    /// logged by then) and exit 0
     #[arg(long)]
     until_wake: bool,
     /// Print wakes not yet drained and advance the cursor
@@ -78,13 +79,14 @@ fn run(a: Args) -> Result<u8> {
     } else {
         None
     };
-    let mut lock = match daemon::acquire(&ctx.home)? {
-        Ok(lock) => lock,
-        Err(pid) => {
-            if let Some(start) = start {
-                // Another watcher acts; just wait for its next wake.
-                return finish_loop(daemon::follow(&ctx.home, start)?, a.json);
-            }
+    let mut lock = match (daemon::acquire(&ctx.home)?, start) {
+        (Ok(lock), _) => lock,
+        // Another watcher acts: wait for its wakes, or take over if it dies.
+        (Err(_), Some(start)) => match daemon::follow(&ctx.home, start)? {
+            Followed::End(end) => return finish_loop(end, a.json),
+            Followed::Lock(lock) => lock,
+        },
+        (Err(pid), None) => {
             let pid = pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
             common::out(&format!("{TOOL}: already running (pid {pid})"))?;
             return Ok(exit::OK);
@@ -125,8 +127,10 @@ fn run(a: Args) -> Result<u8> {
 
 fn finish_loop(end: End, json: bool) -> Result<u8> {
     match end {
-        End::Wake(w) => {
-            common::out(&wake_line(&w, json))?;
+        End::Wakes(ws) => {
+            for w in &ws {
+                common::out(&wake_line(w, json))?;
+            }
             Ok(exit::OK)
         }
         End::Signal(libc::SIGINT) => Ok(exit::INTERRUPTED),
@@ -309,9 +313,78 @@ fn crontab(home: &Home) -> Result<u8> {
         Some(p) => shell_quote(&p.display().to_string()),
         None => "fm-watch".to_string(),
     };
-    common::out(&format!(
+    let line = format!(
         "* * * * * FM_HOME={} {program} --once >/dev/null",
         shell_quote(&home.root().display().to_string())
-    ))?;
+    );
+    common::out(&cron_escape(&line))?;
     Ok(exit::OK)
+}
+
+/// Cron turns an unescaped `%` in a command into a newline (and feeds the
+/// rest to stdin), and turns `\%` into `%`: every `%` is written `\%`.
+/// `line`'s paths are single-quoted, so a backslash right before a `%` is a
+/// path character inside quotes; cron would read that pair as an escaped
+/// `%` and drop the backslash, so the quote is closed and reopened (`''`)
+/// between them.
+fn cron_escape(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if c == '%' {
+            if out.ends_with('\\') {
+                out.push_str("''");
+            }
+            out.push_str("\\%");
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What cron (vixie/cronie) hands the shell: `\%` becomes `%`, a
+    /// backslash before anything else stays with it, and an unescaped `%`
+    /// ends the command.
+    fn as_cron_runs_it(cmd: &str) -> String {
+        let mut out = String::new();
+        let mut escaped = false;
+        for c in cmd.chars() {
+            if escaped {
+                if c == '%' {
+                    out.pop();
+                }
+                out.push(c);
+                escaped = false;
+                continue;
+            }
+            if c == '%' {
+                break;
+            }
+            escaped = c == '\\';
+            out.push(c);
+        }
+        out
+    }
+
+    #[test]
+    fn percent_signs_reach_the_shell_intact() {
+        assert_eq!(cron_escape("FM_HOME='/h/100%' x"), "FM_HOME='/h/100\\%' x");
+        assert_eq!(cron_escape("plain"), "plain");
+        for home in ["/h/100%", "/h/%%x%", "/h/a\\%b\\", "/h/it's 5%", "%"] {
+            let line = cron_escape(&format!(
+                "FM_HOME={} sh -c 'printf %s \"$FM_HOME\"'",
+                crate::shq::quote(home)
+            ));
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(as_cron_runs_it(&line))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), home, "{line}");
+        }
+    }
 }

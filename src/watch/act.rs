@@ -21,7 +21,7 @@ use crate::inbox;
 use crate::meta::Meta;
 use crate::pane::{Pane, PaneInfo};
 use crate::task_id::TaskId;
-use crate::wakes::{self, Wake};
+use crate::wakes;
 use crate::{clock, fsx};
 
 pub(super) struct Exec<'a> {
@@ -188,17 +188,9 @@ impl Exec<'_> {
     /// could not be appended.
     pub(super) fn wake(&mut self, id: &TaskId, kind: &str, text: &str) -> bool {
         match wakes::append(self.home, id.as_str(), kind, text, self.now) {
-            Ok(seq) => {
-                if !self.cfg.watch.on_wake.is_empty() {
-                    hook::spawn(&self.cfg.watch.on_wake, id.as_str(), kind, text);
-                }
-                self.report.wakes.push(Wake {
-                    seq,
-                    epoch: self.now,
-                    task: id.to_string(),
-                    kind: kind.to_string(),
-                    text: wakes::clean(text),
-                });
+            Ok(wake) => {
+                hook::spawn(&self.cfg.watch.on_wake, &wake);
+                self.report.wakes.push(wake);
                 true
             }
             Err(e) => {

@@ -8,8 +8,12 @@
 //! clean exit clears it, so a watcher that finds a pid left behind raises
 //! one `watcher-recovered` wake; SIGTERM/SIGINT end the loop between
 //! passes; without filesystem events (inotify limit, NFS) it warns once
-//! and keeps working by polling. Dot-files (temp files, ladder files, the
-//! heartbeat) and the logs the watcher itself appends never trigger a pass.
+//! and keeps working by polling. `--until-wake` started while another
+//! watcher holds the lock follows that watcher's wakes ([`follow`]) and
+//! retries the lock every second, so when the holder dies it takes over
+//! as the watcher instead of waiting for wakes nobody will write.
+//! Dot-files (temp files, ladder files, the heartbeat) and the logs the
+//! watcher itself appends never trigger a pass.
 
 use std::collections::HashSet;
 
@@ -90,16 +94,21 @@ pub fn recorded_pid(home: &Home) -> Option<u32> {
         .and_then(|b| parse_pid(&b))
 }
 
+/// Takes the singleton lock if it is free right now. The caller raises
+/// [`recovered_wake`] and then calls [`Lock::record_pid`].
+pub fn try_acquire(home: &Home) -> Result<Option<Lock>> {
+    fsx::ensure_dir(&home.state_dir())?;
+    Ok(fsx::try_lock(&home.watch_lock())?.map(|guard| {
+        let previous = recorded_pid(home).filter(|&p| p != std::process::id());
+        Lock { guard, previous }
+    }))
+}
+
 /// Takes the singleton lock, or returns the holder's pid (`Err`). The
 /// caller raises [`recovered_wake`] and then calls [`Lock::record_pid`].
 pub fn acquire(home: &Home) -> Result<std::result::Result<Lock, Option<u32>>> {
-    fsx::ensure_dir(&home.state_dir())?;
-    let path = home.watch_lock();
-    match fsx::try_lock(&path)? {
-        Some(guard) => {
-            let previous = recorded_pid(home).filter(|&p| p != std::process::id());
-            Ok(Ok(Lock { guard, previous }))
-        }
+    match try_acquire(home)? {
+        Some(lock) => Ok(Ok(lock)),
         None => {
             // The holder may not have written its pid yet.
             let deadline = Instant::now() + Duration::from_millis(500);
@@ -119,17 +128,9 @@ pub fn recovered_wake(home: &Home, cfg: &Config, lock: &Lock) -> Option<Wake> {
     let text = format!("previous watcher (pid {pid}) stopped without releasing the lock");
     let now = crate::clock::now();
     match wakes::append(home, "-", "watcher-recovered", &text, now) {
-        Ok(seq) => {
-            if !cfg.watch.on_wake.is_empty() {
-                super::hook::spawn(&cfg.watch.on_wake, "-", "watcher-recovered", &text);
-            }
-            Some(Wake {
-                seq,
-                epoch: now,
-                task: "-".into(),
-                kind: "watcher-recovered".into(),
-                text,
-            })
+        Ok(wake) => {
+            super::hook::spawn(&cfg.watch.on_wake, &wake);
+            Some(wake)
         }
         Err(e) => {
             eprintln!("fm-watch: warning: cannot append wake: {e}");
@@ -155,13 +156,16 @@ pub fn relevant(path: &Path) -> bool {
 #[derive(Debug)]
 pub enum End {
     Signal(i32),
-    Wake(Wake),
+    /// `--until-wake`: every wake past the starting offset at the moment
+    /// the first one was noticed (never empty).
+    Wakes(Vec<Wake>),
 }
 
 /// Options of the loop.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Return at the first wake past this byte offset of the wakes log.
+    /// Return once the wakes log has wakes past this byte offset, with all
+    /// of them.
     pub until_wake: Option<u64>,
     /// Do not use filesystem events (poll only).
     pub no_notify: bool,
@@ -218,10 +222,11 @@ pub fn run(
                 }
             }
         }
-        if let Some(start) = opts.until_wake
-            && let Some(w) = wakes::read_since(home, start)?.0.into_iter().next()
-        {
-            return Ok(End::Wake(w));
+        if let Some(start) = opts.until_wake {
+            let (found, _) = wakes::read_since(home, start)?;
+            if !found.is_empty() {
+                return Ok(End::Wakes(found));
+            }
         }
         let mut wait = poll;
         if let Some(due) = report.next_due {
@@ -278,15 +283,43 @@ fn start_notify(home: &Home, tx: mpsc::Sender<()>) -> Option<notify::Recommended
     }
 }
 
-/// Waits (without acting) for the first wake past `start`, for
-/// `--until-wake` while another watcher holds the lock.
-pub fn follow(home: &Home, start: u64) -> Result<End> {
+/// How often a follower tries to take the lock over.
+const TAKEOVER_EVERY: Duration = Duration::from_secs(1);
+
+/// A follower's pause after noticing a wake, so the rest of the running
+/// watcher's pass (appended one wake at a time) lands in the same batch.
+const BATCH_SETTLE: Duration = Duration::from_millis(100);
+
+/// How [`follow`] ends.
+#[derive(Debug)]
+pub enum Followed {
+    /// The running watcher logged wakes (or a signal came).
+    End(End),
+    /// The running watcher went away and this process now holds the lock:
+    /// the caller carries on as the watcher.
+    Lock(Lock),
+}
+
+/// `--until-wake` while another watcher holds the lock: waits, without
+/// acting, for wakes past `start`, and tries to take the lock over every
+/// [`TAKEOVER_EVERY`], so a watcher that dies (even by SIGKILL) does not
+/// leave the home unwatched.
+pub fn follow(home: &Home, start: u64) -> Result<Followed> {
+    let mut next_try = Instant::now() + TAKEOVER_EVERY;
     loop {
         if let Some(sig) = stop_signal() {
-            return Ok(End::Signal(sig));
+            return Ok(Followed::End(End::Signal(sig)));
         }
-        if let Some(w) = wakes::read_since(home, start)?.0.into_iter().next() {
-            return Ok(End::Wake(w));
+        if !wakes::read_since(home, start)?.0.is_empty() {
+            std::thread::sleep(BATCH_SETTLE);
+            let (found, _) = wakes::read_since(home, start)?;
+            return Ok(Followed::End(End::Wakes(found)));
+        }
+        if Instant::now() >= next_try {
+            if let Some(lock) = try_acquire(home)? {
+                return Ok(Followed::Lock(lock));
+            }
+            next_try = Instant::now() + TAKEOVER_EVERY;
         }
         std::thread::sleep(Duration::from_millis(200));
     }

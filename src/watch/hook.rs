@@ -1,13 +1,17 @@
 //! The `on_wake` hook (SPEC §6.3): an argv template run once per wake with
 //! `{task}`, `{kind}` and `{text}` substituted inside each element — never
 //! through a shell, so wake text reaches the program as one literal
-//! argument. Hooks run beside the watcher, bounded in time; a failure is
+//! argument. The values are the wake as stored in `wakes.log` (cleaned by
+//! [`crate::wakes::append`]), so the hook sees exactly what the log and
+//! stdout show. Hooks run beside the watcher, bounded in time; a failure is
 //! logged on stderr and never stops the watcher.
 
 use std::process::Command;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use crate::wakes::Wake;
 
 /// Longest a hook may run before it is killed.
 pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,9 +48,10 @@ pub fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<Stri
         .collect()
 }
 
-/// Starts the hook for one wake in the background.
-pub fn spawn(template: &[String], task: &str, kind: &str, text: &str) {
-    let argv = argv(template, task, kind, text);
+/// Starts the hook for one appended wake in the background (nothing when
+/// no hook is configured).
+pub fn spawn(template: &[String], wake: &Wake) {
+    let argv = argv(template, &wake.task, &wake.kind, &wake.text);
     let Some((program, args)) = argv.split_first() else {
         return;
     };

@@ -10,7 +10,9 @@
 //! `.escalated`, and skips the wake if this episode (the record's queue
 //! time onwards) already logged that exact wake. A status wake that cannot
 //! be appended rewinds its log's offset so the next pass retries it.
-//! One task's trouble is reported and never stops the pass.
+//! One task's trouble is reported and never stops the pass, and one bad
+//! record (a symlink, say) never stops its task: it is skipped with a
+//! warning and the ladder works on the task's other records.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -122,17 +124,26 @@ fn mtime_secs(path: &std::path::Path) -> Option<u64> {
 }
 
 /// Pending records in order up to and including the first one that is
-/// not fire-and-forget (all the ladder needs).
+/// not fire-and-forget (all the ladder needs). A record that cannot be
+/// read (a symlink, no `--` line, an I/O error) is skipped with a warning
+/// (once per process) naming it, so it never hides the records after it.
 fn load_pending(
     home: &Home,
     id: &TaskId,
     seqs: &[u64],
     now: u64,
-) -> Result<(Vec<Pending>, Option<Record>)> {
+    state: &mut State,
+) -> (Vec<Pending>, Option<Record>) {
     let mut out = Vec::new();
     for &seq in seqs {
-        let Some(rec) = inbox::load_pending(home, id, seq)? else {
-            continue;
+        let rec = match inbox::load_record(home, id, seq) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => continue,
+            Err(e) => {
+                let name = fsx::numbered_name(seq, inbox::EXT);
+                state.warn(format!("{id}: skipping {name}: {e}"));
+                continue;
+            }
         };
         let at = clock::parse_rfc3339(&rec.at)
             .or_else(|| mtime_secs(&home.inbox_record(id, seq)))
@@ -143,10 +154,10 @@ fn load_pending(
             fire_and_forget: rec.fire_and_forget,
         });
         if !rec.fire_and_forget {
-            return Ok((out, Some(rec)));
+            return (out, Some(rec));
         }
     }
-    Ok((out, None))
+    (out, None)
 }
 
 /// Runs one pass at `now`.
@@ -173,7 +184,7 @@ pub fn run(
     };
     let mut tasks = Vec::new();
     for id in &ids {
-        match gather(home, id, now, &cfg.watch) {
+        match gather(home, id, now, &cfg.watch, ex.state) {
             Ok(t) => tasks.push(t),
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
@@ -237,9 +248,15 @@ pub fn run(
     Ok(report)
 }
 
-fn gather(home: &Home, id: &TaskId, now: u64, cfg: &crate::config::WatchCfg) -> Result<TaskIn> {
+fn gather(
+    home: &Home,
+    id: &TaskId,
+    now: u64,
+    cfg: &crate::config::WatchCfg,
+    state: &mut State,
+) -> Result<TaskIn> {
     let listing = list_inbox(home, id)?;
-    let (pending, target) = load_pending(home, id, &listing.seqs, now)?;
+    let (pending, target) = load_pending(home, id, &listing.seqs, now, state);
     let (files, err) = if listing.ladder_files {
         ladder_io::load(home, id)
     } else {

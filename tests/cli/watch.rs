@@ -595,3 +595,191 @@ fn a_status_wake_that_cannot_be_appended_is_retried_next_pass() {
     once(&h).success();
     assert_eq!(wakes_of(&h, "status").len(), 2, "each line exactly once");
 }
+
+/// `fm-watch` with a short poll, in `h`.
+fn watch_cmd(h: &TestHome, args: &[&str]) -> Command {
+    let mut c = h.fm("watch").args(args).cmd;
+    c.env("FM_WATCH_POLL_SECS", "30");
+    c
+}
+
+/// A daemon in `h` that holds the lock (its pid recorded in it).
+fn locked_daemon(h: &TestHome) -> Daemon {
+    let d = Daemon::spawn(watch_cmd(h, &[]), h.path("daemon.out"));
+    let pid = format!("{}\n", d.child.id());
+    assert!(wait_until(5.0, || h.exists("state/.watch.lock")
+        && h.read("state/.watch.lock") == pid.as_bytes()));
+    d
+}
+
+/// Starts `fm-watch --until-wake` with its output piped.
+fn until_wake(h: &TestHome) -> Child {
+    watch_cmd(h, &["--until-wake"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits at most `secs` for `child` to exit; its exit code and stdout.
+fn finish(mut child: Child, secs: f64) -> (Option<i32>, String) {
+    let mut code = None;
+    wait_until(secs, || match child.try_wait().unwrap() {
+        Some(st) => {
+            code = st.code();
+            true
+        }
+        None => false,
+    });
+    if code.is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn append(h: &TestHome, rel: &str, bytes: &str) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(h.path(rel))
+        .and_then(|mut f| f.write_all(bytes.as_bytes()))
+        .unwrap();
+}
+
+#[test]
+fn until_wake_takes_over_when_the_watcher_it_follows_is_killed() {
+    let h = TestHome::new();
+    let mut d = locked_daemon(&h);
+    let follower = until_wake(&h);
+    settle(1.0); // it has found the lock taken and is following
+    // Frozen, the daemon cannot surface the line; killed, it never will.
+    // (Appending only after the kill would race the follower's takeover,
+    // whose own watcher-recovered wake would then end it alone.)
+    d.signal(libc::SIGSTOP);
+    append(&h, "state/t1.status", "done: x\n");
+    d.signal(libc::SIGKILL);
+    assert!(d.wait_exit(5.0).is_some());
+    let (code, out) = finish(follower, 6.0);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("t1 status \u{b7} done: x"), "{out}");
+    assert!(out.contains("- watcher-recovered \u{b7}"), "{out}");
+    assert_eq!(wakes_of(&h, "status").len(), 1);
+    assert!(h.read("state/.watch.lock").is_empty(), "a clean exit");
+}
+
+#[test]
+fn until_wake_prints_every_wake_of_the_batch_it_wakes_on() {
+    let h = TestHome::new();
+    let lines = "done: a\nblocked: b\nfailed: c\n";
+    let expect = |out: &str| {
+        let got: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.split(" \u{b7} ").nth(1))
+            .collect();
+        assert_eq!(got, ["done: a", "blocked: b", "failed: c"], "{out}");
+    };
+    // Alone, it is the watcher: the whole pass comes out.
+    let alone = until_wake(&h);
+    settle(0.5);
+    append(&h, "state/t1.status", lines);
+    let (code, out) = finish(alone, 6.0);
+    assert_eq!(code, Some(0), "{out}");
+    expect(&out);
+    // Following a running watcher: the whole of that watcher's pass.
+    let _d = locked_daemon(&h);
+    let follower = until_wake(&h);
+    settle(1.0);
+    append(&h, "state/t2.status", lines);
+    let (code, out) = finish(follower, 6.0);
+    assert_eq!(code, Some(0), "{out}");
+    expect(&out);
+}
+
+#[test]
+fn a_symlinked_record_is_skipped_and_the_tasks_other_records_still_ring() {
+    let h = TestHome::new();
+    h.write("state/t5.meta", "kind=ship\n");
+    let old =
+        |body: &[u8]| firstmate::inbox::render("2020-01-01T00:00:00Z", "captain", false, body);
+    h.write("elsewhere.msg", old(b"not in the inbox\n"));
+    h.write("state/t5.inbox/004.msg", old(b"please look\n"));
+    std::os::unix::fs::symlink(h.path("elsewhere.msg"), h.path("state/t5.inbox/003.msg")).unwrap();
+    let once = || {
+        h.fm("watch")
+            .arg("--once")
+            .env("FM_WATCH_GRACE_SECS", "1")
+            .env("FM_WATCH_MAX_RINGS", "1")
+            .run()
+            .success()
+    };
+    once()
+        .stdout_has("rang t5 004.msg (attempt 1) \u{b7} no-pane")
+        .stderr_has("t5: skipping 003.msg: refusing to follow symlink");
+    once();
+    let esc = wakes_of(&h, "escalation");
+    assert_eq!(esc.len(), 1, "{esc:?}");
+    assert!(
+        esc[0]
+            .text
+            .starts_with("004.msg unacknowledged after 1 ring(s)"),
+        "{esc:?}"
+    );
+    // A daemon warns once, not on every pass.
+    let mut c = h.fm("watch").cmd;
+    c.env("FM_WATCH_POLL_SECS", "1");
+    let mut d = Daemon::spawn(c, h.path("daemon.out"));
+    settle(3.5);
+    d.signal(libc::SIGTERM);
+    assert_eq!(d.wait_exit(5.0), Some(0));
+    let said = std::fs::read_to_string(h.path("daemon.out")).unwrap();
+    assert_eq!(said.matches("skipping 003.msg").count(), 1, "{said}");
+    assert!(
+        h.exists("state/t5.inbox/003.msg"),
+        "left alone, not followed"
+    );
+}
+
+#[test]
+fn on_wake_gets_the_text_exactly_as_logged() {
+    let h = TestHome::new();
+    let got = h.path("hook.out");
+    h.write(
+        "config/firstmate.toml",
+        format!(
+            "[watch]\non_wake = [\"sh\", \"-c\", 'printf %s \"$1\" > {}', \"sh\", \"{{text}}\"]\n",
+            got.display()
+        ),
+    );
+    h.write("state/t1.status", "done: a\tb \x1b[31mred\x1b[0m\n");
+    h.fm("watch").arg("--once").run().success();
+    let logged = wakes_of(&h, "status");
+    assert_eq!(logged.len(), 1);
+    assert!(!logged[0].text.contains(['\t', '\x1b']), "{logged:?}");
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), logged[0].text);
+}
+
+#[test]
+fn crontab_escapes_percent_signs_for_cron() {
+    let dir = tempfile::Builder::new()
+        .prefix("fm-test-50%-")
+        .tempdir()
+        .unwrap();
+    let h = TestHome { dir };
+    for d in ["config", "data", "state"] {
+        std::fs::create_dir_all(h.path(d)).unwrap();
+    }
+    h.write("config/firstmate.toml", "");
+    let root = h.root().display().to_string();
+    assert!(root.contains('%'));
+    let run = h.fm("watch").arg("--crontab").run().success();
+    let escaped = root.replace('%', "\\%");
+    let out = run.stdout_has(&format!("FM_HOME='{escaped}' ")).stdout();
+    assert!(
+        out.match_indices('%')
+            .all(|(i, _)| out[..i].ends_with('\\')),
+        "an unescaped %: {out}"
+    );
+}
