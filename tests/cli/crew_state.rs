@@ -661,3 +661,43 @@ fn trace_merges_the_chain() {
         .json();
     assert_eq!(j.as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn trace_keeps_distinct_events_of_the_same_second() {
+    let h = TestHome::new();
+    meta(&h, "P", &["kind=secondmate".into()]);
+    meta(&h, "P.c1", &["parent=P".into()]);
+    // Two real messages, most likely within one second of each other.
+    for body in ["msg two", "msg three"] {
+        h.fm("send").args(["P.c1", body]).run().success();
+    }
+    let queued = |out: &str| out.matches("inbox.queued").count();
+    let out = h
+        .fm("crew-state")
+        .args(["--trace", "P"])
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(queued(&out), 2, "{out}");
+    assert!(out.contains("seq=1") && out.contains("seq=2"), "{out}");
+    // The same second for certain; the exact copy of a record is dropped.
+    let ev = |seq: u64| {
+        format!(
+            r#"{{"ts":100,"tool":"fm-send","task":"P.c1","action":"inbox.queued","actor":"captain","seq":{seq}}}"#
+        )
+    };
+    h.write(
+        "state/events.jsonl",
+        [ev(1), ev(2), ev(2), ev(3)].join("\n") + "\n",
+    );
+    let out = h
+        .fm("crew-state")
+        .args(["--trace", "P"])
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(queued(&out), 3, "{out}");
+    for seq in 1..=3 {
+        assert_eq!(out.matches(&format!("seq={seq}")).count(), 1, "{out}");
+    }
+}
