@@ -1,8 +1,9 @@
 //! Everything §9.2 decides on, gathered in one pass (SPEC §9.2, §9.3, §4).
 //!
 //! Per task: meta, the run record `state/<id>.run`, the busy record
-//! `state/<id>.busy`, the status log's fold, the pending inbox count, and
-//! whether the worktree exists. Per tmux socket: one `list-panes -a` for
+//! `state/<id>.busy`, the status log's fold, the pending inbox count,
+//! whether the worktree meta names exists (a meta naming none is a task
+//! never spawned), and the brief's `kind` when meta has none. Per tmux socket: one `list-panes -a` for
 //! the whole fleet, and only when some task on it records a pane. git is
 //! asked only for tasks with a run record (branch, HEAD, ancestry) and the
 //! gate only for a ship whose current line is `done`; a pane's screen is
@@ -68,6 +69,18 @@ pub struct GitFacts {
     pub head: String,
 }
 
+/// The task's worktree as rule 1 sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreeFact {
+    /// Not looked at: meta names no `worktree` (the task was never
+    /// spawned — a sub-brief's meta holds only `parent=`), or the kind is
+    /// neither ship nor scout.
+    Unchecked,
+    /// Meta names a worktree that is not a directory.
+    Missing,
+    Present,
+}
+
 /// What tmux says about the recorded pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaneFact {
@@ -91,7 +104,9 @@ pub struct Facts {
     /// A state file that could not be read (a symlink, a permission error).
     pub error: Option<String>,
     pub meta: Option<Meta>,
-    pub worktree_exists: bool,
+    /// The brief's frontmatter `kind`, read only when meta has none.
+    pub brief_kind: Option<String>,
+    pub worktree: WorktreeFact,
     pub git: Option<GitFacts>,
     pub run: Option<RunRecord>,
     /// HEAD is an ancestor of the run's head (asked only when they differ).
@@ -118,7 +133,8 @@ impl Facts {
             now,
             error: None,
             meta: None,
-            worktree_exists: false,
+            brief_kind: None,
+            worktree: WorktreeFact::Unchecked,
             git: None,
             run: None,
             run_contains_head: false,
@@ -131,6 +147,19 @@ impl Facts {
             screen: None,
             gate: None,
             inbox_pending: 0,
+        }
+    }
+
+    /// The task's kind: meta `kind`, else the brief's frontmatter `kind`,
+    /// else ship — as the gate reads it ([`crate::dod::gate::kind_of`]).
+    pub fn kind(&self) -> &str {
+        match self.meta.as_ref().map(|m| m.str("kind")) {
+            Some(k) if !k.is_empty() => k,
+            _ => self
+                .brief_kind
+                .as_deref()
+                .filter(|k| !k.is_empty())
+                .unwrap_or("ship"),
         }
     }
 }
@@ -180,11 +209,11 @@ impl StateIndex {
     }
 }
 
-/// The worktree a task records; empty means the default location.
-pub fn worktree_path(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
+/// The worktree meta records; `None` when it names none (never spawned).
+pub fn worktree_path(meta: &Meta) -> Option<PathBuf> {
     match meta.str("worktree") {
-        "" => home.worktree(cfg, id),
-        w => PathBuf::from(w),
+        "" => None,
+        w => Some(PathBuf::from(w)),
     }
 }
 
@@ -219,8 +248,17 @@ fn read_files(
         f.inbox_pending = fsx::list_numbered(&inbox, inbox::EXT)?.len();
     }
     if let Some(meta) = &f.meta {
-        if matches!(meta.kind(), "ship" | "scout") {
-            f.worktree_exists = worktree_path(home, cfg, id, meta).is_dir();
+        if meta.str("kind").is_empty() {
+            f.brief_kind = crate::dod::gate::brief_kind(home, id);
+        }
+        if matches!(f.kind(), "ship" | "scout")
+            && let Some(wt) = worktree_path(meta)
+        {
+            f.worktree = if wt.is_dir() {
+                WorktreeFact::Present
+            } else {
+                WorktreeFact::Missing
+            };
         }
         if let Some(name) = meta.get("harness").filter(|h| !h.is_empty()) {
             f.profile = harness::profile(cfg, name);
@@ -302,14 +340,16 @@ fn is_sha(s: &str) -> bool {
 }
 
 /// Adds the git facts a run record needs to be attributed (rule 2).
-fn attribute_run(home: &Home, cfg: &Config, f: &mut Facts) {
+fn attribute_run(f: &mut Facts) {
     let (Some(meta), Some(run)) = (&f.meta, &f.run) else {
         return;
     };
-    if !f.worktree_exists || run.branch.is_empty() {
+    if f.worktree != WorktreeFact::Present || run.branch.is_empty() {
         return;
     }
-    let wt = worktree_path(home, cfg, &f.id, meta);
+    let Some(wt) = worktree_path(meta) else {
+        return;
+    };
     f.git = git_facts(&wt);
     if let Some(g) = &f.git
         && g.branch.as_deref() == Some(run.branch.as_str())
@@ -394,7 +434,7 @@ pub fn gather(
                 _ => PaneFact::Unknown,
             };
         }
-        attribute_run(home, cfg, f);
+        attribute_run(f);
         // At most one round per expensive input.
         for _ in 0..2 {
             match step(f) {

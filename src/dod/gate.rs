@@ -240,10 +240,15 @@ pub fn mode_of(home: &Home, id: &TaskId, meta: &Meta) -> Option<Mode> {
     Mode::parse(&brief_field(home, id, "mode")?).ok()
 }
 
+/// The `kind` in the task's brief frontmatter, if the brief reads.
+pub fn brief_kind(home: &Home, id: &TaskId) -> Option<String> {
+    brief_field(home, id, "kind")
+}
+
 /// The task's kind: meta `kind`, else the brief's frontmatter, else ship.
 pub fn kind_of(home: &Home, id: &TaskId, meta: &Meta) -> String {
     match meta.str("kind") {
-        "" => brief_field(home, id, "kind").unwrap_or_else(|| "ship".into()),
+        "" => brief_kind(home, id).unwrap_or_else(|| "ship".into()),
         k => k.to_string(),
     }
 }

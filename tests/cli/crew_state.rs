@@ -701,3 +701,64 @@ fn trace_keeps_distinct_events_of_the_same_second() {
         assert_eq!(out.matches(&format!("seq={seq}")).count(), 1, "{out}");
     }
 }
+
+#[test]
+fn a_sub_brief_never_spawned_is_not_torn_down_and_keeps_its_brief_kind() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["P", "--secondmate", "--no-projects"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["P.c1", "proj", "--scout", "--parent", "P"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["P.c2", "proj", "--mode", "local-only", "--parent", "P"])
+        .run()
+        .success();
+    // fm-brief leaves a meta naming only the parent: no worktree, no kind.
+    assert_eq!(h.read("state/P.c1.meta"), b"parent=P\n");
+    for id in ["P.c1", "P.c2"] {
+        assert_eq!(
+            line(&h, id),
+            state(&["unknown", "none", "no current-state source available"])
+        );
+    }
+    log(&h, "P.c2", "working: reading the brief\n");
+    assert_eq!(
+        line(&h, "P.c2"),
+        state(&["working", "status-log", "reading the brief"])
+    );
+    // The brief says scout: its done is never gated, so it reads done.
+    log(&h, "P.c1", "done: found the cause\n");
+    assert_eq!(
+        line(&h, "P.c1"),
+        state(&["done", "status-log", "found the cause"])
+    );
+    // Once meta names a worktree that is gone, rule 1 applies again.
+    let gone = h.path("worktrees/P.c1");
+    meta(
+        &h,
+        "P.c1",
+        &["parent=P".into(), format!("worktree={}", gone.display())],
+    );
+    assert_eq!(
+        line(&h, "P.c1"),
+        state(&["unknown", "none", "worktree gone (torn down?)"])
+    );
+    // A secondmate known only by its brief has no worktree to lose.
+    h.fm("brief")
+        .args(["P.s1", "--secondmate", "--no-projects", "--parent", "P"])
+        .run()
+        .success();
+    meta(
+        &h,
+        "P.s1",
+        &["parent=P".into(), format!("worktree={}", gone.display())],
+    );
+    assert_eq!(
+        line(&h, "P.s1"),
+        state(&["unknown", "none", "no current-state source available"])
+    );
+}
