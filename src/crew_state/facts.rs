@@ -44,11 +44,17 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// Parses the record; unknown keys are ignored, the last occurrence wins.
+    /// `branch` may be written as `<name>` or `refs/heads/<name>`; it is
+    /// kept as the name.
     pub fn parse(bytes: &[u8], mtime: Option<u64>) -> RunRecord {
         let m = Meta::parse(bytes);
+        let branch = m.str("branch").trim();
         RunRecord {
             status: m.str("status").trim().to_lowercase(),
-            branch: m.str("branch").trim().to_string(),
+            branch: branch
+                .strip_prefix("refs/heads/")
+                .unwrap_or(branch)
+                .to_string(),
             head: m.str("head").trim().to_lowercase(),
             gate: m.str("gate").trim().to_string(),
             findings: m.str("findings").trim().parse().unwrap_or(0),
@@ -309,6 +315,11 @@ fn git(dir: &Path, args: &[&str]) -> Option<(i32, String)> {
 /// Branch and HEAD of a worktree (one git call). A directory that is not
 /// the top level of its own repository (a plain directory inside some other
 /// clone, say) has none: git would otherwise answer for the outer one.
+///
+/// The branch is the full ref HEAD points at (`--symbolic-full-name HEAD`,
+/// what `git symbolic-ref -q HEAD` prints, asked in the same call) with
+/// `refs/heads/` stripped. `--abbrev-ref` would not do: it shortens to
+/// `heads/<name>` when a tag has the branch's name.
 pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
     let (code, out) = git(
         worktree,
@@ -316,7 +327,7 @@ pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
             "rev-parse",
             "--show-toplevel",
             "HEAD",
-            "--abbrev-ref",
+            "--symbolic-full-name",
             "HEAD",
         ],
     )?;
@@ -328,11 +339,13 @@ pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
         return None;
     }
     let head = lines.next()?.trim().to_string();
-    let branch = lines.next()?.trim();
-    Some(GitFacts {
-        head,
-        branch: (branch != "HEAD" && !branch.is_empty()).then(|| branch.to_string()),
-    })
+    // A detached HEAD prints `HEAD`: no branch.
+    let branch = lines
+        .next()
+        .and_then(|l| l.trim().strip_prefix("refs/heads/"))
+        .filter(|b| !b.is_empty())
+        .map(str::to_string);
+    Some(GitFacts { head, branch })
 }
 
 fn is_sha(s: &str) -> bool {
@@ -467,6 +480,39 @@ mod tests {
         assert_eq!(r.head, "abc123");
         assert_eq!((r.findings, r.gate.as_str()), (2, "review"));
         assert_eq!(RunRecord::parse(b"findings=x\n", None).findings, 0);
+        for b in ["fm/x", "refs/heads/fm/x", " refs/heads/fm/x "] {
+            let r = RunRecord::parse(format!("branch={b}\n").as_bytes(), None);
+            assert_eq!(r.branch, "fm/x", "{b}");
+        }
+    }
+
+    #[test]
+    fn a_tag_named_like_the_branch_does_not_hide_the_branch() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path();
+        let git = |args: &[&str]| {
+            let out = crate::git::run(repo, args).unwrap();
+            assert!(out.ok, "{}", out.stderr);
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ]);
+        git(&["checkout", "-q", "-b", "fm/x"]);
+        git(&["tag", "fm/x"]);
+        let facts = git_facts(repo).unwrap();
+        assert_eq!(facts.branch.as_deref(), Some("fm/x"));
+        git(&["checkout", "-q", "--detach"]);
+        let facts = git_facts(repo).unwrap();
+        assert_eq!((facts.branch, facts.head.len()), (None, 40));
     }
 
     #[test]

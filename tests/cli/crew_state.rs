@@ -762,3 +762,31 @@ fn a_sub_brief_never_spawned_is_not_torn_down_and_keeps_its_brief_kind() {
         state(&["unknown", "none", "no current-state source available"])
     );
 }
+
+#[test]
+fn a_run_record_survives_a_tag_named_like_the_branch() {
+    let h = TestHome::new();
+    let p = project(&h);
+    let wt = worktree(&h, &p, "t1");
+    git(&wt, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let head = git(&wt, &["rev-parse", "HEAD"]);
+    // A tag with the branch's name: `rev-parse --abbrev-ref HEAD` would
+    // answer `heads/fm/t1`.
+    git(&wt, &["tag", "fm/t1"]);
+    meta(&h, "t1", &[format!("worktree={}", wt.display())]);
+    log(&h, "t1", "working: on it\n");
+    for branch in ["fm/t1", "refs/heads/fm/t1"] {
+        h.write(
+            "state/t1.run",
+            format!("status=running\nbranch={branch}\nhead={head}\n"),
+        );
+        assert_eq!(
+            line(&h, "t1"),
+            state(&["working", "run", "validating (running)"]),
+            "{branch}"
+        );
+    }
+    // Detached at the same commit: not on the branch, the record is ignored.
+    git(&wt, &["checkout", "-q", "--detach"]);
+    assert_eq!(line(&h, "t1"), state(&["working", "status-log", "on it"]));
+}
