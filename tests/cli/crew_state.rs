@@ -85,10 +85,16 @@ fn unknown_task_and_bad_ids() {
             .status(2)
             .stderr_has("error:");
     }
-    h.fm("crew-state")
-        .args(["--watch", "--interval", "0"])
-        .run()
-        .status(2);
+    // The message states the range actually accepted: 0 < S <= 86400.
+    for bad in ["0", "-1", "86401", "NaN"] {
+        let r = h
+            .fm("crew-state")
+            .args(["--watch", &format!("--interval={bad}")])
+            .run()
+            .status(2)
+            .stderr_has("--interval must be more than 0 and at most 86400 seconds");
+        assert!(!r.stderr().contains("between 0 and"), "{}", r.stderr());
+    }
     h.fm("fm")
         .args(["crew-state", "ghost"])
         .run()
