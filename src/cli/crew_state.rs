@@ -38,7 +38,7 @@ pub struct Args {
     /// Live fleet view, redrawn in place until Ctrl-C
     #[arg(long, conflicts_with = "trace")]
     watch: bool,
-    /// Seconds between redraws of --watch
+    /// Seconds between redraws of --watch (more than 0, at most 86400)
     #[arg(long, value_name = "S", default_value_t = 2.0, requires = "watch")]
     interval: f64,
     /// The audit trail of a task and its descendants, as Markdown
@@ -77,7 +77,7 @@ fn run(a: Args) -> Result<u8> {
     let traced = a.trace.as_deref().map(TaskId::parse_os).transpose()?;
     if !(a.interval.is_finite() && a.interval > 0.0 && a.interval <= 86_400.0) {
         return Err(Error::usage(
-            "--interval must be between 0 and 86400 seconds",
+            "--interval must be more than 0 and at most 86400 seconds",
         ));
     }
     let ctx = a.home.ctx(TOOL)?;

@@ -1,8 +1,9 @@
 //! Everything §9.2 decides on, gathered in one pass (SPEC §9.2, §9.3, §4).
 //!
 //! Per task: meta, the run record `state/<id>.run`, the busy record
-//! `state/<id>.busy`, the status log's fold, the pending inbox count, and
-//! whether the worktree exists. Per tmux socket: one `list-panes -a` for
+//! `state/<id>.busy`, the status log's fold, the pending inbox count,
+//! whether the worktree meta names exists (a meta naming none is a task
+//! never spawned), and the brief's `kind` when meta has none. Per tmux socket: one `list-panes -a` for
 //! the whole fleet, and only when some task on it records a pane. git is
 //! asked only for tasks with a run record (branch, HEAD, ancestry) and the
 //! gate only for a ship whose current line is `done`; a pane's screen is
@@ -43,11 +44,17 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// Parses the record; unknown keys are ignored, the last occurrence wins.
+    /// `branch` may be written as `<name>` or `refs/heads/<name>`; it is
+    /// kept as the name.
     pub fn parse(bytes: &[u8], mtime: Option<u64>) -> RunRecord {
         let m = Meta::parse(bytes);
+        let branch = m.str("branch").trim();
         RunRecord {
             status: m.str("status").trim().to_lowercase(),
-            branch: m.str("branch").trim().to_string(),
+            branch: branch
+                .strip_prefix("refs/heads/")
+                .unwrap_or(branch)
+                .to_string(),
             head: m.str("head").trim().to_lowercase(),
             gate: m.str("gate").trim().to_string(),
             findings: m.str("findings").trim().parse().unwrap_or(0),
@@ -66,6 +73,18 @@ pub struct GitFacts {
     /// Current branch; `None` when HEAD is detached.
     pub branch: Option<String>,
     pub head: String,
+}
+
+/// The task's worktree as rule 1 sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreeFact {
+    /// Not looked at: meta names no `worktree` (the task was never
+    /// spawned — a sub-brief's meta holds only `parent=`), or the kind is
+    /// neither ship nor scout.
+    Unchecked,
+    /// Meta names a worktree that is not a directory.
+    Missing,
+    Present,
 }
 
 /// What tmux says about the recorded pane.
@@ -91,7 +110,9 @@ pub struct Facts {
     /// A state file that could not be read (a symlink, a permission error).
     pub error: Option<String>,
     pub meta: Option<Meta>,
-    pub worktree_exists: bool,
+    /// The brief's frontmatter `kind`, read only when meta has none.
+    pub brief_kind: Option<String>,
+    pub worktree: WorktreeFact,
     pub git: Option<GitFacts>,
     pub run: Option<RunRecord>,
     /// HEAD is an ancestor of the run's head (asked only when they differ).
@@ -118,7 +139,8 @@ impl Facts {
             now,
             error: None,
             meta: None,
-            worktree_exists: false,
+            brief_kind: None,
+            worktree: WorktreeFact::Unchecked,
             git: None,
             run: None,
             run_contains_head: false,
@@ -131,6 +153,19 @@ impl Facts {
             screen: None,
             gate: None,
             inbox_pending: 0,
+        }
+    }
+
+    /// The task's kind: meta `kind`, else the brief's frontmatter `kind`,
+    /// else ship — as the gate reads it ([`crate::dod::gate::kind_of`]).
+    pub fn kind(&self) -> &str {
+        match self.meta.as_ref().map(|m| m.str("kind")) {
+            Some(k) if !k.is_empty() => k,
+            _ => self
+                .brief_kind
+                .as_deref()
+                .filter(|k| !k.is_empty())
+                .unwrap_or("ship"),
         }
     }
 }
@@ -180,11 +215,11 @@ impl StateIndex {
     }
 }
 
-/// The worktree a task records; empty means the default location.
-pub fn worktree_path(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
+/// The worktree meta records; `None` when it names none (never spawned).
+pub fn worktree_path(meta: &Meta) -> Option<PathBuf> {
     match meta.str("worktree") {
-        "" => home.worktree(cfg, id),
-        w => PathBuf::from(w),
+        "" => None,
+        w => Some(PathBuf::from(w)),
     }
 }
 
@@ -219,8 +254,17 @@ fn read_files(
         f.inbox_pending = fsx::list_numbered(&inbox, inbox::EXT)?.len();
     }
     if let Some(meta) = &f.meta {
-        if matches!(meta.kind(), "ship" | "scout") {
-            f.worktree_exists = worktree_path(home, cfg, id, meta).is_dir();
+        if meta.str("kind").is_empty() {
+            f.brief_kind = crate::dod::gate::brief_kind(home, id);
+        }
+        if matches!(f.kind(), "ship" | "scout")
+            && let Some(wt) = worktree_path(meta)
+        {
+            f.worktree = if wt.is_dir() {
+                WorktreeFact::Present
+            } else {
+                WorktreeFact::Missing
+            };
         }
         if let Some(name) = meta.get("harness").filter(|h| !h.is_empty()) {
             f.profile = harness::profile(cfg, name);
@@ -271,6 +315,11 @@ fn git(dir: &Path, args: &[&str]) -> Option<(i32, String)> {
 /// Branch and HEAD of a worktree (one git call). A directory that is not
 /// the top level of its own repository (a plain directory inside some other
 /// clone, say) has none: git would otherwise answer for the outer one.
+///
+/// The branch is the full ref HEAD points at (`--symbolic-full-name HEAD`,
+/// what `git symbolic-ref -q HEAD` prints, asked in the same call) with
+/// `refs/heads/` stripped. `--abbrev-ref` would not do: it shortens to
+/// `heads/<name>` when a tag has the branch's name.
 pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
     let (code, out) = git(
         worktree,
@@ -278,7 +327,7 @@ pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
             "rev-parse",
             "--show-toplevel",
             "HEAD",
-            "--abbrev-ref",
+            "--symbolic-full-name",
             "HEAD",
         ],
     )?;
@@ -290,11 +339,13 @@ pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
         return None;
     }
     let head = lines.next()?.trim().to_string();
-    let branch = lines.next()?.trim();
-    Some(GitFacts {
-        head,
-        branch: (branch != "HEAD" && !branch.is_empty()).then(|| branch.to_string()),
-    })
+    // A detached HEAD prints `HEAD`: no branch.
+    let branch = lines
+        .next()
+        .and_then(|l| l.trim().strip_prefix("refs/heads/"))
+        .filter(|b| !b.is_empty())
+        .map(str::to_string);
+    Some(GitFacts { head, branch })
 }
 
 fn is_sha(s: &str) -> bool {
@@ -302,14 +353,16 @@ fn is_sha(s: &str) -> bool {
 }
 
 /// Adds the git facts a run record needs to be attributed (rule 2).
-fn attribute_run(home: &Home, cfg: &Config, f: &mut Facts) {
+fn attribute_run(f: &mut Facts) {
     let (Some(meta), Some(run)) = (&f.meta, &f.run) else {
         return;
     };
-    if !f.worktree_exists || run.branch.is_empty() {
+    if f.worktree != WorktreeFact::Present || run.branch.is_empty() {
         return;
     }
-    let wt = worktree_path(home, cfg, &f.id, meta);
+    let Some(wt) = worktree_path(meta) else {
+        return;
+    };
     f.git = git_facts(&wt);
     if let Some(g) = &f.git
         && g.branch.as_deref() == Some(run.branch.as_str())
@@ -394,7 +447,7 @@ pub fn gather(
                 _ => PaneFact::Unknown,
             };
         }
-        attribute_run(home, cfg, f);
+        attribute_run(f);
         // At most one round per expensive input.
         for _ in 0..2 {
             match step(f) {
@@ -427,6 +480,39 @@ mod tests {
         assert_eq!(r.head, "abc123");
         assert_eq!((r.findings, r.gate.as_str()), (2, "review"));
         assert_eq!(RunRecord::parse(b"findings=x\n", None).findings, 0);
+        for b in ["fm/x", "refs/heads/fm/x", " refs/heads/fm/x "] {
+            let r = RunRecord::parse(format!("branch={b}\n").as_bytes(), None);
+            assert_eq!(r.branch, "fm/x", "{b}");
+        }
+    }
+
+    #[test]
+    fn a_tag_named_like_the_branch_does_not_hide_the_branch() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path();
+        let git = |args: &[&str]| {
+            let out = crate::git::run(repo, args).unwrap();
+            assert!(out.ok, "{}", out.stderr);
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ]);
+        git(&["checkout", "-q", "-b", "fm/x"]);
+        git(&["tag", "fm/x"]);
+        let facts = git_facts(repo).unwrap();
+        assert_eq!(facts.branch.as_deref(), Some("fm/x"));
+        git(&["checkout", "-q", "--detach"]);
+        let facts = git_facts(repo).unwrap();
+        assert_eq!((facts.branch, facts.head.len()), (None, 40));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! direction: an ungated ship `done` reads blocked, an uncaptured screen
 //! reads not busy.
 
-use super::facts::{Facts, PaneFact};
+use super::facts::{Facts, PaneFact, WorktreeFact};
 use super::{Source, State};
 use crate::status::Verb;
 
@@ -68,15 +68,17 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     if let Some(e) = &f.error {
         return Ok(r(State::Unknown, Source::None, format!("unreadable: {e}")));
     }
-    let Some(meta) = &f.meta else {
+    if f.meta.is_none() {
         return Ok(r(
             State::Unknown,
             Source::None,
             format!("no metadata for {}", f.id),
         ));
-    };
-    let kind = meta.kind();
-    if matches!(kind, "ship" | "scout") && !f.worktree_exists {
+    }
+    // A meta naming no worktree is a task never spawned (a sub-brief's meta
+    // holds only `parent=`): the later rules say what little is known.
+    let kind = f.kind();
+    if matches!(kind, "ship" | "scout") && f.worktree == WorktreeFact::Missing {
         return Ok(r(
             State::Unknown,
             Source::None,

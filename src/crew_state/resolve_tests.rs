@@ -1,7 +1,7 @@
 //! Every rule of SPEC §9.2 on the pure resolver.
 
 use super::*;
-use crate::crew_state::facts::{BusyRecord, GitFacts, RunRecord};
+use crate::crew_state::facts::{BusyRecord, GitFacts, RunRecord, WorktreeFact};
 use crate::harness::builtin;
 use crate::meta::Meta;
 use crate::status::Fold;
@@ -12,7 +12,7 @@ const NOW: u64 = 10_000;
 fn task(meta: &str) -> Facts {
     let mut f = Facts::empty(TaskId::parse("t1").unwrap(), NOW);
     f.meta = Some(Meta::parse(meta.as_bytes()));
-    f.worktree_exists = true;
+    f.worktree = WorktreeFact::Present;
     f
 }
 
@@ -57,17 +57,56 @@ fn rule1_no_meta_and_worktree_gone() {
     assert_eq!(says(&f), "unknown \u{b7} none \u{b7} no metadata for ghost");
     for kind in ["kind=ship\n", "\n", "kind=scout\n"] {
         let mut f = task(kind);
-        f.worktree_exists = false;
+        f.worktree = WorktreeFact::Missing;
         assert_eq!(
             says(&f),
             "unknown \u{b7} none \u{b7} worktree gone (torn down?)"
         );
     }
     let mut f = task("kind=secondmate\n");
-    f.worktree_exists = false;
+    f.worktree = WorktreeFact::Missing;
     assert_eq!(
         says(&f),
         "unknown \u{b7} none \u{b7} no current-state source available"
+    );
+}
+
+#[test]
+fn rule1_a_meta_without_a_worktree_was_never_spawned() {
+    // A sub-brief's meta: only `parent=`, no worktree, no pane, no kind.
+    let mut f = task("parent=P\n");
+    f.worktree = WorktreeFact::Unchecked;
+    assert_eq!(
+        says(&f),
+        "unknown \u{b7} none \u{b7} no current-state source available"
+    );
+    log(&mut f, "working: reading the brief\n");
+    assert_eq!(
+        says(&f),
+        "working \u{b7} status-log \u{b7} reading the brief"
+    );
+}
+
+#[test]
+fn kind_falls_back_to_the_brief() {
+    let mut f = task("parent=P\n");
+    f.worktree = WorktreeFact::Unchecked;
+    log(&mut f, "done: found the cause\n");
+    // Without a kind anywhere it is a ship, whose done needs the gate.
+    assert_eq!(f.kind(), "ship");
+    assert_eq!(step(&f), Err(Need::Gate));
+    f.brief_kind = Some("scout".into());
+    assert_eq!(f.kind(), "scout");
+    assert_eq!(says(&f), "done \u{b7} status-log \u{b7} found the cause");
+    // Meta's own kind wins over the brief's.
+    f.meta = Some(Meta::parse(b"kind=ship\nparent=P\n"));
+    assert_eq!(step(&f), Err(Need::Gate));
+    // A scout whose recorded worktree is gone is still rule 1.
+    f.meta = Some(Meta::parse(b"parent=P\nworktree=/w\n"));
+    f.worktree = WorktreeFact::Missing;
+    assert_eq!(
+        says(&f),
+        "unknown \u{b7} none \u{b7} worktree gone (torn down?)"
     );
 }
 

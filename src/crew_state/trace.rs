@@ -2,10 +2,12 @@
 //!
 //! The chain is the task and every descendant linked through meta
 //! `parent=`. Its events are read from `state/events.jsonl`, merged,
-//! de-duplicated on (task, actor, ts, action) — the first occurrence wins —
-//! and put in time order (file order among equal times). The task is part
-//! of the key because timestamps are whole seconds: two tasks of one chain
-//! briefed by the captain in the same second are two events, not one. Each prints as one
+//! de-duplicated and put in time order (file order among equal times).
+//! Only identical records are duplicates: the whole event, every field,
+//! compared as a JSON value (so key order and spacing do not matter).
+//! Timestamps are whole seconds, so two messages queued for one task in
+//! the same second share task, actor, time and action and differ only in
+//! their other fields (`seq`); both are kept. Each prints as one
 //! Markdown list entry:
 //! `- <UTC time> · <task> · <actor> · <action>[ · key=value, …]`.
 
@@ -58,21 +60,17 @@ fn ts(m: &Map<String, Value>) -> u64 {
 }
 
 /// The chain's events from the bytes of `events.jsonl`: filtered to
-/// `tasks`, de-duplicated on (task, actor, ts, action), in time order.
+/// `tasks`, identical records dropped (the first occurrence wins), in
+/// time order.
 pub fn entries(bytes: &[u8], tasks: &HashSet<&str>) -> Vec<Map<String, Value>> {
     let mut seen = HashSet::new();
     let mut out: Vec<Map<String, Value>> = fsx::complete_lines(bytes)
         .split(|&b| b == b'\n')
         .filter_map(events::parse_line)
         .filter(|m| tasks.contains(s(m, "task")))
-        .filter(|m| {
-            seen.insert((
-                s(m, "task").to_string(),
-                s(m, "actor").to_string(),
-                ts(m),
-                s(m, "action").to_string(),
-            ))
-        })
+        // serde_json's map is ordered by key, so equal records serialise
+        // to equal text whatever order their fields were written in.
+        .filter(|m| seen.insert(Value::Object(m.clone()).to_string()))
         .collect();
     out.sort_by_key(ts);
     out
@@ -148,6 +146,22 @@ mod tests {
                 "- 1970-01-01T00:00:30Z \u{b7} kid \u{b7} captain \u{b7} inbox.queued \u{b7} seq=1, tool=fm-send",
             ]
         );
+    }
+
+    #[test]
+    fn only_identical_records_are_duplicates() {
+        let log = concat!(
+            r#"{"ts":7,"tool":"fm-send","task":"c1","action":"inbox.queued","actor":"captain","seq":1}"#,
+            "\n",
+            r#"{"ts":7,"tool":"fm-send","task":"c1","action":"inbox.queued","actor":"captain","seq":2}"#,
+            "\n",
+            r#"{"actor":"captain", "seq":2, "action":"inbox.queued", "task":"c1", "tool":"fm-send", "ts":7}"#,
+            "\n",
+        );
+        let tasks: HashSet<&str> = ["c1"].into();
+        let e = entries(log.as_bytes(), &tasks);
+        let seqs: Vec<&Value> = e.iter().map(|m| &m["seq"]).collect();
+        assert_eq!(seqs, [1, 2], "same second, two messages: both kept once");
     }
 
     #[test]

@@ -67,13 +67,29 @@ fn trim_punct(w: &str) -> &str {
         .trim_end_matches('>')
 }
 
-fn is_pr_word(w: &str) -> bool {
+/// The word `PR` (any case, surrounding punctuation dropped: `PR:`, `(PR`).
+fn is_pr_token(w: &str) -> bool {
+    trim_punct(w).eq_ignore_ascii_case("pr")
+}
+
+/// `PR#N` written as one word (any case).
+fn is_glued_pr_number(w: &str) -> bool {
     let w = trim_punct(w).to_ascii_lowercase();
-    w == "pr" || w.strip_prefix("pr#").is_some_and(is_number)
+    w.strip_prefix("pr#").is_some_and(is_number)
+}
+
+/// `#N`, the number after a `PR` token.
+fn is_hash_number(w: &str) -> bool {
+    trim_punct(w).strip_prefix('#').is_some_and(is_number)
 }
 
 fn is_number(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_http_url(w: &str) -> bool {
+    let w = trim_punct(w).to_ascii_lowercase();
+    w.starts_with("https://") || w.starts_with("http://")
 }
 
 fn is_pull_url(w: &str) -> bool {
@@ -89,7 +105,7 @@ fn is_pull_url(w: &str) -> bool {
 pub fn pr_url(text: &str) -> Option<&str> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let after_token = words.windows(2).find_map(|w| {
-        (is_pr_word(w[0]) && trim_punct(w[1]).starts_with("https://")).then(|| trim_punct(w[1]))
+        (is_pr_token(w[0]) && trim_punct(w[1]).starts_with("https://")).then(|| trim_punct(w[1]))
     });
     after_token.or_else(|| {
         words
@@ -100,16 +116,21 @@ pub fn pr_url(text: &str) -> Option<&str> {
     })
 }
 
-/// Whether a done line names a pull request at all: a `PR` token (`PR`,
-/// `PR:`, `PR #N`, `PR#N`, any case) or a pull URL.
+/// Whether a done line names a pull request the way the final line does:
+/// the word `PR` followed by an http(s) URL or by `#N`, or `PR#N` as one
+/// word (any case). The bare word — "addressed the PR feedback" — is not a
+/// pull request named.
 fn names_pr(text: &str) -> bool {
-    text.split_whitespace()
-        .any(|w| is_pr_word(w) || is_pull_url(w))
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.iter().any(|w| is_glued_pr_number(w))
+        || words
+            .windows(2)
+            .any(|w| is_pr_token(w[0]) && (is_http_url(w[1]) || is_hash_number(w[1])))
 }
 
 /// The no-mistakes final line, `PR <url> … checks green`, recognised in
-/// the forms workers actually write: any line that names a pull request or
-/// says `checks green` (any case). Only a done line with neither is the
+/// the forms workers actually write: `PR <url>`, `PR #N`, `PR#N`, or the
+/// words `checks green` (any case). Every other done line is the
 /// pipeline hand-off.
 pub fn is_checks_green(text: &str) -> bool {
     names_pr(text) || text.to_lowercase().contains("checks green")
@@ -219,10 +240,15 @@ pub fn mode_of(home: &Home, id: &TaskId, meta: &Meta) -> Option<Mode> {
     Mode::parse(&brief_field(home, id, "mode")?).ok()
 }
 
+/// The `kind` in the task's brief frontmatter, if the brief reads.
+pub fn brief_kind(home: &Home, id: &TaskId) -> Option<String> {
+    brief_field(home, id, "kind")
+}
+
 /// The task's kind: meta `kind`, else the brief's frontmatter, else ship.
 pub fn kind_of(home: &Home, id: &TaskId, meta: &Meta) -> String {
     match meta.str("kind") {
-        "" => brief_field(home, id, "kind").unwrap_or_else(|| "ship".into()),
+        "" => brief_kind(home, id).unwrap_or_else(|| "ship".into()),
         k => k.to_string(),
     }
 }
@@ -370,8 +396,10 @@ mod tests {
             "PR: https://g/o/r/pull/3 checks green",
             "PR #3 checks green",
             "pr https://g/o/r/pull/3 checks green",
-            "opened https://g/o/r/pull/3",
+            "PR http://forge.local/o/r/pull/3",
+            "PR https://g/o/r/pull/3",
             "PR#3 merged-ready",
+            "pipeline green (PR #12).",
             "all Checks Green",
         ] {
             assert_eq!(
@@ -384,6 +412,11 @@ mod tests {
             "parser rewritten",
             "prepared the pipeline run",
             "express routes done",
+            "addressed the PR feedback from last week",
+            "PR review comments answered; pipeline started",
+            "PR: pending, pipeline started",
+            "reworked PR #abc",
+            "opened https://g/o/r/pull/3",
         ] {
             assert!(
                 matches!(

@@ -85,10 +85,16 @@ fn unknown_task_and_bad_ids() {
             .status(2)
             .stderr_has("error:");
     }
-    h.fm("crew-state")
-        .args(["--watch", "--interval", "0"])
-        .run()
-        .status(2);
+    // The message states the range actually accepted: 0 < S <= 86400.
+    for bad in ["0", "-1", "86401", "NaN"] {
+        let r = h
+            .fm("crew-state")
+            .args(["--watch", &format!("--interval={bad}")])
+            .run()
+            .status(2)
+            .stderr_has("--interval must be more than 0 and at most 86400 seconds");
+        assert!(!r.stderr().contains("between 0 and"), "{}", r.stderr());
+    }
     h.fm("fm")
         .args(["crew-state", "ghost"])
         .run()
@@ -660,4 +666,133 @@ fn trace_merges_the_chain() {
         .success()
         .json();
     assert_eq!(j.as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn trace_keeps_distinct_events_of_the_same_second() {
+    let h = TestHome::new();
+    meta(&h, "P", &["kind=secondmate".into()]);
+    meta(&h, "P.c1", &["parent=P".into()]);
+    // Two real messages, most likely within one second of each other.
+    for body in ["msg two", "msg three"] {
+        h.fm("send").args(["P.c1", body]).run().success();
+    }
+    let queued = |out: &str| out.matches("inbox.queued").count();
+    let out = h
+        .fm("crew-state")
+        .args(["--trace", "P"])
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(queued(&out), 2, "{out}");
+    assert!(out.contains("seq=1") && out.contains("seq=2"), "{out}");
+    // The same second for certain; the exact copy of a record is dropped.
+    let ev = |seq: u64| {
+        format!(
+            r#"{{"ts":100,"tool":"fm-send","task":"P.c1","action":"inbox.queued","actor":"captain","seq":{seq}}}"#
+        )
+    };
+    h.write(
+        "state/events.jsonl",
+        [ev(1), ev(2), ev(2), ev(3)].join("\n") + "\n",
+    );
+    let out = h
+        .fm("crew-state")
+        .args(["--trace", "P"])
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(queued(&out), 3, "{out}");
+    for seq in 1..=3 {
+        assert_eq!(out.matches(&format!("seq={seq}")).count(), 1, "{out}");
+    }
+}
+
+#[test]
+fn a_sub_brief_never_spawned_is_not_torn_down_and_keeps_its_brief_kind() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args(["P", "--secondmate", "--no-projects"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["P.c1", "proj", "--scout", "--parent", "P"])
+        .run()
+        .success();
+    h.fm("brief")
+        .args(["P.c2", "proj", "--mode", "local-only", "--parent", "P"])
+        .run()
+        .success();
+    // fm-brief leaves a meta naming only the parent: no worktree, no kind.
+    assert_eq!(h.read("state/P.c1.meta"), b"parent=P\n");
+    for id in ["P.c1", "P.c2"] {
+        assert_eq!(
+            line(&h, id),
+            state(&["unknown", "none", "no current-state source available"])
+        );
+    }
+    log(&h, "P.c2", "working: reading the brief\n");
+    assert_eq!(
+        line(&h, "P.c2"),
+        state(&["working", "status-log", "reading the brief"])
+    );
+    // The brief says scout: its done is never gated, so it reads done.
+    log(&h, "P.c1", "done: found the cause\n");
+    assert_eq!(
+        line(&h, "P.c1"),
+        state(&["done", "status-log", "found the cause"])
+    );
+    // Once meta names a worktree that is gone, rule 1 applies again.
+    let gone = h.path("worktrees/P.c1");
+    meta(
+        &h,
+        "P.c1",
+        &["parent=P".into(), format!("worktree={}", gone.display())],
+    );
+    assert_eq!(
+        line(&h, "P.c1"),
+        state(&["unknown", "none", "worktree gone (torn down?)"])
+    );
+    // A secondmate known only by its brief has no worktree to lose.
+    h.fm("brief")
+        .args(["P.s1", "--secondmate", "--no-projects", "--parent", "P"])
+        .run()
+        .success();
+    meta(
+        &h,
+        "P.s1",
+        &["parent=P".into(), format!("worktree={}", gone.display())],
+    );
+    assert_eq!(
+        line(&h, "P.s1"),
+        state(&["unknown", "none", "no current-state source available"])
+    );
+}
+
+#[test]
+fn a_run_record_survives_a_tag_named_like_the_branch() {
+    let h = TestHome::new();
+    let p = project(&h);
+    let wt = worktree(&h, &p, "t1");
+    git(&wt, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let head = git(&wt, &["rev-parse", "HEAD"]);
+    // A tag with the branch's name: `rev-parse --abbrev-ref HEAD` would
+    // answer `heads/fm/t1`.
+    git(&wt, &["tag", "fm/t1"]);
+    meta(&h, "t1", &[format!("worktree={}", wt.display())]);
+    log(&h, "t1", "working: on it\n");
+    for branch in ["fm/t1", "refs/heads/fm/t1"] {
+        h.write(
+            "state/t1.run",
+            format!("status=running\nbranch={branch}\nhead={head}\n"),
+        );
+        assert_eq!(
+            line(&h, "t1"),
+            state(&["working", "run", "validating (running)"]),
+            "{branch}"
+        );
+    }
+    // Detached at the same commit: not on the branch, the record is ignored.
+    git(&wt, &["checkout", "-q", "--detach"]);
+    assert_eq!(line(&h, "t1"), state(&["working", "status-log", "on it"]));
 }

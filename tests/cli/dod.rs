@@ -366,7 +366,8 @@ fn no_mistakes_final_lines_in_other_forms_are_gated() {
         "PR: https://example.invalid/o/r/pull/3 checks green",
         "PR #3 checks green",
         "pr https://example.invalid/o/r/pull/3 checks green",
-        "opened https://example.invalid/o/r/pull/3",
+        "PR https://example.invalid/o/r/pull/3",
+        "PR#3",
     ] {
         f.done(text);
         f.check()
@@ -385,6 +386,24 @@ fn no_mistakes_final_lines_in_other_forms_are_gated() {
     f.check()
         .success()
         .stdout_has(&format!("accepted: PR {url}"));
+}
+
+#[test]
+fn no_mistakes_done_lines_that_only_mention_a_pr_are_the_hand_off() {
+    let f = Fleet::new("ship", "no-mistakes");
+    git(&f.wt, &["checkout", "-q", "-b", "fm/t"]);
+    f.commit("unpushed");
+    for text in [
+        "addressed the PR feedback from last week",
+        "PR review comments answered, pipeline started",
+        "opened https://example.invalid/o/r/pull/3",
+    ] {
+        f.h.fm("dod")
+            .args(["--check", "t", "--line", &format!("done: {text}")])
+            .run()
+            .success()
+            .stdout_has("not gated: no-mistakes hand-off");
+    }
 }
 
 #[test]
