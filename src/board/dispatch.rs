@@ -96,8 +96,11 @@ pub struct Outcome {
     pub released: Vec<Task>,
 }
 
-/// Queues one record for an assignee; returns (record number, doorbell outcome).
-pub type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<(u64, String)> + 'a;
+/// Queues one record for an assignee; returns its number. It must not ring:
+/// it runs under the board lock, and typing into panes can take seconds.
+/// The caller rings the dispatched assignees after [`run`] returns (and
+/// fills [`Outcome::doorbell`]).
+pub type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<u64> + 'a;
 
 fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
     match (TaskId::parse(assignee), seq) {
@@ -106,8 +109,9 @@ fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
     }
 }
 
-/// One dispatch pass over the whole board, under the board lock. A task
-/// whose queueing fails is reported (`error`) and left unchanged.
+/// One dispatch pass over the whole board, under the board lock (records
+/// are queued, not rung, while it is held). A task whose queueing fails is
+/// reported (`error`) and left unchanged.
 pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result<Vec<Outcome>> {
     let _guard = store::lock(home)?;
     let (tasks, warnings) = store::load_all(home)?;
@@ -153,7 +157,7 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
                 let queued =
                     TaskId::parse(&assignee).and_then(|id| queue(&id, &message(&t, &assignee)));
                 match queued {
-                    Ok((seq, bell)) => {
+                    Ok(seq) => {
                         let n = ops::apply(&t, &Op::Dispatch { seq }, now)?;
                         store::save(home, &n)?;
                         o.action = if p == Plan::Send {
@@ -163,7 +167,6 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
                         };
                         o.seq = Some(seq);
                         o.dispatches = n.dispatches;
-                        o.doorbell = Some(bell);
                     }
                     Err(e) => o.detail = Some(e.to_string()),
                 }

@@ -400,7 +400,18 @@ fn record_releases(ctx: &Ctx, by: BoardId, released: &[Task], now: u64) {
 
 fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
     let mut queue = |id: &TaskId, body: &str| super::board_view::queue(ctx, id, body);
-    let outcomes = dispatch::run(&ctx.home, now, ctx.cfg.watch.grace_secs, &mut queue)?;
+    let mut outcomes = dispatch::run(&ctx.home, now, ctx.cfg.watch.grace_secs, &mut queue)?;
+    // The board lock is released: ringing (seconds per pane, with retries)
+    // never holds up other board commands, such as the workers' own
+    // `fm-board complete` that the dispatch message asks for.
+    for o in outcomes
+        .iter_mut()
+        .filter(|o| matches!(o.action, "dispatched" | "resent"))
+    {
+        if let Ok(id) = TaskId::parse(&o.assignee) {
+            o.doorbell = Some(super::board_view::ring(ctx, &id));
+        }
+    }
     for o in &outcomes {
         let action = match o.action {
             "dispatched" => "board.dispatched",

@@ -171,9 +171,9 @@ pub fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
     common::out_bytes(s.as_bytes())
 }
 
-/// Queues `body` into `id`'s inbox and rings its doorbell once (SPEC §5.3);
-/// returns the record number and the ring outcome.
-pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<(u64, String)> {
+/// Queues `body` into `id`'s inbox (no ring: see [`ring`]); returns the
+/// record number.
+pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<u64> {
     let now = clock::now();
     let msg = Outgoing {
         from: DISPATCH_FROM,
@@ -186,7 +186,14 @@ pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<(u64, String)> {
         .actor(DISPATCH_FROM)
         .field("seq", q.seq)
         .record(&ctx.home);
-    let outcome =
-        crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id)?.ring(&ctx.home, &ctx.cfg);
-    Ok((q.seq, outcome.as_str().to_string()))
+    Ok(q.seq)
+}
+
+/// Rings `id`'s doorbell once (SPEC §5.3), after the board lock is released;
+/// returns the outcome's word.
+pub fn ring(ctx: &Ctx, id: &TaskId) -> String {
+    match crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id) {
+        Ok(r) => r.ring(&ctx.home, &ctx.cfg).as_str().to_string(),
+        Err(_) => crate::deliver::Outcome::Failed.as_str().to_string(),
+    }
 }

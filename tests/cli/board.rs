@@ -578,3 +578,41 @@ fn a_hand_broken_file_is_named_not_fatal_for_list() {
         .success()
         .stdout_has("T-003 pending");
 }
+
+/// Ringing panes takes seconds; a dispatch must not hold the board lock
+/// meanwhile, or every other board command (the workers' own `complete`)
+/// times out behind it.
+#[test]
+fn a_dispatch_rings_after_releasing_the_board_lock() {
+    let Some(t) = crate::harness::Tmux::start() else {
+        return;
+    };
+    let h = TestHome::new();
+    let pane = t.window("w1", &["cat"]);
+    h.write(
+        "state/w1.meta",
+        format!("kind=ship\npane={pane}\ntmux_socket={}\n", t.socket),
+    );
+    for i in 0..6 {
+        add(&h, &[&format!("task {i}"), "--assignee", "w1"]);
+    }
+    // Each ring waits over a second: six of them outlast the 5 s lock
+    // wait of another board command.
+    let dispatch = Command::new(bin("fm-board"))
+        .env("FM_HOME", h.root())
+        .env("FM_SEND_SETTLE_MS", "1000")
+        .arg("dispatch")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As soon as the first record exists, the dispatch is under way; with
+    // rings under the lock this add would wait ~7 s and give up after 5.
+    assert!(crate::harness::wait_until(10.0, || h.exists("state/w1.inbox/001.msg")));
+    h.fm("board").args(["add", "meanwhile"]).run().success();
+    let out = dispatch.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("dispatched T-").count(), 6, "{stdout}");
+    assert!(!stdout.contains("doorbell -"), "{stdout}");
+}
