@@ -273,14 +273,21 @@ pub fn validate_branch(b: &str) -> Result<()> {
     if b.starts_with('-') {
         return bad("starts with '-'");
     }
-    if b == "@" {
-        return bad("is '@'");
+    if b == "@" || b == "HEAD" {
+        return bad("is '@' or 'HEAD'");
     }
     if let Some(c) = b.chars().find(|c| {
         c.is_ascii_control()
             || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
     }) {
         return bad(&format!("contains {c:?}"));
+    }
+    // Legal for git, but the brief pastes the branch into shell commands
+    // (inside double quotes in the done line): refuse what a shell would
+    // expand there rather than hand the worker a command that breaks or
+    // runs something.
+    if let Some(c) = b.chars().find(|c| matches!(c, '"' | '$' | '`' | '!')) {
+        return bad(&format!("contains {c:?}, which a shell would expand"));
     }
     if b.contains("..") || b.contains("@{") || b.contains("//") {
         return bad("contains '..', '@{' or '//'");

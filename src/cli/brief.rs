@@ -424,6 +424,11 @@ fn write(a: &Args) -> Result<u8> {
     let branch = format!("{prefix}{id}");
     if matches!(kind, BriefKind::Ship(_)) {
         brief::validate_branch(&branch)?;
+        if branch == cfg.brief.default_branch {
+            return Err(Error::usage(format!(
+                "invalid branch name {branch:?}: it is the default branch, which the brief forbids committing to; use --branch-prefix"
+            )));
+        }
     }
     let include = if ship_or_scout {
         read_include(home)?

@@ -336,6 +336,28 @@ fn refusals_exit_with_their_code_and_write_nothing() {
             "invalid branch",
         ),
         (
+            vec![
+                "x",
+                "webapp",
+                "--mode",
+                "direct-PR",
+                "--branch-prefix",
+                "it\"s$(id)`x`/",
+            ],
+            2,
+            "which a shell would expand",
+        ),
+        (
+            vec!["HEAD", "webapp", "--mode", "direct-PR", "--branch-prefix="],
+            2,
+            "invalid branch",
+        ),
+        (
+            vec!["main", "webapp", "--mode", "direct-PR", "--branch-prefix="],
+            2,
+            "default branch",
+        ),
+        (
             vec!["../x", "webapp", "--mode", "direct-PR"],
             2,
             "invalid task id",
