@@ -238,6 +238,27 @@ impl Config {
                                 key: format!("harness.{name}.{key}"),
                                 msg: format!("expected {}", kind_name(*kind)),
                             })?;
+                            // A regex that does not compile would silently
+                            // turn busy or composer detection off.
+                            if key.ends_with("_regex")
+                                && let Val::Str(re) = &val
+                                && let Err(e) = regex::Regex::new(re)
+                            {
+                                return Err(Error::Config {
+                                    path: path.to_path_buf(),
+                                    line: locate(text, &format!("harness.{name}"), key),
+                                    key: format!("harness.{name}.{key}"),
+                                    msg: format!(
+                                        "not a valid regular expression: {}",
+                                        e.to_string()
+                                            .lines()
+                                            .last()
+                                            .unwrap_or("")
+                                            .trim()
+                                            .trim_start_matches("error: ")
+                                    ),
+                                });
+                            }
                             ov.set(key, into_json(val));
                         }
                         cfg.harness.insert(name.clone(), ov);
@@ -484,6 +505,24 @@ mod tests {
         );
         let err = load("[send]\nsettle_ms = = 3\n", &[]).unwrap_err();
         assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    #[test]
+    fn a_harness_regex_that_does_not_compile_is_a_config_error() {
+        let err = load(
+            "[harness.claude]\nexit = \"/q\"\nbusy_regex = \"esc to (interrupt\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        let msg = err.to_string();
+        assert!(
+            msg.contains(":3:") && msg.contains("harness.claude.busy_regex"),
+            "{msg}"
+        );
+        assert!(msg.contains("not a valid regular expression"), "{msg}");
+        let ok = load("[harness.mine]\ncomposer_regex = \"^> (.*)$\"\n", &[]).unwrap();
+        assert!(ok.harness.contains_key("mine"));
     }
 
     #[test]
