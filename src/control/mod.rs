@@ -126,6 +126,11 @@ impl Ctl<'_> {
 
     fn profile(&self, name: &str) -> Result<HarnessProfile> {
         harness::profile(self.cfg, name).ok_or_else(|| {
+            if self.cfg.harness.contains_key(name) {
+                return Error::usage(format!(
+                    "harness {name:?} is defined in the config but has no `launch`: a harness that is not built in needs [harness.{name}] launch = [\"program\", …]"
+                ));
+            }
             Error::usage(format!(
                 "unknown harness {name:?} (built-ins: {}; or define [harness.{name}])",
                 harness::BUILTINS.join(", ")

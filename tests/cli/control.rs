@@ -548,7 +548,7 @@ fn spawn_starts_from_the_default_branch_not_the_captains_checkout() {
 fn harness_config(h: &TestHome) {
     let mut cfg = std::fs::read_to_string(h.path("config/firstmate.toml")).unwrap_or_default();
     cfg.push_str(
-        "\n[harness.ghost]\nlaunch = [\"no-such-agent-program\"]\n\n[harness.quick]\nlaunch = [\"true\"]\n",
+        "\n[harness.ghost]\nlaunch = [\"no-such-agent-program\"]\n\n[harness.quick]\nlaunch = [\"true\"]\n\n[harness.nolaunch]\nexit = \"/q\"\n",
     );
     h.write("config/firstmate.toml", cfg);
 }
@@ -565,6 +565,9 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
     fm(&["g1", "spawn", "--project", project, "--harness", "ghost"])
         .status(1)
         .stderr_has("harness ghost: program no-such-agent-program not found");
+    fm(&["g1", "spawn", "--project", project, "--harness", "nolaunch"])
+        .status(2)
+        .stderr_has("harness \"nolaunch\" is defined in the config but has no `launch`");
     assert!(!h.exists("worktrees/g1") && !h.exists("state/g1.meta"));
     let r = fm(&["g1", "spawn", "--project", project, "--harness", "quick"]).success();
     let pane = pane_of(&r.stdout());
