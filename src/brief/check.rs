@@ -54,8 +54,9 @@ fn atx(line: &str) -> Option<(usize, String)> {
     Some((level, title))
 }
 
-/// Calls `f(index, line)` for every line outside fenced code.
-fn each_unfenced<'a>(lines: &[&'a str], mut f: impl FnMut(usize, &'a str)) {
+/// Calls `f(index, line)` for every line outside fenced code; returns
+/// whether a fence is still open after the last line.
+fn each_unfenced<'a>(lines: &[&'a str], mut f: impl FnMut(usize, &'a str)) -> bool {
     let mut fence: Option<(char, usize)> = None;
     for (i, line) in lines.iter().enumerate() {
         if let Some((c, n)) = fence {
@@ -74,6 +75,14 @@ fn each_unfenced<'a>(lines: &[&'a str], mut f: impl FnMut(usize, &'a str)) {
         }
         f(i, line);
     }
+    fence.is_some()
+}
+
+/// Whether `text` opens a fenced code block (``` or ~~~) it never closes:
+/// pasted into a brief, it would hide every heading after it.
+pub fn leaves_a_fence_open(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    each_unfenced(&lines, |_, _| {})
 }
 
 /// Every heading outside fenced code, in order.
@@ -293,6 +302,14 @@ mod tests {
         assert!(problems(&brief("  ", "x", ok_dod), None)[0].contains("blank"));
         assert!(problems(&brief("Captain: fix it", "x", ok_dod), None)[0].contains("label"));
         assert!(problems("no frontmatter\n", None)[0].contains("frontmatter"));
+    }
+
+    #[test]
+    fn an_unclosed_fence_is_told_from_a_closed_one() {
+        assert!(leaves_a_fence_open("see:\n```\nunclosed"));
+        assert!(leaves_a_fence_open("~~~~\nx\n~~~\n"));
+        assert!(!leaves_a_fence_open("see:\n```rust\nfn x() {}\n```\nfine"));
+        assert!(!leaves_a_fence_open("no fences at all"));
     }
 
     #[test]

@@ -409,6 +409,16 @@ fn write(a: &Args) -> Result<u8> {
     if let Some(m) = &a.mission {
         brief::validate_mission(m)?;
     }
+    for (what, text) in [("--intent", &intent), ("--spec", &spec)] {
+        if text
+            .as_deref()
+            .is_some_and(crate::brief::check::leaves_a_fence_open)
+        {
+            return Err(Error::usage(format!(
+                "{what} opens a ``` code fence it never closes: it would hide every heading after it in the brief; close the fence"
+            )));
+        }
+    }
     brief::validate_constraints(&a.constraints)?;
     let shares = brief::validate_shares(&a.shares)?;
     for (name, v) in [("charter", &a.charter), ("scope", &a.scope)] {

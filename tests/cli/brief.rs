@@ -991,7 +991,7 @@ fn a_filled_brief_its_own_check_would_refuse_is_never_written() {
         ])
         .run()
         .status(2)
-        .stderr_has("would not pass fm-brief --check");
+        .stderr_has("--intent opens a ``` code fence it never closes");
     assert_eq!(h.tree(), before);
     h.fm("brief")
         .args([
