@@ -49,8 +49,10 @@ pub fn render(fields: &[(&str, String)]) -> String {
 /// Splits `text` into its frontmatter fields and the body after the closing
 /// `---` line. Errors say what is wrong.
 pub fn parse(text: &str) -> Result<(Fields, &str), String> {
+    // A file saved with CRLF line endings is still frontmatter.
     let rest = text
         .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
         .ok_or("no frontmatter (the file must start with a `---` line)")?;
     let mut fields = Fields::new();
     let mut offset = 0;

@@ -317,6 +317,13 @@ fn respond(a: &Args, id: &TaskId) -> Result<u8> {
         None => String::new(),
     };
     let ctx = a.home.ctx(TOOL)?;
+    // A response belongs to a task someone briefed or spawned: a mistyped
+    // id must not create `data/<typo>/response.md` that nobody reads.
+    if !inbox::task_known(&ctx.home, id)? {
+        return Err(Error::refused(format!(
+            "unknown task {id}: no meta and no brief to respond to"
+        )));
+    }
     let path = response::write(&ctx.home, id, status, &body, clock::now())?;
     let who = if a.from.is_empty() {
         id.as_str()

@@ -700,6 +700,15 @@ fn a_looser_max_depth_is_refused_and_a_tighter_one_accepted() {
 #[test]
 fn responses_validate_and_refuse() {
     let h = TestHome::new();
+    // A mistyped id answers nobody: refused, nothing created.
+    let before = h.tree();
+    h.fm("brief")
+        .args(["--respond", "t", "--status", "success"])
+        .run()
+        .status(1)
+        .stderr_has("unknown task t");
+    assert_eq!(h.tree(), before);
+    h.write("state/t.meta", "kind=scout\n");
     for status in ["success", "failure", "partial", "rejected"] {
         h.write("body.md", format!("Result: {status}.\n"));
         h.fm("brief")
@@ -758,6 +767,16 @@ fn responses_validate_and_refuse() {
         .run()
         .status(1)
         .stderr_has("no response");
+    // Saved with CRLF line endings by some editor: still a response.
+    h.write(
+        "data/t/response.md",
+        "---\r\nid: t\r\nstatus: partial\r\ntimestamp: 2026-11-30T09:15:02Z\r\n---\r\nhalf done\r\n",
+    );
+    h.fm("brief")
+        .args(["--check-response", "t"])
+        .run()
+        .success()
+        .stdout_has("(status=partial)");
 }
 
 #[test]
