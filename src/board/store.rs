@@ -141,7 +141,16 @@ pub fn update(
 ) -> Result<Change> {
     let _guard = lock(home)?;
     let before = load(home, id)?;
-    let after = ops::apply(&before, op, now)?;
+    let after = if matches!(op, Op::Retry) {
+        // A retried task waits only for blockers that can still finish: one
+        // finished meanwhile, or whose file is gone, is dropped first.
+        let waiting = unfinished_blockers(home, &before)?;
+        let mut base = before.clone();
+        base.blocked_by = waiting;
+        ops::apply(&base, op, now)?
+    } else {
+        ops::apply(&before, op, now)?
+    };
     before_save(&after)?;
     save(home, &after)?;
     let released = if after.status.is_finished() && !before.status.is_finished() {
@@ -162,10 +171,12 @@ pub fn update(
 /// finished) also heals a release a crash interrupted earlier.
 pub fn release_all(home: &Home, now: u64) -> Result<Vec<Task>> {
     let (tasks, _) = load_all(home)?;
+    let gone = gone_blockers(home, &tasks)?;
     let finished: HashSet<BoardId> = tasks
         .iter()
         .filter(|t| t.status.is_finished())
         .map(|t| t.id)
+        .chain(gone)
         .collect();
     let mut out = Vec::new();
     for t in tasks {
@@ -174,9 +185,46 @@ pub fn release_all(home: &Home, now: u64) -> Result<Vec<Task>> {
             let base = cur.as_ref().unwrap_or(&t);
             cur = ops::release(base, *b, now).or(cur);
         }
+        // Blocked on nothing at all (a hand edit): nothing will ever
+        // release it, so it is pending now.
+        if cur.is_none() && t.status == Status::Blocked && t.blocked_by.is_empty() {
+            let mut n = t.clone();
+            n.status = Status::Pending;
+            n.updated_at = now;
+            cur = Some(n);
+        }
         if let Some(n) = cur {
             save(home, &n)?;
             out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// Blockers named on the board whose task file no longer exists (deleted
+/// by hand): they can never finish, so they count as released. A file that
+/// exists but does not parse is not "gone".
+fn gone_blockers(home: &Home, tasks: &[Task]) -> Result<Vec<BoardId>> {
+    let present: HashSet<BoardId> = ids(home)?.into_iter().collect();
+    Ok(tasks
+        .iter()
+        .flat_map(|t| t.blocked_by.iter().copied())
+        .filter(|b| !present.contains(b))
+        .collect())
+}
+
+/// `t`'s blockers that can still finish: present on the board and not
+/// finished.
+fn unfinished_blockers(home: &Home, t: &Task) -> Result<Vec<BoardId>> {
+    let present: HashSet<BoardId> = ids(home)?.into_iter().collect();
+    let mut out = Vec::new();
+    for &b in &t.blocked_by {
+        if !present.contains(&b) {
+            continue;
+        }
+        match load(home, b) {
+            Ok(bt) if bt.status.is_finished() => {}
+            _ => out.push(b),
         }
     }
     Ok(out)

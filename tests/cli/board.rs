@@ -616,3 +616,42 @@ fn a_dispatch_rings_after_releasing_the_board_lock() {
     assert_eq!(stdout.matches("dispatched T-").count(), 6, "{stdout}");
     assert!(!stdout.contains("doorbell -"), "{stdout}");
 }
+
+/// Hand edits can leave a task waiting for a blocker whose file is gone,
+/// or blocked on nothing: retry drops what can never finish, and the next
+/// release sweep unblocks what waits on nothing.
+#[test]
+fn a_blocker_whose_file_is_gone_never_holds_a_task_forever() {
+    let h = TestHome::new();
+    let a = add(&h, &["a"]);
+    let b = add(&h, &["b", "--blocked-by", &a]);
+    let c = add(&h, &["c"]);
+    let d = add(&h, &["d", "--blocked-by", &c]);
+    assert_eq!(
+        (status(&h, &b), status(&h, &d)),
+        ("blocked".into(), "blocked".into())
+    );
+    // a's file is deleted by hand; b is cancelled, then retried.
+    std::fs::remove_file(h.path(&format!("data/board/{a}.task"))).unwrap();
+    h.fm("board")
+        .args(["cancel", &b, "--reason", "x"])
+        .run()
+        .success();
+    h.fm("board")
+        .args(["retry", &b])
+        .run()
+        .success()
+        .stdout_has(&format!("{b} pending"));
+    // d is edited to wait on nothing; the next finished task releases it.
+    let file = String::from_utf8(h.read(&format!("data/board/{d}.task"))).unwrap();
+    h.write(
+        &format!("data/board/{d}.task"),
+        file.replace(&format!("blocked_by={c}\n"), "blocked_by=\n"),
+    );
+    assert_eq!(status(&h, &d), "blocked");
+    h.fm("board")
+        .args(["cancel", &c, "--reason", "x"])
+        .run()
+        .success();
+    assert_eq!(status(&h, &d), "pending");
+}
