@@ -142,7 +142,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
     let poll_secs = loaded
         .as_ref()
         .map_or(Config::default().watch.poll_secs, |c| c.watch.poll_secs);
-    checks.push(match loaded {
+    checks.push(match &loaded {
         Ok(_) if !cfg_path.exists() => Check::new(
             "config",
             Level::Warn,
@@ -182,7 +182,67 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
             ),
         });
     }
+    if let Ok(cfg) = &loaded {
+        checks.push(task_records_check(home, cfg));
+    }
     checks.push(watcher_check(home, poll_secs));
+}
+
+/// Every task's meta can be read (no symlink, a regular file), keeps other
+/// users out (mode 600) and names a harness that exists; every board file
+/// parses. One line: the first few problems, unreadable ones failing.
+fn task_records_check(home: &Home, cfg: &Config) -> Check {
+    use std::os::unix::fs::PermissionsExt;
+    let ids = match home.task_ids_with_meta() {
+        Ok(ids) => ids,
+        Err(e) => return Check::new("tasks", Level::Fail, e.to_string()),
+    };
+    let mut fails = Vec::new();
+    let mut warns = Vec::new();
+    for id in &ids {
+        match crate::meta::Meta::load(home, id) {
+            Err(e) => fails.push(format!("{id}: {e}")),
+            Ok(m) => {
+                let m = m.unwrap_or_default();
+                if let Ok(md) = std::fs::metadata(home.meta(id))
+                    && md.permissions().mode() & 0o077 != 0
+                {
+                    warns.push(format!(
+                        "{id}.meta is mode {:o}",
+                        md.permissions().mode() & 0o777
+                    ));
+                }
+                if let Some(h) = m.get("harness").filter(|h| !h.is_empty())
+                    && crate::harness::profile(cfg, h).is_none()
+                {
+                    warns.push(format!("{id}: unknown harness {h:?}"));
+                }
+            }
+        }
+    }
+    match crate::board::store::load_all(home) {
+        Ok((_, skipped)) => warns.extend(skipped.into_iter().map(|w| format!("board: {w}"))),
+        Err(e) => fails.push(format!("board: {e}")),
+    }
+    let (level, problems) = if !fails.is_empty() {
+        (Level::Fail, [fails, warns].concat())
+    } else if !warns.is_empty() {
+        (Level::Warn, warns)
+    } else {
+        return Check::new(
+            "tasks",
+            Level::Ok,
+            format!("{} task(s), board readable", ids.len()),
+        );
+    };
+    let shown: Vec<&str> = problems.iter().take(5).map(String::as_str).collect();
+    let more = problems.len().saturating_sub(shown.len());
+    let tail = if more > 0 {
+        format!(" (+{more} more)")
+    } else {
+        String::new()
+    };
+    Check::new("tasks", level, format!("{}{tail}", shown.join("; ")))
 }
 
 /// The watcher line from the lock and the heartbeat's age: a holder whose

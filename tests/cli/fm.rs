@@ -54,6 +54,7 @@ fn doctor_on_a_fresh_home_reports_every_check() {
             "config",
             "data dir",
             "state dir",
+            "tasks",
             "watcher",
             "inotify"
         ],
@@ -73,7 +74,7 @@ fn doctor_on_a_fresh_home_reports_every_check() {
         .arg(&dir)
         .run()
         .json();
-    assert_eq!(j.as_array().unwrap().len(), 7);
+    assert_eq!(j.as_array().unwrap().len(), 8);
     assert_eq!(j[0]["check"], "tmux");
 }
 
@@ -85,6 +86,38 @@ fn doctor_fails_on_a_broken_home() {
     let r = h.fm("fm").arg("doctor").run().status(1);
     assert!(
         r.stdout().contains("fail config:") && r.stdout().contains("fail state dir:"),
+        "{}",
+        r.stdout()
+    );
+}
+
+/// Task records the tools would trip over are reported: an unreadable
+/// meta fails, a loose mode or an unknown harness warns.
+#[test]
+fn doctor_looks_at_every_task_record() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = TestHome::new();
+    h.write("state/good.meta", "kind=ship\n");
+    std::fs::set_permissions(h.path("state/good.meta"), PermissionsExt::from_mode(0o600)).unwrap();
+    h.fm("fm")
+        .arg("doctor")
+        .run()
+        .stdout_has("ok   tasks: 1 task(s)");
+    h.write("state/loose.meta", "harness=nosuch\n");
+    std::fs::set_permissions(h.path("state/loose.meta"), PermissionsExt::from_mode(0o644)).unwrap();
+    let r = h.fm("fm").arg("doctor").run();
+    let out = r.stdout();
+    assert!(
+        out.contains("warn tasks:")
+            && out.contains("loose.meta is mode 644")
+            && out.contains("loose: unknown harness \"nosuch\""),
+        "{out}"
+    );
+    std::os::unix::fs::symlink("/etc/hostname", h.path("state/link.meta")).unwrap();
+    let r = h.fm("fm").arg("doctor").run().status(1);
+    assert!(
+        r.stdout()
+            .contains("fail tasks: link: refusing to follow symlink"),
         "{}",
         r.stdout()
     );
