@@ -183,8 +183,39 @@ pub fn default_base(dir: &Path, configured: &str) -> Result<std::result::Result<
     Ok(Err(tried.join(", ")))
 }
 
+/// Git fixtures for unit tests in this crate.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use std::path::Path;
+
+    /// Runs git in `dir`, failing the test on an error.
+    pub fn git(dir: &Path, args: &[&str]) {
+        let out = super::run(dir, args).unwrap();
+        assert!(out.ok, "git {args:?}: {}", out.stderr);
+    }
+
+    /// One empty commit on the current branch, with a throwaway identity.
+    pub fn commit_empty(dir: &Path) {
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fixture::{commit_empty, git};
     use super::*;
 
     #[test]
@@ -213,11 +244,6 @@ mod tests {
         assert!(err.to_string().contains("not a git repository"), "{err}");
     }
 
-    fn git(dir: &Path, args: &[&str]) {
-        let out = run(dir, args).unwrap();
-        assert!(out.ok, "git {args:?}: {}", out.stderr);
-    }
-
     #[test]
     fn a_directory_inside_another_repository_is_not_one() {
         let d = tempfile::tempdir().unwrap();
@@ -225,20 +251,7 @@ mod tests {
         std::fs::create_dir(&repo).unwrap();
         git(&repo, &["init", "-q"]);
         assert_eq!(head(&repo).unwrap(), None, "unborn");
-        git(
-            &repo,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@example.invalid",
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                "x",
-            ],
-        );
+        commit_empty(&repo);
         let sha = head(&repo).unwrap().unwrap();
         assert_eq!(sha.len(), 40);
         let nested = repo.join("worktrees/t9");

@@ -469,6 +469,7 @@ pub fn gather(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::fixture;
 
     #[test]
     fn run_record_parses_loosely() {
@@ -490,22 +491,9 @@ mod tests {
     fn a_tag_named_like_the_branch_does_not_hide_the_branch() {
         let d = tempfile::tempdir().unwrap();
         let repo = d.path();
-        let git = |args: &[&str]| {
-            let out = crate::git::run(repo, args).unwrap();
-            assert!(out.ok, "{}", out.stderr);
-        };
+        let git = |args: &[&str]| fixture::git(repo, args);
         git(&["init", "-q", "-b", "main"]);
-        git(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.invalid",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "x",
-        ]);
+        fixture::commit_empty(repo);
         git(&["checkout", "-q", "-b", "fm/x"]);
         git(&["tag", "fm/x"]);
         let facts = git_facts(repo).unwrap();
@@ -520,22 +508,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let repo = d.path().join("home");
         std::fs::create_dir(&repo).unwrap();
-        let git = |args: &[&str]| {
-            let out = crate::git::run(&repo, args).unwrap();
-            assert!(out.ok, "{}", out.stderr);
-        };
-        git(&["init", "-q", "-b", "master"]);
-        git(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.invalid",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "x",
-        ]);
+        fixture::git(&repo, &["init", "-q", "-b", "master"]);
+        fixture::commit_empty(&repo);
         let facts = git_facts(&repo).unwrap();
         assert_eq!(facts.branch.as_deref(), Some("master"));
         assert_eq!(facts.head.len(), 40);
