@@ -331,6 +331,18 @@ impl<'a> Audit<'a> {
         }
     }
 
+    /// Whether a flawed status line at byte `start` is what a SIGKILL leaves:
+    /// it ends exactly at a page boundary and is the start of a line some
+    /// killed appender of `task` was writing.
+    fn status_fragment(&self, task: &str, start: u64, line: &[u8]) -> bool {
+        page_cut(start, line.len())
+            && self
+                .ev
+                .appended
+                .iter()
+                .any(|a| a.ran.killed && a.task == task && a.could_leave(line))
+    }
+
     /// Every status log ends with a newline and every line is one we
     /// appended, intact and parseable; lines of finished appenders appear
     /// exactly once, of killed ones at most once. Returns the wake-worthy
@@ -357,12 +369,7 @@ impl<'a> Audit<'a> {
                 if line.len() == raw.len() {
                     // A tail without `\n`: readers ignore it; only a killed
                     // writer's fragment may be there.
-                    let killed_source = self
-                        .ev
-                        .appended
-                        .iter()
-                        .any(|a| a.ran.killed && a.task == task && a.could_leave(line));
-                    if page_cut(start, line.len()) && killed_source {
+                    if self.status_fragment(&task, start, line) {
                         self.tally.fragments += 1;
                     } else {
                         self.fail(format!(
@@ -412,12 +419,7 @@ impl<'a> Audit<'a> {
                     _ => Some("does not parse"),
                 };
                 let Some(problem) = problem else { continue };
-                let killed_source = self
-                    .ev
-                    .appended
-                    .iter()
-                    .any(|a| a.ran.killed && a.task == task && a.could_leave(line));
-                if page_cut(start, line.len()) && killed_source {
+                if self.status_fragment(&task, start, line) {
                     self.tally.fragments += 1;
                 } else {
                     self.fail(format!(
