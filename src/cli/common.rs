@@ -81,13 +81,23 @@ pub fn separators(args: &[OsString]) -> usize {
     args.iter().skip(1).filter(|a| *a == "--").count()
 }
 
+/// Every long option of `cmd` (`--key`, `--json`, …, `--home`), as typed:
+/// the words [`flag_in_text`] refuses in a tool's free text. Derived from the
+/// clap definition so a new option is covered without a second list.
+pub fn long_flags(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(|l| format!("--{l}"))
+        .collect()
+}
+
 /// The first text word that spells one of `flags` (`--key` or `--key=…`),
 /// unless the text came after a `--` separator (`separators` is
 /// [`separators`] of the raw arguments). Such a word almost always means
 /// an option typed after the text, which would silently become text.
-pub fn flag_in_text<S: AsRef<std::ffi::OsStr>>(
+pub fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
     text: &[S],
-    flags: &[&str],
+    flags: &[F],
     separators: usize,
 ) -> Option<String> {
     let in_text = text.iter().filter(|w| w.as_ref() == "--").count();
@@ -97,7 +107,10 @@ pub fn flag_in_text<S: AsRef<std::ffi::OsStr>>(
     text.iter().find_map(|w| {
         let w = w.as_ref().to_str()?;
         let name = w.split_once('=').map_or(w, |(n, _)| n);
-        flags.contains(&name).then(|| w.to_string())
+        flags
+            .iter()
+            .any(|f| f.as_ref() == name)
+            .then(|| w.to_string())
     })
 }
 
@@ -186,6 +199,35 @@ pub fn colour_enabled() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_flags_are_every_option_of_the_tool() {
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(
+            sorted(long_flags(&super::super::status::command())),
+            [
+                "--busy", "--from", "--home", "--idle", "--json", "--key", "--log", "--source"
+            ]
+        );
+        assert_eq!(
+            sorted(long_flags(&super::super::send::command())),
+            [
+                "--all",
+                "--dedupe",
+                "--file",
+                "--fire-and-forget",
+                "--from",
+                "--home",
+                "--json",
+                "--key",
+                "--quiet",
+                "--resolve-key"
+            ]
+        );
+    }
 
     #[test]
     fn usage_errors_carry_the_tool_prefix() {

@@ -23,20 +23,6 @@ use crate::{clock, fsx};
 
 const TOOL: &str = "fm-send";
 
-/// This tool's options, refused as text words unless `--` came first.
-const FLAGS: &[&str] = &[
-    "--file",
-    "--resolve-key",
-    "--quiet",
-    "--fire-and-forget",
-    "--dedupe",
-    "--from",
-    "--all",
-    "--key",
-    "--json",
-    "--home",
-];
-
 /// Keys `--key` may press.
 pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
 
@@ -101,7 +87,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         // "x --key Enter" (SPEC §5.4 "text plus --key"); `fm-send t use
         // staging --resolve-key db` meant to resolve db. Refuse instead of
         // recording the option as text and silently ignoring it.
-        if let Some(w) = common::flag_in_text(&a.text, FLAGS, seps) {
+        if let Some(w) = common::flag_in_text(&a.text, &common::long_flags(&command()), seps) {
             let what = if w.starts_with("--key") {
                 "give either text or --key, not both; "
             } else {

@@ -69,7 +69,8 @@ pub fn command() -> clap::Command {
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let seps = common::separators(&args);
     common::run_tool(TOOL, args, |a: Args| {
-        let Some(flag) = common::flag_in_text(&a.text, FLAGS, seps) else {
+        let Some(flag) = common::flag_in_text(&a.text, &common::long_flags(&command()), seps)
+        else {
             return run(a);
         };
         Err(Error::usage(format!(
@@ -77,11 +78,6 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         )))
     })
 }
-
-/// Options a text word must not look like (SPEC §3.4 plus `--home`).
-const FLAGS: &[&str] = &[
-    "--key", "--json", "--log", "--busy", "--idle", "--source", "--from", "--home",
-];
 
 #[derive(Debug, Serialize)]
 struct LogEntry {
