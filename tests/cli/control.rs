@@ -569,7 +569,12 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
         .status(2)
         .stderr_has("harness \"nolaunch\" is defined in the config but has no `launch`");
     assert!(!h.exists("worktrees/g1") && !h.exists("state/g1.meta"));
+    // Ladder files left from an earlier agent of this task go: the new
+    // agent has heard none of the pending records.
+    h.write("state/g1.inbox/.ring-state", "001.msg\t3\t1796000000\n");
+    h.write("state/g1.inbox/.escalated", "001.msg\n");
     let r = fm(&["g1", "spawn", "--project", project, "--harness", "quick"]).success();
+    assert!(!h.exists("state/g1.inbox/.ring-state") && !h.exists("state/g1.inbox/.escalated"));
     let pane = pane_of(&r.stdout());
     let meta = String::from_utf8(h.read("state/g1.meta")).unwrap();
     assert!(meta.contains(&format!("pane={pane}\n")), "{meta}");
