@@ -30,6 +30,7 @@ COUNTER = [0]
 STATE = {"log": None, "script": None, "started": time.time()}
 
 DEFAULT_SCRIPT = {"default": {"text": "ok"}, "rules": []}
+SHELL_TOOLS = ("exec_command", "shell_command", "shell", "local_shell")
 
 
 def next_id(prefix):
@@ -158,16 +159,37 @@ def choose_action(prompt, api, is_main, script):
     for rule in script.get("rules") or []:
         if rule.get("api") not in (None, "any", api):
             continue
-        if "side" in rule and bool(rule["side"]) == is_main:
+        # Rules answer the agent's main loop; `"side": true` rules answer only
+        # side requests (title generation and the like: no tools offered).
+        if bool(rule.get("side", False)) == is_main:
             continue
         if "match" in rule and rule["match"] not in prompt:
             continue
-        if "regex" in rule and not re.search(rule["regex"], prompt, re.S):
-            continue
-        return rule.get("action") or {}, rule.get("name") or rule.get("match") or rule.get("regex")
+        groups = ()
+        if "regex" in rule:
+            m = re.search(rule["regex"], prompt, re.S)
+            if not m:
+                continue
+            groups = m.groups()
+        action = substitute(rule.get("action") or {}, prompt, groups)
+        return action, rule.get("name") or rule.get("match") or rule.get("regex")
     if not is_main:
         return script.get("side_default") or {"text": "ok"}, "side_default"
     return script.get("default") or {"text": "ok"}, "default"
+
+
+def substitute(obj, prompt, groups):
+    """`{prompt}` and `{1}`, `{2}` … (regex groups) in every string of an action."""
+    if isinstance(obj, str):
+        out = obj.replace("{prompt}", prompt)
+        for i, g in enumerate(groups, 1):
+            out = out.replace("{%d}" % i, g or "")
+        return out
+    if isinstance(obj, list):
+        return [substitute(x, prompt, groups) for x in obj]
+    if isinstance(obj, dict):
+        return {k: substitute(v, prompt, groups) for k, v in obj.items()}
+    return obj
 
 
 def current_step(action, steps):
@@ -179,10 +201,6 @@ def current_step(action, steps):
         else:
             seq = [action]
     return seq[min(steps, len(seq) - 1)]
-
-
-def fmt(text, prompt):
-    return (text or "").replace("{prompt}", prompt)
 
 
 # --------------------------------------------------------------------------
@@ -326,7 +344,7 @@ class Handler(BaseHTTPRequestHandler):
                 "type": step.get("error_type", "api_error"), "message": step.get("text", "scripted error")}})
         model = body.get("model") or "claude-sonnet-4-5"
         msg_id = next_id("msg")
-        text = fmt(step.get("text", ""), prompt)
+        text = step.get("text", "")
         tool = step.get("tool") or ("Bash" if "command" in step else None)
         tool_input = step.get("input") or ({"command": step["command"],
                                             "description": step.get("description", "Run a command")}
@@ -401,7 +419,9 @@ class Handler(BaseHTTPRequestHandler):
         turns = openai_turns(body)
         prompt, steps = prompt_and_steps(turns)
         tools = [t.get("name") or t.get("type") for t in body.get("tools") or [] if isinstance(t, dict)]
-        is_main = bool(tools)
+        # The agent's own loop offers a shell tool; side requests (Codex's
+        # thread-title generation offers only apply_patch) do not.
+        is_main = any(t in SHELL_TOOLS for t in tools)
         action, rule = choose_action(prompt, "openai", is_main, load_script())
         step = current_step(action, steps)
         rec.update({"api": "openai", "main": is_main, "prompt": prompt, "steps": steps,
@@ -414,7 +434,7 @@ class Handler(BaseHTTPRequestHandler):
                 "type": step.get("error_type", "server_error"), "message": step.get("text", "scripted error")}})
         model = body.get("model") or "fm-model"
         resp_id = next_id("resp")
-        text = fmt(step.get("text", ""), prompt)
+        text = step.get("text", "")
         items = []
         if text:
             items.append({"id": next_id("msg"), "type": "message", "status": "completed",

@@ -106,7 +106,9 @@ codex_files() { # home dir trusted ask hooks root port
   local ch="$home/.codex"
   mkdir -p "$ch"
   {
-    echo 'model = "fm-model"'
+    # A model from Codex's built-in catalog: another name works but shows a
+    # "Model metadata ... not found" warning in the footer.
+    echo 'model = "gpt-5.5"'
     echo 'model_provider = "fmloop"'
     if [ "$ask" = 1 ]; then
       echo 'approval_policy = "on-request"'
@@ -138,6 +140,11 @@ codex_files() { # home dir trusted ask hooks root port
     echo '[notice]'
     echo 'hide_full_access_warning = true'
     echo 'hide_rate_limit_model_nudge = true'
+    echo
+    echo '# gpt-5.5 offers an upgrade to gpt-6-sol (a code-mode-only model); this'
+    echo '# marks that "Try new model" prompt as already answered.'
+    echo '[notice.model_migrations]'
+    echo '"gpt-5.5" = "gpt-6-sol"'
     if [ "$trusted" = 1 ]; then
       echo
       echo "[projects.\"$dir\"]"
@@ -155,7 +162,9 @@ EOF
 }
 
 codex_argv() { # bin ask
-  printf '%s\n' "$1"
+  # --no-daemon: keep the agent inside the pane. Without it the TUI starts a
+  # detached app-server daemon that outlives it (and its turns with it).
+  printf '%s\n' "$1" --no-daemon
 }
 
 # ---------------------------------------------------------------------- main
