@@ -88,7 +88,7 @@ CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1
 EOF
 }
 
-claude_argv() { # bin ask
+claude_argv() { # bin ask hooks
   printf '%s\n' "$1"
   # Without either flag 2.1.332 starts in "auto mode" (a classifier decides).
   if [ "$2" = 1 ]; then
@@ -119,6 +119,7 @@ codex_files() { # home dir trusted ask hooks root port
     echo 'check_for_update_on_startup = false'
     echo 'model_reasoning_effort = "low"'
     if [ "$hooks" = 1 ]; then
+      # notify: argv + one JSON argument, after each finished turn.
       printf 'notify = ["%s", "codex", "notify"]\n' "$root/hook.sh"
     fi
     echo
@@ -151,6 +152,18 @@ codex_files() { # home dir trusted ask hooks root port
       echo 'trust_level = "trusted"'
     fi
   } > "$ch/config.toml"
+  if [ "$hooks" = 1 ]; then
+    # Claude-style lifecycle hooks (payload on stdin). Codex runs a hook only
+    # once its hash is trusted (or with --dangerously-bypass-hook-trust).
+    FM_CH="$ch" FM_HOOK="$root/hook.sh" python3 - <<'PY'
+import json, os
+events = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
+          "PostToolUse", "Stop", "Interrupt", "SessionEnd"]
+hooks = {ev: [{"hooks": [{"type": "command", "command": "%s codex %s" % (os.environ["FM_HOOK"], ev)}]}]
+         for ev in events}
+json.dump({"hooks": hooks}, open(os.path.join(os.environ["FM_CH"], "hooks.json"), "w"), indent=2)
+PY
+  fi
 }
 
 codex_env() { # home port
@@ -161,10 +174,12 @@ FM_LOOPBACK_API_KEY=$API_KEY
 EOF
 }
 
-codex_argv() { # bin ask
+codex_argv() { # bin ask hooks
   # --no-daemon: keep the agent inside the pane. Without it the TUI starts a
   # detached app-server daemon that outlives it (and its turns with it).
   printf '%s\n' "$1" --no-daemon
+  # Hooks in a fresh CODEX_HOME are untrusted: a review dialog at start.
+  if [ "$3" = 1 ]; then printf '%s\n' --dangerously-bypass-hook-trust; fi
 }
 
 # ---------------------------------------------------------------------- main
@@ -242,7 +257,7 @@ fi
 
 "${harness}_files" "$home" "$dir" "$trusted" "$ask" "$hooks" "$root" "$port"
 mapfile -t envs < <("${harness}_env" "$home" "$port")
-mapfile -t argv < <("${harness}_argv" "$bin" "$ask")
+mapfile -t argv < <("${harness}_argv" "$bin" "$ask" "$hooks")
 argv+=("${extra[@]}")
 printf '%s\n' "${envs[@]}" > "$root/agent.env"
 printf '%s\n' "${argv[@]}" > "$root/agent.argv"
