@@ -2,7 +2,7 @@
 # Installs the pinned real agent programs (Claude Code, Codex CLI) from the
 # npm registry into a cache directory and prints where their executables are.
 #
-#   scripts/agents.sh [--env FILE] [claude|codex ...]
+#   scripts/agents.sh [--env FILE] [claude|codex|opencode ...]   (default: claude codex)
 #
 # Cache: ${FM_AGENTS_DIR:-$HOME/.cache/firstmate/agents}/<name>-<version>/
 # Versions: scripts/agents.versions (one place; `name=version` lines).
@@ -25,8 +25,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --env) [ $# -ge 2 ] || die "--env needs a file"; env_file="$2"; shift 2 ;;
     -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    claude|codex) want+=("$1"); shift ;;
-    *) die "unknown argument: $1 (want claude, codex, --env FILE)" ;;
+    claude|codex|opencode) want+=("$1"); shift ;;
+    *) die "unknown argument: $1 (want claude, codex, opencode, --env FILE)" ;;
   esac
 done
 [ ${#want[@]} -gt 0 ] || want=(claude codex)
@@ -48,7 +48,13 @@ mkdir -p "$root" || die "cannot create $root"
 root="$(cd "$root" && pwd)"
 
 # npm package, executable inside the install dir, per program.
-pkg_of() { case "$1" in claude) echo "@anthropic-ai/claude-code" ;; codex) echo "@openai/codex" ;; esac; }
+pkg_of() {
+  case "$1" in
+    claude) echo "@anthropic-ai/claude-code" ;;
+    codex) echo "@openai/codex" ;;
+    opencode) echo "opencode-ai" ;;
+  esac
+}
 bin_of() { echo "node_modules/.bin/$1"; }
 
 installed_version() { # dir pkg -> version or empty

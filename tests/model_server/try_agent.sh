@@ -11,7 +11,7 @@
 #     --port N          use an already running model server on this port
 #     --size WxH        pane size (default 120x40)
 #     --untrusted       do not pre-accept the folder-trust dialog
-#     --ask             ask before running tools (Claude: --permission-mode default;
+#     --ask             ask before running tools (Claude: --permission-mode manual;
 #                       Codex: approval_policy = "on-request")
 #     --hooks           install hooks that append to ROOT/hooks.jsonl
 #     --max-secs S      model server lifetime (default 1800)
@@ -92,7 +92,7 @@ claude_argv() { # bin ask hooks
   printf '%s\n' "$1"
   # Without either flag 2.1.332 starts in "auto mode" (a classifier decides).
   if [ "$2" = 1 ]; then
-    printf '%s\n' --permission-mode default
+    printf '%s\n' --permission-mode manual
   else
     printf '%s\n' --dangerously-skip-permissions
   fi
