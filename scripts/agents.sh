@@ -24,7 +24,7 @@ want=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --env) [ $# -ge 2 ] || die "--env needs a file"; env_file="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     claude|codex|opencode) want+=("$1"); shift ;;
     *) die "unknown argument: $1 (want claude, codex, opencode, --env FILE)" ;;
   esac
