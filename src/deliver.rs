@@ -13,8 +13,8 @@ use serde::Serialize;
 use crate::config::SendCfg;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
-use crate::pane::{Pane, PaneInfo};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo};
 
 /// What happened to a ring (SPEC §5.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -298,7 +298,7 @@ pub fn deliver_to(
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::pane::FakePane;
+    use crate::tmux::pane::FakePane;
 
     fn profile() -> HarnessProfile {
         let mut p = crate::harness::builtin("claude").unwrap();

@@ -27,13 +27,13 @@ pub mod home;
 pub mod inbox;
 pub mod ladder_files;
 pub mod meta;
-pub mod pane;
 pub mod recipient;
 pub mod response;
 pub mod shq;
 pub mod stand_in;
 pub mod status;
 pub mod task_id;
+pub mod tmux;
 pub mod wakes;
 pub mod watch;
 

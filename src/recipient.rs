@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo, Tmux};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 
 #[derive(Debug, Clone)]
 pub struct Recipient {

@@ -260,7 +260,7 @@ fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
     let Some(pane) = r.pane.as_deref() else {
         return Some("no live worker notified (no pane recorded)".into());
     };
-    let info = match crate::pane::Pane::info(&r.tmux, pane) {
+    let info = match crate::tmux::pane::Pane::info(&r.tmux, pane) {
         Ok(Some(info)) if r.alive(&info) => info,
         Ok(Some(_)) => {
             return Some(format!(

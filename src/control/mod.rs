@@ -15,8 +15,8 @@ use crate::events::Event;
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::{self, Meta};
-use crate::pane::{Pane, PaneInfo, Tmux};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{brief, clock, frontmatter, fsx, stand_in};
 
 mod spawn;

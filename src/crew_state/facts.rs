@@ -21,9 +21,9 @@ use crate::config::Config;
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo, Tmux, run_bounded};
 use crate::status::{self, Fold, StatusLine, Verb};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo, Tmux, run_bounded};
 use crate::{fsx, inbox};
 
 /// Longest a git call may take.

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::pane::{Pane, Tmux, run_bounded};
 use crate::stand_in::sibling_bin;
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, Tmux, run_bounded};
 use crate::{fsx, inbox};
 
 mod steps;

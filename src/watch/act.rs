@@ -19,8 +19,8 @@ use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::inbox;
 use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo};
 use crate::wakes;
 use crate::{clock, fsx};
 

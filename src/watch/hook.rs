@@ -58,16 +58,19 @@ pub fn spawn(template: &[String], wake: &Wake) {
     let mut cmd = Command::new(program);
     cmd.args(args);
     let program = program.clone();
-    let handle = std::thread::spawn(move || match crate::pane::run_bounded(cmd, HOOK_TIMEOUT) {
-        Ok((Some(0), _, _)) => {}
-        Ok((code, _, stderr)) => eprintln!(
-            "fm-watch: warning: on_wake hook {program} exited {}: {}",
-            code.map(|c| c.to_string())
-                .unwrap_or_else(|| "by signal".into()),
-            stderr.trim()
-        ),
-        Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
-    });
+    let handle =
+        std::thread::spawn(
+            move || match crate::tmux::pane::run_bounded(cmd, HOOK_TIMEOUT) {
+                Ok((Some(0), _, _)) => {}
+                Ok((code, _, stderr)) => eprintln!(
+                    "fm-watch: warning: on_wake hook {program} exited {}: {}",
+                    code.map(|c| c.to_string())
+                        .unwrap_or_else(|| "by signal".into()),
+                    stderr.trim()
+                ),
+                Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
+            },
+        );
     if let Ok(mut v) = RUNNING.lock() {
         v.retain(|h| !h.is_finished());
         v.push(handle);

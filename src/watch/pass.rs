@@ -29,8 +29,8 @@ use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::inbox::{self, Record};
 use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo};
 use crate::wakes::Wake;
 use crate::{clock, fsx};
 
