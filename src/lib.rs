@@ -7,13 +7,11 @@
 
 pub mod board;
 pub mod brief;
-pub mod busy;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;
 pub mod crew_state;
-pub mod deliver;
 pub mod demo;
 pub mod doctor;
 pub mod dod;
@@ -25,10 +23,7 @@ pub mod git;
 pub mod harness;
 pub mod home;
 pub mod inbox;
-pub mod ladder_files;
 pub mod meta;
-pub mod recipient;
-pub mod response;
 pub mod shq;
 pub mod stand_in;
 pub mod status;

@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Error, Result};
 use crate::events::Event;
+use crate::inbox::record_name;
 use crate::inbox::{self, AckOutcome, Record};
-use crate::ladder_files::record_name;
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-ack";

@@ -192,8 +192,8 @@ pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<u64> {
 /// Rings `id`'s doorbell once (SPEC §5.3), after the board lock is released;
 /// returns the outcome's word.
 pub fn ring(ctx: &Ctx, id: &TaskId) -> String {
-    match crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id) {
+    match crate::tmux::recipient::Recipient::load(&ctx.home, &ctx.cfg, id) {
         Ok(r) => r.ring(&ctx.home, &ctx.cfg).as_str().to_string(),
-        Err(_) => crate::deliver::Outcome::Failed.as_str().to_string(),
+        Err(_) => crate::tmux::deliver::Outcome::Failed.as_str().to_string(),
     }
 }

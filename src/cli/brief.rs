@@ -13,13 +13,14 @@ use clap::{CommandFactory, Parser};
 use serde::Serialize;
 
 use super::common::{self, Ctx, HomeArg};
+use crate::brief::response;
 use crate::brief::{self, BriefKind, BriefPaths, BriefSpec, Lineage, store};
 use crate::dod::Mode;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::meta::{self, Meta};
 use crate::task_id::TaskId;
-use crate::{clock, dod, fsx, inbox, response};
+use crate::{clock, dod, fsx, inbox};
 
 mod inputs;
 
@@ -256,7 +257,7 @@ fn print_report(a: &Args, r: &Report, detail: String) -> Result<u8> {
 /// never undoes the brief; it is reported instead.
 fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
     let meta = Meta::load(&ctx.home, id).ok().flatten().unwrap_or_default();
-    let r = crate::recipient::Recipient::from_meta(&ctx.cfg, id, &meta);
+    let r = crate::tmux::recipient::Recipient::from_meta(&ctx.cfg, id, &meta);
     let Some(pane) = r.pane.as_deref() else {
         return Some("no live worker notified (no pane recorded)".into());
     };

@@ -12,13 +12,13 @@ use clap::{CommandFactory, Parser};
 use serde::Serialize;
 
 use super::common::{self, Ctx, HomeArg};
-use crate::deliver::Outcome;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::inbox::{self, Existing, Outgoing};
-use crate::recipient::{self, Recipient};
 use crate::status;
 use crate::task_id::TaskId;
+use crate::tmux::deliver::Outcome;
+use crate::tmux::recipient::{self, Recipient};
 use crate::{clock, fsx};
 
 const TOOL: &str = "fm-send";
@@ -117,7 +117,7 @@ impl Sent {
         let mut s = format!(
             "queued {} {} \u{b7} doorbell {}",
             self.task,
-            crate::ladder_files::record_name(self.seq),
+            crate::inbox::record_name(self.seq),
             self.doorbell
         );
         if let Some(d) = self.duplicate {

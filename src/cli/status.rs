@@ -117,7 +117,7 @@ fn run(a: Args) -> Result<u8> {
         fsx::ensure_dir(&home.state_dir())?;
         fsx::atomic_write(
             &home.busy(&id),
-            crate::busy::render(a.busy, now, &a.source).as_bytes(),
+            crate::status::busy::render(a.busy, now, &a.source).as_bytes(),
         )?;
         let action = if a.busy { "status.busy" } else { "status.idle" };
         Event::at(now, TOOL, id.as_str(), action)

@@ -127,7 +127,7 @@ impl Ctl<'_> {
     /// agent would keep it from ringing this one, so they go. Best effort:
     /// the agent is already running, and a leftover file only delays rings.
     pub(super) fn restart_ladder(&self) {
-        if let Err(e) = crate::ladder_files::clear(self.home, self.id) {
+        if let Err(e) = crate::inbox::ladder_files::clear(self.home, self.id) {
             eprintln!(
                 "{TOOL}: warning: {}: could not reset the watcher's ladder: {e}",
                 self.id
@@ -138,7 +138,7 @@ impl Ctl<'_> {
     /// A new (or no) agent has no turn in progress: an idle busy record
     /// replaces whatever the previous agent left (SPEC §9.3).
     pub(super) fn reset_busy(&self) -> Result<()> {
-        let line = crate::busy::render(false, clock::now(), TOOL);
+        let line = crate::status::busy::render(false, clock::now(), TOOL);
         fsx::atomic_write(&self.home.busy(self.id), line.as_bytes())
     }
 

@@ -47,9 +47,9 @@ impl Ctl<'_> {
         let tmux = self.tmux(meta);
         let profile = self.meta_profile(meta);
         let mut sent = Vec::new();
-        let busy_record = crate::busy::is_busy(self.home, self.id);
+        let busy_record = crate::status::busy::is_busy(self.home, self.id);
         let screen = tmux.capture(&info.id, 0).unwrap_or_default();
-        if busy_record || crate::deliver::screen_busy(profile.as_ref(), &screen) {
+        if busy_record || crate::tmux::deliver::screen_busy(profile.as_ref(), &screen) {
             for k in profile
                 .as_ref()
                 .map(|p| p.interrupt.clone())

@@ -65,7 +65,7 @@ impl RunRecord {
 }
 
 /// `state/<id>.busy`: `busy|idle <epoch> <source>` (SPEC §9.3).
-pub use crate::busy::BusyRecord;
+pub use crate::status::busy::BusyRecord;
 
 /// The worktree as git sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

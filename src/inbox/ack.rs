@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::fsx;
 use crate::home::Home;
-use crate::ladder_files;
+use crate::inbox::ladder_files;
 use crate::task_id::TaskId;
 
 /// What acknowledging one sequence number did.
@@ -48,7 +48,7 @@ pub fn ack(home: &Home, id: &TaskId, seq: u64) -> Result<AckOutcome> {
     let dst = home.handled_record(id, seq);
     fsx::refuse_symlink(&src)?;
     fsx::refuse_symlink(&dst)?;
-    let name = ladder_files::record_name(seq);
+    let name = super::record_name(seq);
     let outcome = if src.exists() {
         fsx::ensure_dir(&home.inbox_handled(id))?;
         if fsx::rename_noclobber(&src, &dst)? {

@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 mod append;
+pub mod busy;
 mod fold;
 mod parse;
 

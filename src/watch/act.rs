@@ -12,7 +12,6 @@ use super::ladder::{self, Action, PaneFacts};
 use super::pass::{PaneFactory, Report, Ring, State, TOOL, TaskIn, socket_of};
 use super::{hook, ladder_io};
 use crate::config::Config;
-use crate::deliver::{self, Target};
 use crate::error::Error;
 use crate::events::Event;
 use crate::harness::{self, HarnessProfile};
@@ -20,6 +19,7 @@ use crate::home::Home;
 use crate::inbox;
 use crate::meta::Meta;
 use crate::task_id::TaskId;
+use crate::tmux::deliver::{self, Target};
 use crate::tmux::pane::{Pane, PaneInfo};
 use crate::wakes;
 use crate::{clock, fsx};
@@ -66,7 +66,7 @@ impl Exec<'_> {
                     }
                     Some(p) => {
                         info = Some(p);
-                        busy_rec = crate::busy::is_busy(home, &t.id);
+                        busy_rec = crate::status::busy::is_busy(home, &t.id);
                         PaneFacts::Alive { busy: busy_rec }
                     }
                 },

@@ -1,5 +1,5 @@
 //! The watcher's side of the ladder files: reads `.ring-state` and
-//! `.escalated` through the shared [`crate::ladder_files`] format into the
+//! `.escalated` through the shared [`crate::inbox::ladder_files`] format into the
 //! pure ladder's [`LadderFiles`], and writes them back.
 //!
 //! `.ring-state` is replaced without a per-file fsync: one pass may ring
@@ -9,7 +9,8 @@ use crate::error::Result;
 use crate::fsx;
 use crate::home::Home;
 use crate::inbox;
-use crate::ladder_files::{self as shared, record_name};
+use crate::inbox::ladder_files as shared;
+use crate::inbox::record_name;
 use crate::task_id::TaskId;
 
 use super::ladder::{LadderFiles, RingState};

@@ -16,6 +16,7 @@ use crate::task_id::TaskId;
 
 pub mod check;
 pub mod render;
+pub mod response;
 pub mod store;
 
 pub use check::check_brief;

@@ -47,11 +47,6 @@ impl RingState {
     }
 }
 
-/// The record name for a sequence number (`7` → `007.msg`).
-pub fn record_name(seq: u64) -> String {
-    fsx::numbered_name(seq, crate::inbox::EXT)
-}
-
 /// Reads `.ring-state`; `None` when missing or unreadable.
 pub fn read_ring_state(home: &Home, id: &TaskId) -> Result<Option<RingState>> {
     Ok(fsx::read_optional(&home.ring_state(id))?.and_then(|b| RingState::parse(&b)))
@@ -93,6 +88,7 @@ pub fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inbox::record_name;
 
     #[test]
     fn ring_state_round_trips_and_rejects_junk() {

@@ -9,12 +9,12 @@
 use std::collections::BTreeMap;
 
 use crate::config::Config;
-use crate::deliver::{self, Outcome, Target};
 use crate::error::{Error, Result};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::Meta;
 use crate::task_id::TaskId;
+use crate::tmux::deliver::{self, Outcome, Target};
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ impl Recipient {
         Target {
             pane: self.pane.as_deref(),
             profile: self.profile.as_ref(),
-            busy_record: self.pane.is_some() && crate::busy::is_busy(home, &self.id),
+            busy_record: self.pane.is_some() && crate::status::busy::is_busy(home, &self.id),
         }
     }
 
