@@ -200,7 +200,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
     let mut fails = Vec::new();
     let mut warns = Vec::new();
     for id in &ids {
-        match crate::meta::Meta::load(home, id) {
+        match crate::meta::TaskMeta::load(home, id) {
             Err(e) => fails.push(format!("{id}: {e}")),
             Ok(m) => {
                 let m = m.unwrap_or_default();
@@ -212,7 +212,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
                         md.permissions().mode() & 0o777
                     ));
                 }
-                if let Some(h) = m.get("harness").filter(|h| !h.is_empty())
+                if let Some(h) = &m.harness
                     && crate::harness::profile(cfg, h).is_none()
                 {
                     warns.push(format!("{id}: unknown harness {h:?}"));

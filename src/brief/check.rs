@@ -11,9 +11,9 @@ use serde::Serialize;
 
 use super::{SPEC_PLACEHOLDER, TASK_PLACEHOLDER, worker_label};
 use crate::config::Config;
-use crate::dod::Mode;
 use crate::error::{Error, Result};
 use crate::home::Home;
+use crate::meta::Mode;
 use crate::task_id::TaskId;
 use crate::{frontmatter, fsx};
 

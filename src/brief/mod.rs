@@ -10,8 +10,8 @@
 
 use std::path::PathBuf;
 
-use crate::dod::Mode;
 use crate::error::{Error, Result};
+use crate::meta::Mode;
 use crate::task_id::TaskId;
 
 pub mod check;

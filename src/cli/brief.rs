@@ -15,10 +15,10 @@ use serde::Serialize;
 use super::common::{self, Ctx, HomeArg};
 use crate::brief::response;
 use crate::brief::{self, BriefKind, BriefPaths, BriefSpec, Lineage, store};
-use crate::dod::Mode;
 use crate::error::{Error, Result};
 use crate::events::Event;
-use crate::meta::{self, Meta};
+use crate::meta::Mode;
+use crate::meta::{self, TaskMeta};
 use crate::task_id::TaskId;
 use crate::{clock, dod, fsx, inbox};
 
@@ -256,7 +256,10 @@ fn print_report(a: &Args, r: &Report, detail: String) -> Result<u8> {
 /// agent nothing is queued and the notice says so. A failure to queue
 /// never undoes the brief; it is reported instead.
 fn notify_live_worker(ctx: &Ctx, id: &TaskId, path: &Path) -> Option<String> {
-    let meta = Meta::load(&ctx.home, id).ok().flatten().unwrap_or_default();
+    let meta = TaskMeta::load(&ctx.home, id)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let r = crate::tmux::recipient::Recipient::from_meta(&ctx.cfg, id, &meta);
     let Some(pane) = r.pane.as_deref() else {
         return Some("no live worker notified (no pane recorded)".into());
@@ -320,7 +323,7 @@ fn respond(a: &Args, id: &TaskId) -> Result<u8> {
     let ctx = a.home.ctx(TOOL)?;
     // A response belongs to a task someone briefed or spawned: a mistyped
     // id must not create `data/<typo>/response.md` that nobody reads.
-    if !inbox::task_known(&ctx.home, id)? {
+    if !crate::meta::task_known(&ctx.home, id)? {
         return Err(Error::refused(format!(
             "unknown task {id}: no meta and no brief to respond to"
         )));
@@ -454,7 +457,7 @@ fn write(a: &Args) -> Result<u8> {
         None
     };
     let lineage = lineage(a, home, &id)?;
-    let meta = Meta::load(home, &id)?.unwrap_or_default();
+    let meta = TaskMeta::load(home, &id)?.unwrap_or_default();
     let spec = BriefSpec {
         id: id.clone(),
         kind,

@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{Row, facts, live, render, trace};
+use crate::crew_state::{Row, gather, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -58,13 +58,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 
 /// The rows of `ids`, gathered in one pass; warnings go to stderr.
 pub fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let (all, warnings) = facts::gather(
+    let (all, warnings) = gather::gather(
         &ctx.home,
         &ctx.cfg,
         ids,
         clock::now(),
-        &facts::real_tmux,
-        facts::dod_gate,
+        &gather::real_tmux,
+        gather::dod_gate,
     );
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");

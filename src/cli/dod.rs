@@ -8,9 +8,10 @@ use clap::{CommandFactory, Parser};
 use serde::Serialize;
 
 use super::common::{self, HomeArg};
-use crate::dod::{self, Mode, Verdict};
+use crate::dod::{self, Verdict};
 use crate::error::{Error, Result};
-use crate::meta::Meta;
+use crate::meta::Mode;
+use crate::meta::TaskMeta;
 use crate::status::{self, Parsed, StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{frontmatter, fsx};
@@ -135,7 +136,7 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
     };
     let verdict = match &line {
         Some(l) => {
-            let meta = Meta::load(&ctx.home, id)?.unwrap_or_default();
+            let meta = TaskMeta::load(&ctx.home, id)?.unwrap_or_default();
             dod::gate(&ctx.home, &ctx.cfg, id, &meta, l)
         }
         None => Verdict::Refused(format!("no done line in {}", ctx.home.status(id).display())),

@@ -148,7 +148,7 @@ impl Ctl<'_> {
         harness: Option<&str>,
         base: Option<&str>,
     ) -> Result<String> {
-        let old = Meta::load(self.home, self.id)?.unwrap_or_default();
+        let old = TaskMeta::load(self.home, self.id)?.unwrap_or_default();
         if let Agent::Alive(info) = self.agent(&old)? {
             return Err(Error::refused(format!(
                 "{} already has a live agent in pane {}",
@@ -157,7 +157,7 @@ impl Ctl<'_> {
         }
         let harness_name = harness
             .map(str::to_string)
-            .or_else(|| old.get("harness").map(str::to_string))
+            .or_else(|| old.harness.clone())
             .unwrap_or_else(|| "claude".into());
         let profile = self.profile(&harness_name)?;
         self.check_brief()?;
@@ -214,7 +214,7 @@ impl Ctl<'_> {
                     m.set(key, v);
                 }
             }
-            let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
+            let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("project", &project.display().to_string());
             m.set("worktree", &wt);
             m.set("harness", &harness_name);

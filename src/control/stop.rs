@@ -25,13 +25,13 @@ impl Ctl<'_> {
         Ok(format!(
             "interrupt-delivered {} harness={}",
             self.id,
-            meta.str("harness")
+            meta.harness.as_deref().unwrap_or("")
         ))
     }
 
     /// Stops the agent if it runs. `Ok(false)` when it was already gone;
     /// an agent still running after `exit_wait_secs` is an error.
-    pub(super) fn stop(&self, meta: &Meta) -> Result<bool> {
+    pub(super) fn stop(&self, meta: &TaskMeta) -> Result<bool> {
         match self.try_stop(meta)? {
             Stop::WasGone => Ok(false),
             Stop::Exited => Ok(true),
@@ -40,7 +40,7 @@ impl Ctl<'_> {
     }
 
     /// Asks the agent to exit and waits `exit_wait_secs` for it.
-    pub(super) fn try_stop(&self, meta: &Meta) -> Result<Stop> {
+    pub(super) fn try_stop(&self, meta: &TaskMeta) -> Result<Stop> {
         let Agent::Alive(info) = self.agent(meta)? else {
             return Ok(Stop::WasGone);
         };
@@ -103,13 +103,13 @@ impl Ctl<'_> {
     pub(super) fn relaunch(&self, note: Option<&str>, harness: Option<&str>) -> Result<String> {
         let meta = self.meta()?;
         let note = note.map(str::trim).filter(|n| !n.is_empty());
-        if note.is_none() && meta.kind() != "secondmate" {
+        if note.is_none() && meta.kind() != Kind::Secondmate {
             return Err(Error::refused(format!(
                 "relaunch of {} requires --note (what the new agent must know)",
                 self.id
             )));
         }
-        let from = meta.str("harness").to_string();
+        let from = meta.harness.clone().unwrap_or_default();
         let to = harness.map(str::to_string).unwrap_or_else(|| {
             if from.is_empty() {
                 "claude".into()
@@ -142,7 +142,11 @@ impl Ctl<'_> {
             fsx::atomic_write(&brief_path, &brief)?;
         }
         let tmux = self.tmux(&meta);
-        let wt = meta.str("worktree").to_string();
+        let wt = meta
+            .worktree
+            .as_ref()
+            .map(|w| w.display().to_string())
+            .unwrap_or_default();
         let pane = match self.agent(&meta)? {
             Agent::Exited(info) | Agent::Alive(info) => {
                 self.respawn(&tmux, &info.id, &wt, argv)?;
@@ -151,7 +155,7 @@ impl Ctl<'_> {
             Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, argv)?,
         };
         meta::update(self.home, self.id, |m| {
-            let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
+            let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("spawn_gen", &(gen_ + 1).to_string());
             m.set("harness", &to);
             m.set("pane", &pane);

@@ -2,9 +2,9 @@
 //! whole fleet.
 //!
 //! The work is split so the decision is testable without tmux or git:
-//! [`facts`] gathers every input in one pass (one `tmux list-panes -a` per
-//! socket for the whole fleet, never one per task, never a shell);
-//! [`resolve`] applies the rules of §9.2 as a pure function of those facts;
+//! [`facts`] holds every input as plain data; [`gather`] reads them in one
+//! pass (one `tmux list-panes -a` per socket for the whole fleet, never one
+//! per task, never a shell); [`resolve`] applies the rules of §9.2 as a pure function of those facts;
 //! [`render`] prints the one-line and table forms from the same [`Row`]
 //! that `--json` serialises. [`trace`] reads a delegation chain's audit
 //! trail (§11.2) and [`live`] drives the `--watch` view.
@@ -12,6 +12,7 @@
 //! Crew state only reads: it never writes a file under the home.
 
 pub mod facts;
+pub mod gather;
 pub mod live;
 pub mod render;
 pub mod resolve;
@@ -21,7 +22,8 @@ use serde::Serialize;
 
 use crate::status::Decision;
 
-pub use facts::{Facts, gather};
+pub use facts::Facts;
+pub use gather::gather;
 pub use resolve::{Resolution, resolve};
 
 /// What a worker is doing (SPEC §9.1).

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Result;
 use crate::home::Home;
-use crate::meta::Meta;
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::{clock, events, fsx};
 
@@ -25,8 +25,8 @@ use crate::{clock, events, fsx};
 pub fn chain(home: &Home, root: &TaskId) -> Result<BTreeSet<String>> {
     let mut children: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for id in home.task_ids_with_meta()? {
-        if let Some(meta) = Meta::load(home, &id)?
-            && let Some(p) = meta.get("parent").filter(|p| !p.is_empty())
+        if let Some(meta) = TaskMeta::load(home, &id)?
+            && let Some(p) = meta.parent
         {
             children
                 .entry(p.to_string())

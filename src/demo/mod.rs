@@ -156,8 +156,8 @@ impl Demo {
     fn pane_of(&self, id: &str) -> Result<String> {
         let home = self.home()?;
         let id = TaskId::parse(id)?;
-        Ok(crate::meta::Meta::load(&home, &id)?
-            .map(|m| m.str("pane").to_string())
+        Ok(crate::meta::TaskMeta::load(&home, &id)?
+            .and_then(|m| m.pane)
             .unwrap_or_default())
     }
 

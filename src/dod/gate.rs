@@ -22,10 +22,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::Mode;
 use crate::config::Config;
 use crate::home::Home;
-use crate::meta::Meta;
+use crate::meta::{Kind, Mode, TaskMeta};
 use crate::status::{StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{fsx, git};
@@ -138,7 +137,7 @@ pub fn is_checks_green(text: &str) -> bool {
 
 /// Everything decided without git. `None` means: ask git about HEAD.
 pub fn precheck(
-    kind: &str,
+    kind: &Kind,
     mode: Option<Mode>,
     line: &StatusLine,
     meta_pr: &str,
@@ -150,9 +149,8 @@ pub fn precheck(
             line.verb
         )));
     }
-    match kind {
-        "" | "ship" => {}
-        k => return Some(Verdict::NotGated(format!("{k} tasks are never gated"))),
+    if *kind != Kind::Ship {
+        return Some(Verdict::NotGated(format!("{kind} tasks are never gated")));
     }
     if mode == Some(Mode::NoMistakes) {
         if !is_checks_green(&line.text) {
@@ -216,11 +214,11 @@ fn head_fact(worktree: &Path) -> HeadFact {
 
 /// The worktree the gate inspects for a task (and a brief names): meta
 /// `worktree`, else the default location; physical as far as it exists.
-pub fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
-    match meta.str("worktree") {
-        "" => home.worktree(cfg, id),
-        w if Path::new(w).is_absolute() => crate::home::physical(Path::new(w)),
-        w => PathBuf::from(w),
+pub fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
+    match &meta.worktree {
+        None => home.worktree(cfg, id),
+        Some(w) if w.is_absolute() => crate::home::physical(w),
+        Some(w) => w.clone(),
     }
 }
 
@@ -233,31 +231,32 @@ fn brief_field(home: &Home, id: &TaskId, key: &str) -> Option<String> {
 }
 
 /// The task's mode: meta `mode`, else the brief's frontmatter.
-pub fn mode_of(home: &Home, id: &TaskId, meta: &Meta) -> Option<Mode> {
-    if let Ok(m) = Mode::parse(meta.str("mode")) {
+pub fn mode_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<Mode> {
+    if let Some(m) = meta.mode {
         return Some(m);
     }
     Mode::parse(&brief_field(home, id, "mode")?).ok()
 }
 
 /// The `kind` in the task's brief frontmatter, if the brief reads.
-pub fn brief_kind(home: &Home, id: &TaskId) -> Option<String> {
-    brief_field(home, id, "kind")
+pub fn brief_kind(home: &Home, id: &TaskId) -> Option<Kind> {
+    brief_field(home, id, "kind").map(|k| Kind::parse(&k))
 }
 
 /// The task's kind: meta `kind`, else the brief's frontmatter, else ship.
-pub fn kind_of(home: &Home, id: &TaskId, meta: &Meta) -> String {
-    match meta.str("kind") {
-        "" => brief_kind(home, id).unwrap_or_else(|| "ship".into()),
-        k => k.to_string(),
+pub fn kind_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Kind {
+    match &meta.kind {
+        Some(k) => k.clone(),
+        None => brief_kind(home, id).unwrap_or(Kind::Ship),
     }
 }
 
 /// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
-pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLine) -> Verdict {
+pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta, line: &StatusLine) -> Verdict {
     let mode = mode_of(home, id, meta);
     let kind = kind_of(home, id, meta);
-    if let Some(v) = precheck(&kind, mode, line, meta.str("pr"), meta.str("pr_head")) {
+    let (pr, pr_head) = (meta.pr.as_deref(), meta.pr_head.as_deref());
+    if let Some(v) = precheck(&kind, mode, line, pr.unwrap_or(""), pr_head.unwrap_or("")) {
         return v;
     }
     let worktree = worktree_of(home, cfg, id, meta);
@@ -266,14 +265,16 @@ pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLi
         return judge(&worktree, &head, None);
     };
     let mut reach = git::ref_containing(&worktree, sha, &["refs/remotes/"]);
-    let project = meta.str("project");
-    if matches!(reach, Ok(None)) && !project.is_empty() {
+    if matches!(reach, Ok(None))
+        && let Some(project) = &meta.project
+    {
+        let shown = project.display();
         let mut prefixes = vec!["refs/remotes/"];
         if mode == Some(Mode::LocalOnly) {
             prefixes.push("refs/heads/");
         }
-        reach = git::ref_containing(Path::new(project), sha, &prefixes)
-            .map(|r| r.map(|r| format!("{r} of {project}")));
+        reach = git::ref_containing(project, sha, &prefixes)
+            .map(|r| r.map(|r| format!("{r} of {shown}")));
     }
     match reach {
         Ok(r) => judge(&worktree, &head, r.as_deref()),
@@ -296,12 +297,12 @@ mod tests {
     #[test]
     fn scout_and_secondmate_are_never_gated() {
         for k in ["scout", "secondmate"] {
-            let v = precheck(k, None, &line("done: found it"), "", "");
+            let v = precheck(&Kind::parse(k), None, &line("done: found it"), "", "");
             assert!(matches!(v, Some(Verdict::NotGated(_))), "{v:?}");
         }
         assert_eq!(
             precheck(
-                "",
+                &Kind::parse(""),
                 Some(Mode::DirectPr),
                 &line("done: PR https://x/1"),
                 "",
@@ -315,12 +316,18 @@ mod tests {
     fn no_mistakes_hand_off_is_not_gated_but_checks_green_is() {
         let nm = Some(Mode::NoMistakes);
         assert!(matches!(
-            precheck("ship", nm, &line("done: parser rewritten"), "", ""),
+            precheck(
+                &Kind::parse("ship"),
+                nm,
+                &line("done: parser rewritten"),
+                "",
+                ""
+            ),
             Some(Verdict::NotGated(_))
         ));
         assert_eq!(
             precheck(
-                "ship",
+                &Kind::parse("ship"),
                 nm,
                 &line("done: PR https://h/p/1 checks green"),
                 "",
@@ -329,7 +336,7 @@ mod tests {
             None
         );
         let v = precheck(
-            "ship",
+            &Kind::parse("ship"),
             nm,
             &line("done: PR https://h/p/1 checks green"),
             "https://h/p/1",
@@ -339,7 +346,7 @@ mod tests {
         // The shortcut is no-mistakes only, and needs pr_head.
         assert_eq!(
             precheck(
-                "ship",
+                &Kind::parse("ship"),
                 nm,
                 &line("done: PR https://h/p/1 checks green"),
                 "https://h/p/1",
@@ -349,7 +356,7 @@ mod tests {
         );
         assert_eq!(
             precheck(
-                "ship",
+                &Kind::parse("ship"),
                 Some(Mode::DirectPr),
                 &line("done: PR https://h/p/1"),
                 "https://h/p/1",
@@ -403,7 +410,13 @@ mod tests {
             "all Checks Green",
         ] {
             assert_eq!(
-                precheck("ship", nm, &line(&format!("done: {text}")), "", ""),
+                precheck(
+                    &Kind::parse("ship"),
+                    nm,
+                    &line(&format!("done: {text}")),
+                    "",
+                    ""
+                ),
                 None,
                 "{text}"
             );
@@ -420,14 +433,20 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    precheck("ship", nm, &line(&format!("done: {text}")), "", ""),
+                    precheck(
+                        &Kind::parse("ship"),
+                        nm,
+                        &line(&format!("done: {text}")),
+                        "",
+                        ""
+                    ),
                     Some(Verdict::NotGated(_))
                 ),
                 "{text}"
             );
         }
         let v = precheck(
-            "ship",
+            &Kind::parse("ship"),
             nm,
             &line("done: PR: https://h/p/pull/1, checks green"),
             "https://h/p/pull/1",

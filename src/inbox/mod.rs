@@ -48,16 +48,6 @@ pub fn load_pending(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>
     Ok(fsx::read_optional(&home.inbox_record(id, seq))?.and_then(|b| parse(seq, &b)))
 }
 
-/// Whether a task exists for sending: it has meta or a brief. A symlink
-/// at the meta, the task's data directory or its brief is refused (exit 1),
-/// never followed.
-pub fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
-    for p in [home.meta(id), home.task_data(id), home.brief(id)] {
-        fsx::refuse_symlink(&p)?;
-    }
-    Ok(home.meta(id).exists() || home.brief(id).exists())
-}
-
 /// Whether the task has an inbox directory (a symlink there is refused).
 pub fn has_inbox(home: &Home, id: &TaskId) -> Result<bool> {
     check_dirs(home, id)?;
@@ -161,7 +151,7 @@ fn validate_from(from: &str) -> Result<()> {
 pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -> Result<Queued> {
     validate_body(cfg, msg.body)?;
     validate_from(msg.from)?;
-    if !task_known(home, id)? {
+    if !crate::meta::task_known(home, id)? {
         return Err(Error::refused(format!(
             "unknown task {id}: no meta and no brief"
         )));

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
-use crate::meta::Meta;
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::{self, Outcome, Target};
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
@@ -30,28 +30,24 @@ impl Recipient {
     /// The recipient from meta (which may be absent for a task known only by
     /// its brief). An unknown task (no meta and no brief) is refused.
     pub fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Recipient> {
-        if !crate::inbox::task_known(home, id)? {
+        if !crate::meta::task_known(home, id)? {
             return Err(Error::refused(format!(
                 "unknown task {id}: no meta and no brief"
             )));
         }
-        let meta = Meta::load(home, id)?.unwrap_or_default();
+        let meta = TaskMeta::load(home, id)?.unwrap_or_default();
         Ok(Recipient::from_meta(cfg, id, &meta))
     }
 
-    pub fn from_meta(cfg: &Config, id: &TaskId, meta: &Meta) -> Recipient {
-        let pane = Some(meta.str("pane").trim())
-            .filter(|p| !p.is_empty())
-            .map(str::to_string);
-        let harness_name = meta.str("harness").trim();
-        let profile = (!harness_name.is_empty())
-            .then(|| harness::profile(cfg, harness_name))
-            .flatten();
+    pub fn from_meta(cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Recipient {
         Recipient {
             id: id.clone(),
-            pane,
-            tmux: Tmux::for_task(meta.str("tmux_socket").trim(), &cfg.tmux.socket),
-            profile,
+            pane: meta.pane.clone(),
+            tmux: Tmux::new(meta.socket(cfg)),
+            profile: meta
+                .harness
+                .as_deref()
+                .and_then(|h| harness::profile(cfg, h)),
         }
     }
 
@@ -120,7 +116,7 @@ pub fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo)>> {
     for id in home.task_ids_with_meta()? {
         // One unreadable meta (a symlink, a directory) must not stop the
         // broadcast to everyone else: warn and leave that task out.
-        let meta = match Meta::load(home, &id) {
+        let meta = match TaskMeta::load(home, &id) {
             Ok(m) => m.unwrap_or_default(),
             Err(e) => {
                 eprintln!("fm-send: warning: {id}: skipped: {e}");

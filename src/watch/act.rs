@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ladder::{self, Action, PaneFacts};
-use super::pass::{PaneFactory, Report, Ring, State, TOOL, TaskIn, socket_of};
+use super::pass::{PaneFactory, Report, Ring, State, TOOL, TaskIn};
 use super::{hook, ladder_io};
 use crate::config::Config;
 use crate::error::Error;
@@ -17,7 +17,7 @@ use crate::events::Event;
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::inbox;
-use crate::meta::Meta;
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::{self, Target};
 use crate::tmux::pane::{Pane, PaneInfo};
@@ -42,14 +42,14 @@ impl Exec<'_> {
         panes: PaneFactory,
     ) {
         let (home, cfg, now) = (self.home, self.cfg, self.now);
-        let empty = Meta::default();
+        let empty = TaskMeta::default();
         let meta = t.meta.as_ref().unwrap_or(&empty);
-        let pane_id = meta.str("pane");
-        let socket = socket_of(meta, cfg);
-        let profile: Option<HarnessProfile> = match meta.str("harness") {
-            "" => None,
-            h => harness::profile(cfg, h),
-        };
+        let pane_id = meta.pane.as_deref().unwrap_or("");
+        let socket = meta.socket(cfg).to_string();
+        let profile: Option<HarnessProfile> = meta
+            .harness
+            .as_deref()
+            .and_then(|h| harness::profile(cfg, h));
         let mut busy_rec = false;
         let mut info: Option<&PaneInfo> = None;
         let facts = if pane_id.is_empty() {

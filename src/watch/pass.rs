@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::inbox::{self, Record};
-use crate::meta::Meta;
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome;
 use crate::tmux::pane::{Pane, PaneInfo};
@@ -90,7 +90,7 @@ pub(super) struct TaskIn {
     pub(super) pending: Vec<Pending>,
     pub(super) target: Option<Record>,
     pub(super) files: LadderFiles,
-    pub(super) meta: Option<Meta>,
+    pub(super) meta: Option<TaskMeta>,
 }
 
 /// Ids of every task with a meta, inbox or status log, from one listing
@@ -197,10 +197,10 @@ pub fn run(
     let mut lists: BTreeMap<String, Option<Vec<PaneInfo>>> = BTreeMap::new();
     for t in &tasks {
         let Some(m) = &t.meta else { continue };
-        if m.str("pane").is_empty() || !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+        if m.pane.is_none() || !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
             continue;
         }
-        let socket = socket_of(m, cfg);
+        let socket = m.socket(cfg).to_string();
         if lists.contains_key(&socket) {
             continue;
         }
@@ -268,7 +268,7 @@ fn gather(
         eprintln!("{TOOL}: warning: {id}: {e}");
     }
     let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
-        Meta::load(home, id)?
+        TaskMeta::load(home, id)?
     } else {
         None
     };
@@ -315,11 +315,4 @@ fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
     }
     out.seqs.sort_unstable();
     Ok(out)
-}
-
-pub(super) fn socket_of(m: &Meta, cfg: &Config) -> String {
-    match m.str("tmux_socket") {
-        "" => cfg.tmux.socket.clone(),
-        s => s.to_string(),
-    }
 }

@@ -46,7 +46,7 @@ fn check_markdown(text: &str) -> Outcome {
             prop_assert!(!k.is_empty());
         }
     }
-    for mode in [None, Some(firstmate::dod::Mode::LocalOnly)] {
+    for mode in [None, Some(firstmate::meta::Mode::LocalOnly)] {
         let _ = brief::check::problems(text, mode);
     }
     let id = TaskId::parse("t1").unwrap();

@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 
 use crate::{bytes, fuzz};
-use firstmate::crew_state::facts::BusyRecord;
 use firstmate::inbox::ladder_files;
+use firstmate::status::busy::BusyRecord;
 
 #[test]
 fn ladder_files_parse_or_refuse() {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::Args;
 use crate::brief::{self, BriefKind, Lineage};
-use crate::dod::{self, Mode};
 use crate::error::{Error, Result};
+use crate::meta::{self, Mode};
 use crate::task_id::TaskId;
 use crate::{frontmatter, fsx};
 
@@ -42,7 +42,7 @@ pub(super) fn kind_of(a: &Args) -> Result<BriefKind> {
     let m = a
         .mode
         .as_deref()
-        .ok_or_else(|| Error::usage(format!("a ship brief needs --mode ({})", dod::MODES)))?;
+        .ok_or_else(|| Error::usage(format!("a ship brief needs --mode ({})", meta::MODES)))?;
     Ok(BriefKind::Ship(Mode::parse(m)?))
 }
 
