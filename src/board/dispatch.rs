@@ -3,18 +3,28 @@
 //! task after three unacknowledged dispatches (the circuit breaker).
 //!
 //! The decision per task is the pure [`plan`]; [`run`] does the I/O under
-//! the board lock. A dispatch record counts as acknowledged once it sits in
-//! the assignee's `state/<id>.inbox/handled/`. The inbox write itself is
-//! passed in as `queue`, so this module does not depend on how a record is
-//! rung.
+//! the board lock, queueing through a `queue` function it is given;
+//! [`dispatch`] is the whole use case: queue with [`inbox::send`] (no ring
+//! under the lock), ring each assignee once the lock is released, record
+//! one `board.*` event per outcome. A dispatch record counts as
+//! acknowledged once it sits in the assignee's
+//! `state/<id>.inbox/handled/`.
 
 use serde::Serialize;
 
 use super::ops::{self, Op};
 use super::{BoardId, Status, Task, store};
+use crate::config::Config;
 use crate::error::Result;
+use crate::events::{self, Entry, Event, Tool};
 use crate::home::Home;
+use crate::inbox::{self, Outgoing, Ring};
 use crate::task_id::TaskId;
+use crate::tmux::deliver::Outcome as Doorbell;
+use crate::tmux::recipient::Recipient;
+
+/// Sender name on dispatch records.
+pub const DISPATCH_FROM: &str = "fm-board";
 
 /// Dispatches without acknowledgement after which a task is failed.
 pub const MAX_DISPATCHES: u32 = 3;
@@ -181,6 +191,52 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
         }
     }
     Ok(out)
+}
+
+/// `fm-board dispatch`: [`run`], then one doorbell ring per queued record
+/// (after the board lock is released, so ringing — seconds per pane, with
+/// retries — never holds up other board commands, such as the workers' own
+/// `fm-board complete` the message asks for), then the events.
+pub fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
+    let mut queue = |id: &TaskId, body: &str| {
+        let msg = Outgoing {
+            from: DISPATCH_FROM,
+            body: body.as_bytes(),
+            fire_and_forget: false,
+            dedupe: false,
+        };
+        inbox::send(home, cfg, Tool::Board, id, &msg, Ring::Later, now).map(|s| s.seq)
+    };
+    let mut outcomes = run(home, now, cfg.watch.grace_secs, &mut queue)?;
+    for o in outcomes
+        .iter_mut()
+        .filter(|o| matches!(o.action, "dispatched" | "resent"))
+    {
+        if let Ok(id) = TaskId::parse(&o.assignee) {
+            let rung = match Recipient::load(home, cfg, &id) {
+                Ok(r) => r.ring(home, cfg),
+                Err(_) => Doorbell::Failed,
+            };
+            o.doorbell = Some(rung.as_str().to_string());
+        }
+    }
+    for o in &outcomes {
+        let d = events::Dispatch {
+            assignee: o.assignee.clone(),
+            seq: o.seq,
+            dispatches: o.dispatches,
+            detail: o.detail.clone().unwrap_or_default(),
+        };
+        let event = match o.action {
+            "dispatched" => Event::BoardDispatched { dispatch: d },
+            "resent" => Event::BoardResent { dispatch: d },
+            "failed" => Event::BoardDispatchFailed { dispatch: d },
+            _ => Event::BoardDispatchError { dispatch: d },
+        };
+        Entry::new(now, Tool::Board, &o.task.to_string(), event).record(home);
+        super::apply::record_releases(home, o.task, &o.released, now);
+    }
+    Ok(outcomes)
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //!
 //! This module owns the types and the file format (parse and render, which
 //! round-trip); [`ops`] holds the transitions as pure functions, [`store`]
-//! the locked load/save, and [`dispatch`] the hand-off into inboxes.
+//! the locked load/save, [`apply`] the add and change use cases with their
+//! events, and [`dispatch`] the hand-off into inboxes.
 //!
 //! Format (documented in `docs/board.md`): `key=value` lines; values escape
 //! `\` as `\\`, newline as `\n` and carriage return as `\r`, so every value
@@ -16,6 +17,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+pub mod apply;
 pub mod dispatch;
 pub mod ops;
 pub mod store;

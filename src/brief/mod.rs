@@ -14,8 +14,10 @@ use crate::error::{Error, Result};
 use crate::meta::Mode;
 use crate::task_id::TaskId;
 
+pub mod apply;
 pub mod check;
 pub mod render;
+pub mod request;
 pub mod response;
 pub mod store;
 

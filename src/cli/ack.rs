@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Error, Result};
-use crate::events::Event;
 use crate::inbox::record_name;
 use crate::inbox::{self, AckOutcome, Record};
 use crate::task_id::TaskId;
@@ -195,14 +194,8 @@ fn acknowledge(
     let mut pipe_closed = false;
     for &seq in seqs {
         let name = record_name(seq);
-        let result = match inbox::ack(&ctx.home, id, seq) {
-            Ok(AckOutcome::Handled) => {
-                Event::new(TOOL, id.as_str(), "inbox.acked")
-                    .actor(actor)
-                    .field("seq", seq)
-                    .record(&ctx.home);
-                "handled"
-            }
+        let result = match inbox::acknowledge(&ctx.home, id, seq, actor) {
+            Ok(AckOutcome::Handled) => "handled",
             Ok(AckOutcome::Already) => "already",
             Ok(AckOutcome::Missing) => {
                 if !quiet_missing {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::events::Event;
+use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::{self, Kind, Mode, TaskMeta};
@@ -23,7 +23,7 @@ mod spawn;
 mod stop;
 mod teardown;
 
-const TOOL: &str = "fm-control";
+const TOOL: &str = Tool::Control.as_str();
 /// `git worktree add` checks out files: give it longer than a query.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -111,6 +111,11 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
 }
 
 impl Ctl<'_> {
+    /// Records `event` about this task, now.
+    fn record(&self, event: Event) {
+        Entry::new(clock::now(), Tool::Control, self.id.as_str(), event).record(self.home);
+    }
+
     fn meta(&self) -> Result<TaskMeta> {
         TaskMeta::load(self.home, self.id)?.ok_or_else(|| {
             Error::refused(format!(

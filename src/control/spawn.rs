@@ -226,13 +226,12 @@ impl Ctl<'_> {
         })?;
         self.reset_busy()?;
         self.restart_ladder();
-        let mut ev = Event::at(now, TOOL, self.id.as_str(), "control.spawned")
-            .field("pane", pane.clone())
-            .field("harness", harness_name.clone());
-        if let Some(base) = created_from {
-            ev = ev.field("base", base);
-        }
-        ev.record(self.home);
+        let event = Event::ControlSpawned {
+            pane: pane.clone(),
+            harness: harness_name.clone(),
+            base: created_from,
+        };
+        Entry::new(now, Tool::Control, self.id.as_str(), event).record(self.home);
         Ok(format!(
             "spawned {} pane={pane} worktree={wt} harness={harness_name}",
             self.id

@@ -21,7 +21,7 @@ impl Ctl<'_> {
         for k in &keys {
             tmux.press(&info.id, k)?;
         }
-        Event::new(TOOL, self.id.as_str(), "control.interrupted").record(self.home);
+        self.record(Event::ControlInterrupted);
         Ok(format!(
             "interrupt-delivered {} harness={}",
             self.id,
@@ -96,7 +96,7 @@ impl Ctl<'_> {
         if !stopped {
             return Ok(format!("already-stopped {}", self.id));
         }
-        Event::new(TOOL, self.id.as_str(), "control.stopped").record(self.home);
+        self.record(Event::ControlStopped);
         Ok(format!("stopped {}", self.id))
     }
 
@@ -163,11 +163,11 @@ impl Ctl<'_> {
         })?;
         self.reset_busy()?;
         self.restart_ladder();
-        Event::new(TOOL, self.id.as_str(), "control.relaunched")
-            .field("from", from.clone())
-            .field("to", to.clone())
-            .field("killed", killed)
-            .record(self.home);
+        self.record(Event::ControlRelaunched {
+            from: from.clone(),
+            to: to.clone(),
+            killed,
+        });
         Ok(format!("relaunched {} harness={to} from={from}", self.id))
     }
 }

@@ -90,9 +90,10 @@ impl Ctl<'_> {
                 )));
             }
         }
-        Event::at(now, TOOL, id.as_str(), "control.torn-down")
-            .field("archive", dest.display().to_string())
-            .record(self.home);
+        let event = Event::ControlTornDown {
+            archive: dest.display().to_string(),
+        };
+        Entry::new(now, Tool::Control, id.as_str(), event).record(self.home);
         Ok(format!("torn-down {id} archive={}", dest.display()))
     }
 }

@@ -6,7 +6,9 @@
 //! other bytes is refused and both files are left alone. Acknowledging the
 //! record the re-ring ladder tracks clears `.ring-state`/`.escalated`.
 
+use crate::clock;
 use crate::error::{Error, Result};
+use crate::events::{Entry, Event, Tool};
 use crate::fsx;
 use crate::home::Home;
 use crate::inbox::ladder_files;
@@ -33,6 +35,23 @@ pub fn parse_seq(raw: &str) -> Result<u64> {
             "bad message number {raw:?} (expected e.g. 2, 002, 2.msg or 002.msg)"
         ))),
     }
+}
+
+/// [`ack`] as `fm-ack` runs it: a record moved now records the
+/// `inbox.acked` event, by `actor`.
+pub fn acknowledge(home: &Home, id: &TaskId, seq: u64, actor: &str) -> Result<AckOutcome> {
+    let outcome = ack(home, id, seq)?;
+    if outcome == AckOutcome::Handled {
+        Entry::new(
+            clock::now(),
+            Tool::Ack,
+            id.as_str(),
+            Event::InboxAcked { seq },
+        )
+        .by(actor)
+        .record(home);
+    }
+    Ok(outcome)
 }
 
 /// Moves pending record `seq` into `handled/` (SPEC §5.5).

@@ -6,14 +6,17 @@
 //! and renamed into place without clobbering — so a reader sees a complete
 //! record or none, and a number is never reused. Readers sort numerically
 //! and ignore every other name (dot-temps, ladder files, `handled/`).
-//! Acknowledging (the move into `handled/`) lives in [`ack`].
+//! Acknowledging (the move into `handled/`) lives in [`ack`]; the record
+//! format in `record`, the send use case (queue, ring, event) in `send`.
 
 mod ack;
 pub mod ladder_files;
 mod record;
+mod send;
 
-pub use ack::{AckOutcome, ack, parse_seq};
+pub use ack::{AckOutcome, ack, acknowledge, parse_seq};
 pub use record::{EXT, Record, SCHEMA, parse, record_name, render};
+pub use send::{Ring, Sent, send};
 
 use std::path::PathBuf;
 

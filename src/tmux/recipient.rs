@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::TaskMeta;
@@ -84,9 +85,10 @@ impl Recipient {
         )
     }
 
-    /// Presses one named key in the pane; returns the pane id. No pane or a
-    /// vanished one is refused (exit 1); a tmux failure is exit 3.
-    pub fn press(&self, key: &str) -> Result<String> {
+    /// Presses one named key in the pane (`fm-send --key`) and records
+    /// `pane.key` by `actor`; returns the pane id. No pane or a vanished
+    /// one is refused (exit 1); a tmux failure is exit 3.
+    pub fn press(&self, home: &Home, key: &str, actor: &str) -> Result<String> {
         let Some(pane) = &self.pane else {
             return Err(Error::refused(format!("no pane recorded for {}", self.id)));
         };
@@ -97,6 +99,13 @@ impl Recipient {
             )));
         }
         self.tmux.press(pane, key)?;
+        let event = Event::PaneKey {
+            key: key.to_string(),
+            pane: pane.clone(),
+        };
+        Entry::new(crate::clock::now(), Tool::Send, self.id.as_str(), event)
+            .by(actor)
+            .record(home);
         Ok(pane.clone())
     }
 

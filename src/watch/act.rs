@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ladder::{self, Action, PaneFacts};
-use super::pass::{PaneFactory, Report, Ring, State, TOOL, TaskIn};
+use super::pass::{PaneFactory, Report, Ring, State, TaskIn};
 use super::{hook, ladder_io};
 use crate::config::Config;
 use crate::error::Error;
-use crate::events::Event;
+use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::inbox;
@@ -137,11 +137,13 @@ impl Exec<'_> {
                         deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep)
                     }
                 };
-                Event::at(now, TOOL, id.as_str(), "watch.rang")
-                    .actor("watcher")
-                    .field("seq", seq)
-                    .field("count", count)
-                    .field("doorbell", outcome.as_str())
+                let event = Event::WatchRang {
+                    seq,
+                    count,
+                    doorbell: outcome.as_str(),
+                };
+                Entry::new(now, Tool::Watch, id.as_str(), event)
+                    .by(ACTOR)
                     .record(home);
                 self.report.next_due = Some(
                     self.report
@@ -162,7 +164,7 @@ impl Exec<'_> {
                     "{} unacknowledged after {rings} ring(s): {about}",
                     name(seq)
                 );
-                self.ladder_wake(id, "escalation", &text, seq, since);
+                self.ladder_wake(id, LadderWake::Escalation, &text, seq, since);
             }
             Action::Overdue { seq, age } => {
                 let text = format!(
@@ -170,7 +172,7 @@ impl Exec<'_> {
                     name(seq),
                     clock::age(age)
                 );
-                self.ladder_wake(id, "overdue", &text, seq, since);
+                self.ladder_wake(id, LadderWake::Overdue, &text, seq, since);
             }
             Action::DeadAgent { seq, gone } => {
                 let why = if gone {
@@ -179,7 +181,7 @@ impl Exec<'_> {
                     format!("agent in pane {pane_id} exited")
                 };
                 let text = format!("{} pending but {why}: {about}", name(seq));
-                self.ladder_wake(id, "dead-agent", &text, seq, since);
+                self.ladder_wake(id, LadderWake::DeadAgent, &text, seq, since);
             }
         }
     }
@@ -203,8 +205,8 @@ impl Exec<'_> {
     /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5). The
     /// wake is skipped only when this episode (record queued at `since`)
     /// already logged it.
-    fn ladder_wake(&mut self, id: &TaskId, kind: &str, text: &str, seq: u64, since: u64) {
-        let action = format!("watch.{kind}");
+    fn ladder_wake(&mut self, id: &TaskId, wake: LadderWake, text: &str, seq: u64, since: u64) {
+        let kind = wake.kind();
         match wakes::exists_since(self.home, id.as_str(), kind, text, since) {
             Ok(true) => {}
             _ => {
@@ -213,9 +215,13 @@ impl Exec<'_> {
                     // pass tries again (never lose a ladder wake).
                     return;
                 }
-                Event::at(self.now, TOOL, id.as_str(), &action)
-                    .actor("watcher")
-                    .field("seq", seq)
+                let event = match wake {
+                    LadderWake::Escalation => Event::WatchEscalation { seq },
+                    LadderWake::Overdue => Event::WatchOverdue { seq },
+                    LadderWake::DeadAgent => Event::WatchDeadAgent { seq },
+                };
+                Entry::new(self.now, Tool::Watch, id.as_str(), event)
+                    .by(ACTOR)
                     .record(self.home);
             }
         }
@@ -241,6 +247,28 @@ impl Exec<'_> {
         }
         if let Some(s) = seq {
             let _ = ladder_io::write_escalated(self.home, id, s);
+        }
+    }
+}
+
+/// The actor of every event the watcher records.
+const ACTOR: &str = "watcher";
+
+/// The wake that closes a ladder (SPEC §6.2 step 5).
+#[derive(Debug, Clone, Copy)]
+enum LadderWake {
+    Escalation,
+    Overdue,
+    DeadAgent,
+}
+
+impl LadderWake {
+    /// The wake's kind in `state/wakes.log`.
+    fn kind(self) -> &'static str {
+        match self {
+            LadderWake::Escalation => "escalation",
+            LadderWake::Overdue => "overdue",
+            LadderWake::DeadAgent => "dead-agent",
         }
     }
 }
