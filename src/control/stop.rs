@@ -49,7 +49,7 @@ impl Ctl<'_> {
         let mut sent = Vec::new();
         let busy_record = crate::status::busy::is_busy(self.home, self.id);
         let screen = tmux.capture(&info.id, 0).unwrap_or_default();
-        if busy_record || crate::tmux::deliver::screen_busy(profile.as_ref(), &screen) {
+        if busy_record || crate::tmux::screen::screen_busy(profile.as_ref(), &screen) {
             for k in profile
                 .as_ref()
                 .map(|p| p.interrupt.clone())

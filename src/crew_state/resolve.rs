@@ -115,7 +115,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         if regex.is_some() {
             match &f.screen {
                 None => return Err(Need::Screen),
-                Some(s) if crate::tmux::deliver::screen_busy(f.profile.as_ref(), s) => {
+                Some(s) if crate::tmux::screen::screen_busy(f.profile.as_ref(), s) => {
                     return Ok(r(State::Working, Source::Pane, "busy (screen)"));
                 }
                 Some(_) => {}

@@ -8,21 +8,30 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::ladder::{self, Action, PaneFacts};
-use super::pass::{PaneFactory, Report, Ring, State, TaskIn};
+use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
+use super::state::{PaneFactory, Report, Ring, State};
 use super::{hook, ladder_io};
 use crate::config::Config;
 use crate::error::Error;
 use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
-use crate::inbox;
+use crate::inbox::{self, Record};
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::{self, Target};
 use crate::tmux::pane::{Pane, PaneInfo};
 use crate::wakes;
 use crate::{clock, fsx};
+
+/// A task's inputs, read from its files.
+pub(super) struct TaskIn {
+    pub(super) id: TaskId,
+    pub(super) pending: Vec<Pending>,
+    pub(super) target: Option<Record>,
+    pub(super) files: LadderFiles,
+    pub(super) meta: Option<TaskMeta>,
+}
 
 pub(super) struct Exec<'a> {
     pub(super) home: &'a Home,
@@ -81,7 +90,7 @@ impl Exec<'_> {
         if let (Action::Ring { .. }, PaneFacts::Alive { busy: false }) = (action, facts)
             && profile.as_ref().is_some_and(|p| p.busy_regex.is_some())
             && let Ok(screen) = backend.capture(pane_id, 0)
-            && deliver::screen_busy(profile.as_ref(), &screen)
+            && crate::tmux::screen::screen_busy(profile.as_ref(), &screen)
         {
             let busy = PaneFacts::Alive { busy: true };
             action = ladder::decide(&t.pending, &t.files, busy, now, &cfg.watch);
