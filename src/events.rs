@@ -245,7 +245,7 @@ pub struct Entry {
     pub task: String,
     pub actor: String,
     #[serde(flatten)]
-    pub event: Event,
+    pub(crate) event: Event,
 }
 
 impl Entry {
@@ -293,7 +293,7 @@ impl Entry {
 
     /// Appends to `state/events.jsonl`. Returns a warning on failure,
     /// worded `<tool>: warning: …` after the entry's tool (SPEC §14).
-    pub fn append(&self, home: &Home) -> Option<String> {
+    pub(crate) fn append(&self, home: &Home) -> Option<String> {
         let res = crate::fsx::ensure_dir(&home.state_dir())
             .and_then(|()| crate::fsx::append_line(&home.events(), self.to_line().as_bytes()));
         res.err().map(|e| {

@@ -7,7 +7,7 @@
 //! never panics, and anything outside the subset is a readable error.
 
 /// An ordered list of `key: value` pairs.
-pub type Fields = Vec<(String, String)>;
+pub(crate) type Fields = Vec<(String, String)>;
 
 fn plain_ok(v: &str) -> bool {
     !v.is_empty()
@@ -25,7 +25,7 @@ fn plain_ok(v: &str) -> bool {
 }
 
 /// One scalar as YAML text.
-pub fn scalar(v: &str) -> String {
+pub(crate) fn scalar(v: &str) -> String {
     if plain_ok(v) {
         v.to_string()
     } else {
@@ -91,7 +91,7 @@ pub fn parse(text: &str) -> Result<(Fields, &str), String> {
 }
 
 /// The value of `key` (the last occurrence wins).
-pub fn get<'a>(fields: &'a Fields, key: &str) -> Option<&'a str> {
+pub(crate) fn get<'a>(fields: &'a Fields, key: &str) -> Option<&'a str> {
     fields
         .iter()
         .rev()

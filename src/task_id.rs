@@ -7,7 +7,7 @@ use std::fmt;
 use crate::error::{Error, Result};
 
 /// Longest id accepted: one leading character plus 63 more.
-pub const MAX_LEN: usize = 64;
+pub(crate) const MAX_LEN: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(transparent)]
@@ -45,7 +45,7 @@ impl TaskId {
     }
 
     /// Like [`TaskId::parse`] for an OS string argument (non-UTF-8 is invalid).
-    pub fn parse_os(raw: &std::ffi::OsStr) -> Result<TaskId> {
+    pub(crate) fn parse_os(raw: &std::ffi::OsStr) -> Result<TaskId> {
         match raw.to_str() {
             Some(s) => TaskId::parse(s),
             None => Err(Error::InvalidId {

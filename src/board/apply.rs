@@ -14,7 +14,7 @@ use crate::home::Home;
 use crate::wakes;
 
 /// Adds a task (`fm-board add`) and records `board.added`.
-pub fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
+pub(crate) fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
     let t = store::add(home, new, now)?;
     let event = Event::BoardAdded {
         subject: t.subject.clone(),
@@ -30,7 +30,7 @@ pub fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
 
 /// Runs `op` on task `id` under the lock and records its event by `actor`
 /// (and, for a blocking comment, the wake, before anything is saved).
-pub fn change(
+pub(crate) fn change(
     home: &Home,
     cfg: &Config,
     id: BoardId,

@@ -24,17 +24,17 @@ use crate::tmux::deliver::Outcome as Doorbell;
 use crate::tmux::recipient::Recipient;
 
 /// Sender name on dispatch records.
-pub const DISPATCH_FROM: &str = "fm-board";
+pub(crate) const DISPATCH_FROM: &str = "fm-board";
 
 /// Dispatches without acknowledgement after which a task is failed.
-pub const MAX_DISPATCHES: u32 = 3;
+pub(crate) const MAX_DISPATCHES: u32 = 3;
 
 /// The reason the circuit breaker records.
-pub const BREAKER_REASON: &str = "circuit breaker: 3 dispatches without acknowledgement";
+pub(crate) const BREAKER_REASON: &str = "circuit breaker: 3 dispatches without acknowledgement";
 
 /// What dispatch does with one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Pending with an assignee: first dispatch.
     Send,
     /// In progress, last dispatch unacknowledged, fewer than three sent.
@@ -50,7 +50,7 @@ pub enum Plan {
 /// unacknowledged dispatch is re-sent (or trips the breaker) only once the
 /// task has been quiet for `grace` seconds, so back-to-back dispatch runs
 /// never fail a worker that had no time to answer.
-pub fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
+pub(crate) fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
     match t.status {
         Status::Pending if t.assignee.is_some() => Plan::Send,
         Status::InProgress
@@ -70,7 +70,7 @@ pub fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
 }
 
 /// The message an assignee receives.
-pub fn message(t: &Task, assignee: &str) -> String {
+pub(crate) fn message(t: &Task, assignee: &str) -> String {
     let mut s = format!("Board task {}: {}\n", t.id, t.subject);
     if !t.description.is_empty() {
         s.push('\n');
@@ -93,24 +93,24 @@ pub fn message(t: &Task, assignee: &str) -> String {
 
 /// One line of the dispatch report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub task: BoardId,
     /// `dispatched`, `resent`, `failed` (circuit breaker) or `error`.
-    pub action: &'static str,
+    pub(crate) action: &'static str,
     pub assignee: String,
     pub seq: Option<u64>,
     pub dispatches: u32,
     pub doorbell: Option<String>,
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
     #[serde(skip)]
-    pub released: Vec<Task>,
+    pub(crate) released: Vec<Task>,
 }
 
 /// Queues one record for an assignee; returns its number. It must not ring:
 /// it runs under the board lock, and typing into panes can take seconds.
 /// The caller rings the dispatched assignees after [`run`] returns (and
 /// fills [`Outcome::doorbell`]).
-pub type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<u64> + 'a;
+pub(crate) type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<u64> + 'a;
 
 fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
     match (TaskId::parse(assignee), seq) {
@@ -197,7 +197,7 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
 /// (after the board lock is released, so ringing — seconds per pane, with
 /// retries — never holds up other board commands, such as the workers' own
 /// `fm-board complete` the message asks for), then the events.
-pub fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
+pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
     let mut queue = |id: &TaskId, body: &str| {
         let msg = Outgoing {
             from: DISPATCH_FROM,

@@ -17,10 +17,10 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-pub mod apply;
-pub mod dispatch;
-pub mod ops;
-pub mod store;
+pub(crate) mod apply;
+pub(crate) mod dispatch;
+pub(crate) mod ops;
+pub(crate) mod store;
 
 /// A board task number, shown as `T-NNN` (at least three digits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -107,7 +107,7 @@ impl Status {
     }
 
     /// Completed, failed and cancelled tasks no longer block anyone.
-    pub fn is_finished(self) -> bool {
+    pub(crate) fn is_finished(self) -> bool {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
 }
@@ -132,7 +132,7 @@ pub struct Comment {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Task {
     pub id: BoardId,
-    pub subject: String,
+    pub(crate) subject: String,
     pub description: String,
     pub status: Status,
     pub assignee: Option<String>,
@@ -149,7 +149,7 @@ pub struct Task {
     pub progress: Option<u8>,
     pub step: Option<String>,
     pub comments: Vec<Comment>,
-    pub created_at: u64,
+    pub(crate) created_at: u64,
     pub updated_at: u64,
     /// Keys this version does not know, kept in order and written back.
     #[serde(skip)]

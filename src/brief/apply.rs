@@ -27,29 +27,29 @@ use crate::{clock, frontmatter, fsx};
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// `written`, `scaffolded` or `revoked`.
-    pub action: &'static str,
-    pub path: PathBuf,
+    pub(crate) action: &'static str,
+    pub(crate) path: PathBuf,
     /// `ship`, `scout`, `secondmate`, or `revoked`.
     pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// Placeholders the brief still holds (a scaffold).
-    pub placeholders: Vec<&'static str>,
+    pub(crate) placeholders: Vec<&'static str>,
     /// Where the replaced brief went.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub history: Option<PathBuf>,
+    pub(crate) history: Option<PathBuf>,
     /// What the live worker was told, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
+    pub(crate) notice: Option<String>,
     /// Problems that did not stop the write, for stderr.
     #[serde(skip)]
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Writes the brief `spec` renders (`force` replaces an existing one,
 /// keeping it in history) and records `brief.written` by `actor`. A filled
 /// brief its own `--check` would refuse is never written.
-pub fn write(
+pub(crate) fn write(
     home: &Home,
     cfg: &Config,
     spec: &BriefSpec,
@@ -115,7 +115,7 @@ pub fn write(
 }
 
 /// Revokes task `id`'s brief (history kept) and records `brief.revoked`.
-pub fn revoke(home: &Home, cfg: &Config, id: &TaskId, actor: &str) -> Result<Report> {
+pub(crate) fn revoke(home: &Home, cfg: &Config, id: &TaskId, actor: &str) -> Result<Report> {
     let w = store::revoke(home, id, clock::now())?;
     let mut warnings = Vec::new();
     let notice = notify_live_worker(home, cfg, id, &w.path, &mut warnings);
@@ -140,7 +140,13 @@ pub fn revoke(home: &Home, cfg: &Config, id: &TaskId, actor: &str) -> Result<Rep
 /// Writes `data/<id>/response.md` and records `brief.responded` by
 /// `actor`. A response belongs to a task someone briefed or spawned: a
 /// mistyped id must not create a response nobody reads (exit 1).
-pub fn respond(home: &Home, id: &TaskId, status: &str, body: &str, actor: &str) -> Result<PathBuf> {
+pub(crate) fn respond(
+    home: &Home,
+    id: &TaskId,
+    status: &str,
+    body: &str,
+    actor: &str,
+) -> Result<PathBuf> {
     if !meta::task_known(home, id)? {
         return Err(Error::refused(format!(
             "unknown task {id}: no meta and no brief to respond to"

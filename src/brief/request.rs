@@ -22,7 +22,7 @@ use crate::{clock, frontmatter, fsx};
 
 /// A text given inline or as a file (`-` reads stdin).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Text {
+pub(crate) enum Text {
     Inline(String),
     File(PathBuf),
 }
@@ -30,7 +30,7 @@ pub enum Text {
 impl Text {
     /// The text; a file is read whole and must be UTF-8 (`what` names it
     /// in the refusal).
-    pub fn read(&self, what: &str) -> Result<String> {
+    pub(crate) fn read(&self, what: &str) -> Result<String> {
         match self {
             Text::Inline(t) => Ok(t.clone()),
             Text::File(f) => read_text(f, what),
@@ -40,7 +40,7 @@ impl Text {
 
 /// Reads a text file given on the command line (`-` is stdin); exit 2 when
 /// it cannot be read or is not UTF-8.
-pub fn read_text(path: &Path, what: &str) -> Result<String> {
+pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
     let bytes = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
@@ -58,7 +58,11 @@ impl BriefKind {
     /// The kind the flags name: `--scout`, `--secondmate`, or a ship with
     /// `--mode` (exit 2 for a ship without a mode, or a mode given to the
     /// other kinds).
-    pub fn from_flags(mode: Option<&str>, scout: bool, secondmate: bool) -> Result<BriefKind> {
+    pub(crate) fn from_flags(
+        mode: Option<&str>,
+        scout: bool,
+        secondmate: bool,
+    ) -> Result<BriefKind> {
         if secondmate || scout {
             if mode.is_some() {
                 return Err(Error::usage(format!(
@@ -80,24 +84,24 @@ impl BriefKind {
 
 /// What `fm-brief <id> …` asks for.
 #[derive(Debug, Clone)]
-pub struct BriefRequest {
+pub(crate) struct BriefRequest {
     pub id: TaskId,
     pub kind: BriefKind,
     /// The repository name (ship, scout) or project clone paths
     /// (secondmate), as typed.
-    pub rest: Vec<OsString>,
-    pub no_projects: bool,
-    pub charter: Option<String>,
-    pub scope: Option<String>,
-    pub intent: Option<Text>,
-    pub spec: Option<Text>,
-    pub mission: Option<String>,
-    pub constraints: Vec<String>,
-    pub shares: Vec<String>,
-    pub parent: Option<OsString>,
-    pub max_depth: Option<u32>,
-    pub delegator: Option<String>,
-    pub branch_prefix: Option<String>,
+    pub(crate) rest: Vec<OsString>,
+    pub(crate) no_projects: bool,
+    pub(crate) charter: Option<String>,
+    pub(crate) scope: Option<String>,
+    pub(crate) intent: Option<Text>,
+    pub(crate) spec: Option<Text>,
+    pub(crate) mission: Option<String>,
+    pub(crate) constraints: Vec<String>,
+    pub(crate) shares: Vec<String>,
+    pub(crate) parent: Option<OsString>,
+    pub(crate) max_depth: Option<u32>,
+    pub(crate) delegator: Option<String>,
+    pub(crate) branch_prefix: Option<String>,
 }
 
 impl BriefRequest {
@@ -126,7 +130,7 @@ impl BriefRequest {
 
     /// Refuses flags that do not belong to the brief's kind (exit 2). Needs
     /// no home, so it runs before the home is resolved.
-    pub fn check_flags(&self) -> Result<()> {
+    pub(crate) fn check_flags(&self) -> Result<()> {
         self.repo()?;
         if self.ship_or_scout()
             && (self.charter.is_some() || self.scope.is_some() || self.no_projects)
@@ -147,7 +151,7 @@ impl BriefRequest {
 
     /// Reads and checks every input and derives the spec to render, dated
     /// `now`.
-    pub fn validate(&self, home: &Home, cfg: &Config, now: u64) -> Result<BriefSpec> {
+    pub(crate) fn validate(&self, home: &Home, cfg: &Config, now: u64) -> Result<BriefSpec> {
         self.check_flags()?;
         let id = &self.id;
         let intent = self.intent.as_ref().map(|t| t.read("intent")).transpose()?;

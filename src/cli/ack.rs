@@ -22,7 +22,7 @@ const TOOL: &str = "fm-ack";
     version,
     after_help = "--list prints every readable pending record; each record it cannot read (a symlink, no `--` line) is reported on stderr as a warning and makes the exit 1 after the listing.\n\nExamples:\n  fm-ack fix-login --list\n  fm-ack fix-login --read > /tmp/msg.txt\n  fm-ack fix-login 2 003.msg\n  fm-ack fix-login --through 7"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id
     #[arg(value_name = "ID")]
     id: OsString,
@@ -48,7 +48,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 

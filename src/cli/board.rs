@@ -26,7 +26,7 @@ const MAX_TEXT: usize = 65536;
     version,
     after_help = "Task ids: T-001, T-1 or 1.\n\nExamples:\n  fm-board add 'Fix the login form' --assignee fix-login --priority 2\n  fm-board add 'Ship the release' --blocked-by T-1,T-2 --require-approval\n  fm-board claim T-1 --as fix-login\n  fm-board complete 1 --result 'PR #42 merged' --as fix-login\n  fm-board comment T-3 --blocker 'no credentials for staging' --as worker-2\n  fm-board list --status pending --json\n  fm-board dispatch"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Cmd,
     /// Print JSON (the task object; an array for list and dispatch)
@@ -130,7 +130,7 @@ enum Cmd {
     Dispatch,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 

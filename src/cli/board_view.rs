@@ -24,7 +24,7 @@ fn deps(t: &Task) -> String {
 }
 
 /// `list`: a table (or a JSON array) built in one buffer and written once.
-pub fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
+pub(crate) fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
     let (tasks, warnings) = store::load_all(&ctx.home)?;
     for w in &warnings {
         eprintln!("fm-board: warning: skipped {w}");
@@ -59,7 +59,7 @@ pub fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
 }
 
 /// `show`: the task object, or a few labelled lines.
-pub fn show(t: &Task, json: bool) -> Result<u8> {
+pub(crate) fn show(t: &Task, json: bool) -> Result<u8> {
     if json {
         common::out_json(t)?;
         return Ok(0);
@@ -121,7 +121,7 @@ pub fn show(t: &Task, json: bool) -> Result<u8> {
 }
 
 /// `dispatch`: one line per task acted on.
-pub fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
+pub(crate) fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
     if json {
         return common::out_json(&outcomes);
     }

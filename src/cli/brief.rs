@@ -41,7 +41,7 @@ const TOOL: &str = "fm-brief";
       fm-brief fix-login-db webapp --mode local-only --parent fix-login\n  \
       fm-brief --respond fix-login-db --status success --body-file answer.md"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id
     #[arg(value_name = "ID")]
     id: Option<OsString>,
@@ -142,7 +142,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 

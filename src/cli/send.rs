@@ -24,7 +24,7 @@ use crate::tmux::recipient::{self, Recipient};
 const TOOL: &str = "fm-send";
 
 /// Keys `--key` may press.
-pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
+pub(crate) const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
 
 /// Queue a steering message for a worker and ring its doorbell.
 #[derive(Debug, Parser)]
@@ -33,7 +33,7 @@ pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
     version,
     after_help = "Options go before the message text. A text word that is one of this tool's options (--quiet, --all, --resolve-key, --key, …) is refused unless `--` comes before the text: it is nearly always an option typed too late, which would otherwise become part of the message and not take effect.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  fm-send --quiet fix-login use the staging database\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id (with --all, the first word of the text)
     #[arg(value_name = "ID")]
     id: Option<OsString>,
@@ -76,7 +76,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -250,7 +250,7 @@ fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Vec<
 }
 
 /// What stderr says about a ring that did not land (SPEC §5.4).
-pub fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
+pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
     let why = match outcome {
         Outcome::Rang | Outcome::Quiet => return None,
         Outcome::Dead => {

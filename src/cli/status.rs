@@ -23,7 +23,7 @@ const TOOL: &str = "fm-status";
     version,
     after_help = "Options go before the text. A text word that is one of this tool's options (--key, --json, …) is refused unless `--` comes before the text.\n\nExamples:\n  fm-status fix-login working compiling the parser\n  fm-status fix-login needs-decision --key db which database should I use?\n  fm-status fix-login --busy --source prompt-hook\n  fm-status fix-login --json\n  fm-status fix-login note -- --force was not needed"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id
     #[arg(value_name = "ID")]
     id: OsString,
@@ -62,7 +62,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 

@@ -29,7 +29,7 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A lifecycle action.
 #[derive(Debug, Clone)]
-pub enum Action {
+pub(crate) enum Action {
     Spawn {
         project: PathBuf,
         harness: Option<String>,

@@ -13,9 +13,9 @@ use crate::task_id::TaskId;
 pub struct RunRecord {
     pub status: String,
     pub branch: String,
-    pub head: String,
+    pub(crate) head: String,
     pub gate: String,
-    pub findings: u64,
+    pub(crate) findings: u64,
     pub pr: String,
     /// When the record was last written (its mtime, Unix seconds).
     pub mtime: Option<u64>,
@@ -45,15 +45,15 @@ impl RunRecord {
 
 /// The worktree as git sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitFacts {
+pub(crate) struct GitFacts {
     /// Current branch; `None` when HEAD is detached.
     pub branch: Option<String>,
-    pub head: String,
+    pub(crate) head: String,
 }
 
 /// The task's worktree as rule 1 sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorktreeFact {
+pub(crate) enum WorktreeFact {
     /// Not looked at: meta names no `worktree` (the task was never
     /// spawned — a sub-brief's meta holds only `parent=`), or the kind is
     /// neither ship nor scout.
@@ -82,34 +82,34 @@ pub enum PaneFact {
 #[derive(Debug, Clone)]
 pub struct Facts {
     pub id: TaskId,
-    pub now: u64,
+    pub(crate) now: u64,
     /// A state file that could not be read (a symlink, a permission error).
-    pub error: Option<String>,
-    pub meta: Option<TaskMeta>,
+    pub(crate) error: Option<String>,
+    pub(crate) meta: Option<TaskMeta>,
     /// The brief's frontmatter `kind`, read only when meta has none.
-    pub brief_kind: Option<Kind>,
-    pub worktree: WorktreeFact,
-    pub git: Option<GitFacts>,
+    pub(crate) brief_kind: Option<Kind>,
+    pub(crate) worktree: WorktreeFact,
+    pub(crate) git: Option<GitFacts>,
     pub run: Option<RunRecord>,
     /// HEAD is an ancestor of the run's head (asked only when they differ).
-    pub run_contains_head: bool,
+    pub(crate) run_contains_head: bool,
     pub pane: PaneFact,
-    pub profile: Option<HarnessProfile>,
+    pub(crate) profile: Option<HarnessProfile>,
     pub busy: Option<BusyRecord>,
-    pub fold: Fold,
+    pub(crate) fold: Fold,
     /// Time of the log's last status line: its `at=`, else the log's mtime.
-    pub last_line_at: Option<u64>,
-    pub log_mtime: Option<u64>,
+    pub(crate) last_line_at: Option<u64>,
+    pub(crate) log_mtime: Option<u64>,
     /// The pane's visible screen, once captured.
-    pub screen: Option<String>,
+    pub(crate) screen: Option<String>,
     /// The gate's verdict on the current `done` line, once asked.
     pub gate: Option<Gate>,
-    pub inbox_pending: usize,
+    pub(crate) inbox_pending: usize,
 }
 
 impl Facts {
     /// Facts of a task nobody knows anything about yet.
-    pub fn empty(id: TaskId, now: u64) -> Facts {
+    pub(crate) fn empty(id: TaskId, now: u64) -> Facts {
         Facts {
             id,
             now,

@@ -28,10 +28,10 @@ use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{fsx, inbox};
 
 /// The §8.2 gate, asked for a ship whose current line is `done`.
-pub type GateFn = fn(&Home, &Config, &TaskId, &TaskMeta, &StatusLine) -> Gate;
+pub(crate) type GateFn = fn(&Home, &Config, &TaskId, &TaskMeta, &StatusLine) -> Gate;
 
 /// The library's done gate ([`crate::dod::gate`]) as a resolver input.
-pub fn dod_gate(
+pub(crate) fn dod_gate(
     home: &Home,
     cfg: &Config,
     id: &TaskId,
@@ -46,23 +46,23 @@ pub fn dod_gate(
 }
 
 /// Opens the tmux of a socket name ("" = default server).
-pub type PaneFor<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
+pub(crate) type PaneFor<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
 
 /// The real tmux for a socket.
-pub fn real_tmux(socket: &str) -> Box<dyn Pane> {
+pub(crate) fn real_tmux(socket: &str) -> Box<dyn Pane> {
     Box::new(Tmux::new(socket))
 }
 
 /// Which names exist in `state/`, from one directory listing: a fleet
 /// call opens only the files that are there.
 #[derive(Debug, Default)]
-pub struct StateIndex {
+pub(crate) struct StateIndex {
     names: HashSet<OsString>,
 }
 
 impl StateIndex {
     /// Lists `state/` once; `None` if it cannot be listed.
-    pub fn read(home: &Home) -> Option<StateIndex> {
+    pub(crate) fn read(home: &Home) -> Option<StateIndex> {
         let rd = std::fs::read_dir(home.state_dir()).ok()?;
         Some(StateIndex {
             names: rd.filter_map(|e| e.ok().map(|e| e.file_name())).collect(),
@@ -176,7 +176,7 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 /// what `git symbolic-ref -q HEAD` prints, asked in the same call) with
 /// `refs/heads/` stripped. `--abbrev-ref` would not do: it shortens to
 /// `heads/<name>` when a tag has the branch's name.
-pub fn git_facts(worktree: &Path) -> Option<GitFacts> {
+pub(crate) fn git_facts(worktree: &Path) -> Option<GitFacts> {
     let out = git(
         worktree,
         &[

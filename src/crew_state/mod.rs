@@ -12,10 +12,10 @@
 //! Crew state only reads: it never writes a file under the home.
 
 pub mod facts;
-pub mod gather;
-pub mod live;
-pub mod render;
-pub mod resolve;
+pub(crate) mod gather;
+pub(crate) mod live;
+pub(crate) mod render;
+pub(crate) mod resolve;
 pub mod trace;
 
 use serde::Serialize;
@@ -81,20 +81,20 @@ impl Source {
 /// One task's crew state as printed and as `--json` (schema in
 /// `docs/crew-state-schema.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub id: String,
-    pub state: State,
+    pub(crate) state: State,
     pub source: Source,
-    pub detail: String,
+    pub(crate) detail: String,
     /// Seconds since the current status line (its `at=`, else the log's mtime).
-    pub age_secs: Option<u64>,
-    pub inbox_pending: usize,
-    pub open_decisions: Vec<Decision>,
+    pub(crate) age_secs: Option<u64>,
+    pub(crate) inbox_pending: usize,
+    pub(crate) open_decisions: Vec<Decision>,
 }
 
 impl Row {
     /// The row for gathered facts.
-    pub fn from_facts(f: &Facts) -> Row {
+    pub(crate) fn from_facts(f: &Facts) -> Row {
         let r = resolve(f);
         let current = f.fold.current();
         let age_secs = current

@@ -15,9 +15,9 @@ use crate::status::Verb;
 /// The answer: `state · source · detail`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolution {
-    pub state: State,
+    pub(crate) state: State,
     pub source: Source,
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 fn r(state: State, source: Source, detail: impl Into<String>) -> Resolution {
@@ -30,7 +30,7 @@ fn r(state: State, source: Source, detail: impl Into<String>) -> Resolution {
 
 /// An input the rules reached but the facts do not hold yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// The pane's visible screen, for the harness `busy_regex`.
     Screen,
     /// The §8.2 verdict on the current `done` line.
@@ -183,7 +183,7 @@ fn verb_of(word: &str) -> Verb {
 
 /// Whether the run record belongs to the worktree as it is now: same
 /// branch, and the run's head is HEAD or has HEAD as an ancestor.
-pub fn run_attributed(f: &Facts) -> bool {
+pub(crate) fn run_attributed(f: &Facts) -> bool {
     let (Some(run), Some(git)) = (&f.run, &f.git) else {
         return false;
     };

@@ -40,7 +40,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// `accepted`, `refused` or `not gated`, as printed.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Verdict::Accepted(_) => "accepted",
             Verdict::Refused(_) => "refused",
@@ -55,7 +55,7 @@ impl Verdict {
     }
 
     /// 1 for a refusal, 0 otherwise (SPEC §8.2).
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         u8::from(matches!(self, Verdict::Refused(_)))
     }
 }
@@ -101,7 +101,7 @@ fn is_pull_url(w: &str) -> bool {
 /// The pull-request URL a done line names, if any: the `https://…` word
 /// after a `PR` token (`PR`, `PR:`, any case), else the first pull URL
 /// anywhere in the text. Trailing punctuation is dropped.
-pub fn pr_url(text: &str) -> Option<&str> {
+pub(crate) fn pr_url(text: &str) -> Option<&str> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let after_token = words.windows(2).find_map(|w| {
         (is_pr_token(w[0]) && trim_punct(w[1]).starts_with("https://")).then(|| trim_punct(w[1]))
@@ -131,12 +131,12 @@ fn names_pr(text: &str) -> bool {
 /// the forms workers actually write: `PR <url>`, `PR #N`, `PR#N`, or the
 /// words `checks green` (any case). Every other done line is the
 /// pipeline hand-off.
-pub fn is_checks_green(text: &str) -> bool {
+pub(crate) fn is_checks_green(text: &str) -> bool {
     names_pr(text) || text.to_lowercase().contains("checks green")
 }
 
 /// Everything decided without git. `None` means: ask git about HEAD.
-pub fn precheck(
+pub(crate) fn precheck(
     kind: &Kind,
     mode: Option<Mode>,
     line: &StatusLine,
@@ -173,7 +173,7 @@ pub fn precheck(
 
 /// What git says about the worktree's HEAD.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HeadFact {
+pub(crate) enum HeadFact {
     Missing,
     NotRepo,
     NoHead,
@@ -183,7 +183,7 @@ pub enum HeadFact {
 }
 
 /// The verdict from the worktree's HEAD and the first outside ref holding it.
-pub fn judge(worktree: &Path, head: &HeadFact, reach: Option<&str>) -> Verdict {
+pub(crate) fn judge(worktree: &Path, head: &HeadFact, reach: Option<&str>) -> Verdict {
     let wt = worktree.display();
     match head {
         HeadFact::Missing => Verdict::Refused(format!("worktree missing ({wt})")),
@@ -214,7 +214,7 @@ fn head_fact(worktree: &Path) -> HeadFact {
 
 /// The worktree the gate inspects for a task (and a brief names): meta
 /// `worktree`, else the default location; physical as far as it exists.
-pub fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
+pub(crate) fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
     match &meta.worktree {
         None => home.worktree(cfg, id),
         Some(w) if w.is_absolute() => crate::home::physical(w),
@@ -231,7 +231,7 @@ fn brief_field(home: &Home, id: &TaskId, key: &str) -> Option<String> {
 }
 
 /// The task's mode: meta `mode`, else the brief's frontmatter.
-pub fn mode_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<Mode> {
+pub(crate) fn mode_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<Mode> {
     if let Some(m) = meta.mode {
         return Some(m);
     }
@@ -239,12 +239,12 @@ pub fn mode_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<Mode> {
 }
 
 /// The `kind` in the task's brief frontmatter, if the brief reads.
-pub fn brief_kind(home: &Home, id: &TaskId) -> Option<Kind> {
+pub(crate) fn brief_kind(home: &Home, id: &TaskId) -> Option<Kind> {
     brief_field(home, id, "kind").map(|k| Kind::parse(&k))
 }
 
 /// The task's kind: meta `kind`, else the brief's frontmatter, else ship.
-pub fn kind_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Kind {
+pub(crate) fn kind_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Kind {
     match &meta.kind {
         Some(k) => k.clone(),
         None => brief_kind(home, id).unwrap_or(Kind::Ship),

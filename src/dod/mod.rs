@@ -15,12 +15,12 @@ pub mod gate;
 pub use gate::{Verdict, gate};
 
 /// The marker line `fm-brief --check` reads directly under the heading.
-pub fn contract_line(mode: Mode) -> String {
+pub(crate) fn contract_line(mode: Mode) -> String {
     format!("Delivery contract: mode={mode}")
 }
 
 /// The whole `# Definition of done` section of a ship brief, ending in `\n`.
-pub fn block(mode: Mode, branch: &str, default_branch: &str, status_path: &Path) -> String {
+pub(crate) fn block(mode: Mode, branch: &str, default_branch: &str, status_path: &Path) -> String {
     let append = |text: &str| format!("`{}`", shq::status_append("done", text, status_path));
     let qb = shq::quote(branch);
     let mut s = format!(

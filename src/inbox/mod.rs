@@ -16,7 +16,7 @@ mod send;
 
 pub use ack::{AckOutcome, ack, acknowledge, parse_seq};
 pub use record::{EXT, Record, SCHEMA, parse, record_name, render};
-pub use send::{Ring, Sent, send};
+pub(crate) use send::{Ring, Sent, send};
 
 use std::path::PathBuf;
 
@@ -41,18 +41,18 @@ pub fn pending(home: &Home, id: &TaskId) -> Result<Vec<u64>> {
 }
 
 /// Handled (acknowledged) record numbers, ascending.
-pub fn handled(home: &Home, id: &TaskId) -> Result<Vec<u64>> {
+pub(crate) fn handled(home: &Home, id: &TaskId) -> Result<Vec<u64>> {
     check_dirs(home, id)?;
     fsx::list_numbered(&home.inbox_handled(id), EXT)
 }
 
 /// Loads pending record `seq`; `None` if it is not pending (or unreadable as a record).
-pub fn load_pending(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>> {
+pub(crate) fn load_pending(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>> {
     Ok(fsx::read_optional(&home.inbox_record(id, seq))?.and_then(|b| parse(seq, &b)))
 }
 
 /// Whether the task has an inbox directory (a symlink there is refused).
-pub fn has_inbox(home: &Home, id: &TaskId) -> Result<bool> {
+pub(crate) fn has_inbox(home: &Home, id: &TaskId) -> Result<bool> {
     check_dirs(home, id)?;
     fsx::is_dir(&home.inbox(id))
 }
@@ -60,7 +60,7 @@ pub fn has_inbox(home: &Home, id: &TaskId) -> Result<bool> {
 /// Pending record `seq` for a reader that must say why it cannot read it:
 /// `None` if it is not pending; refused (exit 1) when it is a symlink or
 /// has no `--` line ending its headers; an I/O failure otherwise.
-pub fn load_record(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>> {
+pub(crate) fn load_record(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>> {
     let path = home.inbox_record(id, seq);
     fsx::refuse_symlink(&path)?;
     let Some(bytes) = fsx::read_optional(&path)? else {
@@ -78,17 +78,17 @@ pub fn load_record(home: &Home, id: &TaskId, seq: u64) -> Result<Option<Record>>
 
 /// The pending records that read, and why each other one did not.
 #[derive(Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// Readable records, in numeric order.
-    pub records: Vec<Record>,
+    pub(crate) records: Vec<Record>,
     /// Pending names that are not readable records (symlink, no `--`, I/O).
-    pub bad: Vec<(u64, Error)>,
+    pub(crate) bad: Vec<(u64, Error)>,
 }
 
 /// Every pending record, in numeric order. One bad record never hides the
 /// others: it lands in [`Listing::bad`]. Only a refused or unreadable
 /// inbox directory is an error.
-pub fn list(home: &Home, id: &TaskId) -> Result<Listing> {
+pub(crate) fn list(home: &Home, id: &TaskId) -> Result<Listing> {
     let mut out = Listing::default();
     for seq in pending(home, id)? {
         match load_record(home, id, seq) {
@@ -113,7 +113,7 @@ pub struct Outgoing<'a> {
 /// Where an identical body already sits (`--dedupe`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Existing {
+pub(crate) enum Existing {
     Pending,
     Handled,
 }
@@ -122,12 +122,12 @@ pub enum Existing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queued {
     pub seq: u64,
-    pub path: PathBuf,
-    pub duplicate: Option<Existing>,
+    pub(crate) path: PathBuf,
+    pub(crate) duplicate: Option<Existing>,
 }
 
 /// Validates a body against SPEC §5.4 (exit 2 on refusal).
-pub fn validate_body(cfg: &Config, body: &[u8]) -> Result<()> {
+pub(crate) fn validate_body(cfg: &Config, body: &[u8]) -> Result<()> {
     if body.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(Error::usage("empty message body"));
     }

@@ -38,12 +38,12 @@ pub enum Ring<'a> {
 pub struct Sent {
     pub task: String,
     pub seq: u64,
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     /// `None` for [`Ring::Later`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub doorbell: Option<Outcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub duplicate: Option<Existing>,
+    pub(crate) duplicate: Option<Existing>,
 }
 
 /// Queues `msg` for `id`, rings as `ring` says, records the event under

@@ -36,7 +36,7 @@ impl Kind {
     }
 
     /// Ships and scouts work in a worktree of their own.
-    pub fn has_worktree(&self) -> bool {
+    pub(crate) fn has_worktree(&self) -> bool {
         matches!(self, Kind::Ship | Kind::Scout)
     }
 }
@@ -61,7 +61,7 @@ pub enum Mode {
 pub const MODES: &str = "no-mistakes, direct-PR, local-only";
 
 impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::NoMistakes, Mode::DirectPr, Mode::LocalOnly];
+    pub(crate) const ALL: [Mode; 3] = [Mode::NoMistakes, Mode::DirectPr, Mode::LocalOnly];
 
     /// Parses a mode name exactly as written in the spec (exit 2 otherwise).
     pub fn parse(s: &str) -> Result<Mode> {

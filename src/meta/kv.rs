@@ -50,7 +50,7 @@ impl KeyValues {
         }
     }
 
-    pub fn remove(&mut self, key: &str) {
+    pub(crate) fn remove(&mut self, key: &str) {
         self.entries.retain(|(k, _)| k != key);
     }
 

@@ -31,13 +31,13 @@ pub struct TaskMeta {
     /// brief does so, the others take [`Kind::Ship`]: see [`TaskMeta::kind`]).
     pub kind: Option<Kind>,
     /// `mode`; `None` when missing or not one of the three modes.
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// `repo` (display name).
-    pub repo: Option<String>,
+    pub(crate) repo: Option<String>,
     /// `project`: the source clone.
-    pub project: Option<PathBuf>,
+    pub(crate) project: Option<PathBuf>,
     /// `worktree`; `None` for a task never spawned.
-    pub worktree: Option<PathBuf>,
+    pub(crate) worktree: Option<PathBuf>,
     /// `branch` the brief told the worker to create.
     pub branch: Option<String>,
     pub harness: Option<String>,
@@ -46,18 +46,18 @@ pub struct TaskMeta {
     /// `tmux_socket`; `None` means the config's (see [`TaskMeta::socket`]).
     pub tmux_socket: Option<String>,
     /// `window` (display only).
-    pub window: Option<String>,
+    pub(crate) window: Option<String>,
     /// `spawn_gen`; 0 when missing or not a number.
-    pub spawn_gen: u64,
-    pub spawned_at: Option<u64>,
+    pub(crate) spawn_gen: u64,
+    pub(crate) spawned_at: Option<u64>,
     pub pr: Option<String>,
-    pub pr_head: Option<String>,
+    pub(crate) pr_head: Option<String>,
     /// `parent`; `None` when missing or not a valid task id.
-    pub parent: Option<TaskId>,
+    pub(crate) parent: Option<TaskId>,
     /// `host` (reserved for remote workers).
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// Every key as written, known or not.
-    pub raw: KeyValues,
+    pub(crate) raw: KeyValues,
 }
 
 impl TaskMeta {
@@ -96,7 +96,7 @@ impl TaskMeta {
     }
 
     /// Reads `state/<id>.meta`; `None` when it does not exist.
-    pub fn load(home: &Home, id: &TaskId) -> Result<Option<TaskMeta>> {
+    pub(crate) fn load(home: &Home, id: &TaskId) -> Result<Option<TaskMeta>> {
         Ok(fsx::read_optional(&home.meta(id))?.map(|b| TaskMeta::parse(&b)))
     }
 
@@ -107,14 +107,18 @@ impl TaskMeta {
 
     /// The tmux socket the task's pane lives on: meta `tmux_socket`, else
     /// the config's `tmux.socket` (`""` is the default server).
-    pub fn socket<'a>(&'a self, cfg: &'a Config) -> &'a str {
+    pub(crate) fn socket<'a>(&'a self, cfg: &'a Config) -> &'a str {
         self.tmux_socket.as_deref().unwrap_or(&cfg.tmux.socket)
     }
 }
 
 /// Read-modify-write of a task's meta under its lock. Creates `state/` and
 /// the file if needed; returns the meta as written.
-pub fn update(home: &Home, id: &TaskId, change: impl FnOnce(&mut KeyValues)) -> Result<TaskMeta> {
+pub(crate) fn update(
+    home: &Home,
+    id: &TaskId,
+    change: impl FnOnce(&mut KeyValues),
+) -> Result<TaskMeta> {
     fsx::ensure_dir(&home.state_dir())?;
     let _guard = fsx::lock(&home.meta_lock(id), fsx::LOCK_WAIT)?;
     let mut raw = fsx::read_optional(&home.meta(id))?
@@ -128,7 +132,7 @@ pub fn update(home: &Home, id: &TaskId, change: impl FnOnce(&mut KeyValues)) -> 
 /// Whether a task exists: it has meta or a brief. A symlink at the meta,
 /// the task's data directory or its brief is refused (exit 1), never
 /// followed.
-pub fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
+pub(crate) fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
     for p in [home.meta(id), home.task_data(id), home.brief(id)] {
         fsx::refuse_symlink(&p)?;
     }

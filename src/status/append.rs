@@ -63,7 +63,7 @@ pub fn format_append(
 /// A validated line for `state/<id>.status`, with what its event records:
 /// the verb as given (lower-cased) and the key (`default` when none).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Append {
+pub(crate) struct Append {
     line: String,
     verb: String,
     key: String,
@@ -71,7 +71,13 @@ pub struct Append {
 
 impl Append {
     /// Validates the line ([`format_append`]; exit 2 on refusal).
-    pub fn new(verb: &str, at: u64, key: Option<&str>, text: &str, paused: &str) -> Result<Append> {
+    pub(crate) fn new(
+        verb: &str,
+        at: u64,
+        key: Option<&str>,
+        text: &str,
+        paused: &str,
+    ) -> Result<Append> {
         Ok(Append {
             line: format_append(verb, at, key, text, paused)?,
             verb: verb.to_lowercase(),
@@ -81,7 +87,14 @@ impl Append {
 
     /// Appends the line (SPEC §2: one `write`, never torn across a page
     /// boundary) and records `status.appended` by `actor` under `tool`.
-    pub fn write(&self, home: &Home, id: &TaskId, tool: Tool, actor: &str, now: u64) -> Result<()> {
+    pub(crate) fn write(
+        &self,
+        home: &Home,
+        id: &TaskId,
+        tool: Tool,
+        actor: &str,
+        now: u64,
+    ) -> Result<()> {
         fsx::ensure_dir(&home.state_dir())?;
         fsx::append_line_in_page(&home.status(id), self.line.as_bytes())?;
         let event = Event::StatusAppended {

@@ -57,7 +57,7 @@ pub fn render(busy: bool, at: u64, source: &str) -> String {
 
 /// Writes the record (atomic replace) and records `status.busy` or
 /// `status.idle` by `actor` (`fm-status --busy|--idle`, SPEC §9.3).
-pub fn write(
+pub(crate) fn write(
     home: &Home,
     id: &TaskId,
     busy: bool,
@@ -81,7 +81,7 @@ pub fn write(
 
 /// [`BusyRecord::busy_since`] from the files: the record against the status
 /// log's mtime. An unreadable or malformed record is not busy.
-pub fn is_busy(home: &Home, id: &TaskId) -> bool {
+pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
     let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
         return false;
     };

@@ -18,7 +18,7 @@ pub use fold::*;
 pub use parse::*;
 
 /// Longest text `fm-status` appends.
-pub const MAX_TEXT: usize = 2000;
+pub(crate) const MAX_TEXT: usize = 2000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Verb {
@@ -49,12 +49,12 @@ impl Verb {
     }
 
     /// Opens a decision under its key.
-    pub fn opens(self) -> bool {
+    pub(crate) fn opens(self) -> bool {
         matches!(self, Verb::NeedsDecision | Verb::Blocked)
     }
 
     /// Counts as "the current line" when no decision is open.
-    pub fn is_state(self) -> bool {
+    pub(crate) fn is_state(self) -> bool {
         matches!(
             self,
             Verb::Working | Verb::Paused | Verb::Done | Verb::Failed

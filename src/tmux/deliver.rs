@@ -71,17 +71,17 @@ pub fn doorbell(home: &Home, id: &TaskId) -> String {
 
 /// What the caller knows about the target before ringing.
 #[derive(Debug, Clone)]
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     /// The recorded pane id (`%N`); `None` when meta has none.
     pub pane: Option<&'a str>,
-    pub profile: Option<&'a HarnessProfile>,
+    pub(crate) profile: Option<&'a HarnessProfile>,
     /// The busy record says busy (newer than the last status line).
-    pub busy_record: bool,
+    pub(crate) busy_record: bool,
 }
 
 /// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
 /// so tests run without waiting.
-pub fn deliver(
+pub(crate) fn deliver(
     pane: &dyn Pane,
     target: &Target,
     line: &str,
@@ -102,7 +102,7 @@ pub fn deliver(
 /// [`deliver`] for a caller that already asked tmux about the pane (e.g.
 /// `fm-send --all`, which lists every pane once). `info` must be the
 /// target's pane.
-pub fn deliver_to(
+pub(crate) fn deliver_to(
     pane: &dyn Pane,
     target: &Target,
     info: &PaneInfo,

@@ -7,5 +7,5 @@
 
 pub mod deliver;
 pub mod pane;
-pub mod recipient;
-pub mod screen;
+pub(crate) mod recipient;
+pub(crate) mod screen;

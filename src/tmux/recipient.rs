@@ -19,18 +19,18 @@ use crate::tmux::deliver::{self, Outcome, Target};
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 
 #[derive(Debug, Clone)]
-pub struct Recipient {
+pub(crate) struct Recipient {
     pub id: TaskId,
     /// `%N`, or `None` when meta records no pane.
     pub pane: Option<String>,
-    pub tmux: Tmux,
-    pub profile: Option<HarnessProfile>,
+    pub(crate) tmux: Tmux,
+    pub(crate) profile: Option<HarnessProfile>,
 }
 
 impl Recipient {
     /// The recipient from meta (which may be absent for a task known only by
     /// its brief). An unknown task (no meta and no brief) is refused.
-    pub fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Recipient> {
+    pub(crate) fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Recipient> {
         if !crate::meta::task_known(home, id)? {
             return Err(Error::refused(format!(
                 "unknown task {id}: no meta and no brief"
@@ -40,7 +40,7 @@ impl Recipient {
         Ok(Recipient::from_meta(cfg, id, &meta))
     }
 
-    pub fn from_meta(cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Recipient {
+    pub(crate) fn from_meta(cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Recipient {
         Recipient {
             id: id.clone(),
             pane: meta.pane.clone(),
@@ -61,7 +61,7 @@ impl Recipient {
     }
 
     /// Rings the doorbell (SPEC §5.3), asking tmux about the pane first.
-    pub fn ring(&self, home: &Home, cfg: &Config) -> Outcome {
+    pub(crate) fn ring(&self, home: &Home, cfg: &Config) -> Outcome {
         let line = deliver::doorbell(home, &self.id);
         deliver::deliver(
             &self.tmux,
@@ -73,7 +73,7 @@ impl Recipient {
     }
 
     /// Rings a pane already looked up (`info` from one `list()` call).
-    pub fn ring_known(&self, home: &Home, cfg: &Config, info: &PaneInfo) -> Outcome {
+    pub(crate) fn ring_known(&self, home: &Home, cfg: &Config, info: &PaneInfo) -> Outcome {
         let line = deliver::doorbell(home, &self.id);
         deliver::deliver_to(
             &self.tmux,
@@ -88,7 +88,7 @@ impl Recipient {
     /// Presses one named key in the pane (`fm-send --key`) and records
     /// `pane.key` by `actor`; returns the pane id. No pane or a vanished
     /// one is refused (exit 1); a tmux failure is exit 3.
-    pub fn press(&self, home: &Home, key: &str, actor: &str) -> Result<String> {
+    pub(crate) fn press(&self, home: &Home, key: &str, actor: &str) -> Result<String> {
         let Some(pane) = &self.pane else {
             return Err(Error::refused(format!("no pane recorded for {}", self.id)));
         };
@@ -110,7 +110,7 @@ impl Recipient {
     }
 
     /// Whether `info` shows this recipient's agent alive.
-    pub fn alive(&self, info: &PaneInfo) -> bool {
+    pub(crate) fn alive(&self, info: &PaneInfo) -> bool {
         harness::is_alive(self.profile.as_ref(), info.dead, &info.command)
     }
 }
@@ -119,7 +119,7 @@ impl Recipient {
 /// its pane facts. tmux is asked once per distinct socket (normally once),
 /// never once per task; a socket whose server cannot be listed contributes
 /// nobody.
-pub fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo)>> {
+pub(crate) fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo)>> {
     let mut lists: BTreeMap<Option<String>, Vec<PaneInfo>> = BTreeMap::new();
     let mut out = Vec::new();
     for id in home.task_ids_with_meta()? {

@@ -19,7 +19,7 @@ fn last_nonblank_lines(screen: &str, n: usize) -> Vec<&str> {
 }
 
 /// The composer's current text, if the profile can read it.
-pub fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
+pub(crate) fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
     let re = regex::Regex::new(profile?.composer_regex.as_deref()?).ok()?;
     last_nonblank_lines(screen, TAIL_LINES)
         .iter()
@@ -34,7 +34,7 @@ pub fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<S
 }
 
 /// Whether the screen tail matches the profile's busy regex.
-pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
+pub(crate) fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
     let Some(re) = profile
         .and_then(|p| p.busy_regex.as_deref())
         .and_then(|r| regex::Regex::new(r).ok())
@@ -67,7 +67,7 @@ fn is_doorbell_piece(piece: &str, door: &str) -> bool {
 }
 
 /// Whether composer text is (part of) the doorbell.
-pub fn holds_doorbell(text: &str, line: &str) -> bool {
+pub(crate) fn holds_doorbell(text: &str, line: &str) -> bool {
     is_doorbell_piece(text.trim(), line.trim())
 }
 
@@ -83,7 +83,7 @@ const PROMPTS: &[&str] = &["$", "#", ">", "%", "\u{276f}", "\u{203a}"];
 /// happens to end in a mark), or output the cursor sits after, are not —
 /// because typing onto someone's half-written command is the one harm a
 /// doorbell can do.
-pub fn holds_input(cursor_line: &str) -> bool {
+pub(crate) fn holds_input(cursor_line: &str) -> bool {
     let border = |c: char| c.is_whitespace() || ('\u{2500}'..='\u{257f}').contains(&c);
     let line = cursor_line.trim_matches(border);
     if line.is_empty() {
@@ -99,7 +99,7 @@ pub fn holds_input(cursor_line: &str) -> bool {
 /// `composer_regex` the composer decides; without one, the cursor's line
 /// (when tmux reports it) or else the last non-blank line still ending in
 /// the doorbell — or holding its wrapped tail — means unsent.
-pub fn unsent(
+pub(crate) fn unsent(
     profile: Option<&HarnessProfile>,
     screen: &str,
     cursor_line: Option<&str>,

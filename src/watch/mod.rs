@@ -13,10 +13,10 @@
 //! - [`hook`]: the `on_wake` argv hook.
 
 mod act;
-pub mod daemon;
-pub mod hook;
-pub mod ladder;
-pub mod ladder_io;
+pub(crate) mod daemon;
+pub(crate) mod hook;
+pub(crate) mod ladder;
+pub(crate) mod ladder_io;
 pub mod pass;
 mod state;
 pub mod status_feed;

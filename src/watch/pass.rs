@@ -34,7 +34,7 @@ pub use super::state::{PaneFactory, Report, Ring, State};
 
 /// Ids of every task with a meta, inbox or status log, from one listing
 /// of `state/`.
-pub fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
+pub(crate) fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
     let dir = home.state_dir();
     let rd = match std::fs::read_dir(&dir) {
         Ok(rd) => rd,

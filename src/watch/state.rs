@@ -24,7 +24,7 @@ pub type PaneFactory<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
 /// What persists between passes of one watcher process.
 #[derive(Debug, Default)]
 pub struct State {
-    pub offsets: Offsets,
+    pub(crate) offsets: Offsets,
     /// Warnings already printed (each is printed once per process).
     warned: BTreeSet<String>,
 }
@@ -50,18 +50,18 @@ pub struct Ring {
     pub task: String,
     pub seq: u64,
     pub count: u64,
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
 }
 
 /// What a pass did.
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
-    pub tasks: usize,
+    pub(crate) tasks: usize,
     pub rings: Vec<Ring>,
-    pub wakes: Vec<Wake>,
+    pub(crate) wakes: Vec<Wake>,
     /// Earliest second at which some ladder may act without a file change.
-    pub next_due: Option<u64>,
+    pub(crate) next_due: Option<u64>,
     /// Inbox directories seen (the daemon watches them).
     #[serde(skip)]
-    pub inboxes: Vec<PathBuf>,
+    pub(crate) inboxes: Vec<PathBuf>,
 }
