@@ -145,19 +145,4 @@ mod tests {
         assert!(parse("---\njust words\n---\n").is_err());
         assert!(parse("---\nid: \"open\n---\n").is_err());
     }
-
-    proptest::proptest! {
-        #[test]
-        fn parse_never_panics(s in "\\PC{0,200}") {
-            let _ = parse(&s);
-            let _ = parse(&format!("---\n{s}"));
-        }
-
-        #[test]
-        fn any_value_round_trips(v in "\\PC{0,40}") {
-            let text = render(&[("k", v.clone())]);
-            let (f, _) = parse(&text).unwrap();
-            proptest::prop_assert_eq!(get(&f, "k"), Some(v.as_str()));
-        }
-    }
 }

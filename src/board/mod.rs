@@ -468,29 +468,4 @@ mod tests {
                 .contains("priority")
         );
     }
-
-    proptest::proptest! {
-        #[test]
-        fn parser_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
-            let _ = parse(&bytes);
-        }
-
-        #[test]
-        fn lines_of_known_keys_never_panic(lines in proptest::collection::vec(
-            ("(id|status|priority|blocked_by|comment|progress|dispatches|subject)", ".{0,30}"), 0..12)) {
-            let text: String = lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-            if let Ok(t) = parse(text.as_bytes()) {
-                proptest::prop_assert_eq!(parse(render(&t).as_bytes()), Ok(t));
-            }
-        }
-
-        #[test]
-        fn any_text_round_trips(subject in ".{0,40}", desc in ".{0,80}", comment in ".{0,40}") {
-            let mut t = sample();
-            t.subject = subject;
-            t.description = desc;
-            t.comments[0].text = comment;
-            proptest::prop_assert_eq!(parse(render(&t).as_bytes()), Ok(t));
-        }
-    }
 }

@@ -357,12 +357,4 @@ mod tests {
             proptest::prop_assert_eq!(e.replace('\\', ""), s.replace('\\', ""));
         }
     }
-
-    proptest::proptest! {
-        #[test]
-        fn never_panics(s in "(\\PC{0,30}\n){0,15}") {
-            let _ = problems(&s, None);
-            let _ = problems(&format!("{FM}{s}"), Some(Mode::LocalOnly));
-        }
-    }
 }

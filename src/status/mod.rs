@@ -248,31 +248,4 @@ mod tests {
         assert!(format_append("done", 5, None, &"x".repeat(2000), "paused").is_ok());
         assert!(format_append("done", 5, None, &"x".repeat(2001), "paused").is_err());
     }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
-        #[test]
-        fn parser_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
-            let _ = parse_line(&bytes, "paused");
-            let _ = Fold::from_bytes(&bytes, "paused");
-        }
-
-        #[test]
-        fn parser_never_panics_on_statusish(s in "[a-z-]{0,15}( ?\\[[a-z]{0,4}=?[^\\]]{0,8}\\]?){0,3} ?:? ?(\\[key=[^\\]]{0,6}\\])?.{0,20}") {
-            let _ = parse_line(s.as_bytes(), "paused");
-        }
-
-        #[test]
-        fn appended_lines_parse_back(text in "[^\\n\\r]{1,80}", key in proptest::option::of("[A-Za-z0-9._-]{1,10}")) {
-            proptest::prop_assume!(!text.trim().is_empty() && !text.trim_start().starts_with('['));
-            let l = format_append("blocked", 42, key.as_deref(), &text, "paused").unwrap();
-            match parse_line(l.trim_end_matches('\n').as_bytes(), "paused") {
-                Parsed::Line(p) => {
-                    proptest::prop_assert_eq!(p.at, Some(42));
-                    proptest::prop_assert_eq!(p.key, key.clone().unwrap_or_else(|| "default".into()));
-                }
-                other => proptest::prop_assert!(false, "appended line misread: {l:?} → {other:?}"),
-            }
-        }
-    }
 }

@@ -9,12 +9,15 @@ use firstmate::{TaskId, events};
 fn event_lines_and_task_ids() {
     let raw = prop_oneof![
         bytes(120).boxed(),
+        "\\PC{0,70}".prop_map(String::into_bytes).boxed(),
         "\\{[^\n]{0,40}\\}?".prop_map(String::into_bytes).boxed()
     ];
     fuzz("events+ids/parse", raw, |b| {
         let _ = events::parse_line(&b);
         let s = String::from_utf8_lossy(&b);
         if let Ok(id) = TaskId::parse(&s) {
+            // One safe path component: never `..`, a separator or hidden.
+            prop_assert_eq!(std::path::Path::new(id.as_str()).components().count(), 1);
             prop_assert!(!id.as_str().contains("..") && !id.as_str().contains('/'));
             prop_assert!(id.as_str().len() <= 64 && !id.as_str().starts_with('.'));
         }
