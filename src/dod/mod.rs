@@ -11,6 +11,7 @@ use std::path::Path;
 use crate::meta::Mode;
 use crate::shq;
 
+mod done_line;
 pub mod gate;
 pub use gate::{Verdict, gate};
 
