@@ -4,6 +4,20 @@
 //! which reads and writes plain files under a home's `data/` and `state/`
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
 //! that writes files and [`home::Home`] the only one that joins paths.
+//!
+//! Three layers:
+//! - Foundations: [`home`], [`task_id`], [`fsx`], [`config`], `harness`,
+//!   [`clock`], `git`, [`shq`], `error`, [`events`] (the audit trail, one
+//!   typed enum).
+//! - Features, each owning its file formats and its use cases: [`meta`]
+//!   (`<id>.meta`, read as one `TaskMeta`), [`status`] (the status log and
+//!   busy record), [`inbox`] (records, the ladder files, sending,
+//!   acknowledging), [`brief`] (briefs and responses), `dod` (the
+//!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
+//!   [`crew_state`], `control` (lifecycle), [`tmux`] (panes, the screen,
+//!   the doorbell), plus `doctor`, `demo` and [`stand_in`].
+//! - [`cli`]: each tool's argument parsing and printing; it calls the
+//!   features' use cases and decides nothing itself.
 
 pub mod board;
 pub mod brief;

@@ -1,8 +1,11 @@
 //! Briefs (SPEC §7): everything a stateless worker knows comes from the
 //! file `data/<id>/brief.md`. This module owns what a brief is made of
-//! ([`BriefSpec`]) and the limits on its inputs; [`render`] turns a spec
-//! into Markdown as a pure function, [`check`] validates a filled brief,
-//! and [`store`] writes, re-applies and revokes with history.
+//! ([`BriefSpec`]) and the limits on its inputs; `request` validates what
+//! the captain asked for into a spec; `render` turns a spec into Markdown
+//! as a pure function, [`check`] validates a filled brief, `store` writes,
+//! re-applies and revokes with history, and `apply` is `fm-brief`'s use
+//! cases (with their events and the live worker's notice). [`response`]
+//! owns a worker's `data/<id>/response.md`.
 //!
 //! Guarantees: identical specs render byte-identical briefs (the timestamp
 //! is part of the spec); every path in a brief is absolute, and every path

@@ -1,6 +1,9 @@
 //! Command-line front ends. Each tool module owns its clap definition and a
 //! `main(args)` that the thin binary in `src/bin/` and `fm <tool>` both
-//! call, so the two entry points can never drift apart.
+//! call, so the two entry points can never drift apart. A tool parses its
+//! arguments, calls the library's use case and prints the report (human or
+//! `--json`, from the same struct); what a command does lives in the
+//! library.
 
 use std::ffi::OsString;
 use std::process::ExitCode;

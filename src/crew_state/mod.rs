@@ -4,8 +4,9 @@
 //! The work is split so the decision is testable without tmux or git:
 //! [`facts`] holds every input as plain data; [`gather`] reads them in one
 //! pass (one `tmux list-panes -a` per socket for the whole fleet, never one
-//! per task, never a shell); [`resolve`] applies the rules of §9.2 as a pure function of those facts;
-//! [`render`] prints the one-line and table forms from the same [`Row`]
+//! per task, never a shell; git only through [`crate::git`]); [`resolve`]
+//! applies the rules of §9.2 as a pure function of those facts; [`render`]
+//! prints the one-line and table forms from the same [`Row`]
 //! that `--json` serialises. [`trace`] reads a delegation chain's audit
 //! trail (§11.2) and [`live`] drives the `--watch` view.
 //!

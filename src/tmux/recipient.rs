@@ -1,10 +1,13 @@
 //! A task as a doorbell target: the pane facts its meta records (SPEC §4 —
 //! `pane`, `tmux_socket`, `harness`) turned into a [`Target`] and rung.
 //!
-//! Shared by `fm-send` and the watcher so both ring the same way. The pane
-//! id is the only identity trusted; the socket is meta's `tmux_socket`,
-//! else the config's `tmux.socket`; a missing or unknown harness means no
-//! profile (alive while the pane exists and is not dead).
+//! Every ring outside the watcher goes through here (`fm-send`, and through
+//! [`crate::inbox::send`] `fm-brief`'s notice and `fm-board dispatch`); the
+//! watcher reads the same [`crate::meta::TaskMeta`] fields and rings through
+//! the same [`crate::tmux::deliver`]. The pane id is the only identity
+//! trusted; the socket is meta's `tmux_socket`, else the config's
+//! `tmux.socket`; a missing or unknown harness means no profile (alive while
+//! the pane exists and is not dead).
 
 use std::collections::BTreeMap;
 
