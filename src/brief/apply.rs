@@ -87,7 +87,7 @@ pub(crate) fn write(
     let notice = w
         .history
         .as_ref()
-        .and_then(|_| notify_live_worker(home, cfg, id, &w.path, &mut warnings));
+        .map(|_| notify_live_worker(home, cfg, id, &w.path, &mut warnings));
     let kind = spec.kind;
     let event = Event::BriefWritten {
         kind: kind.name(),
@@ -118,7 +118,7 @@ pub(crate) fn write(
 pub(crate) fn revoke(home: &Home, cfg: &Config, id: &TaskId, actor: &str) -> Result<Report> {
     let w = store::revoke(home, id, clock::now())?;
     let mut warnings = Vec::new();
-    let notice = notify_live_worker(home, cfg, id, &w.path, &mut warnings);
+    let notice = Some(notify_live_worker(home, cfg, id, &w.path, &mut warnings));
     let event = Event::BriefRevoked {
         path: w.path.display().to_string(),
     };
@@ -173,21 +173,19 @@ fn notify_live_worker(
     id: &TaskId,
     path: &Path,
     warnings: &mut Vec<String>,
-) -> Option<String> {
+) -> String {
     let meta = TaskMeta::load(home, id).ok().flatten().unwrap_or_default();
     let r = Recipient::from_meta(cfg, id, &meta);
     let Some(pane) = r.pane.as_deref() else {
-        return Some("no live worker notified (no pane recorded)".into());
+        return "no live worker notified (no pane recorded)".into();
     };
     let info = match r.tmux.info(pane) {
         Ok(Some(info)) if r.alive(&info) => info,
         Ok(Some(_)) => {
-            return Some(format!(
-                "no live worker notified (the agent in pane {pane} has exited)"
-            ));
+            return format!("no live worker notified (the agent in pane {pane} has exited)");
         }
-        Ok(None) => return Some(format!("no live worker notified (pane {pane} is gone)")),
-        Err(e) => return Some(format!("no live worker notified ({e})")),
+        Ok(None) => return format!("no live worker notified (pane {pane} is gone)"),
+        Err(e) => return format!("no live worker notified ({e})"),
     };
     let body = format!("brief updated: re-read {}", path.display());
     let msg = Outgoing {
@@ -198,14 +196,14 @@ fn notify_live_worker(
     };
     let ring = Ring::Known(&r, &info);
     match inbox::send(home, cfg, Tool::Brief, id, &msg, ring, clock::now()) {
-        Ok(sent) => Some(format!(
+        Ok(sent) => format!(
             "queued {id} {} \u{b7} doorbell {}",
             inbox::record_name(sent.seq),
             sent.doorbell.map_or("-", |d| d.as_str())
-        )),
+        ),
         Err(e) => {
             warnings.push(format!("brief written but the notice was not queued: {e}"));
-            Some(format!("not queued: {e}"))
+            format!("not queued: {e}")
         }
     }
 }

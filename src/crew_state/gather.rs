@@ -198,7 +198,7 @@ pub(crate) fn git_facts(worktree: &Path) -> Option<GitFacts> {
         .and_then(|l| l.trim().strip_prefix("refs/heads/"))
         .filter(|b| !b.is_empty())
         .map(str::to_string);
-    Some(GitFacts { head, branch })
+    Some(GitFacts { branch, head })
 }
 
 fn is_sha(s: &str) -> bool {
