@@ -14,12 +14,12 @@ use std::time::Duration;
 use crate::wakes::Wake;
 
 /// Longest a hook may run before it is killed.
-pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 static RUNNING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
 /// The argv for one wake.
-pub fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<String> {
+pub(crate) fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<String> {
     template
         .iter()
         .map(|a| {
@@ -50,7 +50,7 @@ pub fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<Stri
 
 /// Starts the hook for one appended wake in the background (nothing when
 /// no hook is configured).
-pub fn spawn(template: &[String], wake: &Wake) {
+pub(crate) fn spawn(template: &[String], wake: &Wake) {
     let argv = argv(template, &wake.task, &wake.kind, &wake.text);
     let Some((program, args)) = argv.split_first() else {
         return;
@@ -58,16 +58,19 @@ pub fn spawn(template: &[String], wake: &Wake) {
     let mut cmd = Command::new(program);
     cmd.args(args);
     let program = program.clone();
-    let handle = std::thread::spawn(move || match crate::pane::run_bounded(cmd, HOOK_TIMEOUT) {
-        Ok((Some(0), _, _)) => {}
-        Ok((code, _, stderr)) => eprintln!(
-            "fm-watch: warning: on_wake hook {program} exited {}: {}",
-            code.map(|c| c.to_string())
-                .unwrap_or_else(|| "by signal".into()),
-            stderr.trim()
-        ),
-        Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
-    });
+    let handle =
+        std::thread::spawn(
+            move || match crate::tmux::pane::run_bounded(cmd, HOOK_TIMEOUT) {
+                Ok((Some(0), _, _)) => {}
+                Ok((code, _, stderr)) => eprintln!(
+                    "fm-watch: warning: on_wake hook {program} exited {}: {}",
+                    code.map(|c| c.to_string())
+                        .unwrap_or_else(|| "by signal".into()),
+                    stderr.trim()
+                ),
+                Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
+            },
+        );
     if let Ok(mut v) = RUNNING.lock() {
         v.retain(|h| !h.is_finished());
         v.push(handle);
@@ -75,7 +78,7 @@ pub fn spawn(template: &[String], wake: &Wake) {
 }
 
 /// Waits for running hooks (before a one-shot run exits).
-pub fn wait_all() {
+pub(crate) fn wait_all() {
     let handles: Vec<_> = RUNNING
         .lock()
         .map(|mut v| std::mem::take(&mut *v))

@@ -236,12 +236,6 @@ fn every_installed_tool_is_reachable_through_fm() {
     for t in firstmate::cli::TOOLS {
         let exe = bin(&format!("fm-{}", t.name));
         if exe.is_file() {
-            assert!(
-                t.main.is_some() && t.command.is_some(),
-                "fm-{} is built but `fm {}` does not reach it",
-                t.name,
-                t.name
-            );
             Cmd::new(bin("fm"))
                 .args([t.name, "--help"])
                 .run()

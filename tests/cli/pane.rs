@@ -1,6 +1,6 @@
 //! The real tmux behind the `Pane` trait, on a private server.
 
-use firstmate::pane::{Pane, Tmux as RealTmux};
+use firstmate::tmux::pane::{Pane, Tmux as RealTmux};
 
 use crate::harness::{Tmux, wait_until};
 

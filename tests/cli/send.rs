@@ -89,7 +89,7 @@ fn meta(h: &TestHome, id: &str, lines: &str) {
 
 fn doorbell(h: &TestHome, id: &str) -> String {
     let home = firstmate::Home::at(&h.root()).unwrap();
-    firstmate::deliver::doorbell(&home, &firstmate::TaskId::parse(id).unwrap())
+    firstmate::tmux::deliver::doorbell(&home, &firstmate::TaskId::parse(id).unwrap())
 }
 
 fn log_of(p: &Path) -> Vec<u8> {

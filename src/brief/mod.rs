@@ -1,8 +1,11 @@
 //! Briefs (SPEC §7): everything a stateless worker knows comes from the
 //! file `data/<id>/brief.md`. This module owns what a brief is made of
-//! ([`BriefSpec`]) and the limits on its inputs; [`render`] turns a spec
-//! into Markdown as a pure function, [`check`] validates a filled brief,
-//! and [`store`] writes, re-applies and revokes with history.
+//! ([`BriefSpec`]) and the limits on its inputs; `request` validates what
+//! the captain asked for into a spec; `render` turns a spec into Markdown
+//! as a pure function, [`check`] validates a filled brief, `store` writes,
+//! re-applies and revokes with history, and `apply` is `fm-brief`'s use
+//! cases (with their events and the live worker's notice). [`response`]
+//! owns a worker's `data/<id>/response.md`.
 //!
 //! Guarantees: identical specs render byte-identical briefs (the timestamp
 //! is part of the spec); every path in a brief is absolute, and every path
@@ -10,31 +13,34 @@
 
 use std::path::PathBuf;
 
-use crate::dod::Mode;
 use crate::error::{Error, Result};
+use crate::meta::Mode;
 use crate::task_id::TaskId;
 
+pub(crate) mod apply;
 pub mod check;
-pub mod render;
-pub mod store;
+pub(crate) mod render;
+pub(crate) mod request;
+pub mod response;
+pub(crate) mod store;
 
 pub use check::check_brief;
-pub use render::render;
+pub(crate) use render::render;
 
 /// The scaffold placeholders, each present exactly once in a scaffold.
-pub const TASK_PLACEHOLDER: &str = "{TASK}";
-pub const SPEC_PLACEHOLDER: &str = "{FIRSTMATE_SPEC}";
+pub(crate) const TASK_PLACEHOLDER: &str = "{TASK}";
+pub(crate) const SPEC_PLACEHOLDER: &str = "{FIRSTMATE_SPEC}";
 
-pub const PROTOCOL_VERSION: &str = "1.0.0";
-pub const MAX_MISSION_BYTES: usize = 500;
-pub const MAX_CONSTRAINTS: usize = 20;
-pub const MAX_SHARES: usize = 10;
+pub(crate) const PROTOCOL_VERSION: &str = "1.0.0";
+pub(crate) const MAX_MISSION_BYTES: usize = 500;
+pub(crate) const MAX_CONSTRAINTS: usize = 20;
+pub(crate) const MAX_SHARES: usize = 10;
 /// Depth limit of a delegation chain when neither the parent nor `--max-depth` sets one.
-pub const DEFAULT_MAX_DEPTH: u32 = 3;
+pub(crate) const DEFAULT_MAX_DEPTH: u32 = 3;
 
 /// Which of the three brief shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BriefKind {
+pub(crate) enum BriefKind {
     Ship(Mode),
     Scout,
     Secondmate,
@@ -49,7 +55,7 @@ impl BriefKind {
         }
     }
 
-    pub fn mode(self) -> Option<Mode> {
+    pub(crate) fn mode(self) -> Option<Mode> {
         match self {
             BriefKind::Ship(m) => Some(m),
             _ => None,
@@ -59,60 +65,60 @@ impl BriefKind {
 
 /// A shared-memory pointer: `TIER[/KEY]` the worker may read, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Share {
-    pub target: String,
+pub(crate) struct Share {
+    pub(crate) target: String,
     pub reason: String,
 }
 
 /// Where a brief sits in a delegation chain (SPEC §11.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lineage {
-    pub parent: Option<TaskId>,
-    pub max_depth: u32,
-    pub depth: u32,
+pub(crate) struct Lineage {
+    pub(crate) parent: Option<TaskId>,
+    pub(crate) max_depth: u32,
+    pub(crate) depth: u32,
 }
 
 /// Absolute paths a brief hands to its worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BriefPaths {
-    pub worktree: PathBuf,
+pub(crate) struct BriefPaths {
+    pub(crate) worktree: PathBuf,
     pub status: PathBuf,
-    pub inbox: PathBuf,
-    pub report: PathBuf,
+    pub(crate) inbox: PathBuf,
+    pub(crate) report: PathBuf,
 }
 
 /// Everything a brief is rendered from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BriefSpec {
+pub(crate) struct BriefSpec {
     pub id: TaskId,
     pub kind: BriefKind,
     /// Display name of the repository (empty for a secondmate).
-    pub repo: String,
-    pub delegator: String,
+    pub(crate) repo: String,
+    pub(crate) delegator: String,
     /// Branch the worker creates (ship only).
     pub branch: String,
     /// RFC 3339 UTC.
     pub timestamp: String,
-    pub intent: Option<String>,
-    pub spec: Option<String>,
-    pub mission: Option<String>,
-    pub constraints: Vec<String>,
-    pub shares: Vec<Share>,
-    pub lineage: Option<Lineage>,
+    pub(crate) intent: Option<String>,
+    pub(crate) spec: Option<String>,
+    pub(crate) mission: Option<String>,
+    pub(crate) constraints: Vec<String>,
+    pub(crate) shares: Vec<Share>,
+    pub(crate) lineage: Option<Lineage>,
     /// Non-blank content of `config/brief-include.md` (ship and scout).
-    pub include: Option<String>,
-    pub projects: Vec<PathBuf>,
-    pub charter: Option<String>,
-    pub scope: Option<String>,
-    pub paths: BriefPaths,
-    pub default_branch: String,
-    pub paused_verb: String,
-    pub tools: Vec<String>,
+    pub(crate) include: Option<String>,
+    pub(crate) projects: Vec<PathBuf>,
+    pub(crate) charter: Option<String>,
+    pub(crate) scope: Option<String>,
+    pub(crate) paths: BriefPaths,
+    pub(crate) default_branch: String,
+    pub(crate) paused_verb: String,
+    pub(crate) tools: Vec<String>,
 }
 
 impl BriefSpec {
     /// Placeholders a rendering of this spec still holds, in order.
-    pub fn placeholders(&self) -> Vec<&'static str> {
+    pub(crate) fn placeholders(&self) -> Vec<&'static str> {
         match self.kind {
             BriefKind::Secondmate => self
                 .charter
@@ -134,7 +140,7 @@ impl BriefSpec {
 /// The label a worker-addressed line opens with (`Captain:`, `Captain's ask:`,
 /// `To the worker:` …), if any. The intent is the captain's own words, never
 /// a note addressed to the worker.
-pub fn worker_label(line: &str) -> Option<String> {
+pub(crate) fn worker_label(line: &str) -> Option<String> {
     let l = line
         .trim_start()
         .trim_start_matches(['*', '_', '>', '#', '-', ' ']);
@@ -165,7 +171,7 @@ pub fn worker_label(line: &str) -> Option<String> {
 }
 
 /// Refuses an intent that is blank, too long, or holds a worker-addressed label.
-pub fn validate_intent(intent: &str, max_bytes: u64) -> Result<()> {
+pub(crate) fn validate_intent(intent: &str, max_bytes: u64) -> Result<()> {
     if intent.trim().is_empty() {
         return Err(Error::usage("the intent is blank"));
     }
@@ -186,7 +192,7 @@ pub fn validate_intent(intent: &str, max_bytes: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn validate_mission(m: &str) -> Result<()> {
+pub(crate) fn validate_mission(m: &str) -> Result<()> {
     if m.trim().is_empty() {
         return Err(Error::usage("the mission is blank"));
     }
@@ -204,7 +210,7 @@ pub fn validate_mission(m: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn validate_constraints(cs: &[String]) -> Result<()> {
+pub(crate) fn validate_constraints(cs: &[String]) -> Result<()> {
     if cs.len() > MAX_CONSTRAINTS {
         return Err(Error::usage(format!(
             "{} constraints given; the limit is {MAX_CONSTRAINTS}",
@@ -226,7 +232,7 @@ pub fn validate_constraints(cs: &[String]) -> Result<()> {
 }
 
 /// Parses `TIER[/KEY]=REASON`.
-pub fn parse_share(raw: &str) -> Result<Share> {
+pub(crate) fn parse_share(raw: &str) -> Result<Share> {
     let (target, reason) = raw.split_once('=').unwrap_or((raw, ""));
     let target = target.trim();
     if target.is_empty()
@@ -254,7 +260,7 @@ pub fn parse_share(raw: &str) -> Result<Share> {
     })
 }
 
-pub fn validate_shares(raw: &[String]) -> Result<Vec<Share>> {
+pub(crate) fn validate_shares(raw: &[String]) -> Result<Vec<Share>> {
     if raw.len() > MAX_SHARES {
         return Err(Error::usage(format!(
             "{} shares given; the limit is {MAX_SHARES}",
@@ -265,7 +271,7 @@ pub fn validate_shares(raw: &[String]) -> Result<Vec<Share>> {
 }
 
 /// Refuses a branch name git would reject (the rules of `git check-ref-format --branch`).
-pub fn validate_branch(b: &str) -> Result<()> {
+pub(crate) fn validate_branch(b: &str) -> Result<()> {
     let bad = |why: &str| Err(Error::usage(format!("invalid branch name {b:?}: {why}")));
     if b.is_empty() {
         return bad("empty");
@@ -304,7 +310,7 @@ pub fn validate_branch(b: &str) -> Result<()> {
 }
 
 /// Refuses include text that would confuse the brief's machine-read lines.
-pub fn validate_include(text: &str) -> Result<()> {
+pub(crate) fn validate_include(text: &str) -> Result<()> {
     if text
         .lines()
         .any(|l| l.trim_start().starts_with("Delivery contract:"))

@@ -1,19 +1,22 @@
 //! Doorbell delivery (SPEC §5.2–5.3): the only text firstmate ever types
 //! into a worker's pane is a short constant line pointing at the inbox.
 //!
-//! [`deliver`] types it at most once, then presses Enter (and only Enter)
-//! up to `enter_retries` more times while it still sits unsent. It never
-//! types into a dead agent's pane, never over someone else's half-typed
-//! text, and never into a pane other than the recorded pane id.
+//! [`deliver`] is the ring protocol: it types the line at most once, then
+//! presses Enter (and only Enter) up to `enter_retries` more times while it
+//! still sits unsent. It never types into a dead agent's pane, never over
+//! someone else's half-typed text, and never into a pane other than the
+//! recorded pane id. What the screen shows (busy, a composer's text, an
+//! unsent doorbell) is read by the pure checks of [`super::screen`].
 
 use std::time::Duration;
 
 use serde::Serialize;
 
+use super::pane::{Pane, PaneInfo};
+use super::screen::{composer_text, holds_doorbell, holds_input, screen_busy, unsent};
 use crate::config::SendCfg;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
-use crate::pane::{Pane, PaneInfo};
 use crate::task_id::TaskId;
 
 /// What happened to a ring (SPEC §5.3).
@@ -68,133 +71,17 @@ pub fn doorbell(home: &Home, id: &TaskId) -> String {
 
 /// What the caller knows about the target before ringing.
 #[derive(Debug, Clone)]
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     /// The recorded pane id (`%N`); `None` when meta has none.
     pub pane: Option<&'a str>,
-    pub profile: Option<&'a HarnessProfile>,
+    pub(crate) profile: Option<&'a HarnessProfile>,
     /// The busy record says busy (newer than the last status line).
-    pub busy_record: bool,
-}
-
-/// Lines of the screen read for busy/composer checks.
-const TAIL_LINES: usize = 12;
-
-fn last_nonblank_lines(screen: &str, n: usize) -> Vec<&str> {
-    let mut v: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
-    let cut = v.len().saturating_sub(n);
-    v.drain(..cut);
-    v
-}
-
-/// The composer's current text, if the profile can read it.
-fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
-    let re = regex::Regex::new(profile?.composer_regex.as_deref()?).ok()?;
-    last_nonblank_lines(screen, TAIL_LINES)
-        .iter()
-        .rev()
-        .find_map(|l| {
-            re.captures(l).map(|c| {
-                c.get(1)
-                    .map(|m| m.as_str().trim().to_string())
-                    .unwrap_or_default()
-            })
-        })
-}
-
-/// Whether the screen tail matches the profile's busy regex.
-pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
-    let Some(re) = profile
-        .and_then(|p| p.busy_regex.as_deref())
-        .and_then(|r| regex::Regex::new(r).ok())
-    else {
-        return false;
-    };
-    last_nonblank_lines(screen, TAIL_LINES)
-        .iter()
-        .any(|l| re.is_match(l))
-}
-
-/// Shortest piece of the doorbell that counts as the doorbell itself: a
-/// composer may show a long line scrolled or cut, but a few characters
-/// (`m`, `then run`) are far more likely someone's own typing, and pressing
-/// Enter on them would send it.
-const DOORBELL_PIECE: usize = 20;
-
-/// Whether `piece` is (part of) the doorbell `door`: it holds the whole
-/// doorbell (once or more), or is a start or an end of it at least
-/// [`DOORBELL_PIECE`] bytes long (or all of a shorter doorbell).
-fn is_doorbell_piece(piece: &str, door: &str) -> bool {
-    if piece.is_empty() || door.is_empty() {
-        return false;
-    }
-    if piece.contains(door) {
-        return true;
-    }
-    piece.len() >= DOORBELL_PIECE.min(door.len())
-        && (door.starts_with(piece) || door.ends_with(piece))
-}
-
-/// Whether composer text is (part of) the doorbell.
-fn holds_doorbell(text: &str, line: &str) -> bool {
-    is_doorbell_piece(text.trim(), line.trim())
-}
-
-/// Prompt endings a bare cursor line may show with nothing typed after.
-const PROMPTS: &[&str] = &["$", "#", ">", "%", "\u{276f}", "\u{203a}"];
-
-/// Whether the line under the cursor (no composer regex to read) holds
-/// someone's input. Free is an empty line, or one that ends in a prompt mark
-/// (`$`, `#`, `>`, `%`, `❯`, `›`, after dropping trailing blanks and
-/// box-drawing borders) with no earlier mark followed by a space — that is,
-/// a bare prompt. Deliberately conservative — `user@host:~$ ` and an empty
-/// line are free; `$ echo HALF`, `user@host:~$ echo HALF >` (a command that
-/// happens to end in a mark), or output the cursor sits after, are not —
-/// because typing onto someone's half-written command is the one harm a
-/// doorbell can do.
-fn holds_input(cursor_line: &str) -> bool {
-    let border = |c: char| c.is_whitespace() || ('\u{2500}'..='\u{257f}').contains(&c);
-    let line = cursor_line.trim_matches(border);
-    if line.is_empty() {
-        return false;
-    }
-    let Some(head) = PROMPTS.iter().find_map(|p| line.strip_suffix(p)) else {
-        return true;
-    };
-    PROMPTS.iter().any(|p| head.contains(&format!("{p} ")))
-}
-
-/// True while the doorbell still sits unsent on the screen. With a
-/// `composer_regex` the composer decides; without one, the cursor's line
-/// (when tmux reports it) or else the last non-blank line still ending in
-/// the doorbell — or holding its wrapped tail — means unsent.
-fn unsent(
-    profile: Option<&HarnessProfile>,
-    screen: &str,
-    cursor_line: Option<&str>,
-    line: &str,
-) -> bool {
-    if profile.and_then(|p| p.composer_regex.as_ref()).is_some() {
-        return composer_text(profile, screen).is_some_and(|t| holds_doorbell(&t, line));
-    }
-    let door = line.trim();
-    // The cursor may sit after the doorbell's wrapped tail, however short:
-    // only an exact end of the doorbell counts, so someone's own text
-    // rarely can.
-    let shows = |l: &str| {
-        let l = l.trim();
-        !l.is_empty() && (l.ends_with(door) || door.ends_with(l))
-    };
-    match cursor_line {
-        Some(l) => shows(l),
-        None => last_nonblank_lines(screen, 1)
-            .first()
-            .is_some_and(|l| shows(l)),
-    }
+    pub(crate) busy_record: bool,
 }
 
 /// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
 /// so tests run without waiting.
-pub fn deliver(
+pub(crate) fn deliver(
     pane: &dyn Pane,
     target: &Target,
     line: &str,
@@ -215,7 +102,7 @@ pub fn deliver(
 /// [`deliver`] for a caller that already asked tmux about the pane (e.g.
 /// `fm-send --all`, which lists every pane once). `info` must be the
 /// target's pane.
-pub fn deliver_to(
+pub(crate) fn deliver_to(
     pane: &dyn Pane,
     target: &Target,
     info: &PaneInfo,
@@ -298,7 +185,7 @@ pub fn deliver_to(
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::pane::FakePane;
+    use crate::tmux::pane::FakePane;
 
     fn profile() -> HarnessProfile {
         let mut p = crate::harness::builtin("claude").unwrap();
@@ -400,45 +287,10 @@ mod tests {
 
     #[test]
     fn without_a_composer_regex_the_cursor_line_decides() {
-        assert!(unsent(None, "", Some("$ : ring"), ": ring"));
-        assert!(unsent(None, "", Some("ng"), ": ring"));
-        assert!(!unsent(None, ": ring\n", Some(""), ": ring"));
-        assert!(unsent(None, "x\n: ring\n\n", None, ": ring"));
         let f = FakePane::with("%1", "cat");
         f.edit("%1", |s| s.swallow_enters = 1);
         assert_eq!(ring(&f, None, false), Outcome::Rang);
         assert_eq!(f.screen("%1").calls.len(), 3);
-    }
-
-    #[test]
-    fn cursor_lines_with_input_are_told_from_bare_prompts() {
-        for free in [
-            "",
-            "   ",
-            "$ ",
-            "user@host:~/src$ ",
-            "# ",
-            "> ",
-            "% ",
-            "\u{276f} ",
-            "\u{2503}  \u{2503}",
-            "(venv) me@box ~ % ",
-        ] {
-            assert!(!holds_input(free), "{free:?}");
-        }
-        for busy in [
-            "$ echo HALF",
-            "> half a thought",
-            "Loading",
-            "\u{276f} git sta",
-            // Commands that happen to end in a prompt mark.
-            "user@host:~$ echo HALF >",
-            "$ echo HALF>",
-            "root@box:/# make all #",
-            "me@box ~ % ls %",
-        ] {
-            assert!(holds_input(busy), "{busy:?}");
-        }
     }
 
     /// Someone's few typed characters are not "our unsent doorbell" just

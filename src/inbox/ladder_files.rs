@@ -47,40 +47,36 @@ impl RingState {
     }
 }
 
-/// The record name for a sequence number (`7` → `007.msg`).
-pub fn record_name(seq: u64) -> String {
-    fsx::numbered_name(seq, crate::inbox::EXT)
-}
-
 /// Reads `.ring-state`; `None` when missing or unreadable.
-pub fn read_ring_state(home: &Home, id: &TaskId) -> Result<Option<RingState>> {
+pub(crate) fn read_ring_state(home: &Home, id: &TaskId) -> Result<Option<RingState>> {
     Ok(fsx::read_optional(&home.ring_state(id))?.and_then(|b| RingState::parse(&b)))
 }
 
-pub fn write_ring_state(home: &Home, id: &TaskId, state: &RingState) -> Result<()> {
+#[cfg(test)]
+pub(crate) fn write_ring_state(home: &Home, id: &TaskId, state: &RingState) -> Result<()> {
     fsx::atomic_write(&home.ring_state(id), &state.render())
 }
 
 /// Reads `.escalated` (the record name, trimmed); `None` when missing or empty.
-pub fn read_escalated(home: &Home, id: &TaskId) -> Result<Option<String>> {
+pub(crate) fn read_escalated(home: &Home, id: &TaskId) -> Result<Option<String>> {
     Ok(fsx::read_optional(&home.escalated(id))?
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .filter(|s| !s.is_empty()))
 }
 
-pub fn write_escalated(home: &Home, id: &TaskId, record: &str) -> Result<()> {
+pub(crate) fn write_escalated(home: &Home, id: &TaskId, record: &str) -> Result<()> {
     fsx::atomic_write(&home.escalated(id), format!("{record}\n").as_bytes())
 }
 
 /// Removes both files (ladder rule 1: nothing pending).
-pub fn clear(home: &Home, id: &TaskId) -> Result<()> {
+pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
     fsx::remove_optional(&home.ring_state(id))?;
     fsx::remove_optional(&home.escalated(id))?;
     Ok(())
 }
 
 /// Removes whichever of the two files names `record` (after an ack).
-pub fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
+pub(crate) fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
     if read_ring_state(home, id)?.is_some_and(|s| s.record == record) {
         fsx::remove_optional(&home.ring_state(id))?;
     }
@@ -93,6 +89,7 @@ pub fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inbox::record_name;
 
     #[test]
     fn ring_state_round_trips_and_rejects_junk() {

@@ -70,15 +70,6 @@ impl Tmux {
         }
     }
 
-    /// The tmux of a task: meta `tmux_socket` if set, else the config's.
-    pub fn for_task(meta_socket: &str, cfg_socket: &str) -> Tmux {
-        Tmux::new(if meta_socket.is_empty() {
-            cfg_socket
-        } else {
-            meta_socket
-        })
-    }
-
     /// Runs `tmux [-L socket] args…` and returns stdout. Every argument
     /// arrives as written: tmux reads a trailing `;` as a command separator
     /// (and would silently drop it from a path, an environment value or

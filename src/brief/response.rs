@@ -91,14 +91,26 @@ pub fn problems(text: &str, id: &TaskId) -> std::result::Result<Response, Vec<St
     })
 }
 
-/// Writes `data/<id>/response.md` (exit 2 for an unknown status).
-pub fn write(home: &Home, id: &TaskId, status: &str, body: &str, now: u64) -> Result<PathBuf> {
+/// Refuses a status that is none of [`STATUSES`] (exit 2).
+pub(crate) fn check_status(status: &str) -> Result<()> {
     if !valid_status(status) {
         return Err(Error::usage(format!(
             "unknown status {status:?} (expected one of {})",
             STATUSES.join(", ")
         )));
     }
+    Ok(())
+}
+
+/// Writes `data/<id>/response.md` (exit 2 for an unknown status).
+pub(crate) fn write(
+    home: &Home,
+    id: &TaskId,
+    status: &str,
+    body: &str,
+    now: u64,
+) -> Result<PathBuf> {
+    check_status(status)?;
     fsx::refuse_symlink(&home.task_data(id))?;
     fsx::ensure_dir(&home.task_data(id))?;
     let path = home.response(id);
@@ -110,7 +122,7 @@ pub fn write(home: &Home, id: &TaskId, status: &str, body: &str, now: u64) -> Re
 }
 
 /// Validates the response on disk (exit 1 when missing or invalid).
-pub fn check(home: &Home, id: &TaskId) -> Result<(PathBuf, Response)> {
+pub(crate) fn check(home: &Home, id: &TaskId) -> Result<(PathBuf, Response)> {
     fsx::refuse_symlink(&home.task_data(id))?;
     let path = home.response(id);
     let bytes = fsx::read_optional(&path)?

@@ -6,6 +6,8 @@
 //! crew-state, lifecycle): a record counts as busy only when it says `busy`
 //! and is not older than the status log's latest line.
 
+use crate::error::Result;
+use crate::events::{Entry, Event, Tool};
 use crate::fsx;
 use crate::home::Home;
 use crate::task_id::TaskId;
@@ -53,9 +55,33 @@ pub fn render(busy: bool, at: u64, source: &str) -> String {
     format!("{word} {at} {source}\n")
 }
 
+/// Writes the record (atomic replace) and records `status.busy` or
+/// `status.idle` by `actor` (`fm-status --busy|--idle`, SPEC §9.3).
+pub(crate) fn write(
+    home: &Home,
+    id: &TaskId,
+    busy: bool,
+    now: u64,
+    source: &str,
+    actor: &str,
+) -> Result<()> {
+    fsx::ensure_dir(&home.state_dir())?;
+    fsx::atomic_write(&home.busy(id), render(busy, now, source).as_bytes())?;
+    let source = source.to_string();
+    let event = if busy {
+        Event::StatusBusy { source }
+    } else {
+        Event::StatusIdle { source }
+    };
+    Entry::new(now, Tool::Status, id.as_str(), event)
+        .by(actor)
+        .record(home);
+    Ok(())
+}
+
 /// [`BusyRecord::busy_since`] from the files: the record against the status
 /// log's mtime. An unreadable or malformed record is not busy.
-pub fn is_busy(home: &Home, id: &TaskId) -> bool {
+pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
     let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
         return false;
     };

@@ -6,61 +6,22 @@
 //! `Delivery contract: mode=<mode>`, then `Ship branch: <branch>`; both are
 //! exact, because `fm-brief --check` and people's scripts read them.
 
-use std::fmt;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::meta::Mode;
 use crate::shq;
 
+mod done_line;
 pub mod gate;
 pub use gate::{Verdict, gate};
 
-/// How a ship task delivers (SPEC §8.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Mode {
-    #[serde(rename = "no-mistakes")]
-    NoMistakes,
-    #[serde(rename = "direct-PR")]
-    DirectPr,
-    #[serde(rename = "local-only")]
-    LocalOnly,
-}
-
-pub const MODES: &str = "no-mistakes, direct-PR, local-only";
-
-impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::NoMistakes, Mode::DirectPr, Mode::LocalOnly];
-
-    /// Parses a mode name exactly as written in the spec (exit 2 otherwise).
-    pub fn parse(s: &str) -> Result<Mode> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| Error::usage(format!("unknown mode {s:?} (expected one of {MODES})")))
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::NoMistakes => "no-mistakes",
-            Mode::DirectPr => "direct-PR",
-            Mode::LocalOnly => "local-only",
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The marker line `fm-brief --check` reads directly under the heading.
-pub fn contract_line(mode: Mode) -> String {
+pub(crate) fn contract_line(mode: Mode) -> String {
     format!("Delivery contract: mode={mode}")
 }
 
 /// The whole `# Definition of done` section of a ship brief, ending in `\n`.
-pub fn block(mode: Mode, branch: &str, default_branch: &str, status_path: &Path) -> String {
+pub(crate) fn block(mode: Mode, branch: &str, default_branch: &str, status_path: &Path) -> String {
     let append = |text: &str| format!("`{}`", shq::status_append("done", text, status_path));
     let qb = shq::quote(branch);
     let mut s = format!(
@@ -111,16 +72,6 @@ pub fn block(mode: Mode, branch: &str, default_branch: &str, status_path: &Path)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn modes_parse_exactly() {
-        for m in Mode::ALL {
-            assert_eq!(Mode::parse(m.as_str()).unwrap(), m);
-        }
-        for bad in ["direct-pr", "yolo", "", "local"] {
-            assert_eq!(Mode::parse(bad).unwrap_err().exit_code(), 2);
-        }
-    }
 
     #[test]
     fn block_opens_with_the_machine_read_lines() {
