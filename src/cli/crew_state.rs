@@ -69,7 +69,7 @@ pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");
     }
-    all.iter().map(Row::from_facts).collect()
+    all.iter().map(|f| Row::from_facts(f, &ctx.cfg)).collect()
 }
 
 fn run(a: Args) -> Result<u8> {

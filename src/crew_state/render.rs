@@ -45,16 +45,30 @@ pub(crate) fn line(row: &Row, colour: bool) -> String {
     s
 }
 
-/// The AGE cell: `42s`, `5m`, … or `-` without a current line.
+/// The AGE cell: `42s ago`, `5m ago`, … or `-` without a current line.
 pub(crate) fn age_cell(row: &Row) -> String {
-    row.age_secs.map(clock::age).unwrap_or_else(|| "-".into())
+    row.age_secs
+        .map(|a| format!("{} ago", clock::age(a)))
+        .unwrap_or_else(|| "-".into())
 }
+
+/// The WAITING cell: what the captain is needed for, or `-`.
+pub(crate) fn waiting_cell(row: &Row) -> String {
+    row.attention
+        .as_ref()
+        .map(|a| a.label())
+        .unwrap_or_else(|| "-".into())
+}
+
+const COLUMNS: usize = 8;
 
 /// The fleet table: a header and one row per task, columns padded to the
 /// widest cell, DETAIL last and unpadded.
 pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
-    let header = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
-    let cells: Vec<[String; 7]> = rows
+    let header = [
+        "ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "WAITING", "DETAIL",
+    ];
+    let cells: Vec<[String; COLUMNS]> = rows
         .iter()
         .map(|r| {
             [
@@ -64,6 +78,7 @@ pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
                 age_cell(r),
                 r.inbox_pending.to_string(),
                 r.open_decisions.len().to_string(),
+                waiting_cell(r),
                 r.detail.clone(),
             ]
         })
@@ -74,10 +89,10 @@ pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let fmt = |cols: [&str; 7], state: Option<State>| {
+    let fmt = |cols: [&str; COLUMNS], state: Option<State>| {
         let mut s = String::new();
         for (i, cell) in cols.iter().enumerate() {
-            if i == 6 {
+            if i == COLUMNS - 1 {
                 s.push_str(cell);
                 break;
             }
@@ -92,10 +107,7 @@ pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
     };
     let mut out = vec![fmt(header, None)];
     for (c, r) in cells.iter().zip(rows) {
-        out.push(fmt(
-            [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
-            Some(r.state),
-        ));
+        out.push(fmt(std::array::from_fn(|i| c[i].as_str()), Some(r.state)));
     }
     out
 }
@@ -114,6 +126,11 @@ mod tests {
             age_secs: Some(125),
             inbox_pending: 2,
             open_decisions: vec![],
+            current_at: Some(1_000),
+            attention: None,
+            project: None,
+            pane: None,
+            tmux_socket: String::new(),
         }
     }
 
@@ -141,9 +158,28 @@ mod tests {
         );
         assert_eq!(
             t[0],
-            "ID       STATE    SOURCE      AGE  INBOX  OPEN  DETAIL"
+            "ID       STATE    SOURCE      AGE     INBOX  OPEN  WAITING  DETAIL"
         );
-        assert_eq!(t[1], "a        working  status-log  2m   2      0     x y");
-        assert_eq!(t[2], "long-id  blocked  status-log  2m   2      0");
+        assert_eq!(
+            t[1],
+            "a        working  status-log  2m ago  2      0     -        x y"
+        );
+        assert_eq!(t[2], "long-id  blocked  status-log  2m ago  2      0     -");
+    }
+
+    #[test]
+    fn table_says_why_a_worker_waits() {
+        let mut r = row("q1", State::Idle, "agent alive, no status yet");
+        r.attention = Some(crate::crew_state::Attention::Escalated {
+            record: "001.msg".into(),
+            unread: 1,
+            rings: 3,
+            at: None,
+        });
+        let t = table(&[r], false);
+        assert_eq!(
+            t[1],
+            "q1  idle   status-log  2m ago  2      0     1 message unread, 3 rings  agent alive, no status yet"
+        );
     }
 }
