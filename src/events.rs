@@ -33,6 +33,9 @@ pub enum Tool {
     Watch,
     #[serde(rename = "fm-board")]
     Board,
+    /// The dashboard (`fm top`): messages, answers.
+    #[serde(rename = "fm-top")]
+    Top,
 }
 
 impl Tool {
@@ -45,6 +48,7 @@ impl Tool {
             Tool::Control => "fm-control",
             Tool::Watch => "fm-watch",
             Tool::Board => "fm-board",
+            Tool::Top => "fm-top",
         }
     }
 }

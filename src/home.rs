@@ -186,6 +186,11 @@ impl Home {
     pub(crate) fn wakes_cursor_lock(&self) -> PathBuf {
         self.state_dir().join(".wakes.cursor.lock")
     }
+    /// `fm top`'s own cursor into `wakes.log`: what the `w` view marked
+    /// seen (a byte offset; `--drain`'s cursor is another file).
+    pub(crate) fn top_cursor(&self) -> PathBuf {
+        self.state_dir().join(".top.cursor")
+    }
     /// Per-task read offsets of status logs already surfaced as wakes.
     pub(crate) fn watch_offsets(&self) -> PathBuf {
         self.state_dir().join(".watch.offsets")

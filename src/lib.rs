@@ -15,7 +15,8 @@
 //!   acknowledging), [`brief`] (briefs and responses), `dod` (the
 //!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
 //!   [`crew_state`], `control` (lifecycle), [`tmux`] (panes, the screen,
-//!   the doorbell), plus `doctor`, `demo` and [`stand_in`].
+//!   the doorbell, the moves to a worker's pane), [`top`] (the
+//!   dashboard), plus `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
 //!   features' use cases and decides nothing itself.
 
@@ -43,6 +44,7 @@ pub mod stand_in;
 pub mod status;
 pub mod task_id;
 pub mod tmux;
+pub mod top;
 pub mod wakes;
 pub mod watch;
 

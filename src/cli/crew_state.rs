@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{Row, gather, live, render, trace};
+use crate::crew_state::{self, Row, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -58,18 +58,11 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 
 /// The rows of `ids`, gathered in one pass; warnings go to stderr.
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let (all, warnings) = gather::gather(
-        &ctx.home,
-        &ctx.cfg,
-        ids,
-        clock::now(),
-        &gather::real_tmux,
-        gather::dod_gate,
-    );
+    let (rows, warnings) = crew_state::rows(&ctx.home, &ctx.cfg, ids, clock::now());
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");
     }
-    all.iter().map(|f| Row::from_facts(f, &ctx.cfg)).collect()
+    rows
 }
 
 fn run(a: Args) -> Result<u8> {

@@ -233,15 +233,15 @@ fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Vec<
     if a.resolve_key.is_empty() {
         return failed;
     }
-    let head = String::from_utf8_lossy(&body[..body.len().min(120)])
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>();
-    let text = format!("answered: {}", head.trim());
     for k in &a.resolve_key {
-        let appended =
-            status::Append::new("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)
-                .and_then(|line| line.write(&ctx.home, id, Tool::Send, &a.from, now));
+        let paused = &ctx.cfg.brief.paused_verb;
+        let answer = status::Answer {
+            key: k,
+            body,
+            tool: Tool::Send,
+            actor: &a.from,
+        };
+        let appended = status::resolve_answered(&ctx.home, paused, id, &answer, now);
         if let Err(e) = appended {
             failed.push((k.clone(), e));
         }

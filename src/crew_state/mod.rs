@@ -24,8 +24,10 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::config::Config;
+use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::status::Decision;
+use crate::task_id::TaskId;
 
 pub use attention::{Attention, Urgency};
 pub use facts::Facts;
@@ -181,6 +183,21 @@ fn project_name(m: &TaskMeta) -> Option<String> {
             .and_then(|p| p.file_name())
             .map(|n| n.to_string_lossy().into_owned())
     })
+}
+
+/// The rows of `ids`, gathered in one pass at `now` with the real tmux
+/// and the done gate, and the warnings to print (tmux could not be asked).
+pub fn rows(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> (Vec<Row>, Vec<String>) {
+    let (all, warnings) = gather::gather(home, cfg, ids, now, &gather::real_tmux, gather::dod_gate);
+    (
+        all.iter().map(|f| Row::from_facts(f, cfg)).collect(),
+        warnings,
+    )
+}
+
+/// The whole fleet (every task with a meta file), as [`rows`].
+pub fn fleet(home: &Home, cfg: &Config, now: u64) -> crate::Result<(Vec<Row>, Vec<String>)> {
+    Ok(rows(home, cfg, &home.task_ids_with_meta()?, now))
 }
 
 /// Sorts rows attention first ([`Row::urgency`]).

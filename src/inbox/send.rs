@@ -73,9 +73,9 @@ pub fn send(
     if duplicate.is_none() {
         let event = Event::InboxQueued {
             seq,
-            // fm-send records the body's size; the notices fm-brief and
-            // fm-board queue never did.
-            bytes: (tool == Tool::Send).then_some(msg.body.len()),
+            // fm-send and fm top record the body's size; the notices
+            // fm-brief and fm-board queue never did.
+            bytes: matches!(tool, Tool::Send | Tool::Top).then_some(msg.body.len()),
             doorbell: doorbell.map(Outcome::as_str),
             delivery: msg.fire_and_forget.then_some("fire-and-forget"),
         };

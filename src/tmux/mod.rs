@@ -1,6 +1,7 @@
 //! The tmux side: what firstmate asks tmux ([`pane`]), how it reads a
 //! pane's screen ([`screen`]), the doorbell it rings in a worker's pane
-//! ([`deliver`]), and a task as a doorbell target ([`recipient`]).
+//! ([`deliver`]), a task as a doorbell target ([`recipient`]), and where a
+//! worker lives and how to look at it or go there ([`visit`]).
 //!
 //! Everything here talks to a worker's pane by its id (`%N`) on the task's
 //! `-L` socket; nothing else in the library runs tmux.
@@ -9,3 +10,4 @@ pub mod deliver;
 pub mod pane;
 pub(crate) mod recipient;
 pub(crate) mod screen;
+pub mod visit;
