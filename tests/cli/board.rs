@@ -57,8 +57,10 @@ fn sixteen_processes_race_for_one_claim() {
         String::from_utf8_lossy(&winners[0].stdout),
         format!("{id} in_progress\n")
     );
+    assert!(winners[0].stderr.is_empty());
     for o in outs.iter().filter(|o| o.status.code() != Some(0)) {
         assert_eq!(o.status.code(), Some(1));
+        assert!(o.stdout.is_empty());
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
             err.contains("fm-board: error: T-001 is in_progress (owner w"),
@@ -591,31 +593,36 @@ fn a_dispatch_rings_after_releasing_the_board_lock() {
         "state/w1.meta",
         format!("kind=ship\npane={pane}\ntmux_socket={}\n", t.socket),
     );
-    for i in 0..6 {
+    for i in 0..2 {
         add(&h, &[&format!("task {i}"), "--assignee", "w1"]);
     }
-    // Each ring waits over a second: six of them outlast the 5 s lock
-    // wait of another board command.
-    let dispatch = Command::new(bin("fm-board"))
-        .env("FM_HOME", h.root())
-        .env("FM_SEND_SETTLE_MS", "1000")
+    // Each ring pauses half a second between typing the doorbell and Enter.
+    let dispatch = h
+        .fm("board")
+        .env("FM_SEND_SETTLE_MS", "500")
+        .env("FM_SEND_ENTER_WAIT_MS", "50")
         .arg("dispatch")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // As soon as the first record exists, the dispatch is under way; with
-    // rings under the lock this add would wait ~7 s and give up after 5.
-    assert!(crate::harness::wait_until(10.0, || h.exists("state/w1.inbox/001.msg")));
+        .stdout_regex(
+            r"dispatched T-001 w1 001\.msg . dispatch 1/3 . doorbell rang\ndispatched T-002 w1 002\.msg . dispatch 1/3 . doorbell rang\n",
+        )
+        .start();
+    // The first doorbell is typed and its Enter not yet pressed: the
+    // dispatch is ringing, and the board lock must be free.
+    crate::harness::wait_for("the first doorbell typed", 10.0, || {
+        t.capture(&pane).contains("firstmate inbox")
+    });
+    let home = firstmate::Home::at(&h.root()).unwrap();
+    let lock = std::fs::File::open(home.board_lock()).unwrap();
+    assert!(
+        lock.try_lock().is_ok(),
+        "the board lock is held while a pane is rung"
+    );
+    drop(lock);
     h.fm("board")
         .args(["add", "meanwhile"])
-        .stdout("T-007 pending\n")
+        .stdout("T-003 pending\n")
         .run();
-    let out = dispatch.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.matches("dispatched T-").count(), 6, "{stdout}");
-    assert!(!stdout.contains("doorbell -"), "{stdout}");
+    dispatch.wait(30.0);
 }
 
 /// Hand edits can leave a task waiting for a blocker whose file is gone,

@@ -97,7 +97,7 @@ fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
         crate::harness::Cmd::new(bin("fm-control"))
             .env("FM_HOME", &root)
             .env("FM_TMUX_SOCKET", &socket)
-            .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
+            .env("FM_CONTROL_EXIT_WAIT_SECS", "1")
             .args(args)
     }
 }
@@ -175,7 +175,7 @@ fn a_stand_in_that_ignores_exit_makes_exit_fail_naming_what_was_sent() {
     let fm = ctl(&h, &t);
     fm(&["t2", "exit"])
         .status(1)
-        .stderr_has("still running after 3s")
+        .stderr_has("still running after 1s")
         .stderr_has("\"/exit\" + Enter")
         .run();
 }
@@ -190,7 +190,10 @@ fn two_lifecycle_actions_at_once_the_second_is_refused() {
     assert!(wait_until(5.0, || t
         .capture(&pane)
         .contains("read 001.msg")));
+    // Three seconds of waiting for the agent to exit: the window in which
+    // the second action must be refused.
     let slow = ctl(&h, &t)(&["t3", "exit"])
+        .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
         .status(1)
         .stderr_has("still running after 3s")
         .start();

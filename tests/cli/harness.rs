@@ -418,6 +418,7 @@ impl Cmd {
 
 /// A command running in the background; killed (by its pid) if the test
 /// drops it before it ends.
+#[must_use = "wait() checks what it did"]
 pub struct Started {
     child: std::process::Child,
     stdout: Arc<Mutex<Vec<u8>>>,
@@ -565,8 +566,8 @@ fn requirement(present: bool, what: &str, flags: &[&str]) -> bool {
         panic!("{what} is required ({f}=1) but missing");
     }
     eprintln!(
-        "skipped: {what} missing (set {} to fail instead)",
-        flags.join(" or ")
+        "skipped: {what} missing (set {}=1 to fail instead)",
+        flags.join("=1 or ")
     );
     false
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::{TestHome, Tmux, bin, have_python, wait_for, wait_until};
+use crate::harness::{Cmd, TestHome, Tmux, bin, have_python, wait_for, wait_until};
 
 /// A stand-in agent: raw terminal, logs every byte it receives, draws a
 /// composer line `stand-in> <text>`, swallows the first N Enters.
@@ -427,12 +427,11 @@ fn concurrent_senders_number_without_gaps_or_duplicates() {
             let root = root.clone();
             std::thread::spawn(move || {
                 for m in 0..50 {
-                    let st = Command::new(bin("fm-send"))
+                    Cmd::new(bin("fm-send"))
                         .env("FM_HOME", &root)
                         .args(["t1", "--quiet", &format!("w{w} m{m}")])
-                        .output()
-                        .unwrap();
-                    assert!(st.status.success(), "{st:?}");
+                        .stdout_regex(r"queued t1 \d{3,4}\.msg . doorbell quiet\n")
+                        .run();
                 }
             })
         })
@@ -500,15 +499,19 @@ fn killed_senders_never_leave_a_partial_record() {
 }
 
 /// Runs `cmd` with its stdout closed before it writes a byte (a reader
-/// like `| head -0` that went away); returns the exit code.
+/// like `| head -0` that went away); returns the exit code. A closed pipe
+/// is no error: nothing may be said on stderr (SPEC §14).
+#[track_caller]
 fn with_closed_stdout(mut cmd: Command) -> i32 {
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    child.wait().unwrap().code().unwrap_or(-1)
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr");
+    out.status.code().unwrap_or(-1)
 }
 
 /// A reader that stops reading must not stop the work: every recipient of
@@ -555,7 +558,7 @@ fn an_endless_body_is_refused_at_the_limit() {
         let mut cmd = Command::new(bin("fm-send"));
         cmd.env("FM_HOME", h.root())
             .env("FM_SEND_MAX_BODY_BYTES", "4096")
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         if stdin_endless {
             cmd.args(["t1", "-"])
@@ -572,7 +575,14 @@ fn an_endless_body_is_refused_at_the_limit() {
         }
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("limit"));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("fm-send: error: ")
+                && err.contains("limit")
+                && err.lines().count() == 1,
+            "{err}"
+        );
     }
     assert_eq!(h.tree(), before);
 }

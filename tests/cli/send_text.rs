@@ -153,6 +153,7 @@ fn usage_errors_name_the_tool_and_help_still_succeeds() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{tool}");
+        assert!(out.stdout.is_empty(), "{tool}: nothing on stdout");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.starts_with(&format!("{tool}: error: ")),
@@ -164,6 +165,11 @@ fn usage_errors_name_the_tool_and_help_still_succeeds() {
             .output()
             .unwrap();
         assert_eq!(help.status.code(), Some(0), "{tool}");
+        assert!(help.stderr.is_empty(), "{tool}: nothing on stderr");
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("Usage:"),
+            "{tool}: help on stdout"
+        );
     }
     let h = TestHome::new();
     meta(&h, "t1", "");

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::harness::{TestHome, bin};
+use crate::harness::{Cmd, TestHome, bin};
 
 const HOSTILE: &[&str] = &["../x", "a/b", ".hidden", "", "a b", "é", "x..y", "-rf"];
 
@@ -225,7 +225,7 @@ fn concurrent_appends_never_tear() {
         let root = root.clone();
         handles.push(std::thread::spawn(move || {
             for i in 0..250 {
-                let st = Command::new(bin("fm-status"))
+                Cmd::new(bin("fm-status"))
                     .arg("--home")
                     .arg(&root)
                     .args([
@@ -233,9 +233,7 @@ fn concurrent_appends_never_tear() {
                         "working",
                         &format!("writer {p} line {i} {}", "x".repeat(p * 7)),
                     ])
-                    .status()
-                    .unwrap();
-                assert!(st.success());
+                    .run();
             }
         }));
     }
