@@ -4,6 +4,7 @@
 use crate::harness::TestHome;
 
 /// A task with `n` pending records whose bodies are `body 1` … `body n`.
+#[track_caller]
 fn inbox_with(n: u64) -> TestHome {
     let h = TestHome::new();
     h.write("state/t1.meta", "kind=ship\n");

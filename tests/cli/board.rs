@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 
 use crate::harness::{TestHome, bin};
 
+#[track_caller]
 fn add(h: &TestHome, args: &[&str]) -> String {
     let out = h
         .fm("board")
@@ -17,6 +18,7 @@ fn add(h: &TestHome, args: &[&str]) -> String {
     out.split_whitespace().next().unwrap().to_string()
 }
 
+#[track_caller]
 fn status(h: &TestHome, id: &str) -> String {
     h.fm("board")
         .args(["show", id, "--json"])

@@ -35,6 +35,7 @@ pub fn project(h: &TestHome) -> PathBuf {
 }
 
 /// A task with a worktree, meta and a stand-in running in a pane of `t`.
+#[track_caller]
 fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
     let proj = project(h);
     let wt = h.root().join("worktrees").join(id);
@@ -102,6 +103,7 @@ fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
     }
 }
 
+#[track_caller]
 fn queue(h: &TestHome, id: &str, body: &str) {
     let home = firstmate::Home::at(&h.root()).unwrap();
     let cfg = firstmate::config::Config::default();
@@ -449,6 +451,7 @@ fn torn_down(h: &TestHome, id: &str) -> String {
 }
 
 /// A brief for `id` that passes `fm-brief --check`.
+#[track_caller]
 fn briefed(h: &TestHome, id: &str) {
     h.fm("brief")
         .args([

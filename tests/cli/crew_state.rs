@@ -43,6 +43,7 @@ fn log(h: &TestHome, id: &str, text: &str) {
     h.write(&format!("state/{id}.status"), text);
 }
 
+#[track_caller]
 fn line(h: &TestHome, id: &str) -> String {
     let r = h
         .fm("crew-state")

@@ -16,6 +16,7 @@ struct Fleet {
 }
 
 impl Fleet {
+    #[track_caller]
     fn new(kind: &str, mode: &str) -> Fleet {
         let h = TestHome::new();
         let remote = h.path("remote.git");
@@ -66,6 +67,7 @@ impl Fleet {
         Fleet { h, project, wt }
     }
 
+    #[track_caller]
     fn commit(&self, what: &str) -> String {
         std::fs::write(self.wt.join(what), what).unwrap();
         git(&self.wt, &["add", what]);

@@ -50,6 +50,7 @@ impl Tmpfs {
         self.dir.path().canonicalize().unwrap()
     }
 
+    #[track_caller]
     fn remount_ro(&self) {
         let st = Command::new("mount")
             .args(["-o", "remount,ro"])
@@ -60,6 +61,7 @@ impl Tmpfs {
     }
 
     /// Writes a filler file until the filesystem says ENOSPC.
+    #[track_caller]
     fn fill(&self) {
         let mut f = std::fs::File::create(self.root().join("filler")).unwrap();
         for size in [1 << 16, 512, 1] {
@@ -123,6 +125,7 @@ fn snapshot(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
 /// What a failed command may leave behind: nothing changed, no dot-temp
 /// file; new directories, lock files and empty append-only logs are
 /// allowed (an empty log reads as no log).
+#[track_caller]
 fn assert_nothing_partial(
     what: &str,
     before: &BTreeMap<String, Option<Vec<u8>>>,
@@ -157,6 +160,7 @@ fn tail(b: &[u8]) -> String {
 
 /// A home inside `root` with task `t1` (brief, two pending records, a
 /// status log) and task `root` (a brief to hang sub-briefs on).
+#[track_caller]
 fn seed(root: &Path) -> PathBuf {
     let home = root.join("home");
     let d = home.display();
@@ -254,6 +258,7 @@ fn writing_commands(home: &Path) -> Vec<(&'static str, &'static str, Vec<String>
     ]
 }
 
+#[track_caller]
 fn expect_env_failure(home: &Path, label: &str, tool: &str, args: &[String]) {
     let before = snapshot(home.parent().unwrap());
     let r = fm(home, tool)
@@ -459,6 +464,7 @@ impl Outside {
 
 /// Replaces `path` under the home by a symlink to `target`, runs each
 /// command expecting exit 1, and checks nothing was followed or moved.
+#[track_caller]
 fn refused_through_symlink(path: &str, to_dir: bool, cmds: &[(&str, &[&str])]) {
     let tmp = tempfile::tempdir().unwrap();
     let home = seed(tmp.path());

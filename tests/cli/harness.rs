@@ -197,7 +197,7 @@ impl Expect {
     }
 }
 
-/// At most 2,000 bytes of `s`, for a failure message.
+/// At most 2,000 characters of `s`, for a failure message.
 fn clip(s: &str) -> String {
     match s.char_indices().nth(2000) {
         Some((i, _)) => format!("{}… ({} bytes in all)", &s[..i], s.len()),

@@ -68,6 +68,7 @@ pub fn standin_home() -> Option<(TestHome, PathBuf)> {
 }
 
 /// Opens a stand-in window; returns its pane id once it drew its composer.
+#[track_caller]
 pub fn standin(t: &Tmux, py: &Path, name: &str, log: &Path, swallow: u32) -> String {
     let pane = t.window(
         name,

@@ -181,6 +181,7 @@ fn usage_errors_name_the_tool_and_help_still_succeeds() {
 }
 
 /// A bash pane with a `$ ` prompt and no harness profile (no composer regex).
+#[track_caller]
 fn bash_pane(t: &Tmux) -> String {
     let pane = t.window(
         "sh",

@@ -79,6 +79,7 @@ fn wakes_of(h: &TestHome, kind: &str) -> Vec<firstmate::wakes::Wake> {
 }
 
 /// `.ring-state` of `id` as (record name, count, last epoch).
+#[track_caller]
 fn ring_state(h: &TestHome, id: &str) -> (String, u64, u64) {
     let s = h.read_string(&format!("state/{id}.inbox/.ring-state"));
     let f: Vec<&str> = s.trim_end().split('\t').collect();
@@ -88,6 +89,7 @@ fn ring_state(h: &TestHome, id: &str) -> (String, u64, u64) {
 
 /// Moves the last ring of `id`'s ladder `secs` into the past, as if that
 /// much time had gone by since.
+#[track_caller]
 fn age_last_ring(h: &TestHome, id: &str, secs: u64) {
     let (name, count, last) = ring_state(h, id);
     h.write(
@@ -174,6 +176,7 @@ impl World {
     }
 
     /// A task whose pane runs the stand-in in `mode`.
+    #[track_caller]
     fn agent(&self, id: &str, mode: &str) -> String {
         let log = self.log_path(id);
         let inbox = self.home.path(&format!("state/{id}.inbox"));
@@ -845,6 +848,7 @@ fn watch_cmd(h: &TestHome) -> Cmd {
 }
 
 /// A daemon in `h` that holds the lock (its pid recorded in it).
+#[track_caller]
 fn locked_daemon(h: &TestHome) -> Started {
     // How it ends is each test's to say.
     let d = watch_cmd(h)
