@@ -613,8 +613,7 @@ fn a_dispatch_rings_after_releasing_the_board_lock() {
     crate::harness::wait_for("the first doorbell typed", 10.0, || {
         t.capture(&pane).contains("firstmate inbox")
     });
-    let home = firstmate::Home::at(&h.root()).unwrap();
-    let lock = std::fs::File::open(home.board_lock()).unwrap();
+    let lock = std::fs::File::open(h.path("data/board/.lock")).unwrap();
     assert!(
         lock.try_lock().is_ok(),
         "the board lock is held while a pane is rung"
