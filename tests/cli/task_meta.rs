@@ -16,17 +16,16 @@ fn send_and_the_watcher_pick_the_same_socket_for_a_padded_tmux_socket() {
     );
     h.fm("send")
         .args(["--quiet", "t1", "first"])
-        .run()
-        .success()
-        .stdout_is("queued t1 001.msg \u{b7} doorbell quiet\n");
+        .stdout("queued t1 001.msg \u{b7} doorbell quiet\n")
+        .run();
     // The watcher rings that record in the pane: it found the pane alive on
     // the task's server, not gone from a server named "<socket> ".
     let run = h
         .fm("watch")
         .args(["--once", "--json"])
         .env("FM_WATCH_GRACE_SECS", "0")
-        .run()
-        .success();
+        .stdout_json()
+        .run();
     let report = run.json();
     let rings = report["rings"].as_array().expect("rings");
     assert_eq!(rings.len(), 1, "{report}");
@@ -43,9 +42,8 @@ fn send_and_the_watcher_pick_the_same_socket_for_a_padded_tmux_socket() {
     // fm-send rings the very same pane.
     h.fm("send")
         .args(["t1", "second"])
-        .run()
-        .success()
-        .stdout_is("queued t1 002.msg \u{b7} doorbell rang\n");
+        .stdout("queued t1 002.msg \u{b7} doorbell rang\n")
+        .run();
     let screen = t.capture(&pane);
     assert!(
         screen.matches("firstmate inbox: new mail in").count() >= 2,
