@@ -233,11 +233,12 @@ fn completions_and_man_pages() {
     Cmd::new(bin("fm"))
         .arg("man")
         .arg(&dir)
-        .stdout(format!("wrote 10 man pages to {}\n", dir.display()))
+        .stdout(format!("wrote 11 man pages to {}\n", dir.display()))
         .run();
     let page = std::fs::read_to_string(dir.join("fm.1")).unwrap();
     assert!(page.contains(".TH fm"));
     assert!(dir.join("fm-status.1").is_file());
+    assert!(dir.join("fm-top.1").is_file());
 }
 
 #[test]
