@@ -17,7 +17,7 @@ use std::cmp::Ordering;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::facts::{Facts, PaneFact};
+use super::facts::{Facts, PaneFact, WorktreeFact};
 use super::resolve::{Resolution, run_moved_past_decision};
 use super::{Source, State};
 use crate::clock;
@@ -187,7 +187,8 @@ impl Serialize for Attention {
 
 /// What the captain is needed for, from the facts and their resolution.
 pub fn of(f: &Facts, res: &Resolution) -> Option<Attention> {
-    if f.error.is_some() || f.meta.is_none() || res.state == State::Unknown {
+    // Nothing to ask of a task nobody can read, or one torn down.
+    if f.error.is_some() || f.meta.is_none() || f.worktree == WorktreeFact::Missing {
         return None;
     }
     let current_at = f

@@ -155,6 +155,27 @@ fn nobody_is_needed_for_unknown_working_or_done() {
     assert_eq!(att(&f), None);
     f.error = Some("unreadable".into());
     assert_eq!(att(&f), None);
+    // A torn-down task's leftovers ask nothing.
+    let mut f = live("t1");
+    f.worktree = WorktreeFact::Missing;
+    f.inbox_pending = 1;
+    f.escalated = Some(Escalation {
+        record: "001.msg".into(),
+        rings: 3,
+        at: None,
+    });
+    assert_eq!(att(&f), None);
+    // Rule 7 (no pane, no log) still shows an escalated message.
+    let mut f = Facts::empty(TaskId::parse("t2").unwrap(), NOW);
+    f.meta = Some(TaskMeta::parse(b"kind=secondmate\n"));
+    f.inbox_pending = 1;
+    f.escalated = Some(Escalation {
+        record: "001.msg".into(),
+        rings: 2,
+        at: None,
+    });
+    assert_eq!(resolve(&f).state.as_str(), "unknown");
+    assert_eq!(reason(&f), "1 message unread after 2 rings");
 }
 
 #[test]
