@@ -16,4 +16,5 @@ mod send;
 mod send_text;
 mod status;
 mod task_meta;
+mod top;
 mod watch;
