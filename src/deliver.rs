@@ -88,7 +88,7 @@ fn last_nonblank_lines(screen: &str, n: usize) -> Vec<&str> {
 
 /// The composer's current text, if the profile can read it.
 fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
-    let re = regex::Regex::new(profile?.composer_regex.as_deref()?).ok()?;
+    let re = profile?.composer_regex.as_ref()?;
     last_nonblank_lines(screen, TAIL_LINES)
         .iter()
         .rev()
@@ -103,10 +103,7 @@ fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<Strin
 
 /// Whether the screen tail matches the profile's busy regex.
 pub fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
-    let Some(re) = profile
-        .and_then(|p| p.busy_regex.as_deref())
-        .and_then(|r| regex::Regex::new(r).ok())
-    else {
+    let Some(re) = profile.and_then(|p| p.busy_regex.as_ref()) else {
         return false;
     };
     last_nonblank_lines(screen, TAIL_LINES)
@@ -303,8 +300,8 @@ mod tests {
     fn profile() -> HarnessProfile {
         let mut p = crate::harness::builtin("claude").unwrap();
         p.agent_commands = Some(vec!["claude".into()]);
-        p.composer_regex = Some(r"^> ?(.*)$".into());
-        p.busy_regex = Some("esc to interrupt".into());
+        p.composer_regex = Some(regex::Regex::new(r"^> ?(.*)$").unwrap());
+        p.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
         p
     }
 

@@ -213,7 +213,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
                     ));
                 }
                 if let Some(h) = m.get("harness").filter(|h| !h.is_empty())
-                    && crate::harness::profile(cfg, h).is_none()
+                    && crate::harness::profile(&cfg.harness, h).is_none()
                 {
                     warns.push(format!("{id}: unknown harness {h:?}"));
                 }

@@ -45,7 +45,7 @@ impl Recipient {
             .map(str::to_string);
         let harness_name = meta.str("harness").trim();
         let profile = (!harness_name.is_empty())
-            .then(|| harness::profile(cfg, harness_name))
+            .then(|| harness::profile(&cfg.harness, harness_name))
             .flatten();
         Recipient {
             id: id.clone(),

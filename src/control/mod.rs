@@ -125,7 +125,7 @@ impl Ctl<'_> {
     }
 
     fn profile(&self, name: &str) -> Result<HarnessProfile> {
-        harness::profile(self.cfg, name).ok_or_else(|| {
+        harness::profile(&self.cfg.harness, name).ok_or_else(|| {
             if self.cfg.harness.contains_key(name) {
                 return Error::usage(format!(
                     "harness {name:?} is defined in the config but has no `launch`: a harness that is not built in needs [harness.{name}] launch = [\"program\", …]"
@@ -139,7 +139,10 @@ impl Ctl<'_> {
     }
 
     fn meta_profile(&self, meta: &Meta) -> Option<HarnessProfile> {
-        harness::profile(self.cfg, meta.get("harness").filter(|h| !h.is_empty())?)
+        harness::profile(
+            &self.cfg.harness,
+            meta.get("harness").filter(|h| !h.is_empty())?,
+        )
     }
 
     fn agent(&self, meta: &Meta) -> Result<Agent> {

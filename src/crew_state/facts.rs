@@ -267,7 +267,7 @@ fn read_files(
             };
         }
         if let Some(name) = meta.get("harness").filter(|h| !h.is_empty()) {
-            f.profile = harness::profile(cfg, name);
+            f.profile = harness::profile(&cfg.harness, name);
         }
     }
     Ok(f)

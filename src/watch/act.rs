@@ -48,7 +48,7 @@ impl Exec<'_> {
         let socket = socket_of(meta, cfg);
         let profile: Option<HarnessProfile> = match meta.str("harness") {
             "" => None,
-            h => harness::profile(cfg, h),
+            h => harness::profile(&cfg.harness, h),
         };
         let mut busy_rec = false;
         let mut info: Option<&PaneInfo> = None;
