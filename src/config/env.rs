@@ -1,63 +1,91 @@
 //! `FM_<SECTION>_<KEY>` overrides (SPEC §1.4) for every scalar key.
+//!
+//! Which keys are scalars, and of which type, is read off the defaults as
+//! they serialise, so a key added to a section gets its variable without
+//! further code. A value is checked against that type here (so a bad one
+//! names the variable) and then merged into the file's tree, where it is
+//! deserialised like a value written in the file.
+
+use std::borrow::Cow;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 use super::Config;
 use crate::error::{Error, Result};
 
-/// Applies `FM_<SECTION>_<KEY>` to every scalar key: the config is written
-/// out as a table, the named values replaced (parsed as the key's type),
-/// and read back.
-pub(super) fn apply_env(cfg: Config, env: &[(String, String)]) -> Result<Config> {
+/// Merges the overrides present in `env` into `tree`; whether there were any.
+pub(super) fn merge<'a>(tree: &mut DeTable<'a>, env: &'a [(String, String)]) -> Result<bool> {
     if !env.iter().any(|(k, _)| k.starts_with("FM_")) {
-        return Ok(cfg);
+        return Ok(false);
     }
-    let mut table = toml::Table::try_from(&cfg).map_err(|e| Error::EnvVar {
+    let defaults = toml::Table::try_from(Config::default()).map_err(|e| Error::EnvVar {
         var: "FM_*".into(),
         msg: e.to_string(),
     })?;
-    let mut changed = false;
-    for (section, body) in table.iter_mut() {
-        let Some(body) = body.as_table_mut() else {
+    let mut merged = false;
+    for (section, body) in &defaults {
+        let Some(body) = body.as_table() else {
             continue;
         };
-        for (key, value) in body.iter_mut() {
+        for (key, default) in body {
             let var = format!("FM_{}_{}", section.to_uppercase(), key.to_uppercase());
             let Some((_, raw)) = env.iter().find(|(k, _)| *k == var) else {
                 continue;
             };
-            let (parsed, want) = match value {
-                toml::Value::Integer(_) => (
-                    raw.trim()
-                        .parse::<u64>()
-                        .ok()
-                        .and_then(|n| i64::try_from(n).ok())
-                        .map(toml::Value::Integer),
-                    "a non-negative integer",
-                ),
-                toml::Value::Boolean(_) => (
-                    raw.trim().parse::<bool>().ok().map(toml::Value::Boolean),
-                    "true or false",
-                ),
-                toml::Value::String(_) => (Some(toml::Value::String(raw.clone())), "a string"),
-                // Arrays and tables are not scalars: no override.
-                _ => continue,
+            let Some(value) = scalar(default, raw) else {
+                if default.is_array() || default.is_table() {
+                    continue;
+                }
+                return Err(Error::EnvVar {
+                    msg: format!("expected {}, got {raw:?}", wanted(default)),
+                    var,
+                });
             };
-            *value = parsed.ok_or_else(|| Error::EnvVar {
-                var: var.clone(),
-                msg: format!("expected {want}, got {raw:?}"),
-            })?;
-            changed = true;
+            set(tree, section, key, value);
+            merged = true;
         }
     }
-    if !changed {
-        return Ok(cfg);
+    Ok(merged)
+}
+
+/// `raw` as a value of `default`'s type; `None` if it is not one (or the
+/// key is not a scalar).
+fn scalar<'a>(default: &toml::Value, raw: &'a str) -> Option<DeValue<'a>> {
+    match default {
+        toml::Value::String(_) => Some(DeValue::String(Cow::Borrowed(raw))),
+        toml::Value::Integer(_) => {
+            let digits = raw.trim();
+            digits.parse::<u64>().ok()?;
+            // TOML itself would refuse the `+` and leading zeros `parse` takes.
+            let digits = digits.trim_start_matches('+').trim_start_matches('0');
+            let digits = if digits.is_empty() { "0" } else { digits };
+            Some(DeValue::parse(digits).ok()?.into_inner())
+        }
+        toml::Value::Boolean(_) => Some(DeValue::Boolean(raw.trim().parse().ok()?)),
+        _ => None,
     }
-    let mut out: Config = toml::Value::Table(table)
-        .try_into()
-        .map_err(|e: toml::de::Error| Error::EnvVar {
-            var: "FM_*".into(),
-            msg: e.message().to_string(),
-        })?;
-    out.harness = cfg.harness;
-    out.warnings = cfg.warnings;
-    Ok(out)
+}
+
+fn wanted(default: &toml::Value) -> &'static str {
+    match default {
+        toml::Value::Integer(_) => "a non-negative integer",
+        toml::Value::Boolean(_) => "true or false",
+        _ => "a string",
+    }
+}
+
+/// Sets `section.key` in `tree`, creating the section; a section the file
+/// wrote as something other than a table was already refused.
+fn set<'a>(tree: &mut DeTable<'a>, section: &str, key: &str, value: DeValue<'a>) {
+    let name = |s: &str| Spanned::new(0..0, Cow::Owned(s.to_string()));
+    if tree.get(section).is_none() {
+        tree.insert(
+            name(section),
+            Spanned::new(0..0, DeValue::Table(DeTable::new())),
+        );
+    }
+    if let Some(DeValue::Table(t)) = tree.get_mut(section).map(Spanned::get_mut) {
+        t.insert(name(key), Spanned::new(0..0, value));
+    }
 }

@@ -5,20 +5,15 @@
 use std::ops::Range;
 use std::path::Path;
 
+use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::Config;
 use crate::error::{Error, Result};
 
-/// Deserialises the file, collecting unknown keys as warnings.
-pub(super) fn from_file(path: &Path, text: &str) -> Result<Config> {
-    let err = |line: usize, key: String, msg: String| Error::Config {
-        path: path.to_path_buf(),
-        line,
-        key,
-        msg,
-    };
-    let tree = DeTable::parse(text).map_err(|e| {
+/// The file's spanned tree (an empty text is an empty table).
+pub(super) fn parse<'i>(path: &Path, text: &'i str) -> Result<Spanned<DeTable<'i>>> {
+    DeTable::parse(text).map_err(|e| {
         // Name the offending text (a duplicate key, say) when the error
         // points at a short single-line span.
         let key = e
@@ -28,9 +23,24 @@ pub(super) fn from_file(path: &Path, text: &str) -> Result<Config> {
             .filter(|k| !k.is_empty() && k.len() <= 64 && !k.contains('\n'))
             .unwrap_or("(syntax)")
             .to_string();
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
-        err(line, key, e.message().trim().to_string())
-    })?;
+        Error::Config {
+            path: path.to_path_buf(),
+            line: e.span().map(|s| line_of(text, s.start)).unwrap_or(1),
+            key,
+            msg: e.message().trim().to_string(),
+        }
+    })
+}
+
+/// Deserialises `tree` (parsed from `text`), collecting unknown keys as
+/// warnings.
+pub(super) fn read(path: &Path, text: &str, tree: &Spanned<DeTable>) -> Result<Config> {
+    let err = |line: usize, key: String, msg: String| Error::Config {
+        path: path.to_path_buf(),
+        line,
+        key,
+        msg,
+    };
     let mut unknown = Vec::new();
     let de = toml::de::Deserializer::from(tree.clone());
     let mut cfg: Config =

@@ -155,8 +155,8 @@ impl Default for ControlCfg {
     }
 }
 
-/// An integer key: `0..=i64::MAX`, the non-negative TOML integers (so every
-/// value also serialises back, which the env overrides rely on).
+/// An integer key: any `u64` (TOML stops at `i64::MAX`, the environment
+/// does not), under one message for every wrong value.
 fn uint<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     struct Uint;
     impl serde::de::Visitor<'_> for Uint {
@@ -168,9 +168,7 @@ fn uint<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
             u64::try_from(n).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
         }
         fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<u64, E> {
-            i64::try_from(n)
-                .map(|_| n)
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(n), &self))
+            Ok(n)
         }
         fn visit_i128<E: serde::de::Error>(self, n: i128) -> Result<u64, E> {
             Err(E::invalid_value(
@@ -209,11 +207,15 @@ impl Config {
 
     /// Builds a config from file text (if any) and `FM_*` variables.
     pub fn from_parts(path: &Path, text: Option<&str>, env: &[(String, String)]) -> Result<Config> {
-        let cfg = match text {
-            Some(text) => file::from_file(path, text)?,
-            None => Config::default(),
-        };
-        env::apply_env(cfg, env)
+        // The file is checked on its own first, so its errors come before
+        // those of the environment.
+        let text = text.unwrap_or("");
+        let mut tree = file::parse(path, text)?;
+        let cfg = file::read(path, text, &tree)?;
+        if !env::merge(tree.get_mut(), env)? {
+            return Ok(cfg);
+        }
+        file::read(path, text, &tree)
     }
 }
 
@@ -346,7 +348,7 @@ mod tests {
 
     #[test]
     fn an_overflowing_number_names_its_key_and_line() {
-        for n in ["99999999999999999999", "9223372036854775808", "-1"] {
+        for n in ["99999999999999999999", "18446744073709551616", "-1"] {
             let err = load(&format!("[watch]\n\ngrace_secs = {n}\n"), &[]).unwrap_err();
             assert_eq!(err.exit_code(), 3);
             assert_eq!(
@@ -437,6 +439,47 @@ mod tests {
             }
         }
         assert_eq!(seen, 17, "scalar keys in the sections");
+    }
+
+    #[test]
+    fn env_integers_take_what_parse_takes_up_to_u64_max() {
+        for (raw, want) in [
+            ("18446744073709551615", u64::MAX),
+            (" 007 ", 7),
+            ("+7", 7),
+            ("0", 0),
+            ("000", 0),
+        ] {
+            let c = load(
+                "[control]\nexit_wait_secs = 5\n",
+                &[("FM_CONTROL_EXIT_WAIT_SECS", raw)],
+            )
+            .unwrap();
+            assert_eq!(c.control.exit_wait_secs, want, "{raw:?}");
+        }
+        for raw in ["18446744073709551616", "1_000", "0x10", "", "-0", "7s"] {
+            let err = load("", &[("FM_CONTROL_EXIT_WAIT_SECS", raw)]).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "environment variable FM_CONTROL_EXIT_WAIT_SECS: expected a non-negative integer, got {raw:?}"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn file_errors_come_before_env_errors() {
+        let err = load(
+            "[watch]\ngrace_secs = \"x\"\n",
+            &[("FM_WATCH_POLL_SECS", "x")],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("firstmate.toml:2: watch.grace_secs"),
+            "{err}"
+        );
     }
 
     #[test]
