@@ -249,34 +249,36 @@ impl Agent {
 }
 
 /// Puts the terminal in raw mode; restores it on drop.
-struct RawMode(Option<libc::termios>);
+struct RawMode(Option<rustix::termios::Termios>);
 
 impl RawMode {
     fn enable() -> RawMode {
-        // SAFETY: tcgetattr/tcsetattr on fd 0 with a properly sized struct.
-        unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(0, &mut t) != 0 {
-                return RawMode(None);
-            }
-            let saved = t;
-            t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG | libc::IEXTEN);
-            t.c_iflag &= !(libc::IXON | libc::ICRNL);
-            t.c_cc[libc::VMIN] = 1;
-            t.c_cc[libc::VTIME] = 0;
-            libc::tcsetattr(0, libc::TCSANOW, &t);
-            RawMode(Some(saved))
-        }
+        use rustix::termios::{
+            InputModes, LocalModes, OptionalActions, SpecialCodeIndex, tcgetattr, tcsetattr,
+        };
+        let stdin = std::io::stdin();
+        let Ok(saved) = tcgetattr(&stdin) else {
+            return RawMode(None);
+        };
+        let mut t = saved.clone();
+        t.local_modes &=
+            !(LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG | LocalModes::IEXTEN);
+        t.input_modes &= !(InputModes::IXON | InputModes::ICRNL);
+        t.special_codes[SpecialCodeIndex::VMIN] = 1;
+        t.special_codes[SpecialCodeIndex::VTIME] = 0;
+        let _ = tcsetattr(&stdin, OptionalActions::Now, &t);
+        RawMode(Some(saved))
     }
 }
 
 impl Drop for RawMode {
     fn drop(&mut self) {
-        if let Some(t) = self.0 {
-            // SAFETY: restoring the attributes read in `enable`.
-            unsafe {
-                libc::tcsetattr(0, libc::TCSANOW, &t);
-            }
+        if let Some(t) = &self.0 {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                t,
+            );
         }
     }
 }

@@ -17,16 +17,9 @@ use crate::error::{Error, Result, exit};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 fn install_sigint() {
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-    }
+    // Without the flag Ctrl-C would kill the view with the cursor hidden.
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, &INTERRUPTED);
 }
 
 /// The last `n` complete lines of a file, reading at most its last 64 KiB.

@@ -25,10 +25,6 @@ mod steps;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 struct Demo {
     root: PathBuf,
     socket: String,
@@ -176,9 +172,10 @@ impl Demo {
 
     fn cleanup(&mut self, keep: bool) {
         if let Some(mut child) = self.watcher.take() {
-            // SAFETY: signalling the child this process started, by its pid.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            // SIGTERM, not kill(): the watcher then releases its lock cleanly.
+            // The child is not reaped yet, so its pid is still ours.
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
             let _ = child.wait();
         }
@@ -217,10 +214,8 @@ fn preflight() -> Result<()> {
 /// Runs the demo; exit 0 when every expectation held.
 pub fn run(keep: bool) -> Result<u8> {
     preflight()?;
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-    }
+    // Ctrl-C ends the demo at the next step, after its cleanup.
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, &INTERRUPTED);
     let stamp = crate::clock::now();
     let root = std::env::temp_dir().join(format!("fm-demo-{}-{stamp}", std::process::id()));
     fsx::ensure_dir(&root)?;
