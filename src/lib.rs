@@ -3,7 +3,10 @@
 //! Small binaries (`fm-*`, and `fm` as the front door) share this library,
 //! which reads and writes plain files under a home's `data/` and `state/`
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
-//! that writes files and [`home::Home`] the only one that joins paths.
+//! that writes files, [`home::Home`] the only one that joins paths, and
+//! [`proc`] the only one that runs child processes to completion.
+
+#![forbid(unsafe_code)]
 
 pub mod board;
 pub mod brief;
@@ -28,6 +31,7 @@ pub mod inbox;
 pub mod ladder_files;
 pub mod meta;
 pub mod pane;
+pub mod proc;
 pub mod recipient;
 pub mod response;
 pub mod shq;

@@ -13,7 +13,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use super::resolve::{Gate, Need, step};
@@ -21,7 +20,7 @@ use crate::config::Config;
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo, Tmux, run_bounded};
+use crate::pane::{Pane, PaneInfo, Tmux};
 use crate::status::{self, Fold, StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{fsx, inbox};
@@ -306,10 +305,8 @@ fn read_all(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> Vec<Facts> {
 
 /// Runs `git -C dir args…` with the time bound; `None` on any failure.
 fn git(dir: &Path, args: &[&str]) -> Option<(i32, String)> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
-    let (code, out, _) = run_bounded(cmd, GIT_TIMEOUT).ok()?;
-    Some((code?, out))
+    let out = crate::git::run_bounded(dir, args, GIT_TIMEOUT).ok()?;
+    Some((out.code?, out.stdout))
 }
 
 /// Branch and HEAD of a worktree (one git call). A directory that is not

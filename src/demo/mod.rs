@@ -10,13 +10,13 @@
 //! tmux server it started and the temporary home) unless `--keep`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::pane::{Pane, Tmux, run_bounded};
+use crate::pane::{Pane, Tmux};
+use crate::proc::Cmd;
 use crate::stand_in::sibling_bin;
 use crate::task_id::TaskId;
 use crate::{fsx, inbox};
@@ -86,15 +86,13 @@ impl Demo {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let mut cmd = Command::new(sibling_bin(&format!("fm-{tool}")));
-        cmd.args(args)
+        let ran = Cmd::new(sibling_bin(&format!("fm-{tool}")))
+            .args(args)
             .env("FM_HOME", &self.root)
-            .env_remove("NO_COLOR");
-        let (code, out, err) =
-            run_bounded(cmd, Duration::from_secs(60)).map_err(|msg| Error::External {
-                program: format!("fm-{tool}"),
-                msg,
-            })?;
+            .env_remove("NO_COLOR")
+            .timeout(Duration::from_secs(60))
+            .run()?;
+        let (code, out, err) = (ran.code(), ran.stdout, ran.stderr);
         for l in out.lines() {
             println!("          {l}");
         }
@@ -114,20 +112,17 @@ impl Demo {
     }
 
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C").arg(dir).args(args);
-        let (code, out, err) =
-            run_bounded(cmd, Duration::from_secs(30)).map_err(|msg| Error::External {
-                program: "git".into(),
-                msg,
-            })?;
-        if code != Some(0) {
+        let ran = Cmd::git(dir)
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .run()?;
+        if !ran.success() {
             return Err(Error::External {
                 program: "git".into(),
-                msg: format!("git {}: {}", args.join(" "), err.trim()),
+                msg: format!("git {}: {}", args.join(" "), ran.stderr.trim()),
             });
         }
-        Ok(out)
+        Ok(ran.stdout)
     }
 
     /// Polls `f` every 100 ms for up to `secs`.
@@ -194,11 +189,7 @@ impl Demo {
 
 fn preflight() -> Result<()> {
     for (program, arg) in [("tmux", "-V"), ("git", "--version")] {
-        let ok = Command::new(program)
-            .arg(arg)
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
+        let ok = Cmd::new(program).arg(arg).run().is_ok_and(|o| o.success());
         if !ok {
             return Err(Error::External {
                 program: program.into(),
