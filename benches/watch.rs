@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use firstmate::config::Config;
-use firstmate::pane::{FakePane, Pane};
+use firstmate::tmux::pane::{FakePane, Pane};
 use firstmate::watch::pass::{self, State};
 use firstmate::{Home, clock, inbox};
 

@@ -12,17 +12,17 @@ use crate::home::Home;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     Ok,
     Warn,
     Fail,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub check: &'static str,
-    pub level: Level,
-    pub detail: String,
+pub(crate) struct Check {
+    pub(crate) check: &'static str,
+    pub(crate) level: Level,
+    pub(crate) detail: String,
 }
 
 impl Check {
@@ -34,7 +34,7 @@ impl Check {
         }
     }
 
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let level = match self.level {
             Level::Ok => "ok  ",
             Level::Warn => "warn",
@@ -57,12 +57,12 @@ fn version_of(program: &str, arg: &str) -> Result<String, String> {
 
 /// The oldest tmux firstmate supports: `set-option -p`, `new-window -e`
 /// and `respawn-pane -e` need 3.0.
-pub const TMUX_MIN: (u32, u32) = (3, 0);
+pub(crate) const TMUX_MIN: (u32, u32) = (3, 0);
 
 /// `(major, minor)` of a `tmux -V` line such as `tmux 3.3a`,
 /// `tmux next-3.4` or `tmux openbsd-7.1`'s `tmux 3.2`; `None` when the
 /// line names no version (`tmux master`).
-pub fn tmux_version(line: &str) -> Option<(u32, u32)> {
+pub(crate) fn tmux_version(line: &str) -> Option<(u32, u32)> {
     let v = line.split_whitespace().nth(1)?;
     let v = v.rsplit('-').next()?;
     let mut parts = v.splitn(2, '.');
@@ -77,7 +77,7 @@ pub fn tmux_version(line: &str) -> Option<(u32, u32)> {
 }
 
 /// The tmux check from its `tmux -V` line.
-pub fn tmux_check(line: &str) -> Check {
+pub(crate) fn tmux_check(line: &str) -> Check {
     match tmux_version(line) {
         Some(v) if v < TMUX_MIN => Check::new(
             "tmux",
@@ -197,7 +197,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
     let mut fails = Vec::new();
     let mut warns = Vec::new();
     for id in &ids {
-        match crate::meta::Meta::load(home, id) {
+        match crate::meta::TaskMeta::load(home, id) {
             Err(e) => fails.push(format!("{id}: {e}")),
             Ok(m) => {
                 let m = m.unwrap_or_default();
@@ -209,7 +209,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
                         md.permissions().mode() & 0o777
                     ));
                 }
-                if let Some(h) = m.get("harness").filter(|h| !h.is_empty())
+                if let Some(h) = &m.harness
                     && crate::harness::profile(&cfg.harness, h).is_none()
                 {
                     warns.push(format!("{id}: unknown harness {h:?}"));
@@ -244,7 +244,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
 
 /// The watcher line from the lock and the heartbeat's age: a holder whose
 /// heartbeat is older than `2 × poll_secs + 10` s is probably hung.
-pub fn watcher_line(held: bool, beat_age: Option<u64>, poll_secs: u64) -> (Level, String) {
+pub(crate) fn watcher_line(held: bool, beat_age: Option<u64>, poll_secs: u64) -> (Level, String) {
     if !held {
         return (
             Level::Warn,

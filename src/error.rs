@@ -9,11 +9,11 @@ use std::path::PathBuf;
 
 /// Exit codes of SPEC §14.
 pub mod exit {
-    pub const OK: u8 = 0;
-    pub const REFUSED: u8 = 1;
-    pub const USAGE: u8 = 2;
-    pub const ENV: u8 = 3;
-    pub const INTERRUPTED: u8 = 130;
+    pub(crate) const OK: u8 = 0;
+    pub(crate) const REFUSED: u8 = 1;
+    pub(crate) const USAGE: u8 = 2;
+    pub(crate) const ENV: u8 = 3;
+    pub(crate) const INTERRUPTED: u8 = 130;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +102,7 @@ impl Error {
     }
 
     /// Shorthand for an [`Error::Io`].
-    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             op,
             path: path.into(),
@@ -110,11 +110,11 @@ impl Error {
         }
     }
 
-    pub fn usage(msg: impl Into<String>) -> Self {
+    pub(crate) fn usage(msg: impl Into<String>) -> Self {
         Error::Usage(msg.into())
     }
 
-    pub fn refused(msg: impl Into<String>) -> Self {
+    pub(crate) fn refused(msg: impl Into<String>) -> Self {
         Error::Refused(msg.into())
     }
 }

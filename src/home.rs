@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
 /// Relative location of the config file inside a home.
-pub const CONFIG_REL: &str = "config/firstmate.toml";
+pub(crate) const CONFIG_REL: &str = "config/firstmate.toml";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
@@ -28,7 +28,11 @@ impl Home {
     }
 
     /// [`Home::resolve`] with its inputs passed in (for tests).
-    pub fn resolve_from(flag: Option<&Path>, env: Option<&Path>, cwd: &Path) -> Result<Home> {
+    pub(crate) fn resolve_from(
+        flag: Option<&Path>,
+        env: Option<&Path>,
+        cwd: &Path,
+    ) -> Result<Home> {
         if let Some(dir) = flag.or(env) {
             // A named directory must be a home too: a mistyped FM_HOME must
             // not quietly collect a worker's reports where nobody looks.
@@ -64,20 +68,20 @@ impl Home {
         Home { root }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
-    pub fn config_dir(&self) -> PathBuf {
+    pub(crate) fn config_dir(&self) -> PathBuf {
         self.root.join("config")
     }
-    pub fn config_file(&self) -> PathBuf {
+    pub(crate) fn config_file(&self) -> PathBuf {
         self.root.join(CONFIG_REL)
     }
-    pub fn brief_include(&self) -> PathBuf {
+    pub(crate) fn brief_include(&self) -> PathBuf {
         self.root.join("config/brief-include.md")
     }
-    pub fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.root.join("data")
     }
     pub fn state_dir(&self) -> PathBuf {
@@ -85,38 +89,38 @@ impl Home {
     }
 
     // --- data/<id>/ ---
-    pub fn task_data(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn task_data(&self, id: &TaskId) -> PathBuf {
         self.data_dir().join(id.as_str())
     }
-    pub fn brief(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn brief(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join("brief.md")
     }
-    pub fn brief_history(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn brief_history(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join("brief.history")
     }
-    pub fn brief_history_lock(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn brief_history_lock(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join(".brief.lock")
     }
     /// Held while a brief is replaced, so history numbers follow the order of writes.
-    pub fn brief_write_lock(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn brief_write_lock(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join(".brief-write.lock")
     }
-    pub fn report(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn report(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join("report.md")
     }
-    pub fn response(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn response(&self, id: &TaskId) -> PathBuf {
         self.task_data(id).join("response.md")
     }
 
     // --- data/board/ ---
-    pub fn board_dir(&self) -> PathBuf {
+    pub(crate) fn board_dir(&self) -> PathBuf {
         self.data_dir().join("board")
     }
-    pub fn board_lock(&self) -> PathBuf {
+    pub(crate) fn board_lock(&self) -> PathBuf {
         self.board_dir().join(".lock")
     }
     /// The file of board task `T-NNN` (`name` is the canonical `T-NNN`).
-    pub fn board_task(&self, name: &str) -> PathBuf {
+    pub(crate) fn board_task(&self, name: &str) -> PathBuf {
         self.board_dir().join(format!("{name}.task"))
     }
 
@@ -124,13 +128,13 @@ impl Home {
     fn state_file(&self, id: &TaskId, suffix: &str) -> PathBuf {
         self.state_dir().join(format!("{id}.{suffix}"))
     }
-    pub fn meta(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn meta(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "meta")
     }
-    pub fn meta_lock(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn meta_lock(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!(".meta-{id}.lock"))
     }
-    pub fn control_lock(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn control_lock(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!(".control-{id}.lock"))
     }
     pub fn status(&self, id: &TaskId) -> PathBuf {
@@ -142,13 +146,13 @@ impl Home {
     pub fn run(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "run")
     }
-    pub fn inbox(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn inbox(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "inbox")
     }
-    pub fn inbox_handled(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn inbox_handled(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join("handled")
     }
-    pub fn inbox_lock(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn inbox_lock(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".lock")
     }
     pub fn inbox_record(&self, id: &TaskId, seq: u64) -> PathBuf {
@@ -158,32 +162,32 @@ impl Home {
         self.inbox_handled(id)
             .join(crate::fsx::numbered_name(seq, "msg"))
     }
-    pub fn ring_state(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn ring_state(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".ring-state")
     }
-    pub fn escalated(&self, id: &TaskId) -> PathBuf {
+    pub(crate) fn escalated(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".escalated")
     }
 
     // --- home-wide state ---
-    pub fn events(&self) -> PathBuf {
+    pub(crate) fn events(&self) -> PathBuf {
         self.state_dir().join("events.jsonl")
     }
     pub fn wakes(&self) -> PathBuf {
         self.state_dir().join("wakes.log")
     }
-    pub fn wakes_lock(&self) -> PathBuf {
+    pub(crate) fn wakes_lock(&self) -> PathBuf {
         self.state_dir().join(".wakes.lock")
     }
-    pub fn wakes_cursor(&self) -> PathBuf {
+    pub(crate) fn wakes_cursor(&self) -> PathBuf {
         self.state_dir().join(".wakes.cursor")
     }
     /// Serialises `fm-watch --drain` runs (the cursor itself is replaced).
-    pub fn wakes_cursor_lock(&self) -> PathBuf {
+    pub(crate) fn wakes_cursor_lock(&self) -> PathBuf {
         self.state_dir().join(".wakes.cursor.lock")
     }
     /// Per-task read offsets of status logs already surfaced as wakes.
-    pub fn watch_offsets(&self) -> PathBuf {
+    pub(crate) fn watch_offsets(&self) -> PathBuf {
         self.state_dir().join(".watch.offsets")
     }
     pub fn watch_lock(&self) -> PathBuf {
@@ -192,26 +196,26 @@ impl Home {
     pub fn watch_beat(&self) -> PathBuf {
         self.state_dir().join(".watch.beat")
     }
-    pub fn archive_dir(&self) -> PathBuf {
+    pub(crate) fn archive_dir(&self) -> PathBuf {
         self.state_dir().join("archive")
     }
-    pub fn archive_entry(&self, id: &TaskId, epoch: u64) -> PathBuf {
+    pub(crate) fn archive_entry(&self, id: &TaskId, epoch: u64) -> PathBuf {
         self.archive_dir().join(format!("{id}-{epoch}"))
     }
 
     /// Where task worktrees live: `paths.worktrees`, relative to the home
     /// unless absolute; physical (see [`physical`]), because briefs tell
     /// workers that `pwd -P` must print it.
-    pub fn worktrees_dir(&self, cfg: &crate::config::Config) -> PathBuf {
+    pub(crate) fn worktrees_dir(&self, cfg: &crate::config::Config) -> PathBuf {
         physical(&self.root.join(&cfg.paths.worktrees))
     }
     /// The default worktree of a task, physical like [`Home::worktrees_dir`].
-    pub fn worktree(&self, cfg: &crate::config::Config, id: &TaskId) -> PathBuf {
+    pub(crate) fn worktree(&self, cfg: &crate::config::Config, id: &TaskId) -> PathBuf {
         physical(&self.root.join(&cfg.paths.worktrees).join(id.as_str()))
     }
 
     /// Ids of every task with a meta file, sorted.
-    pub fn task_ids_with_meta(&self) -> Result<Vec<TaskId>> {
+    pub(crate) fn task_ids_with_meta(&self) -> Result<Vec<TaskId>> {
         let dir = self.state_dir();
         let rd = match std::fs::read_dir(&dir) {
             Ok(rd) => rd,
@@ -238,7 +242,7 @@ impl Home {
 /// with symlinks resolved, then the components that do not exist yet
 /// (`.` dropped, `..` taken lexically, as nothing below the ancestor exists
 /// to be a symlink). An absolute path stays absolute.
-pub fn physical(path: &Path) -> PathBuf {
+pub(crate) fn physical(path: &Path) -> PathBuf {
     use std::path::Component;
     let parts: Vec<Component> = path.components().collect();
     for keep in (1..=parts.len()).rev() {

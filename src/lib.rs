@@ -4,40 +4,49 @@
 //! which reads and writes plain files under a home's `data/` and `state/`
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
 //! that writes files, [`home::Home`] the only one that joins paths, and
-//! [`proc`] the only one that runs child processes to completion.
+//! `proc` the only one that runs child processes to completion.
+//!
+//! Three layers:
+//! - Foundations: [`home`], [`task_id`], [`fsx`], [`config`], `harness`,
+//!   [`clock`], `git`, `proc`, [`shq`], `error`, [`events`] (the audit trail, one
+//!   typed enum).
+//! - Features, each owning its file formats and its use cases: [`meta`]
+//!   (`<id>.meta`, read as one `TaskMeta`), [`status`] (the status log and
+//!   busy record), [`inbox`] (records, the ladder files, sending,
+//!   acknowledging), [`brief`] (briefs and responses), `dod` (the
+//!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
+//!   [`crew_state`], `control` (lifecycle), [`tmux`] (panes, the screen,
+//!   the doorbell), plus `doctor`, `demo` and [`stand_in`].
+//! - [`cli`]: each tool's argument parsing and printing; it calls the
+//!   features' use cases and decides nothing itself.
 
 #![forbid(unsafe_code)]
 
 pub mod board;
 pub mod brief;
-pub mod busy;
 pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod control;
+pub(crate) mod control;
 pub mod crew_state;
-pub mod deliver;
-pub mod demo;
-pub mod doctor;
-pub mod dod;
-pub mod error;
+pub(crate) mod demo;
+pub(crate) mod doctor;
+pub(crate) mod dod;
+pub(crate) mod error;
 pub mod events;
 pub mod frontmatter;
 pub mod fsx;
-pub mod git;
-pub mod harness;
+pub(crate) mod git;
+pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
-pub mod ladder_files;
 pub mod meta;
-pub mod pane;
-pub mod proc;
-pub mod recipient;
-pub mod response;
+pub(crate) mod proc;
 pub mod shq;
 pub mod stand_in;
 pub mod status;
 pub mod task_id;
+pub mod tmux;
 pub mod wakes;
 pub mod watch;
 

@@ -4,7 +4,7 @@
 //! a POSIX shell runs as written.
 
 /// `s` as one single-quoted shell word.
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');
     for c in s.chars() {
@@ -24,7 +24,7 @@ pub fn quote_path(p: &std::path::Path) -> String {
 }
 
 /// The command a worker pastes to append one status line.
-pub fn status_append(verb: &str, text: &str, status_path: &std::path::Path) -> String {
+pub(crate) fn status_append(verb: &str, text: &str, status_path: &std::path::Path) -> String {
     format!(
         "echo \"{verb} [at=$(date +%s)]: {text}\" >> {}",
         quote_path(status_path)

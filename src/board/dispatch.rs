@@ -3,28 +3,38 @@
 //! task after three unacknowledged dispatches (the circuit breaker).
 //!
 //! The decision per task is the pure [`plan`]; [`run`] does the I/O under
-//! the board lock. A dispatch record counts as acknowledged once it sits in
-//! the assignee's `state/<id>.inbox/handled/`. The inbox write itself is
-//! passed in as `queue`, so this module does not depend on how a record is
-//! rung.
+//! the board lock, queueing through a `queue` function it is given;
+//! [`dispatch`] is the whole use case: queue with [`inbox::send`] (no ring
+//! under the lock), ring each assignee once the lock is released, record
+//! one `board.*` event per outcome. A dispatch record counts as
+//! acknowledged once it sits in the assignee's
+//! `state/<id>.inbox/handled/`.
 
 use serde::Serialize;
 
 use super::ops::{self, Op};
 use super::{BoardId, Status, Task, store};
+use crate::config::Config;
 use crate::error::Result;
+use crate::events::{self, Entry, Event, Tool};
 use crate::home::Home;
+use crate::inbox::{self, Outgoing, Ring};
 use crate::task_id::TaskId;
+use crate::tmux::deliver::Outcome as Doorbell;
+use crate::tmux::recipient::Recipient;
+
+/// Sender name on dispatch records.
+pub(crate) const DISPATCH_FROM: &str = "fm-board";
 
 /// Dispatches without acknowledgement after which a task is failed.
-pub const MAX_DISPATCHES: u32 = 3;
+pub(crate) const MAX_DISPATCHES: u32 = 3;
 
 /// The reason the circuit breaker records.
-pub const BREAKER_REASON: &str = "circuit breaker: 3 dispatches without acknowledgement";
+pub(crate) const BREAKER_REASON: &str = "circuit breaker: 3 dispatches without acknowledgement";
 
 /// What dispatch does with one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Pending with an assignee: first dispatch.
     Send,
     /// In progress, last dispatch unacknowledged, fewer than three sent.
@@ -40,7 +50,7 @@ pub enum Plan {
 /// unacknowledged dispatch is re-sent (or trips the breaker) only once the
 /// task has been quiet for `grace` seconds, so back-to-back dispatch runs
 /// never fail a worker that had no time to answer.
-pub fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
+pub(crate) fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
     match t.status {
         Status::Pending if t.assignee.is_some() => Plan::Send,
         Status::InProgress
@@ -60,7 +70,7 @@ pub fn plan(t: &Task, last_acked: bool, now: u64, grace: u64) -> Plan {
 }
 
 /// The message an assignee receives.
-pub fn message(t: &Task, assignee: &str) -> String {
+pub(crate) fn message(t: &Task, assignee: &str) -> String {
     let mut s = format!("Board task {}: {}\n", t.id, t.subject);
     if !t.description.is_empty() {
         s.push('\n');
@@ -83,24 +93,24 @@ pub fn message(t: &Task, assignee: &str) -> String {
 
 /// One line of the dispatch report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub task: BoardId,
     /// `dispatched`, `resent`, `failed` (circuit breaker) or `error`.
-    pub action: &'static str,
+    pub(crate) action: &'static str,
     pub assignee: String,
     pub seq: Option<u64>,
     pub dispatches: u32,
     pub doorbell: Option<String>,
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
     #[serde(skip)]
-    pub released: Vec<Task>,
+    pub(crate) released: Vec<Task>,
 }
 
 /// Queues one record for an assignee; returns its number. It must not ring:
 /// it runs under the board lock, and typing into panes can take seconds.
 /// The caller rings the dispatched assignees after [`run`] returns (and
 /// fills [`Outcome::doorbell`]).
-pub type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<u64> + 'a;
+pub(crate) type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<u64> + 'a;
 
 fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
     match (TaskId::parse(assignee), seq) {
@@ -181,6 +191,52 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
         }
     }
     Ok(out)
+}
+
+/// `fm-board dispatch`: [`run`], then one doorbell ring per queued record
+/// (after the board lock is released, so ringing — seconds per pane, with
+/// retries — never holds up other board commands, such as the workers' own
+/// `fm-board complete` the message asks for), then the events.
+pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
+    let mut queue = |id: &TaskId, body: &str| {
+        let msg = Outgoing {
+            from: DISPATCH_FROM,
+            body: body.as_bytes(),
+            fire_and_forget: false,
+            dedupe: false,
+        };
+        inbox::send(home, cfg, Tool::Board, id, &msg, Ring::Later, now).map(|s| s.seq)
+    };
+    let mut outcomes = run(home, now, cfg.watch.grace_secs, &mut queue)?;
+    for o in outcomes
+        .iter_mut()
+        .filter(|o| matches!(o.action, "dispatched" | "resent"))
+    {
+        if let Ok(id) = TaskId::parse(&o.assignee) {
+            let rung = match Recipient::load(home, cfg, &id) {
+                Ok(r) => r.ring(home, cfg),
+                Err(_) => Doorbell::Failed,
+            };
+            o.doorbell = Some(rung.as_str().to_string());
+        }
+    }
+    for o in &outcomes {
+        let d = events::Dispatch {
+            assignee: o.assignee.clone(),
+            seq: o.seq,
+            dispatches: o.dispatches,
+            detail: o.detail.clone().unwrap_or_default(),
+        };
+        let event = match o.action {
+            "dispatched" => Event::BoardDispatched { dispatch: d },
+            "resent" => Event::BoardResent { dispatch: d },
+            "failed" => Event::BoardDispatchFailed { dispatch: d },
+            _ => Event::BoardDispatchError { dispatch: d },
+        };
+        Entry::new(now, Tool::Board, &o.task.to_string(), event).record(home);
+        super::apply::record_releases(home, o.task, &o.released, now);
+    }
+    Ok(outcomes)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 
 /// One operation on one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Claim {
         by: String,
     },
@@ -90,7 +90,7 @@ fn queued(blocked_by: &[BoardId]) -> Status {
 
 /// Applies `op` to `t`. A refusal (exit 1) names the current status and
 /// leaves `t` as it was.
-pub fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
+pub(crate) fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
     use Status::*;
     let mut n = t.clone();
     match op {
@@ -228,7 +228,7 @@ pub fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
 /// `dependent` after `finished` completed, failed or was cancelled: the
 /// blocker is removed, and a blocked task with none left becomes pending.
 /// `None` when `dependent` did not wait on `finished`.
-pub fn release(dependent: &Task, finished: BoardId, now: u64) -> Option<Task> {
+pub(crate) fn release(dependent: &Task, finished: BoardId, now: u64) -> Option<Task> {
     if !dependent.blocked_by.contains(&finished) {
         return None;
     }
@@ -245,7 +245,7 @@ pub fn release(dependent: &Task, finished: BoardId, now: u64) -> Option<Task> {
 /// nothing written) an unknown task, the task itself, or a reference that
 /// reaches a cycle. Blockers already finished are dropped (their release has
 /// happened), the rest are deduplicated and sorted.
-pub fn check_blockers(
+pub(crate) fn check_blockers(
     id: BoardId,
     wanted: &[BoardId],
     board: &HashMap<BoardId, Vec<BoardId>>,
@@ -308,7 +308,7 @@ fn cycle_from(start: BoardId, board: &HashMap<BoardId, Vec<BoardId>>) -> Option<
 }
 
 /// The status a new task starts in.
-pub fn initial_status(blocked_by: &[BoardId]) -> Status {
+pub(crate) fn initial_status(blocked_by: &[BoardId]) -> Status {
     queued(blocked_by)
 }
 

@@ -18,7 +18,7 @@ use crate::home::Home;
 
 /// Takes the board lock (bounded wait; a timeout is exit 3), creating
 /// `data/board/` if needed.
-pub fn lock(home: &Home) -> Result<LockGuard> {
+pub(crate) fn lock(home: &Home) -> Result<LockGuard> {
     fsx::ensure_dir(&home.data_dir())?;
     fsx::ensure_dir(&home.board_dir())?;
     fsx::lock(&home.board_lock(), fsx::LOCK_WAIT)
@@ -29,7 +29,7 @@ fn unreadable(id: BoardId, why: &str) -> Error {
 }
 
 /// Reads one task; an unknown id is a refusal (exit 1).
-pub fn load(home: &Home, id: BoardId) -> Result<Task> {
+pub(crate) fn load(home: &Home, id: BoardId) -> Result<Task> {
     let path = home.board_task(&id.to_string());
     let bytes =
         fsx::read_optional(&path)?.ok_or_else(|| Error::refused(format!("no board task {id}")))?;
@@ -41,7 +41,7 @@ pub fn load(home: &Home, id: BoardId) -> Result<Task> {
 }
 
 /// Ids of every task file, sorted.
-pub fn ids(home: &Home) -> Result<Vec<BoardId>> {
+pub(crate) fn ids(home: &Home) -> Result<Vec<BoardId>> {
     let dir = home.board_dir();
     fsx::refuse_symlink(&dir)?;
     let rd = match fs::read_dir(&dir) {
@@ -64,7 +64,7 @@ pub fn ids(home: &Home) -> Result<Vec<BoardId>> {
 /// not parse (skipped, never fatal for a reader). Large boards are read by
 /// a few threads, each through [`fsx::read_each_in`] (open, read, close per
 /// file, nothing more): listing 10,000 files is dominated by syscalls.
-pub fn load_all(home: &Home) -> Result<(Vec<Task>, Vec<String>)> {
+pub(crate) fn load_all(home: &Home) -> Result<(Vec<Task>, Vec<String>)> {
     let dir = home.board_dir();
     let ids = ids(home)?;
     let threads = if ids.len() < 1024 {
@@ -112,7 +112,7 @@ fn read_chunk(dir: &std::path::Path, ids: &[BoardId]) -> Result<(Vec<Task>, Vec<
 }
 
 /// Atomically replaces a task's file. Call with the lock held.
-pub fn save(home: &Home, t: &Task) -> Result<()> {
+pub(crate) fn save(home: &Home, t: &Task) -> Result<()> {
     fsx::atomic_write(
         &home.board_task(&t.id.to_string()),
         super::render(t).as_bytes(),
@@ -122,17 +122,17 @@ pub fn save(home: &Home, t: &Task) -> Result<()> {
 /// What a change did: the task before and after, and the dependents it
 /// released (as written).
 #[derive(Debug, Clone)]
-pub struct Change {
-    pub before: Task,
-    pub after: Task,
-    pub released: Vec<Task>,
+pub(crate) struct Change {
+    pub(crate) before: Task,
+    pub(crate) after: Task,
+    pub(crate) released: Vec<Task>,
 }
 
 /// Runs `op` on task `id` under the lock. `before_save` runs after the
 /// transition was accepted and before anything is written (the blocker wake
 /// goes there, so a crash can duplicate a wake but never lose one); its
 /// error aborts the change with nothing written.
-pub fn update(
+pub(crate) fn update(
     home: &Home,
     id: BoardId,
     op: &Op,
@@ -169,7 +169,7 @@ pub fn update(
 /// unblocks those with none left; returns the tasks it rewrote. Call with
 /// the lock held. Sweeping the whole board (not just the task that just
 /// finished) also heals a release a crash interrupted earlier.
-pub fn release_all(home: &Home, now: u64) -> Result<Vec<Task>> {
+pub(crate) fn release_all(home: &Home, now: u64) -> Result<Vec<Task>> {
     let (tasks, _) = load_all(home)?;
     let gone = gone_blockers(home, &tasks)?;
     let finished: HashSet<BoardId> = tasks
@@ -232,8 +232,8 @@ fn unfinished_blockers(home: &Home, t: &Task) -> Result<Vec<BoardId>> {
 
 /// What `add` records besides the subject.
 #[derive(Debug, Clone, Default)]
-pub struct NewTask {
-    pub subject: String,
+pub(crate) struct NewTask {
+    pub(crate) subject: String,
     pub description: String,
     pub assignee: Option<String>,
     pub blocked_by: Vec<BoardId>,
@@ -243,7 +243,7 @@ pub struct NewTask {
 
 /// Creates the next `T-NNN` (one more than the highest present) under the
 /// lock. Unknown or cyclic blockers are refused before anything is written.
-pub fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
+pub(crate) fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
     let _guard = lock(home)?;
     let existing = ids(home)?;
     let id = BoardId(existing.last().map_or(1, |l| l.0 + 1));
@@ -275,7 +275,7 @@ pub fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
 }
 
 /// Tasks with `status` (or all), for `list`.
-pub fn filter(tasks: Vec<Task>, status: Option<Status>) -> Vec<Task> {
+pub(crate) fn filter(tasks: Vec<Task>, status: Option<Status>) -> Vec<Task> {
     match status {
         Some(s) => tasks.into_iter().filter(|t| t.status == s).collect(),
         None => tasks,

@@ -8,7 +8,8 @@
 //! cannot end its own section early.
 
 use super::{BriefKind, BriefSpec, PROTOCOL_VERSION, SPEC_PLACEHOLDER, TASK_PLACEHOLDER};
-use crate::dod::{self, Mode};
+use crate::dod;
+use crate::meta::Mode;
 use crate::shq;
 
 /// The whole brief.

@@ -16,14 +16,14 @@ use crate::{clock, fsx, shq};
 
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
-    pub path: PathBuf,
+pub(crate) struct Written {
+    pub(crate) path: PathBuf,
     /// Where the previous brief went, when one was replaced.
-    pub history: Option<PathBuf>,
+    pub(crate) history: Option<PathBuf>,
 }
 
 /// Refuses when a brief exists and `force` is off (exit 1, nothing written).
-pub fn refuse_existing(home: &Home, id: &TaskId, force: bool) -> Result<Option<Vec<u8>>> {
+pub(crate) fn refuse_existing(home: &Home, id: &TaskId, force: bool) -> Result<Option<Vec<u8>>> {
     fsx::refuse_symlink(&home.task_data(id))?;
     let path = home.brief(id);
     let old = fsx::read_optional(&path)?;
@@ -37,7 +37,7 @@ pub fn refuse_existing(home: &Home, id: &TaskId, force: bool) -> Result<Option<V
 }
 
 /// Writes `bytes` as the brief, first moving any existing brief into history.
-pub fn write(home: &Home, id: &TaskId, bytes: &[u8], force: bool) -> Result<Written> {
+pub(crate) fn write(home: &Home, id: &TaskId, bytes: &[u8], force: bool) -> Result<Written> {
     refuse_existing(home, id, force)?;
     fsx::ensure_dir(&home.task_data(id))?;
     let _guard = fsx::lock(&home.brief_write_lock(id), fsx::LOCK_WAIT)?;
@@ -60,7 +60,7 @@ fn archive(home: &Home, id: &TaskId, old: &[u8]) -> Result<PathBuf> {
 
 /// The revoked brief: the old frontmatter (when readable) and a body that
 /// tells the worker to stop and report. It has no `## Captain's intent`.
-pub fn revoked_text(old: &str, at: u64, status_path: &std::path::Path) -> String {
+pub(crate) fn revoked_text(old: &str, at: u64, status_path: &std::path::Path) -> String {
     let front = match crate::frontmatter::parse(old) {
         Ok((_, body)) => format!("{}\n", &old[..old.len() - body.len()]),
         Err(_) => String::new(),
@@ -78,7 +78,7 @@ pub fn revoked_text(old: &str, at: u64, status_path: &std::path::Path) -> String
 }
 
 /// Revokes the brief: history copy, then the revoked text (exit 1 when there is no brief).
-pub fn revoke(home: &Home, id: &TaskId, at: u64) -> Result<Written> {
+pub(crate) fn revoke(home: &Home, id: &TaskId, at: u64) -> Result<Written> {
     let path = home.brief(id);
     fsx::refuse_symlink(&home.task_data(id))?;
     if fsx::read_optional(&path)?.is_none() {

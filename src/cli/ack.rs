@@ -9,9 +9,8 @@ use serde::Serialize;
 
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Error, Result};
-use crate::events::Event;
+use crate::inbox::record_name;
 use crate::inbox::{self, AckOutcome, Record};
-use crate::ladder_files::record_name;
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-ack";
@@ -23,7 +22,7 @@ const TOOL: &str = "fm-ack";
     version,
     after_help = "--list prints every readable pending record; each record it cannot read (a symlink, no `--` line) is reported on stderr as a warning and makes the exit 1 after the listing.\n\nExamples:\n  fm-ack fix-login --list\n  fm-ack fix-login --read > /tmp/msg.txt\n  fm-ack fix-login 2 003.msg\n  fm-ack fix-login --through 7"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id
     #[arg(value_name = "ID")]
     id: OsString,
@@ -49,7 +48,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -195,14 +194,8 @@ fn acknowledge(
     let mut pipe_closed = false;
     for &seq in seqs {
         let name = record_name(seq);
-        let result = match inbox::ack(&ctx.home, id, seq) {
-            Ok(AckOutcome::Handled) => {
-                Event::new(TOOL, id.as_str(), "inbox.acked")
-                    .actor(actor)
-                    .field("seq", seq)
-                    .record(&ctx.home);
-                "handled"
-            }
+        let result = match inbox::acknowledge(&ctx.home, id, seq, actor) {
+            Ok(AckOutcome::Handled) => "handled",
             Ok(AckOutcome::Already) => "already",
             Ok(AckOutcome::Missing) => {
                 if !quiet_missing {

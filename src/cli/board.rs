@@ -9,12 +9,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::board::ops::Op;
-use crate::board::store::{self, Change, NewTask};
-use crate::board::{BoardId, Status, Task, dispatch};
+use crate::board::store::{self, NewTask};
+use crate::board::{BoardId, Status, Task, apply, dispatch};
+use crate::clock;
 use crate::error::{Error, Result};
-use crate::events::Event;
 use crate::task_id::TaskId;
-use crate::{clock, wakes};
 
 const TOOL: &str = "fm-board";
 const MAX_SUBJECT: usize = 1000;
@@ -27,7 +26,7 @@ const MAX_TEXT: usize = 65536;
     version,
     after_help = "Task ids: T-001, T-1 or 1.\n\nExamples:\n  fm-board add 'Fix the login form' --assignee fix-login --priority 2\n  fm-board add 'Ship the release' --blocked-by T-1,T-2 --require-approval\n  fm-board claim T-1 --as fix-login\n  fm-board complete 1 --result 'PR #42 merged' --as fix-login\n  fm-board comment T-3 --blocker 'no credentials for staging' --as worker-2\n  fm-board list --status pending --json\n  fm-board dispatch"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Cmd,
     /// Print JSON (the task object; an array for list and dispatch)
@@ -131,7 +130,7 @@ enum Cmd {
     Dispatch,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -183,16 +182,7 @@ fn run(a: Args) -> Result<u8> {
                 require_approval,
             };
             let ctx = a.home.ctx(TOOL)?;
-            let t = store::add(&ctx.home, new, now)?;
-            let deps: Vec<String> = t.blocked_by.iter().map(BoardId::to_string).collect();
-            Event::at(now, TOOL, &t.id.to_string(), "board.added")
-                .field("subject", t.subject.clone())
-                .field("status", t.status.as_str())
-                .field("assignee", t.assignee.clone().unwrap_or_default())
-                .field("blocked_by", deps)
-                .field("priority", t.priority)
-                .field("require_approval", t.require_approval)
-                .record(&ctx.home);
+            let t = apply::add(&ctx.home, new, now)?;
             print_task_line(&t, a.json)
         }
         Cmd::Claim { task, by } => {
@@ -202,7 +192,6 @@ fn run(a: Args) -> Result<u8> {
                 a.json,
                 &task,
                 Op::Claim { by: by.clone() },
-                "board.claimed",
                 &by,
                 now,
             )
@@ -213,47 +202,29 @@ fn run(a: Args) -> Result<u8> {
                 result: text("--result", &result, MAX_TEXT)?,
                 by: by.clone(),
             };
-            change(
-                a.home,
-                a.json,
-                &task,
-                op,
-                "board.completed",
-                by.as_deref().unwrap_or(""),
-                now,
-            )
+            change(a.home, a.json, &task, op, by.as_deref().unwrap_or(""), now)
         }
-        Cmd::Review { task } => {
-            change(a.home, a.json, &task, Op::Review, "board.reviewed", "", now)
-        }
-        Cmd::Approve { task } => change(
-            a.home,
-            a.json,
-            &task,
-            Op::Approve,
-            "board.approved",
-            "",
-            now,
-        ),
+        Cmd::Review { task } => change(a.home, a.json, &task, Op::Review, "", now),
+        Cmd::Approve { task } => change(a.home, a.json, &task, Op::Approve, "", now),
         Cmd::Reject { task, reason } => {
             let op = Op::Reject {
                 reason: text("--reason", &reason, MAX_TEXT)?,
             };
-            change(a.home, a.json, &task, op, "board.rejected", "", now)
+            change(a.home, a.json, &task, op, "", now)
         }
         Cmd::Cancel { task, reason } => {
             let op = Op::Cancel {
                 reason: text("--reason", &reason, MAX_TEXT)?,
             };
-            change(a.home, a.json, &task, op, "board.cancelled", "", now)
+            change(a.home, a.json, &task, op, "", now)
         }
         Cmd::Fail { task, reason } => {
             let op = Op::Fail {
                 reason: text("--reason", &reason, MAX_TEXT)?,
             };
-            change(a.home, a.json, &task, op, "board.failed", "", now)
+            change(a.home, a.json, &task, op, "", now)
         }
-        Cmd::Retry { task } => change(a.home, a.json, &task, Op::Retry, "board.retried", "", now),
+        Cmd::Retry { task } => change(a.home, a.json, &task, Op::Retry, "", now),
         Cmd::Comment {
             task,
             text: words,
@@ -270,7 +241,7 @@ fn run(a: Args) -> Result<u8> {
                 by: by.clone(),
                 blocker,
             };
-            change(a.home, a.json, &task, op, "board.commented", &by, now)
+            change(a.home, a.json, &task, op, &by, now)
         }
         Cmd::Progress {
             task,
@@ -285,7 +256,6 @@ fn run(a: Args) -> Result<u8> {
                 a.json,
                 &task,
                 Op::Progress { percent, step },
-                "board.progress",
                 by.as_deref().unwrap_or(""),
                 now,
             )
@@ -316,70 +286,12 @@ fn print_task_line(t: &Task, json: bool) -> Result<u8> {
     Ok(0)
 }
 
-/// Runs one transition under the lock, records its events (and, for a
-/// blocker comment, the wake), and prints the result.
-fn change(
-    home: HomeArg,
-    json: bool,
-    task: &str,
-    op: Op,
-    action: &str,
-    actor: &str,
-    now: u64,
-) -> Result<u8> {
+/// Runs one transition (the library records its events and, for a
+/// blocker comment, the wake) and prints the result.
+fn change(home: HomeArg, json: bool, task: &str, op: Op, actor: &str, now: u64) -> Result<u8> {
     let id = BoardId::parse(task)?;
     let ctx = home.ctx(TOOL)?;
-    let mut wake = None;
-    let c: Change = store::update(&ctx.home, id, &op, now, |after| {
-        if let Op::Comment {
-            text,
-            by,
-            blocker: true,
-        } = &op
-        {
-            let line = format!(
-                "{}: {} (blocker from {by}; task failed): {text}",
-                after.id, after.subject
-            );
-            wake = Some(wakes::append(
-                &ctx.home,
-                &after.id.to_string(),
-                "blocker",
-                &line,
-                now,
-            )?);
-        }
-        Ok(())
-    })?;
-    let mut ev = Event::at(now, TOOL, &id.to_string(), action)
-        .actor(actor)
-        .field("from", c.before.status.as_str())
-        .field("status", c.after.status.as_str());
-    match &op {
-        Op::Reject { reason } | Op::Cancel { reason } | Op::Fail { reason } => {
-            ev = ev.field("reason", reason.clone())
-        }
-        Op::Complete { result, .. } => ev = ev.field("result", result.clone()),
-        Op::Comment { text, blocker, .. } => {
-            ev = ev.field("text", text.clone()).field("blocker", *blocker)
-        }
-        Op::Progress { percent, step } => {
-            ev = ev
-                .field("percent", *percent)
-                .field("step", step.clone().unwrap_or_default())
-        }
-        _ => {}
-    }
-    if let Some(w) = &wake {
-        ev = ev.field("wake_seq", w.seq);
-    }
-    ev.record(&ctx.home);
-    if let Some(w) = &wake {
-        // Every wake runs the captain's on_wake hook (SPEC §6.3), this one too.
-        crate::watch::hook::spawn(&ctx.cfg.watch.on_wake, w);
-        crate::watch::hook::wait_all();
-    }
-    record_releases(&ctx, id, &c.released, now);
+    let c = apply::change(&ctx.home, &ctx.cfg, id, &op, actor, now)?;
     print_task_line(&c.after, json)?;
     if !json {
         for r in &c.released {
@@ -389,44 +301,8 @@ fn change(
     Ok(0)
 }
 
-fn record_releases(ctx: &Ctx, by: BoardId, released: &[Task], now: u64) {
-    for r in released {
-        Event::at(now, TOOL, &r.id.to_string(), "board.released")
-            .field("by", by.to_string())
-            .field("status", r.status.as_str())
-            .record(&ctx.home);
-    }
-}
-
 fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
-    let mut queue = |id: &TaskId, body: &str| super::board_view::queue(ctx, id, body);
-    let mut outcomes = dispatch::run(&ctx.home, now, ctx.cfg.watch.grace_secs, &mut queue)?;
-    // The board lock is released: ringing (seconds per pane, with retries)
-    // never holds up other board commands, such as the workers' own
-    // `fm-board complete` that the dispatch message asks for.
-    for o in outcomes
-        .iter_mut()
-        .filter(|o| matches!(o.action, "dispatched" | "resent"))
-    {
-        if let Ok(id) = TaskId::parse(&o.assignee) {
-            o.doorbell = Some(super::board_view::ring(ctx, &id));
-        }
-    }
-    for o in &outcomes {
-        let action = match o.action {
-            "dispatched" => "board.dispatched",
-            "resent" => "board.resent",
-            "failed" => "board.failed",
-            _ => "board.dispatch_error",
-        };
-        Event::at(now, TOOL, &o.task.to_string(), action)
-            .field("assignee", o.assignee.clone())
-            .field("seq", o.seq)
-            .field("dispatches", o.dispatches)
-            .field("detail", o.detail.clone().unwrap_or_default())
-            .record(&ctx.home);
-        record_releases(ctx, o.task, &o.released, now);
-    }
+    let outcomes = dispatch::dispatch(&ctx.home, &ctx.cfg, now)?;
     super::board_view::dispatch_report(&outcomes, json)?;
     Ok(if outcomes.iter().any(|o| o.action == "error") {
         1

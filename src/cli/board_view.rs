@@ -1,7 +1,4 @@
-//! `fm-board`'s output (list, show, dispatch report) and its one outside
-//! write: queueing a dispatch into an assignee's inbox with `fm-send`
-//! semantics (record first, then one doorbell ring; the record counts
-//! whatever the ring did).
+//! `fm-board`'s output: the list table, one task, the dispatch report.
 
 use std::fmt::Write as _;
 
@@ -10,11 +7,6 @@ use crate::board::dispatch::Outcome;
 use crate::board::{BoardId, Status, Task, store};
 use crate::clock;
 use crate::error::Result;
-use crate::inbox::{self, Outgoing};
-use crate::task_id::TaskId;
-
-/// Sender name on dispatch records.
-pub const DISPATCH_FROM: &str = "fm-board";
 
 fn or_dash(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or("-")
@@ -32,7 +24,7 @@ fn deps(t: &Task) -> String {
 }
 
 /// `list`: a table (or a JSON array) built in one buffer and written once.
-pub fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
+pub(crate) fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
     let (tasks, warnings) = store::load_all(&ctx.home)?;
     for w in &warnings {
         eprintln!("fm-board: warning: skipped {w}");
@@ -67,7 +59,7 @@ pub fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
 }
 
 /// `show`: the task object, or a few labelled lines.
-pub fn show(t: &Task, json: bool) -> Result<u8> {
+pub(crate) fn show(t: &Task, json: bool) -> Result<u8> {
     if json {
         common::out_json(t)?;
         return Ok(0);
@@ -129,7 +121,7 @@ pub fn show(t: &Task, json: bool) -> Result<u8> {
 }
 
 /// `dispatch`: one line per task acted on.
-pub fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
+pub(crate) fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
     if json {
         return common::out_json(&outcomes);
     }
@@ -169,31 +161,4 @@ pub fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
         s.push_str("nothing to dispatch\n");
     }
     common::out_bytes(s.as_bytes())
-}
-
-/// Queues `body` into `id`'s inbox (no ring: see [`ring`]); returns the
-/// record number.
-pub fn queue(ctx: &Ctx, id: &TaskId, body: &str) -> Result<u64> {
-    let now = clock::now();
-    let msg = Outgoing {
-        from: DISPATCH_FROM,
-        body: body.as_bytes(),
-        fire_and_forget: false,
-        dedupe: false,
-    };
-    let q = inbox::queue(&ctx.home, &ctx.cfg, id, &msg, now)?;
-    crate::events::Event::at(now, "fm-board", id.as_str(), "inbox.queued")
-        .actor(DISPATCH_FROM)
-        .field("seq", q.seq)
-        .record(&ctx.home);
-    Ok(q.seq)
-}
-
-/// Rings `id`'s doorbell once (SPEC §5.3), after the board lock is released;
-/// returns the outcome's word.
-pub fn ring(ctx: &Ctx, id: &TaskId) -> String {
-    match crate::recipient::Recipient::load(&ctx.home, &ctx.cfg, id) {
-        Ok(r) => r.ring(&ctx.home, &ctx.cfg).as_str().to_string(),
-        Err(_) => crate::deliver::Outcome::Failed.as_str().to_string(),
-    }
 }

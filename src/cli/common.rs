@@ -13,22 +13,22 @@ use crate::home::Home;
 
 /// `--home DIR`, accepted by every tool.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct HomeArg {
+pub(crate) struct HomeArg {
     /// Home directory (default: $FM_HOME, then the nearest ancestor with config/firstmate.toml)
     #[arg(long, value_name = "DIR", global = true)]
-    pub home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
 }
 
 /// A resolved home with its loaded config.
 #[derive(Debug, Clone)]
-pub struct Ctx {
-    pub home: Home,
-    pub cfg: Config,
+pub(crate) struct Ctx {
+    pub(crate) home: Home,
+    pub(crate) cfg: Config,
 }
 
 impl HomeArg {
     /// Resolves the home and loads its config, printing config warnings.
-    pub fn ctx(&self, tool: &str) -> Result<Ctx> {
+    pub(crate) fn ctx(&self, tool: &str) -> Result<Ctx> {
         let home = Home::resolve(self.home.as_deref())?;
         let cfg = Config::load(&home.config_file())?;
         for w in &cfg.warnings {
@@ -56,7 +56,7 @@ pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, Exi
 
 /// clap's rendered usage error with its leading `error:` turned into
 /// `<tool>: error:`; the rest (hint, usage line) is kept as clap wrote it.
-pub fn prefix_error(tool: &str, rendered: &str) -> String {
+pub(crate) fn prefix_error(tool: &str, rendered: &str) -> String {
     match rendered.strip_prefix("error:") {
         Some(rest) => format!("{tool}: error:{rest}"),
         None => format!("{tool}: error: {rendered}"),
@@ -65,7 +65,7 @@ pub fn prefix_error(tool: &str, rendered: &str) -> String {
 
 /// `e` with ` (<id>)` appended when it is a usage error or refusal whose
 /// message does not name the task yet (SPEC §14: errors name the id).
-pub fn naming(e: Error, id: &str) -> Error {
+pub(crate) fn naming(e: Error, id: &str) -> Error {
     match e {
         Error::Usage(m) if !m.contains(id) => Error::Usage(format!("{m} ({id})")),
         Error::Refused(m) if !m.contains(id) => Error::Refused(format!("{m} ({id})")),
@@ -77,14 +77,14 @@ pub fn naming(e: Error, id: &str) -> Error {
 /// trailing text argument clap swallows a `--` only when it comes before the
 /// first text word, so comparing this with the `--` words left in the text
 /// tells whether the text was introduced by `--` (see [`flag_in_text`]).
-pub fn separators(args: &[OsString]) -> usize {
+pub(crate) fn separators(args: &[OsString]) -> usize {
     args.iter().skip(1).filter(|a| *a == "--").count()
 }
 
 /// Every long option of `cmd` (`--key`, `--json`, …, `--home`), as typed:
 /// the words [`flag_in_text`] refuses in a tool's free text. Derived from the
 /// clap definition so a new option is covered without a second list.
-pub fn long_flags(cmd: &clap::Command) -> Vec<String> {
+pub(crate) fn long_flags(cmd: &clap::Command) -> Vec<String> {
     cmd.get_arguments()
         .filter_map(|a| a.get_long())
         .map(|l| format!("--{l}"))
@@ -95,7 +95,7 @@ pub fn long_flags(cmd: &clap::Command) -> Vec<String> {
 /// unless the text came after a `--` separator (`separators` is
 /// [`separators`] of the raw arguments). Such a word almost always means
 /// an option typed after the text, which would silently become text.
-pub fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
+pub(crate) fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
     text: &[S],
     flags: &[F],
     separators: usize,
@@ -115,7 +115,7 @@ pub fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
 }
 
 /// An error as one line with its cause chain (what `<tool>: error:` prints).
-pub fn describe(e: &Error) -> String {
+pub(crate) fn describe(e: &Error) -> String {
     let mut msg = e.to_string();
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
@@ -131,7 +131,7 @@ pub fn describe(e: &Error) -> String {
 
 /// A tool's whole `main`: parse `args` into `T`, run `body`, map the
 /// result to an exit code (see [`parse`] and [`finish`]).
-pub fn run_tool<T: clap::Parser>(
+pub(crate) fn run_tool<T: clap::Parser>(
     tool: &str,
     args: Vec<OsString>,
     body: impl FnOnce(T) -> Result<u8>,
@@ -156,7 +156,7 @@ pub fn finish(tool: &str, result: Result<u8>) -> ExitCode {
 }
 
 /// Prints one line to stdout; a closed pipe becomes [`Error::ClosedPipe`].
-pub fn out(line: &str) -> Result<()> {
+pub(crate) fn out(line: &str) -> Result<()> {
     let mut so = std::io::stdout().lock();
     let res = so
         .write_all(line.as_bytes())
@@ -172,7 +172,7 @@ pub fn out(line: &str) -> Result<()> {
 }
 
 /// Prints raw bytes to stdout (message bodies are byte-exact).
-pub fn out_bytes(bytes: &[u8]) -> Result<()> {
+pub(crate) fn out_bytes(bytes: &[u8]) -> Result<()> {
     let mut so = std::io::stdout().lock();
     so.write_all(bytes).and_then(|()| so.flush()).map_err(|e| {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -184,14 +184,14 @@ pub fn out_bytes(bytes: &[u8]) -> Result<()> {
 }
 
 /// Prints a value as one line of JSON.
-pub fn out_json<T: serde::Serialize>(value: &T) -> Result<()> {
+pub(crate) fn out_json<T: serde::Serialize>(value: &T) -> Result<()> {
     let s = serde_json::to_string(value)
         .map_err(|e| Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
     out(&s)
 }
 
 /// Whether stdout is a terminal and colour is allowed (SPEC §14).
-pub fn colour_enabled() -> bool {
+pub(crate) fn colour_enabled() -> bool {
     use std::io::IsTerminal;
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }

@@ -21,7 +21,7 @@ const TOOL: &str = "fm-control";
     version,
     after_help = "Examples:\n  fm-control fix-login spawn --project ~/src/app --harness claude\n  fm-control fix-login interrupt\n  fm-control fix-login relaunch --note \"tests pass; only the docs remain\"\n  fm-control fix-login teardown"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id
     #[arg(value_name = "ID")]
     id: OsString,
@@ -67,7 +67,7 @@ enum Verb {
     },
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 

@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{Row, facts, live, render, trace};
+use crate::crew_state::{Row, gather, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -25,7 +25,7 @@ const WAKE_LINES: usize = 8;
     version,
     after_help = "Examples:\n  fm-crew-state fix-login\n  fm-crew-state --json\n  fm-crew-state --watch --interval 5\n  fm-crew-state --trace fix-login\n\nExit codes: 0 every successful read (an unknown task included), 2 usage or invalid id,\n3 environment failure, 130 the live view was stopped with Ctrl-C."
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id (omit for the whole fleet)
     #[arg(value_name = "ID", conflicts_with_all = ["all", "watch", "trace"])]
     id: Option<OsString>,
@@ -48,7 +48,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -57,14 +57,14 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 }
 
 /// The rows of `ids`, gathered in one pass; warnings go to stderr.
-pub fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let (all, warnings) = facts::gather(
+pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
+    let (all, warnings) = gather::gather(
         &ctx.home,
         &ctx.cfg,
         ids,
         clock::now(),
-        &facts::real_tmux,
-        facts::dod_gate,
+        &gather::real_tmux,
+        gather::dod_gate,
     );
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");

@@ -8,9 +8,10 @@ use clap::{CommandFactory, Parser};
 use serde::Serialize;
 
 use super::common::{self, HomeArg};
-use crate::dod::{self, Mode, Verdict};
+use crate::dod::{self, Verdict};
 use crate::error::{Error, Result};
-use crate::meta::Meta;
+use crate::meta::Mode;
+use crate::meta::TaskMeta;
 use crate::status::{self, Parsed, StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{frontmatter, fsx};
@@ -24,7 +25,7 @@ const TOOL: &str = "fm-dod";
     version,
     after_help = "Examples:\n  fm-dod direct-PR fix-login\n  fm-dod local-only fix-login --branch fm/fix-login\n  fm-dod --check fix-login\n  fm-dod --check fix-login --line 'done: PR https://github.com/o/r/pull/7 checks green' --json"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// <mode> <id>: the block to print (no-mistakes, direct-PR, local-only)
     #[arg(value_name = "MODE ID", num_args = 0..=2)]
     block: Vec<String>,
@@ -44,7 +45,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -106,7 +107,7 @@ fn brief_branch(home: &crate::home::Home, id: &TaskId) -> Option<String> {
 }
 
 /// The newest `done` line of a log.
-pub fn latest_done(bytes: &[u8], paused: &str) -> Option<StatusLine> {
+pub(crate) fn latest_done(bytes: &[u8], paused: &str) -> Option<StatusLine> {
     fsx::complete_lines(bytes)
         .split(|&b| b == b'\n')
         .rev()
@@ -135,7 +136,7 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
     };
     let verdict = match &line {
         Some(l) => {
-            let meta = Meta::load(&ctx.home, id)?.unwrap_or_default();
+            let meta = TaskMeta::load(&ctx.home, id)?.unwrap_or_default();
             dod::gate(&ctx.home, &ctx.cfg, id, &meta, l)
         }
         None => Verdict::Refused(format!("no done line in {}", ctx.home.status(id).display())),

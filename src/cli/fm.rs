@@ -16,7 +16,7 @@ use crate::{doctor, fsx};
 const TOOL: &str = "fm";
 
 /// The config every new home starts with: every key, commented, at its default.
-pub const DEFAULT_CONFIG: &str = include_str!("../../config/firstmate.toml");
+pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../config/firstmate.toml");
 
 /// Run a fleet of AI coding agents in tmux panes.
 #[derive(Debug, Parser)]
@@ -63,13 +63,9 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     if let Some(first) = args.get(1).and_then(|a| a.to_str())
         && let Some(tool) = super::tool(first)
     {
-        let Some(main) = tool.main else {
-            eprintln!("fm: error: `fm {first}` ({}) is not built yet", tool.about);
-            return ExitCode::from(crate::error::exit::USAGE);
-        };
         let mut rest = vec![OsString::from(format!("fm-{first}"))];
         rest.extend(args.into_iter().skip(2));
-        return main(rest);
+        return (tool.main)(rest);
     }
     common::run_tool(TOOL, args, run)
 }
@@ -113,9 +109,7 @@ fn run(a: Args) -> Result<u8> {
 fn full_command() -> clap::Command {
     let mut cmd = Args::command();
     for t in TOOLS {
-        if let Some(c) = t.command {
-            cmd = cmd.subcommand(c().name(t.name).about(t.about));
-        }
+        cmd = cmd.subcommand((t.command)().name(t.name).about(t.about));
     }
     cmd
 }
@@ -155,10 +149,8 @@ fn man(dir: &Path) -> Result<u8> {
     write("fm", Args::command())?;
     let mut n = 1;
     for t in TOOLS {
-        if let Some(c) = t.command {
-            write(&format!("fm-{}", t.name), c())?;
-            n += 1;
-        }
+        write(&format!("fm-{}", t.name), (t.command)())?;
+        n += 1;
     }
     common::out(&format!("wrote {n} man pages to {}", dir.display()))?;
     Ok(0)

@@ -1,6 +1,9 @@
 //! Command-line front ends. Each tool module owns its clap definition and a
 //! `main(args)` that the thin binary in `src/bin/` and `fm <tool>` both
-//! call, so the two entry points can never drift apart.
+//! call, so the two entry points can never drift apart. A tool parses its
+//! arguments, calls the library's use case and prints the report (human or
+//! `--json`, from the same struct); what a command does lives in the
+//! library.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -21,10 +24,9 @@ pub mod watch;
 /// A tool reachable as `fm-<name>` and as `fm <name>`.
 pub struct Tool {
     pub name: &'static str,
-    pub about: &'static str,
-    /// `None` while the tool is not built yet.
-    pub main: Option<fn(Vec<OsString>) -> ExitCode>,
-    pub command: Option<fn() -> clap::Command>,
+    pub(crate) about: &'static str,
+    pub(crate) main: fn(Vec<OsString>) -> ExitCode,
+    pub(crate) command: fn() -> clap::Command,
 }
 
 /// Every tool, in the order `fm --help` lists them.
@@ -32,56 +34,56 @@ pub const TOOLS: &[Tool] = &[
     Tool {
         name: "brief",
         about: "write and check a task's brief",
-        main: Some(brief::main),
-        command: Some(brief::command),
+        main: brief::main,
+        command: brief::command,
     },
     Tool {
         name: "send",
         about: "queue a steering message and ring the doorbell",
-        main: Some(send::main),
-        command: Some(send::command),
+        main: send::main,
+        command: send::command,
     },
     Tool {
         name: "ack",
         about: "acknowledge, list and read inbox messages",
-        main: Some(ack::main),
-        command: Some(ack::command),
+        main: ack::main,
+        command: ack::command,
     },
     Tool {
         name: "status",
         about: "append to and fold a task's status log",
-        main: Some(status::main),
-        command: Some(status::command),
+        main: status::main,
+        command: status::command,
     },
     Tool {
         name: "crew-state",
         about: "what every worker is doing right now",
-        main: Some(crew_state::main),
-        command: Some(crew_state::command),
+        main: crew_state::main,
+        command: crew_state::command,
     },
     Tool {
         name: "dod",
         about: "render and verify the definition of done",
-        main: Some(dod::main),
-        command: Some(dod::command),
+        main: dod::main,
+        command: dod::command,
     },
     Tool {
         name: "control",
         about: "spawn, interrupt, exit, relaunch, tear down",
-        main: Some(control::main),
-        command: Some(control::command),
+        main: control::main,
+        command: control::command,
     },
     Tool {
         name: "watch",
         about: "re-ring unread messages and feed the captain",
-        main: Some(watch::main),
-        command: Some(watch::command),
+        main: watch::main,
+        command: watch::command,
     },
     Tool {
         name: "board",
         about: "task board with claims and dependencies",
-        main: Some(board::main),
-        command: Some(board::command),
+        main: board::main,
+        command: board::command,
     },
 ];
 

@@ -12,19 +12,19 @@ use clap::{CommandFactory, Parser};
 use serde::Serialize;
 
 use super::common::{self, Ctx, HomeArg};
-use crate::deliver::Outcome;
+use crate::clock;
 use crate::error::{Error, Result};
-use crate::events::Event;
-use crate::inbox::{self, Existing, Outgoing};
-use crate::recipient::{self, Recipient};
+use crate::events::Tool;
+use crate::inbox::{self, Existing, Outgoing, Ring, Sent};
 use crate::status;
 use crate::task_id::TaskId;
-use crate::{clock, fsx};
+use crate::tmux::deliver::Outcome;
+use crate::tmux::recipient::{self, Recipient};
 
 const TOOL: &str = "fm-send";
 
 /// Keys `--key` may press.
-pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
+pub(crate) const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
 
 /// Queue a steering message for a worker and ring its doorbell.
 #[derive(Debug, Parser)]
@@ -33,7 +33,7 @@ pub const KEYS: &[&str] = &["Enter", "Escape", "C-c", "Tab", "Up", "Down"];
     version,
     after_help = "Options go before the message text. A text word that is one of this tool's options (--quiet, --all, --resolve-key, --key, …) is refused unless `--` comes before the text: it is nearly always an option typed too late, which would otherwise become part of the message and not take effect.\n\nExamples:\n  fm-send fix-login use the staging database, not prod\n  fm-send --quiet fix-login use the staging database\n  git diff | fm-send fix-login -\n  fm-send fix-login --file review.md --resolve-key db\n  fm-send --all --quiet stand down, we are freezing main\n  fm-send fix-login -- --force is not allowed here\n  fm-send fix-login --key Escape"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id (with --all, the first word of the text)
     #[arg(value_name = "ID")]
     id: Option<OsString>,
@@ -76,7 +76,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -101,34 +101,23 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     })
 }
 
-/// One recorded message: the human line and the `--json` object.
-#[derive(Debug, Serialize)]
-struct Sent {
-    task: String,
-    seq: u64,
-    path: PathBuf,
-    doorbell: Outcome,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    duplicate: Option<Existing>,
-}
-
-impl Sent {
-    fn human(&self) -> String {
-        let mut s = format!(
-            "queued {} {} \u{b7} doorbell {}",
-            self.task,
-            crate::ladder_files::record_name(self.seq),
-            self.doorbell
-        );
-        if let Some(d) = self.duplicate {
-            let place = match d {
-                Existing::Pending => "pending",
-                Existing::Handled => "handled",
-            };
-            s.push_str(&format!(" \u{b7} duplicate of a {place} record"));
-        }
-        s
+/// The human line of one recorded message (`--json` prints the
+/// [`Sent`] itself).
+fn human(sent: &Sent) -> String {
+    let mut s = format!(
+        "queued {} {} \u{b7} doorbell {}",
+        sent.task,
+        crate::inbox::record_name(sent.seq),
+        sent.doorbell.unwrap_or(Outcome::Quiet)
+    );
+    if let Some(d) = sent.duplicate {
+        let place = match d {
+            Existing::Pending => "pending",
+            Existing::Handled => "handled",
+        };
+        s.push_str(&format!(" \u{b7} duplicate of a {place} record"));
     }
+    s
 }
 
 fn run(mut a: Args) -> Result<u8> {
@@ -165,7 +154,7 @@ fn run(mut a: Args) -> Result<u8> {
     match id {
         Some(id) => {
             let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
-            send_one(&ctx, &a, &r, &body, &|| r.ring(&ctx.home, &ctx.cfg))
+            send_one(&ctx, &a, &id, &body, Ring::Now(&r))
         }
         None => send_all(&ctx, &a, &body),
     }
@@ -201,15 +190,9 @@ fn read_body(a: &Args, max: u64) -> Result<Vec<u8>> {
     }
 }
 
-/// Records one message and rings (unless quiet). `ring` is called only when
-/// a ring is due.
-fn send_one(
-    ctx: &Ctx,
-    a: &Args,
-    r: &Recipient,
-    body: &[u8],
-    ring: &dyn Fn() -> Outcome,
-) -> Result<u8> {
+/// Records one message and rings (unless quiet), then resolves the
+/// `--resolve-key` decisions and prints the report.
+fn send_one(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], ring: Ring) -> Result<u8> {
     let now = clock::now();
     let msg = Outgoing {
         from: &a.from,
@@ -217,46 +200,23 @@ fn send_one(
         fire_and_forget: a.fire_and_forget,
         dedupe: a.dedupe,
     };
-    let q = inbox::queue(&ctx.home, &ctx.cfg, &r.id, &msg, now)
-        .map_err(|e| common::naming(e, r.id.as_str()))?;
-    let doorbell = if a.quiet || q.duplicate == Some(Existing::Handled) {
-        Outcome::Quiet
-    } else {
-        ring()
-    };
-    if q.duplicate.is_none() {
-        let mut ev = Event::at(now, TOOL, r.id.as_str(), "inbox.queued")
-            .actor(&a.from)
-            .field("seq", q.seq)
-            .field("bytes", body.len())
-            .field("doorbell", doorbell.as_str());
-        if a.fire_and_forget {
-            ev = ev.field("delivery", "fire-and-forget");
-        }
-        ev.record(&ctx.home);
-    }
+    let ring = if a.quiet { Ring::Quiet } else { ring };
+    let sent = inbox::send(&ctx.home, &ctx.cfg, Tool::Send, id, &msg, ring, now)
+        .map_err(|e| common::naming(e, id.as_str()))?;
     // A duplicate still answers: the captain asked for these keys to be
     // resolved, whichever record carries the answer.
-    let unresolved = resolve_keys(ctx, a, &r.id, body, now);
-    let sent = Sent {
-        task: r.id.to_string(),
-        seq: q.seq,
-        path: q.path,
-        doorbell,
-        duplicate: q.duplicate,
-    };
+    let unresolved = resolve_keys(ctx, a, id, body, now);
     if a.json {
         common::out_json(&sent)?;
     } else {
-        common::out(&sent.human())?;
+        common::out(&human(&sent))?;
     }
-    if let Some(n) = note(doorbell, a.fire_and_forget) {
-        eprintln!("{TOOL}: {}: {n}", r.id);
+    if let Some(n) = sent.doorbell.and_then(|d| note(d, a.fire_and_forget)) {
+        eprintln!("{TOOL}: {id}: {n}");
     }
     for (key, e) in &unresolved {
         eprintln!(
-            "{TOOL}: warning: {}: message recorded, but decision key {key} was not resolved: {}",
-            r.id,
+            "{TOOL}: warning: {id}: message recorded, but decision key {key} was not resolved: {}",
             common::describe(e)
         );
     }
@@ -280,25 +240,17 @@ fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Vec<
     let text = format!("answered: {}", head.trim());
     for k in &a.resolve_key {
         let appended =
-            status::format_append("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)
-                .and_then(|line| {
-                    fsx::ensure_dir(&ctx.home.state_dir())?;
-                    fsx::append_line_in_page(&ctx.home.status(id), line.as_bytes())
-                });
-        match appended {
-            Ok(()) => Event::at(now, TOOL, id.as_str(), "status.appended")
-                .actor(&a.from)
-                .field("verb", "resolved")
-                .field("key", k.as_str())
-                .record(&ctx.home),
-            Err(e) => failed.push((k.clone(), e)),
+            status::Append::new("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)
+                .and_then(|line| line.write(&ctx.home, id, Tool::Send, &a.from, now));
+        if let Err(e) = appended {
+            failed.push((k.clone(), e));
         }
     }
     failed
 }
 
 /// What stderr says about a ring that did not land (SPEC §5.4).
-pub fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
+pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
     let why = match outcome {
         Outcome::Rang | Outcome::Quiet => return None,
         Outcome::Dead => {
@@ -332,8 +284,7 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
     let mut code = 0;
     let mut pipe_closed = false;
     for (r, info) in &live {
-        let ring = || r.ring_known(&ctx.home, &ctx.cfg, info);
-        if let Err(e) = send_one(ctx, a, r, body, &ring) {
+        if let Err(e) = send_one(ctx, a, &r.id, body, Ring::Known(r, info)) {
             // A reader that stopped reading (`| head -1`) must not stop
             // the broadcast: every recipient still gets its record; only
             // the printing stops (each record is queued before its line
@@ -376,12 +327,7 @@ fn press_key(a: &Args, key: &str) -> Result<u8> {
     let id = TaskId::parse_os(raw)?;
     let ctx = a.home.ctx(TOOL)?;
     let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
-    let pane = r.press(key)?;
-    Event::new(TOOL, id.as_str(), "pane.key")
-        .actor(&a.from)
-        .field("key", key)
-        .field("pane", pane.as_str())
-        .record(&ctx.home);
+    let pane = r.press(&ctx.home, key, &a.from)?;
     let p = Pressed {
         task: id.to_string(),
         key: key.to_string(),

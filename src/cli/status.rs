@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::common::{self, HomeArg};
 use crate::error::{Error, Result};
-use crate::events::Event;
+use crate::events::Tool;
 use crate::status::{self, Current, Decision, Fold, Parsed};
 use crate::task_id::TaskId;
 use crate::{clock, fsx};
@@ -23,7 +23,7 @@ const TOOL: &str = "fm-status";
     version,
     after_help = "Options go before the text. A text word that is one of this tool's options (--key, --json, …) is refused unless `--` comes before the text.\n\nExamples:\n  fm-status fix-login working compiling the parser\n  fm-status fix-login needs-decision --key db which database should I use?\n  fm-status fix-login --busy --source prompt-hook\n  fm-status fix-login --json\n  fm-status fix-login note -- --force was not needed"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Task id
     #[arg(value_name = "ID")]
     id: OsString,
@@ -62,7 +62,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 
@@ -114,30 +114,14 @@ fn run(a: Args) -> Result<u8> {
         a.from.as_str()
     };
     if a.busy || a.idle {
-        fsx::ensure_dir(&home.state_dir())?;
-        fsx::atomic_write(
-            &home.busy(&id),
-            crate::busy::render(a.busy, now, &a.source).as_bytes(),
-        )?;
-        let action = if a.busy { "status.busy" } else { "status.idle" };
-        Event::at(now, TOOL, id.as_str(), action)
-            .actor(actor)
-            .field("source", a.source.as_str())
-            .record(home);
+        status::busy::write(home, &id, a.busy, now, &a.source, actor)?;
         return Ok(0);
     }
     if let Some(verb) = &a.verb {
         let text = a.text.join(" ");
-        let line =
-            status::format_append(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)
-                .map_err(|e| common::naming(e, id.as_str()))?;
-        fsx::ensure_dir(&home.state_dir())?;
-        fsx::append_line_in_page(&home.status(&id), line.as_bytes())?;
-        Event::at(now, TOOL, id.as_str(), "status.appended")
-            .actor(actor)
-            .field("verb", verb.to_lowercase())
-            .field("key", a.key.clone().unwrap_or_else(|| "default".into()))
-            .record(home);
+        let line = status::Append::new(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)
+            .map_err(|e| common::naming(e, id.as_str()))?;
+        line.write(home, &id, Tool::Status, actor, now)?;
         return Ok(0);
     }
     show(&ctx, &id, &a, now)

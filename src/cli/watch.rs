@@ -27,7 +27,7 @@ const TOOL: &str = "fm-watch";
     group = clap::ArgGroup::new("mode").args(["once", "until_wake", "drain", "status", "crontab"]),
     after_help = "Examples:\n  fm-watch                      # foreground daemon until Ctrl-C\n  fm-watch --once               # one pass (for cron)\n  fm-watch --drain --json       # new wakes since the last drain\n  fm-watch --status\n  fm-watch --crontab >> my.crontab"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Run one pass, then exit
     #[arg(long)]
     once: bool,
@@ -54,7 +54,7 @@ pub struct Args {
     home: HomeArg,
 }
 
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     Args::command()
 }
 

@@ -11,25 +11,25 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::events::Event;
+use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
-use crate::meta::{self, Meta};
-use crate::pane::{Pane, PaneInfo, Tmux};
+use crate::meta::{self, Kind, Mode, TaskMeta};
 use crate::task_id::TaskId;
+use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{brief, clock, frontmatter, fsx, stand_in};
 
 mod spawn;
 mod stop;
 mod teardown;
 
-const TOOL: &str = "fm-control";
+const TOOL: &str = Tool::Control.as_str();
 /// `git worktree add` checks out files: give it longer than a query.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A lifecycle action.
 #[derive(Debug, Clone)]
-pub enum Action {
+pub(crate) enum Action {
     Spawn {
         project: PathBuf,
         harness: Option<String>,
@@ -111,8 +111,13 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
 }
 
 impl Ctl<'_> {
-    fn meta(&self) -> Result<Meta> {
-        Meta::load(self.home, self.id)?.ok_or_else(|| {
+    /// Records `event` about this task, now.
+    fn record(&self, event: Event) {
+        Entry::new(clock::now(), Tool::Control, self.id.as_str(), event).record(self.home);
+    }
+
+    fn meta(&self) -> Result<TaskMeta> {
+        TaskMeta::load(self.home, self.id)?.ok_or_else(|| {
             Error::refused(format!(
                 "unknown task {}: no metadata (spawn it first)",
                 self.id
@@ -120,8 +125,8 @@ impl Ctl<'_> {
         })
     }
 
-    fn tmux(&self, meta: &Meta) -> Tmux {
-        Tmux::for_task(meta.str("tmux_socket"), &self.cfg.tmux.socket)
+    fn tmux(&self, meta: &TaskMeta) -> Tmux {
+        Tmux::new(meta.socket(self.cfg))
     }
 
     fn profile(&self, name: &str) -> Result<HarnessProfile> {
@@ -138,15 +143,12 @@ impl Ctl<'_> {
         })
     }
 
-    fn meta_profile(&self, meta: &Meta) -> Option<HarnessProfile> {
-        harness::profile(
-            &self.cfg.harness,
-            meta.get("harness").filter(|h| !h.is_empty())?,
-        )
+    fn meta_profile(&self, meta: &TaskMeta) -> Option<HarnessProfile> {
+        harness::profile(&self.cfg.harness, meta.harness.as_deref()?)
     }
 
-    fn agent(&self, meta: &Meta) -> Result<Agent> {
-        let Some(pane) = meta.get("pane").filter(|p| !p.is_empty()) else {
+    fn agent(&self, meta: &TaskMeta) -> Result<Agent> {
+        let Some(pane) = meta.pane.as_deref() else {
             return Ok(Agent::NoPane);
         };
         let info = match self.tmux(meta).info(pane) {

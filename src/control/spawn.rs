@@ -127,7 +127,7 @@ impl Ctl<'_> {
     /// agent would keep it from ringing this one, so they go. Best effort:
     /// the agent is already running, and a leftover file only delays rings.
     pub(super) fn restart_ladder(&self) {
-        if let Err(e) = crate::ladder_files::clear(self.home, self.id) {
+        if let Err(e) = crate::inbox::ladder_files::clear(self.home, self.id) {
             eprintln!(
                 "{TOOL}: warning: {}: could not reset the watcher's ladder: {e}",
                 self.id
@@ -138,7 +138,7 @@ impl Ctl<'_> {
     /// A new (or no) agent has no turn in progress: an idle busy record
     /// replaces whatever the previous agent left (SPEC §9.3).
     pub(super) fn reset_busy(&self) -> Result<()> {
-        let line = crate::busy::render(false, clock::now(), TOOL);
+        let line = crate::status::busy::render(false, clock::now(), TOOL);
         fsx::atomic_write(&self.home.busy(self.id), line.as_bytes())
     }
 
@@ -148,7 +148,7 @@ impl Ctl<'_> {
         harness: Option<&str>,
         base: Option<&str>,
     ) -> Result<String> {
-        let old = Meta::load(self.home, self.id)?.unwrap_or_default();
+        let old = TaskMeta::load(self.home, self.id)?.unwrap_or_default();
         if let Agent::Alive(info) = self.agent(&old)? {
             return Err(Error::refused(format!(
                 "{} already has a live agent in pane {}",
@@ -157,7 +157,7 @@ impl Ctl<'_> {
         }
         let harness_name = harness
             .map(str::to_string)
-            .or_else(|| old.get("harness").map(str::to_string))
+            .or_else(|| old.harness.clone())
             .unwrap_or_else(|| "claude".into());
         let profile = self.profile(&harness_name)?;
         self.check_brief()?;
@@ -214,7 +214,7 @@ impl Ctl<'_> {
                     m.set(key, v);
                 }
             }
-            let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
+            let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("project", &project.display().to_string());
             m.set("worktree", &wt);
             m.set("harness", &harness_name);
@@ -226,13 +226,12 @@ impl Ctl<'_> {
         })?;
         self.reset_busy()?;
         self.restart_ladder();
-        let mut ev = Event::at(now, TOOL, self.id.as_str(), "control.spawned")
-            .field("pane", pane.clone())
-            .field("harness", harness_name.clone());
-        if let Some(base) = created_from {
-            ev = ev.field("base", base);
-        }
-        ev.record(self.home);
+        let event = Event::ControlSpawned {
+            pane: pane.clone(),
+            harness: harness_name.clone(),
+            base: created_from,
+        };
+        Entry::new(now, Tool::Control, self.id.as_str(), event).record(self.home);
         Ok(format!(
             "spawned {} pane={pane} worktree={wt} harness={harness_name}",
             self.id

@@ -21,17 +21,17 @@ impl Ctl<'_> {
         for k in &keys {
             tmux.press(&info.id, k)?;
         }
-        Event::new(TOOL, self.id.as_str(), "control.interrupted").record(self.home);
+        self.record(Event::ControlInterrupted);
         Ok(format!(
             "interrupt-delivered {} harness={}",
             self.id,
-            meta.str("harness")
+            meta.harness.as_deref().unwrap_or("")
         ))
     }
 
     /// Stops the agent if it runs. `Ok(false)` when it was already gone;
     /// an agent still running after `exit_wait_secs` is an error.
-    pub(super) fn stop(&self, meta: &Meta) -> Result<bool> {
+    pub(super) fn stop(&self, meta: &TaskMeta) -> Result<bool> {
         match self.try_stop(meta)? {
             Stop::WasGone => Ok(false),
             Stop::Exited => Ok(true),
@@ -40,16 +40,16 @@ impl Ctl<'_> {
     }
 
     /// Asks the agent to exit and waits `exit_wait_secs` for it.
-    pub(super) fn try_stop(&self, meta: &Meta) -> Result<Stop> {
+    pub(super) fn try_stop(&self, meta: &TaskMeta) -> Result<Stop> {
         let Agent::Alive(info) = self.agent(meta)? else {
             return Ok(Stop::WasGone);
         };
         let tmux = self.tmux(meta);
         let profile = self.meta_profile(meta);
         let mut sent = Vec::new();
-        let busy_record = crate::busy::is_busy(self.home, self.id);
+        let busy_record = crate::status::busy::is_busy(self.home, self.id);
         let screen = tmux.capture(&info.id, 0).unwrap_or_default();
-        if busy_record || crate::deliver::screen_busy(profile.as_ref(), &screen) {
+        if busy_record || crate::tmux::screen::screen_busy(profile.as_ref(), &screen) {
             for k in profile
                 .as_ref()
                 .map(|p| p.interrupt.clone())
@@ -96,20 +96,20 @@ impl Ctl<'_> {
         if !stopped {
             return Ok(format!("already-stopped {}", self.id));
         }
-        Event::new(TOOL, self.id.as_str(), "control.stopped").record(self.home);
+        self.record(Event::ControlStopped);
         Ok(format!("stopped {}", self.id))
     }
 
     pub(super) fn relaunch(&self, note: Option<&str>, harness: Option<&str>) -> Result<String> {
         let meta = self.meta()?;
         let note = note.map(str::trim).filter(|n| !n.is_empty());
-        if note.is_none() && meta.kind() != "secondmate" {
+        if note.is_none() && meta.kind() != Kind::Secondmate {
             return Err(Error::refused(format!(
                 "relaunch of {} requires --note (what the new agent must know)",
                 self.id
             )));
         }
-        let from = meta.str("harness").to_string();
+        let from = meta.harness.clone().unwrap_or_default();
         let to = harness.map(str::to_string).unwrap_or_else(|| {
             if from.is_empty() {
                 "claude".into()
@@ -142,7 +142,11 @@ impl Ctl<'_> {
             fsx::atomic_write(&brief_path, &brief)?;
         }
         let tmux = self.tmux(&meta);
-        let wt = meta.str("worktree").to_string();
+        let wt = meta
+            .worktree
+            .as_ref()
+            .map(|w| w.display().to_string())
+            .unwrap_or_default();
         let pane = match self.agent(&meta)? {
             Agent::Exited(info) | Agent::Alive(info) => {
                 self.respawn(&tmux, &info.id, &wt, argv)?;
@@ -151,7 +155,7 @@ impl Ctl<'_> {
             Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, argv)?,
         };
         meta::update(self.home, self.id, |m| {
-            let gen_: u64 = m.str("spawn_gen").parse().unwrap_or(0);
+            let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("spawn_gen", &(gen_ + 1).to_string());
             m.set("harness", &to);
             m.set("pane", &pane);
@@ -159,11 +163,11 @@ impl Ctl<'_> {
         })?;
         self.reset_busy()?;
         self.restart_ladder();
-        Event::new(TOOL, self.id.as_str(), "control.relaunched")
-            .field("from", from.clone())
-            .field("to", to.clone())
-            .field("killed", killed)
-            .record(self.home);
+        self.record(Event::ControlRelaunched {
+            from: from.clone(),
+            to: to.clone(),
+            killed,
+        });
         Ok(format!("relaunched {} harness={to} from={from}", self.id))
     }
 }

@@ -7,10 +7,10 @@ impl Ctl<'_> {
     /// Whether the worktree's HEAD survives its removal: contained in a
     /// remote-tracking ref; a local branch also counts for local-only work
     /// and in a project with no remote at all (there is nowhere to push).
-    pub(super) fn head_reachable(&self, meta: &Meta, worktree: &Path) -> Result<bool> {
+    pub(super) fn head_reachable(&self, meta: &TaskMeta, worktree: &Path) -> Result<bool> {
         let mut scopes = vec!["refs/remotes/"];
         let no_remote = git(worktree, &["remote"])?.trim().is_empty();
-        if meta.str("mode") == "local-only" || no_remote {
+        if meta.mode == Some(Mode::LocalOnly) || no_remote {
             scopes.push("refs/heads/");
         }
         Ok(crate::git::ref_containing(worktree, "HEAD", &scopes)?.is_some())
@@ -18,8 +18,8 @@ impl Ctl<'_> {
 
     pub(super) fn teardown(&self, force: bool) -> Result<String> {
         let meta = self.meta()?;
-        let worktree = PathBuf::from(meta.str("worktree"));
-        let has_worktree = !meta.str("worktree").is_empty() && worktree.join(".git").exists();
+        let worktree = meta.worktree.clone().unwrap_or_default();
+        let has_worktree = meta.worktree.is_some() && worktree.join(".git").exists();
         if has_worktree && !force {
             // The top-level check first: a `.git` that git does not honour
             // would make every later `git -C` answer for an outer repository.
@@ -59,11 +59,7 @@ impl Ctl<'_> {
             let _ = self.tmux(&meta).run(&["kill-pane", "-t", &info.id]);
         }
         if has_worktree {
-            let project = meta
-                .get("project")
-                .filter(|p| !p.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| worktree.clone());
+            let project = meta.project.clone().unwrap_or_else(|| worktree.clone());
             let wt = worktree.display().to_string();
             git(&project, &["worktree", "remove", "--force", &wt])?;
         }
@@ -94,9 +90,10 @@ impl Ctl<'_> {
                 )));
             }
         }
-        Event::at(now, TOOL, id.as_str(), "control.torn-down")
-            .field("archive", dest.display().to_string())
-            .record(self.home);
+        let event = Event::ControlTornDown {
+            archive: dest.display().to_string(),
+        };
+        Entry::new(now, Tool::Control, id.as_str(), event).record(self.home);
         Ok(format!("torn-down {id} archive={}", dest.display()))
     }
 }

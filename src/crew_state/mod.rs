@@ -2,26 +2,29 @@
 //! whole fleet.
 //!
 //! The work is split so the decision is testable without tmux or git:
-//! [`facts`] gathers every input in one pass (one `tmux list-panes -a` per
-//! socket for the whole fleet, never one per task, never a shell);
-//! [`resolve`] applies the rules of §9.2 as a pure function of those facts;
-//! [`render`] prints the one-line and table forms from the same [`Row`]
+//! [`facts`] holds every input as plain data; [`gather`] reads them in one
+//! pass (one `tmux list-panes -a` per socket for the whole fleet, never one
+//! per task, never a shell; git only through [`crate::git`]); [`resolve`]
+//! applies the rules of §9.2 as a pure function of those facts; [`render`]
+//! prints the one-line and table forms from the same [`Row`]
 //! that `--json` serialises. [`trace`] reads a delegation chain's audit
 //! trail (§11.2) and [`live`] drives the `--watch` view.
 //!
 //! Crew state only reads: it never writes a file under the home.
 
 pub mod facts;
-pub mod live;
-pub mod render;
-pub mod resolve;
+pub(crate) mod gather;
+pub(crate) mod live;
+pub(crate) mod render;
+pub(crate) mod resolve;
 pub mod trace;
 
 use serde::Serialize;
 
 use crate::status::Decision;
 
-pub use facts::{Facts, gather};
+pub use facts::Facts;
+pub use gather::gather;
 pub use resolve::{Resolution, resolve};
 
 /// What a worker is doing (SPEC §9.1).
@@ -79,20 +82,20 @@ impl Source {
 /// One task's crew state as printed and as `--json` (schema in
 /// `docs/crew-state-schema.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub id: String,
-    pub state: State,
+    pub(crate) state: State,
     pub source: Source,
-    pub detail: String,
+    pub(crate) detail: String,
     /// Seconds since the current status line (its `at=`, else the log's mtime).
-    pub age_secs: Option<u64>,
-    pub inbox_pending: usize,
-    pub open_decisions: Vec<Decision>,
+    pub(crate) age_secs: Option<u64>,
+    pub(crate) inbox_pending: usize,
+    pub(crate) open_decisions: Vec<Decision>,
 }
 
 impl Row {
     /// The row for gathered facts.
-    pub fn from_facts(f: &Facts) -> Row {
+    pub(crate) fn from_facts(f: &Facts) -> Row {
         let r = resolve(f);
         let current = f.fold.current();
         let age_secs = current

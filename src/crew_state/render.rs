@@ -32,7 +32,7 @@ fn paint(text: &str, state: State, on: bool) -> String {
 }
 
 /// `state: <S> · source: <SRC>[ · <detail>]`.
-pub fn line(row: &Row, colour: bool) -> String {
+pub(crate) fn line(row: &Row, colour: bool) -> String {
     let mut s = format!(
         "state: {}{SEP}source: {}",
         paint(row.state.as_str(), row.state, colour),
@@ -46,13 +46,13 @@ pub fn line(row: &Row, colour: bool) -> String {
 }
 
 /// The AGE cell: `42s`, `5m`, … or `-` without a current line.
-pub fn age_cell(row: &Row) -> String {
+pub(crate) fn age_cell(row: &Row) -> String {
     row.age_secs.map(clock::age).unwrap_or_else(|| "-".into())
 }
 
 /// The fleet table: a header and one row per task, columns padded to the
 /// widest cell, DETAIL last and unpadded.
-pub fn table(rows: &[Row], colour: bool) -> Vec<String> {
+pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
     let header = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
     let cells: Vec<[String; 7]> = rows
         .iter()

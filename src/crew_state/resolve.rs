@@ -2,29 +2,22 @@
 //!
 //! First match wins. Two inputs are expensive to obtain (the pane's screen
 //! needs a `capture-pane`, the done gate needs git), so [`step`] says which
-//! one it is missing instead of guessing; [`super::facts::gather`] fetches
+//! one it is missing instead of guessing; [`super::gather`] fetches
 //! exactly that and asks again. [`resolve`] never guesses in the unsafe
 //! direction: an ungated ship `done` reads blocked, an uncaptured screen
 //! reads not busy.
 
-use super::facts::{Facts, PaneFact, WorktreeFact};
+use super::facts::{Facts, Gate, PaneFact, WorktreeFact};
 use super::{Source, State};
+use crate::meta::Kind;
 use crate::status::Verb;
-
-/// The §8.2 gate verdict on a ship `done` line: an input of the resolver.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Gate {
-    Accepted,
-    Refused(String),
-    NotGated,
-}
 
 /// The answer: `state · source · detail`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolution {
-    pub state: State,
+    pub(crate) state: State,
     pub source: Source,
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 fn r(state: State, source: Source, detail: impl Into<String>) -> Resolution {
@@ -37,7 +30,7 @@ fn r(state: State, source: Source, detail: impl Into<String>) -> Resolution {
 
 /// An input the rules reached but the facts do not hold yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// The pane's visible screen, for the harness `busy_regex`.
     Screen,
     /// The §8.2 verdict on the current `done` line.
@@ -78,7 +71,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     // A meta naming no worktree is a task never spawned (a sub-brief's meta
     // holds only `parent=`): the later rules say what little is known.
     let kind = f.kind();
-    if matches!(kind, "ship" | "scout") && f.worktree == WorktreeFact::Missing {
+    if kind.has_worktree() && f.worktree == WorktreeFact::Missing {
         return Ok(r(
             State::Unknown,
             Source::None,
@@ -98,7 +91,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         }
     };
     if alive == Some(false) {
-        if let Some(res) = terminal_from_log(f, kind)? {
+        if let Some(res) = terminal_from_log(f, &kind)? {
             return Ok(res);
         }
         let which = if f.pane == PaneFact::Gone {
@@ -122,7 +115,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         if regex.is_some() {
             match &f.screen {
                 None => return Err(Need::Screen),
-                Some(s) if crate::deliver::screen_busy(f.profile.as_ref(), s) => {
+                Some(s) if crate::tmux::screen::screen_busy(f.profile.as_ref(), s) => {
                     return Ok(r(State::Working, Source::Pane, "busy (screen)"));
                 }
                 Some(_) => {}
@@ -133,7 +126,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     if let Some(c) = f.fold.current() {
         let kind_verb = verb_of(&c.verb);
         if kind_verb == Verb::Done {
-            return done_line(f, kind, &c.text);
+            return done_line(f, &kind, &c.text);
         }
         let state = match kind_verb {
             Verb::Working => State::Working,
@@ -158,8 +151,8 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
 }
 
 /// A ship `done` passes the gate or reads blocked with the refusal.
-fn done_line(f: &Facts, kind: &str, text: &str) -> Result<Resolution, Need> {
-    if kind != "ship" {
+fn done_line(f: &Facts, kind: &Kind, text: &str) -> Result<Resolution, Need> {
+    if *kind != Kind::Ship {
         return Ok(r(State::Done, Source::StatusLog, text));
     }
     match &f.gate {
@@ -170,7 +163,7 @@ fn done_line(f: &Facts, kind: &str, text: &str) -> Result<Resolution, Need> {
 }
 
 /// Rule 3's "done or failed from the log, as in rule 5".
-fn terminal_from_log(f: &Facts, kind: &str) -> Result<Option<Resolution>, Need> {
+fn terminal_from_log(f: &Facts, kind: &Kind) -> Result<Option<Resolution>, Need> {
     let Some(c) = f.fold.current() else {
         return Ok(None);
     };
@@ -190,7 +183,7 @@ fn verb_of(word: &str) -> Verb {
 
 /// Whether the run record belongs to the worktree as it is now: same
 /// branch, and the run's head is HEAD or has HEAD as an ancestor.
-pub fn run_attributed(f: &Facts) -> bool {
+pub(crate) fn run_attributed(f: &Facts) -> bool {
     let (Some(run), Some(git)) = (&f.run, &f.git) else {
         return false;
     };

@@ -1,17 +1,18 @@
 //! Every rule of SPEC §9.2 on the pure resolver.
 
 use super::*;
-use crate::crew_state::facts::{BusyRecord, GitFacts, RunRecord, WorktreeFact};
+use crate::crew_state::facts::{GitFacts, RunRecord, WorktreeFact};
 use crate::harness::builtin;
-use crate::meta::Meta;
+use crate::meta::{Kind, TaskMeta};
 use crate::status::Fold;
+use crate::status::busy::BusyRecord;
 use crate::task_id::TaskId;
 
 const NOW: u64 = 10_000;
 
 fn task(meta: &str) -> Facts {
     let mut f = Facts::empty(TaskId::parse("t1").unwrap(), NOW);
-    f.meta = Some(Meta::parse(meta.as_bytes()));
+    f.meta = Some(TaskMeta::parse(meta.as_bytes()));
     f.worktree = WorktreeFact::Present;
     f
 }
@@ -93,16 +94,16 @@ fn kind_falls_back_to_the_brief() {
     f.worktree = WorktreeFact::Unchecked;
     log(&mut f, "done: found the cause\n");
     // Without a kind anywhere it is a ship, whose done needs the gate.
-    assert_eq!(f.kind(), "ship");
+    assert_eq!(f.kind(), Kind::Ship);
     assert_eq!(step(&f), Err(Need::Gate));
-    f.brief_kind = Some("scout".into());
-    assert_eq!(f.kind(), "scout");
+    f.brief_kind = Some(Kind::Scout);
+    assert_eq!(f.kind(), Kind::Scout);
     assert_eq!(says(&f), "done \u{b7} status-log \u{b7} found the cause");
     // Meta's own kind wins over the brief's.
-    f.meta = Some(Meta::parse(b"kind=ship\nparent=P\n"));
+    f.meta = Some(TaskMeta::parse(b"kind=ship\nparent=P\n"));
     assert_eq!(step(&f), Err(Need::Gate));
     // A scout whose recorded worktree is gone is still rule 1.
-    f.meta = Some(Meta::parse(b"parent=P\nworktree=/w\n"));
+    f.meta = Some(TaskMeta::parse(b"parent=P\nworktree=/w\n"));
     f.worktree = WorktreeFact::Missing;
     assert_eq!(
         says(&f),

@@ -17,16 +17,16 @@ use serde_json::{Map, Value};
 
 use crate::error::Result;
 use crate::home::Home;
-use crate::meta::Meta;
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::{clock, events, fsx};
 
 /// The task and its descendants (through meta `parent=`), sorted.
-pub fn chain(home: &Home, root: &TaskId) -> Result<BTreeSet<String>> {
+pub(crate) fn chain(home: &Home, root: &TaskId) -> Result<BTreeSet<String>> {
     let mut children: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for id in home.task_ids_with_meta()? {
-        if let Some(meta) = Meta::load(home, &id)?
-            && let Some(p) = meta.get("parent").filter(|p| !p.is_empty())
+        if let Some(meta) = TaskMeta::load(home, &id)?
+            && let Some(p) = meta.parent
         {
             children
                 .entry(p.to_string())
@@ -38,7 +38,10 @@ pub fn chain(home: &Home, root: &TaskId) -> Result<BTreeSet<String>> {
 }
 
 /// Pure walk of a parent → children map; safe against cycles.
-pub fn descendants(children: &BTreeMap<String, Vec<String>>, root: &str) -> BTreeSet<String> {
+pub(crate) fn descendants(
+    children: &BTreeMap<String, Vec<String>>,
+    root: &str,
+) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     let mut todo = vec![root.to_string()];
     while let Some(t) = todo.pop() {
@@ -101,7 +104,7 @@ pub fn markdown(m: &Map<String, Value>) -> String {
 }
 
 /// Reads the trail of `root`'s chain.
-pub fn trail(home: &Home, root: &TaskId) -> Result<Vec<Map<String, Value>>> {
+pub(crate) fn trail(home: &Home, root: &TaskId) -> Result<Vec<Map<String, Value>>> {
     let tasks = chain(home, root)?;
     let set: HashSet<&str> = tasks.iter().map(String::as_str).collect();
     let bytes = fsx::read_optional(&home.events())?.unwrap_or_default();

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::pane::{Pane, Tmux};
-use crate::proc::Cmd;
 use crate::stand_in::sibling_bin;
 use crate::task_id::TaskId;
+use crate::proc::Cmd;
+use crate::tmux::pane::{Pane, Tmux};
 use crate::{fsx, inbox};
 
 mod steps;
@@ -147,8 +147,8 @@ impl Demo {
     fn pane_of(&self, id: &str) -> Result<String> {
         let home = self.home()?;
         let id = TaskId::parse(id)?;
-        Ok(crate::meta::Meta::load(&home, &id)?
-            .map(|m| m.str("pane").to_string())
+        Ok(crate::meta::TaskMeta::load(&home, &id)?
+            .and_then(|m| m.pane)
             .unwrap_or_default())
     }
 

@@ -195,8 +195,8 @@ impl Demo {
         let home = self.home()?;
         let tid = TaskId::parse(id)?;
         let branch = format!("fm/{id}");
-        let meta = crate::meta::Meta::load(&home, &tid)?.unwrap_or_default();
-        let worktree = PathBuf::from(meta.str("worktree"));
+        let meta = crate::meta::TaskMeta::load(&home, &tid)?.unwrap_or_default();
+        let worktree = meta.worktree.unwrap_or_default();
         // The brief's setup step: the worker works on its own branch.
         self.git(&worktree, &["checkout", "-q", "-b", &branch])?;
         self.expect_ok("send", &[id, &format!("commit feature.txt the small change\nstatus done PR https://example.invalid/{id}/pull/1")])?;

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::Mode;
+use super::done_line::{is_checks_green, pr_url};
 use crate::config::Config;
 use crate::home::Home;
-use crate::meta::Meta;
+use crate::meta::{Kind, Mode, TaskMeta};
 use crate::status::{StatusLine, Verb};
 use crate::task_id::TaskId;
 use crate::{fsx, git};
@@ -41,7 +41,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// `accepted`, `refused` or `not gated`, as printed.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Verdict::Accepted(_) => "accepted",
             Verdict::Refused(_) => "refused",
@@ -56,89 +56,14 @@ impl Verdict {
     }
 
     /// 1 for a refusal, 0 otherwise (SPEC §8.2).
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         u8::from(matches!(self, Verdict::Refused(_)))
     }
 }
 
-fn trim_punct(w: &str) -> &str {
-    w.trim_end_matches([',', '.', ';', ':', ')'])
-        .trim_start_matches(['(', '<'])
-        .trim_end_matches('>')
-}
-
-/// The word `PR` (any case, surrounding punctuation dropped: `PR:`, `(PR`).
-fn is_pr_token(w: &str) -> bool {
-    trim_punct(w).eq_ignore_ascii_case("pr")
-}
-
-/// `PR#N` written as one word (any case).
-fn is_glued_pr_number(w: &str) -> bool {
-    let w = trim_punct(w).to_ascii_lowercase();
-    w.strip_prefix("pr#").is_some_and(is_number)
-}
-
-/// `#N`, the number after a `PR` token.
-fn is_hash_number(w: &str) -> bool {
-    trim_punct(w).strip_prefix('#').is_some_and(is_number)
-}
-
-fn is_number(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn is_http_url(w: &str) -> bool {
-    let w = trim_punct(w).to_ascii_lowercase();
-    w.starts_with("https://") || w.starts_with("http://")
-}
-
-fn is_pull_url(w: &str) -> bool {
-    let w = trim_punct(w);
-    (w.starts_with("https://") || w.starts_with("http://"))
-        && w.split('/')
-            .any(|seg| seg == "pull" || seg == "pulls" || seg == "merge_requests")
-}
-
-/// The pull-request URL a done line names, if any: the `https://…` word
-/// after a `PR` token (`PR`, `PR:`, any case), else the first pull URL
-/// anywhere in the text. Trailing punctuation is dropped.
-pub fn pr_url(text: &str) -> Option<&str> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let after_token = words.windows(2).find_map(|w| {
-        (is_pr_token(w[0]) && trim_punct(w[1]).starts_with("https://")).then(|| trim_punct(w[1]))
-    });
-    after_token.or_else(|| {
-        words
-            .iter()
-            .copied()
-            .find(|w| is_pull_url(w))
-            .map(trim_punct)
-    })
-}
-
-/// Whether a done line names a pull request the way the final line does:
-/// the word `PR` followed by an http(s) URL or by `#N`, or `PR#N` as one
-/// word (any case). The bare word — "addressed the PR feedback" — is not a
-/// pull request named.
-fn names_pr(text: &str) -> bool {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    words.iter().any(|w| is_glued_pr_number(w))
-        || words
-            .windows(2)
-            .any(|w| is_pr_token(w[0]) && (is_http_url(w[1]) || is_hash_number(w[1])))
-}
-
-/// The no-mistakes final line, `PR <url> … checks green`, recognised in
-/// the forms workers actually write: `PR <url>`, `PR #N`, `PR#N`, or the
-/// words `checks green` (any case). Every other done line is the
-/// pipeline hand-off.
-pub fn is_checks_green(text: &str) -> bool {
-    names_pr(text) || text.to_lowercase().contains("checks green")
-}
-
 /// Everything decided without git. `None` means: ask git about HEAD.
-pub fn precheck(
-    kind: &str,
+pub(crate) fn precheck(
+    kind: &Kind,
     mode: Option<Mode>,
     line: &StatusLine,
     meta_pr: &str,
@@ -150,9 +75,8 @@ pub fn precheck(
             line.verb
         )));
     }
-    match kind {
-        "" | "ship" => {}
-        k => return Some(Verdict::NotGated(format!("{k} tasks are never gated"))),
+    if *kind != Kind::Ship {
+        return Some(Verdict::NotGated(format!("{kind} tasks are never gated")));
     }
     if mode == Some(Mode::NoMistakes) {
         if !is_checks_green(&line.text) {
@@ -175,7 +99,7 @@ pub fn precheck(
 
 /// What git says about the worktree's HEAD.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HeadFact {
+pub(crate) enum HeadFact {
     Missing,
     NotRepo,
     NoHead,
@@ -185,7 +109,7 @@ pub enum HeadFact {
 }
 
 /// The verdict from the worktree's HEAD and the first outside ref holding it.
-pub fn judge(worktree: &Path, head: &HeadFact, reach: Option<&str>) -> Verdict {
+pub(crate) fn judge(worktree: &Path, head: &HeadFact, reach: Option<&str>) -> Verdict {
     let wt = worktree.display();
     match head {
         HeadFact::Missing => Verdict::Refused(format!("worktree missing ({wt})")),
@@ -216,11 +140,11 @@ fn head_fact(worktree: &Path) -> HeadFact {
 
 /// The worktree the gate inspects for a task (and a brief names): meta
 /// `worktree`, else the default location; physical as far as it exists.
-pub fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta) -> PathBuf {
-    match meta.str("worktree") {
-        "" => home.worktree(cfg, id),
-        w if Path::new(w).is_absolute() => crate::home::physical(Path::new(w)),
-        w => PathBuf::from(w),
+pub(crate) fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
+    match &meta.worktree {
+        None => home.worktree(cfg, id),
+        Some(w) if w.is_absolute() => crate::home::physical(w),
+        Some(w) => w.clone(),
     }
 }
 
@@ -233,31 +157,32 @@ fn brief_field(home: &Home, id: &TaskId, key: &str) -> Option<String> {
 }
 
 /// The task's mode: meta `mode`, else the brief's frontmatter.
-pub fn mode_of(home: &Home, id: &TaskId, meta: &Meta) -> Option<Mode> {
-    if let Ok(m) = Mode::parse(meta.str("mode")) {
+pub(crate) fn mode_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<Mode> {
+    if let Some(m) = meta.mode {
         return Some(m);
     }
     Mode::parse(&brief_field(home, id, "mode")?).ok()
 }
 
 /// The `kind` in the task's brief frontmatter, if the brief reads.
-pub fn brief_kind(home: &Home, id: &TaskId) -> Option<String> {
-    brief_field(home, id, "kind")
+pub(crate) fn brief_kind(home: &Home, id: &TaskId) -> Option<Kind> {
+    brief_field(home, id, "kind").map(|k| Kind::parse(&k))
 }
 
 /// The task's kind: meta `kind`, else the brief's frontmatter, else ship.
-pub fn kind_of(home: &Home, id: &TaskId, meta: &Meta) -> String {
-    match meta.str("kind") {
-        "" => brief_kind(home, id).unwrap_or_else(|| "ship".into()),
-        k => k.to_string(),
+pub(crate) fn kind_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Kind {
+    match &meta.kind {
+        Some(k) => k.clone(),
+        None => brief_kind(home, id).unwrap_or(Kind::Ship),
     }
 }
 
 /// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
-pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLine) -> Verdict {
+pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta, line: &StatusLine) -> Verdict {
     let mode = mode_of(home, id, meta);
     let kind = kind_of(home, id, meta);
-    if let Some(v) = precheck(&kind, mode, line, meta.str("pr"), meta.str("pr_head")) {
+    let (pr, pr_head) = (meta.pr.as_deref(), meta.pr_head.as_deref());
+    if let Some(v) = precheck(&kind, mode, line, pr.unwrap_or(""), pr_head.unwrap_or("")) {
         return v;
     }
     let worktree = worktree_of(home, cfg, id, meta);
@@ -266,14 +191,16 @@ pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &Meta, line: &StatusLi
         return judge(&worktree, &head, None);
     };
     let mut reach = git::ref_containing(&worktree, sha, &["refs/remotes/"]);
-    let project = meta.str("project");
-    if matches!(reach, Ok(None)) && !project.is_empty() {
+    if matches!(reach, Ok(None))
+        && let Some(project) = &meta.project
+    {
+        let shown = project.display();
         let mut prefixes = vec!["refs/remotes/"];
         if mode == Some(Mode::LocalOnly) {
             prefixes.push("refs/heads/");
         }
-        reach = git::ref_containing(Path::new(project), sha, &prefixes)
-            .map(|r| r.map(|r| format!("{r} of {project}")));
+        reach = git::ref_containing(project, sha, &prefixes)
+            .map(|r| r.map(|r| format!("{r} of {shown}")));
     }
     match reach {
         Ok(r) => judge(&worktree, &head, r.as_deref()),
@@ -296,12 +223,12 @@ mod tests {
     #[test]
     fn scout_and_secondmate_are_never_gated() {
         for k in ["scout", "secondmate"] {
-            let v = precheck(k, None, &line("done: found it"), "", "");
+            let v = precheck(&Kind::parse(k), None, &line("done: found it"), "", "");
             assert!(matches!(v, Some(Verdict::NotGated(_))), "{v:?}");
         }
         assert_eq!(
             precheck(
-                "",
+                &Kind::parse(""),
                 Some(Mode::DirectPr),
                 &line("done: PR https://x/1"),
                 "",
@@ -315,12 +242,18 @@ mod tests {
     fn no_mistakes_hand_off_is_not_gated_but_checks_green_is() {
         let nm = Some(Mode::NoMistakes);
         assert!(matches!(
-            precheck("ship", nm, &line("done: parser rewritten"), "", ""),
+            precheck(
+                &Kind::parse("ship"),
+                nm,
+                &line("done: parser rewritten"),
+                "",
+                ""
+            ),
             Some(Verdict::NotGated(_))
         ));
         assert_eq!(
             precheck(
-                "ship",
+                &Kind::parse("ship"),
                 nm,
                 &line("done: PR https://h/p/1 checks green"),
                 "",
@@ -329,7 +262,7 @@ mod tests {
             None
         );
         let v = precheck(
-            "ship",
+            &Kind::parse("ship"),
             nm,
             &line("done: PR https://h/p/1 checks green"),
             "https://h/p/1",
@@ -339,7 +272,7 @@ mod tests {
         // The shortcut is no-mistakes only, and needs pr_head.
         assert_eq!(
             precheck(
-                "ship",
+                &Kind::parse("ship"),
                 nm,
                 &line("done: PR https://h/p/1 checks green"),
                 "https://h/p/1",
@@ -349,7 +282,7 @@ mod tests {
         );
         assert_eq!(
             precheck(
-                "ship",
+                &Kind::parse("ship"),
                 Some(Mode::DirectPr),
                 &line("done: PR https://h/p/1"),
                 "https://h/p/1",
@@ -403,7 +336,13 @@ mod tests {
             "all Checks Green",
         ] {
             assert_eq!(
-                precheck("ship", nm, &line(&format!("done: {text}")), "", ""),
+                precheck(
+                    &Kind::parse("ship"),
+                    nm,
+                    &line(&format!("done: {text}")),
+                    "",
+                    ""
+                ),
                 None,
                 "{text}"
             );
@@ -420,38 +359,25 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    precheck("ship", nm, &line(&format!("done: {text}")), "", ""),
+                    precheck(
+                        &Kind::parse("ship"),
+                        nm,
+                        &line(&format!("done: {text}")),
+                        "",
+                        ""
+                    ),
                     Some(Verdict::NotGated(_))
                 ),
                 "{text}"
             );
         }
         let v = precheck(
-            "ship",
+            &Kind::parse("ship"),
             nm,
             &line("done: PR: https://h/p/pull/1, checks green"),
             "https://h/p/pull/1",
             "abc",
         );
         assert!(matches!(v, Some(Verdict::Accepted(_))), "{v:?}");
-    }
-
-    #[test]
-    fn pr_urls() {
-        assert_eq!(
-            pr_url("PR: https://g/o/r/pull/3 checks green"),
-            Some("https://g/o/r/pull/3")
-        );
-        assert_eq!(pr_url("pr https://x/1"), Some("https://x/1"));
-        assert_eq!(
-            pr_url("opened (https://g/o/r/pull/4)."),
-            Some("https://g/o/r/pull/4")
-        );
-        assert_eq!(
-            pr_url("PR https://g/o/r/pull/3 checks green"),
-            Some("https://g/o/r/pull/3")
-        );
-        assert_eq!(pr_url("PR #3"), None);
-        assert_eq!(pr_url("see PR https://x/1."), Some("https://x/1"));
     }
 }

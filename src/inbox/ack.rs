@@ -6,10 +6,12 @@
 //! other bytes is refused and both files are left alone. Acknowledging the
 //! record the re-ring ladder tracks clears `.ring-state`/`.escalated`.
 
+use crate::clock;
 use crate::error::{Error, Result};
+use crate::events::{Entry, Event, Tool};
 use crate::fsx;
 use crate::home::Home;
-use crate::ladder_files;
+use crate::inbox::ladder_files;
 use crate::task_id::TaskId;
 
 /// What acknowledging one sequence number did.
@@ -35,6 +37,23 @@ pub fn parse_seq(raw: &str) -> Result<u64> {
     }
 }
 
+/// [`ack`] as `fm-ack` runs it: a record moved now records the
+/// `inbox.acked` event, by `actor`.
+pub fn acknowledge(home: &Home, id: &TaskId, seq: u64, actor: &str) -> Result<AckOutcome> {
+    let outcome = ack(home, id, seq)?;
+    if outcome == AckOutcome::Handled {
+        Entry::new(
+            clock::now(),
+            Tool::Ack,
+            id.as_str(),
+            Event::InboxAcked { seq },
+        )
+        .by(actor)
+        .record(home);
+    }
+    Ok(outcome)
+}
+
 /// Moves pending record `seq` into `handled/` (SPEC §5.5).
 ///
 /// Refused (exit 1): no inbox; the inbox, `handled/` or either copy of the
@@ -48,7 +67,7 @@ pub fn ack(home: &Home, id: &TaskId, seq: u64) -> Result<AckOutcome> {
     let dst = home.handled_record(id, seq);
     fsx::refuse_symlink(&src)?;
     fsx::refuse_symlink(&dst)?;
-    let name = ladder_files::record_name(seq);
+    let name = super::record_name(seq);
     let outcome = if src.exists() {
         fsx::ensure_dir(&home.inbox_handled(id))?;
         if fsx::rename_noclobber(&src, &dst)? {

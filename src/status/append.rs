@@ -1,7 +1,13 @@
-//! The line `fm-status` appends, validated before anything is written.
+//! Appending to the status log (SPEC §3.4): the line `fm-status` and
+//! `fm-send --resolve-key` append, validated before anything is written,
+//! and the one place that writes it with its `status.appended` event.
 
 use super::*;
 use crate::error::{Error, Result};
+use crate::events::{Entry, Event, Tool};
+use crate::fsx;
+use crate::home::Home;
+use crate::task_id::TaskId;
 
 /// Builds the line `fm-status` appends, validating it first (exit 2 on refusal).
 pub fn format_append(
@@ -51,5 +57,53 @@ pub fn format_append(
         Parsed::Prose => Err(Error::usage(format!(
             "the line would be read as prose, not a status line (verb {word:?})"
         ))),
+    }
+}
+
+/// A validated line for `state/<id>.status`, with what its event records:
+/// the verb as given (lower-cased) and the key (`default` when none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Append {
+    line: String,
+    verb: String,
+    key: String,
+}
+
+impl Append {
+    /// Validates the line ([`format_append`]; exit 2 on refusal).
+    pub(crate) fn new(
+        verb: &str,
+        at: u64,
+        key: Option<&str>,
+        text: &str,
+        paused: &str,
+    ) -> Result<Append> {
+        Ok(Append {
+            line: format_append(verb, at, key, text, paused)?,
+            verb: verb.to_lowercase(),
+            key: key.unwrap_or("default").to_string(),
+        })
+    }
+
+    /// Appends the line (SPEC §2: one `write`, never torn across a page
+    /// boundary) and records `status.appended` by `actor` under `tool`.
+    pub(crate) fn write(
+        &self,
+        home: &Home,
+        id: &TaskId,
+        tool: Tool,
+        actor: &str,
+        now: u64,
+    ) -> Result<()> {
+        fsx::ensure_dir(&home.state_dir())?;
+        fsx::append_line_in_page(&home.status(id), self.line.as_bytes())?;
+        let event = Event::StatusAppended {
+            verb: self.verb.clone(),
+            key: self.key.clone(),
+        };
+        Entry::new(now, tool, id.as_str(), event)
+            .by(actor)
+            .record(home);
+        Ok(())
     }
 }

@@ -24,35 +24,10 @@ pub struct Fold {
     pub malformed: usize,
     /// The `at=` stamp of the newest valid status line (`None` when it has
     /// none, or when there is no valid line: see [`Fold::lines`]).
-    pub last_at: Option<u64>,
+    pub(crate) last_at: Option<u64>,
 }
 
 impl Fold {
-    pub fn push(&mut self, parsed: Parsed) {
-        match parsed {
-            Parsed::Prose => self.malformed += 1,
-            Parsed::Invalid(_) => self.malformed += 1,
-            Parsed::Line(l) => {
-                self.lines += 1;
-                self.last_at = l.at;
-                if l.kind.opens() {
-                    self.open.retain(|d| d.key != l.key);
-                    self.open.push(Decision {
-                        key: l.key.clone(),
-                        verb: l.verb.clone(),
-                        text: l.text.clone(),
-                        at: l.at,
-                    });
-                } else if l.kind == Verb::Resolved {
-                    self.open.retain(|d| d.key != l.key);
-                }
-                if l.kind.is_state() {
-                    self.last_state = Some(l);
-                }
-            }
-        }
-    }
-
     /// Folds the complete lines of a log (a torn final line is ignored).
     /// Lines are parsed borrowed; only open decisions and the newest state
     /// line are copied out.

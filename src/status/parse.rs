@@ -53,7 +53,7 @@ fn parse_at(v: &str) -> Option<u64> {
 /// A status line borrowed from the text it was parsed from; the fold turns
 /// only the lines it keeps into owned [`StatusLine`]s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LineRef<'a> {
+pub(crate) struct LineRef<'a> {
     /// The verb as written (trimmed, not yet lower-cased).
     pub verb: &'a str,
     pub kind: Verb,
@@ -63,7 +63,7 @@ pub struct LineRef<'a> {
 }
 
 impl LineRef<'_> {
-    pub fn to_owned_line(&self) -> StatusLine {
+    pub(crate) fn to_owned_line(self) -> StatusLine {
         StatusLine {
             verb: self.verb.to_lowercase(),
             kind: self.kind,
@@ -85,7 +85,7 @@ impl LineRef<'_> {
 
 /// [`Parsed`] borrowing from its line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParsedRef<'a> {
+pub(crate) enum ParsedRef<'a> {
     Line(LineRef<'a>),
     Prose,
     Invalid(String),
@@ -118,7 +118,7 @@ fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
 /// Parses one line (without its `\n`) of already-decoded text. Never
 /// fails, never panics; `paused_lower` is the configured paused word,
 /// lower-cased.
-pub fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
+pub(crate) fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
     let line = line.trim_end_matches(['\r', '\n']);
     let Some((colon, balanced)) = real_colon(line) else {
         return ParsedRef::Prose;

@@ -8,21 +8,30 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::ladder::{self, Action, PaneFacts};
-use super::pass::{PaneFactory, Report, Ring, State, TOOL, TaskIn, socket_of};
+use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
+use super::state::{PaneFactory, Report, Ring, State};
 use super::{hook, ladder_io};
 use crate::config::Config;
-use crate::deliver::{self, Target};
 use crate::error::Error;
-use crate::events::Event;
+use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
-use crate::inbox;
-use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo};
+use crate::inbox::{self, Record};
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
+use crate::tmux::deliver::{self, Target};
+use crate::tmux::pane::{Pane, PaneInfo};
 use crate::wakes;
 use crate::{clock, fsx};
+
+/// A task's inputs, read from its files.
+pub(super) struct TaskIn {
+    pub(super) id: TaskId,
+    pub(super) pending: Vec<Pending>,
+    pub(super) target: Option<Record>,
+    pub(super) files: LadderFiles,
+    pub(super) meta: Option<TaskMeta>,
+}
 
 pub(super) struct Exec<'a> {
     pub(super) home: &'a Home,
@@ -42,14 +51,14 @@ impl Exec<'_> {
         panes: PaneFactory,
     ) {
         let (home, cfg, now) = (self.home, self.cfg, self.now);
-        let empty = Meta::default();
+        let empty = TaskMeta::default();
         let meta = t.meta.as_ref().unwrap_or(&empty);
-        let pane_id = meta.str("pane");
-        let socket = socket_of(meta, cfg);
-        let profile: Option<HarnessProfile> = match meta.str("harness") {
-            "" => None,
-            h => harness::profile(&cfg.harness, h),
-        };
+        let pane_id = meta.pane.as_deref().unwrap_or("");
+        let socket = meta.socket(cfg).to_string();
+        let profile: Option<HarnessProfile> = meta
+            .harness
+            .as_deref()
+            .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = false;
         let mut info: Option<&PaneInfo> = None;
         let facts = if pane_id.is_empty() {
@@ -66,7 +75,7 @@ impl Exec<'_> {
                     }
                     Some(p) => {
                         info = Some(p);
-                        busy_rec = crate::busy::is_busy(home, &t.id);
+                        busy_rec = crate::status::busy::is_busy(home, &t.id);
                         PaneFacts::Alive { busy: busy_rec }
                     }
                 },
@@ -81,7 +90,7 @@ impl Exec<'_> {
         if let (Action::Ring { .. }, PaneFacts::Alive { busy: false }) = (action, facts)
             && profile.as_ref().is_some_and(|p| p.busy_regex.is_some())
             && let Ok(screen) = backend.capture(pane_id, 0)
-            && deliver::screen_busy(profile.as_ref(), &screen)
+            && crate::tmux::screen::screen_busy(profile.as_ref(), &screen)
         {
             let busy = PaneFacts::Alive { busy: true };
             action = ladder::decide(&t.pending, &t.files, busy, now, &cfg.watch);
@@ -137,11 +146,13 @@ impl Exec<'_> {
                         deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep)
                     }
                 };
-                Event::at(now, TOOL, id.as_str(), "watch.rang")
-                    .actor("watcher")
-                    .field("seq", seq)
-                    .field("count", count)
-                    .field("doorbell", outcome.as_str())
+                let event = Event::WatchRang {
+                    seq,
+                    count,
+                    doorbell: outcome.as_str(),
+                };
+                Entry::new(now, Tool::Watch, id.as_str(), event)
+                    .by(ACTOR)
                     .record(home);
                 self.report.next_due = Some(
                     self.report
@@ -162,7 +173,7 @@ impl Exec<'_> {
                     "{} unacknowledged after {rings} ring(s): {about}",
                     name(seq)
                 );
-                self.ladder_wake(id, "escalation", &text, seq, since);
+                self.ladder_wake(id, LadderWake::Escalation, &text, seq, since);
             }
             Action::Overdue { seq, age } => {
                 let text = format!(
@@ -170,7 +181,7 @@ impl Exec<'_> {
                     name(seq),
                     clock::age(age)
                 );
-                self.ladder_wake(id, "overdue", &text, seq, since);
+                self.ladder_wake(id, LadderWake::Overdue, &text, seq, since);
             }
             Action::DeadAgent { seq, gone } => {
                 let why = if gone {
@@ -179,7 +190,7 @@ impl Exec<'_> {
                     format!("agent in pane {pane_id} exited")
                 };
                 let text = format!("{} pending but {why}: {about}", name(seq));
-                self.ladder_wake(id, "dead-agent", &text, seq, since);
+                self.ladder_wake(id, LadderWake::DeadAgent, &text, seq, since);
             }
         }
     }
@@ -203,8 +214,8 @@ impl Exec<'_> {
     /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5). The
     /// wake is skipped only when this episode (record queued at `since`)
     /// already logged it.
-    fn ladder_wake(&mut self, id: &TaskId, kind: &str, text: &str, seq: u64, since: u64) {
-        let action = format!("watch.{kind}");
+    fn ladder_wake(&mut self, id: &TaskId, wake: LadderWake, text: &str, seq: u64, since: u64) {
+        let kind = wake.kind();
         match wakes::exists_since(self.home, id.as_str(), kind, text, since) {
             Ok(true) => {}
             _ => {
@@ -213,9 +224,13 @@ impl Exec<'_> {
                     // pass tries again (never lose a ladder wake).
                     return;
                 }
-                Event::at(self.now, TOOL, id.as_str(), &action)
-                    .actor("watcher")
-                    .field("seq", seq)
+                let event = match wake {
+                    LadderWake::Escalation => Event::WatchEscalation { seq },
+                    LadderWake::Overdue => Event::WatchOverdue { seq },
+                    LadderWake::DeadAgent => Event::WatchDeadAgent { seq },
+                };
+                Entry::new(self.now, Tool::Watch, id.as_str(), event)
+                    .by(ACTOR)
                     .record(self.home);
             }
         }
@@ -241,6 +256,28 @@ impl Exec<'_> {
         }
         if let Some(s) = seq {
             let _ = ladder_io::write_escalated(self.home, id, s);
+        }
+    }
+}
+
+/// The actor of every event the watcher records.
+const ACTOR: &str = "watcher";
+
+/// The wake that closes a ladder (SPEC §6.2 step 5).
+#[derive(Debug, Clone, Copy)]
+enum LadderWake {
+    Escalation,
+    Overdue,
+    DeadAgent,
+}
+
+impl LadderWake {
+    /// The wake's kind in `state/wakes.log`.
+    fn kind(self) -> &'static str {
+        match self {
+            LadderWake::Escalation => "escalation",
+            LadderWake::Overdue => "overdue",
+            LadderWake::DeadAgent => "dead-agent",
         }
     }
 }

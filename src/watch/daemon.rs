@@ -28,7 +28,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::fsx::{self, LockGuard};
 use crate::home::Home;
-use crate::pane::{Pane, Tmux};
+use crate::tmux::pane::{Pane, Tmux};
 use crate::wakes::{self, Wake};
 
 /// The signal that asked us to stop (0 = none yet).

@@ -13,12 +13,12 @@ use std::time::Duration;
 use crate::wakes::Wake;
 
 /// Longest a hook may run before it is killed.
-pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 static RUNNING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
 /// The argv for one wake.
-pub fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<String> {
+pub(crate) fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<String> {
     template
         .iter()
         .map(|a| {
@@ -49,7 +49,7 @@ pub fn argv(template: &[String], task: &str, kind: &str, text: &str) -> Vec<Stri
 
 /// Starts the hook for one appended wake in the background (nothing when
 /// no hook is configured).
-pub fn spawn(template: &[String], wake: &Wake) {
+pub(crate) fn spawn(template: &[String], wake: &Wake) {
     let argv = argv(template, &wake.task, &wake.kind, &wake.text);
     let Some((program, args)) = argv.split_first() else {
         return;
@@ -77,7 +77,7 @@ pub fn spawn(template: &[String], wake: &Wake) {
 }
 
 /// Waits for running hooks (before a one-shot run exits).
-pub fn wait_all() {
+pub(crate) fn wait_all() {
     let handles: Vec<_> = RUNNING
         .lock()
         .map(|mut v| std::mem::take(&mut *v))

@@ -13,7 +13,7 @@ use crate::config::WatchCfg;
 
 /// A pending record as the ladder sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub seq: u64,
     /// When it was queued (Unix seconds).
     pub at: u64,
@@ -30,21 +30,21 @@ pub struct RingState {
 
 /// The contents of a task's ladder files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LadderFiles {
-    pub ring: Option<RingState>,
+pub(crate) struct LadderFiles {
+    pub(crate) ring: Option<RingState>,
     /// The record `.escalated` names.
-    pub escalated: Option<u64>,
+    pub(crate) escalated: Option<u64>,
 }
 
 impl LadderFiles {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ring.is_none() && self.escalated.is_none()
     }
 }
 
 /// What tmux and the busy record say about the task's pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PaneFacts {
+pub(crate) enum PaneFacts {
     /// Meta records no pane: rings are attempted (outcome `no-pane`) and
     /// counted like any other.
     NoPane,
@@ -60,7 +60,7 @@ pub enum PaneFacts {
 /// The next step for one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
-pub enum Action {
+pub(crate) enum Action {
     /// Nothing is pending: remove the ladder files.
     Clear,
     /// Nothing to do now; `until` is when something may become due.
@@ -79,7 +79,7 @@ pub enum Action {
 
 /// The record the ladder tracks: the lowest pending one that is not
 /// fire-and-forget.
-pub fn target(pending: &[Pending]) -> Option<&Pending> {
+pub(crate) fn target(pending: &[Pending]) -> Option<&Pending> {
     pending
         .iter()
         .filter(|p| !p.fire_and_forget)
@@ -88,7 +88,12 @@ pub fn target(pending: &[Pending]) -> Option<&Pending> {
 
 /// Whether [`decide`] could depend on the pane: lets a pass ask tmux only
 /// when some task needs it.
-pub fn needs_pane(pending: &[Pending], files: &LadderFiles, now: u64, cfg: &WatchCfg) -> bool {
+pub(crate) fn needs_pane(
+    pending: &[Pending],
+    files: &LadderFiles,
+    now: u64,
+    cfg: &WatchCfg,
+) -> bool {
     target(pending).is_some_and(|t| {
         let (count, last) = files
             .ring
@@ -101,7 +106,7 @@ pub fn needs_pane(pending: &[Pending], files: &LadderFiles, now: u64, cfg: &Watc
 }
 
 /// The ladder (SPEC §6.2).
-pub fn decide(
+pub(crate) fn decide(
     pending: &[Pending],
     files: &LadderFiles,
     pane: PaneFacts,

@@ -1,5 +1,5 @@
 //! The watcher's side of the ladder files: reads `.ring-state` and
-//! `.escalated` through the shared [`crate::ladder_files`] format into the
+//! `.escalated` through the shared [`crate::inbox::ladder_files`] format into the
 //! pure ladder's [`LadderFiles`], and writes them back.
 //!
 //! `.ring-state` is replaced without a per-file fsync: one pass may ring
@@ -9,7 +9,8 @@ use crate::error::Result;
 use crate::fsx;
 use crate::home::Home;
 use crate::inbox;
-use crate::ladder_files::{self as shared, record_name};
+use crate::inbox::ladder_files as shared;
+use crate::inbox::record_name;
 use crate::task_id::TaskId;
 
 use super::ladder::{LadderFiles, RingState};
@@ -20,7 +21,7 @@ fn seq_of(name: &str) -> Option<u64> {
 
 /// Reads both files. A file that cannot be read counts as absent; the
 /// error is returned beside so the caller can report it.
-pub fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Error>) {
+pub(crate) fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Error>) {
     let mut err = None;
     let ring = match shared::read_ring_state(home, id) {
         Ok(r) => r.and_then(|r| {
@@ -46,7 +47,7 @@ pub fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Error>) {
 }
 
 /// Records a ring attempt (not fsynced here; see the module doc).
-pub fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
+pub(crate) fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
     let state = shared::RingState {
         record: record_name(r.seq),
         count: r.count,
@@ -55,11 +56,11 @@ pub fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
     fsx::atomic_write_unsynced(&home.ring_state(id), &state.render())
 }
 
-pub fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> {
+pub(crate) fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> {
     shared::write_escalated(home, id, &record_name(seq))
 }
 
-pub fn clear(home: &Home, id: &TaskId) -> Result<()> {
+pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
     shared::clear(home, id)
 }
 

@@ -7,14 +7,16 @@
 //! - [`status_feed`]: status lines → `status` wakes, exactly once, via
 //!   persisted read offsets.
 //! - [`pass`]: one pass over every task; `act` carries out each task's
-//!   ladder action (the only place that rings or escalates).
+//!   ladder action (the only place that rings or escalates); `state` holds
+//!   what passes share (kept state, the pass report).
 //! - [`daemon`]: singleton lock, signals, filesystem events and polling.
 //! - [`hook`]: the `on_wake` argv hook.
 
 mod act;
-pub mod daemon;
-pub mod hook;
-pub mod ladder;
-pub mod ladder_io;
+pub(crate) mod daemon;
+pub(crate) mod hook;
+pub(crate) mod ladder;
+pub(crate) mod ladder_io;
 pub mod pass;
+mod state;
 pub mod status_feed;

@@ -15,87 +15,26 @@
 //! warning and the ladder works on the task's other records.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
-
-use super::act::Exec;
+use super::act::{Exec, TaskIn};
 use super::ladder::{self, LadderFiles, Pending};
-use super::{ladder_io, status_feed::Offsets};
+use super::ladder_io;
+use super::state::TOOL;
 use crate::config::Config;
-use crate::deliver::Outcome;
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::inbox::{self, Record};
-use crate::meta::Meta;
-use crate::pane::{Pane, PaneInfo};
+use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
-use crate::wakes::Wake;
+use crate::tmux::pane::{Pane, PaneInfo};
 use crate::{clock, fsx};
 
-pub(super) const TOOL: &str = "fm-watch";
-
-/// Makes the pane backend for a tmux socket (`""` = default server).
-pub type PaneFactory<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
-
-/// What persists between passes of one watcher process.
-#[derive(Debug, Default)]
-pub struct State {
-    pub offsets: Offsets,
-    /// Warnings already printed (each is printed once per process).
-    warned: BTreeSet<String>,
-}
-
-impl State {
-    pub fn load(home: &Home) -> Result<State> {
-        Ok(State {
-            offsets: Offsets::load(home)?,
-            warned: BTreeSet::new(),
-        })
-    }
-
-    pub(super) fn warn(&mut self, msg: String) {
-        if self.warned.insert(msg.clone()) {
-            eprintln!("{TOOL}: warning: {msg}");
-        }
-    }
-}
-
-/// One ring attempt.
-#[derive(Debug, Clone, Serialize)]
-pub struct Ring {
-    pub task: String,
-    pub seq: u64,
-    pub count: u64,
-    pub outcome: Outcome,
-}
-
-/// What a pass did.
-#[derive(Debug, Default, Serialize)]
-pub struct Report {
-    pub tasks: usize,
-    pub rings: Vec<Ring>,
-    pub wakes: Vec<Wake>,
-    /// Earliest second at which some ladder may act without a file change.
-    pub next_due: Option<u64>,
-    /// Inbox directories seen (the daemon watches them).
-    #[serde(skip)]
-    pub inboxes: Vec<PathBuf>,
-}
-
-/// A task's inputs, read from its files.
-pub(super) struct TaskIn {
-    pub(super) id: TaskId,
-    pub(super) pending: Vec<Pending>,
-    pub(super) target: Option<Record>,
-    pub(super) files: LadderFiles,
-    pub(super) meta: Option<Meta>,
-}
+pub use super::state::{PaneFactory, Report, Ring, State};
 
 /// Ids of every task with a meta, inbox or status log, from one listing
 /// of `state/`.
-pub fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
+pub(crate) fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
     let dir = home.state_dir();
     let rd = match std::fs::read_dir(&dir) {
         Ok(rd) => rd,
@@ -197,10 +136,10 @@ pub fn run(
     let mut lists: BTreeMap<String, Option<Vec<PaneInfo>>> = BTreeMap::new();
     for t in &tasks {
         let Some(m) = &t.meta else { continue };
-        if m.str("pane").is_empty() || !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+        if m.pane.is_none() || !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
             continue;
         }
-        let socket = socket_of(m, cfg);
+        let socket = m.socket(cfg).to_string();
         if lists.contains_key(&socket) {
             continue;
         }
@@ -268,7 +207,7 @@ fn gather(
         eprintln!("{TOOL}: warning: {id}: {e}");
     }
     let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
-        Meta::load(home, id)?
+        TaskMeta::load(home, id)?
     } else {
         None
     };
@@ -315,11 +254,4 @@ fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
     }
     out.seqs.sort_unstable();
     Ok(out)
-}
-
-pub(super) fn socket_of(m: &Meta, cfg: &Config) -> String {
-    match m.str("tmux_socket") {
-        "" => cfg.tmux.socket.clone(),
-        s => s.to_string(),
-    }
 }

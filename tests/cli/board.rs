@@ -6,16 +6,24 @@ use std::process::{Command, Stdio};
 
 use crate::harness::{TestHome, bin};
 
+#[track_caller]
 fn add(h: &TestHome, args: &[&str]) -> String {
-    let out = h.fm("board").arg("add").args(args).run().success().stdout();
+    let out = h
+        .fm("board")
+        .arg("add")
+        .args(args)
+        .stdout_regex(r"T-\d{3,} (pending|blocked)\n")
+        .run()
+        .stdout();
     out.split_whitespace().next().unwrap().to_string()
 }
 
+#[track_caller]
 fn status(h: &TestHome, id: &str) -> String {
     h.fm("board")
         .args(["show", id, "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json()["status"]
         .as_str()
         .unwrap()
@@ -51,8 +59,10 @@ fn sixteen_processes_race_for_one_claim() {
         String::from_utf8_lossy(&winners[0].stdout),
         format!("{id} in_progress\n")
     );
+    assert!(winners[0].stderr.is_empty());
     for o in outs.iter().filter(|o| o.status.code() != Some(0)) {
         assert_eq!(o.status.code(), Some(1));
+        assert!(o.stdout.is_empty());
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
             err.contains("fm-board: error: T-001 is in_progress (owner w"),
@@ -62,8 +72,8 @@ fn sixteen_processes_race_for_one_claim() {
     let j = h
         .fm("board")
         .args(["show", "1", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["status"], "in_progress");
     assert!(j["owner"].as_str().unwrap().starts_with('w'));
@@ -83,40 +93,38 @@ fn chain_releases_only_when_every_blocker_finishes() {
     assert_eq!(add(&h, &["B", "--blocked-by", "T-1"]), "T-002");
     h.fm("board")
         .args(["add", "C", "--blocked-by", "1,T-002"])
-        .run()
-        .success()
-        .stdout_is("T-003 blocked\n");
+        .stdout("T-003 blocked\n")
+        .run();
     h.fm("board")
         .args(["claim", "3", "--as", "w1"])
-        .run()
         .status(1)
-        .stderr_has("T-003 is blocked");
+        .stderr_has("T-003 is blocked")
+        .run();
     h.fm("board")
         .args(["complete", "T-2", "--result", "early"])
-        .run()
         .status(1)
-        .stderr_has("T-002 is blocked");
+        .stderr_has("T-002 is blocked")
+        .run();
     h.fm("board")
         .args(["complete", "T-001", "--result", "done A", "--as", "w1"])
-        .run()
-        .success()
-        .stdout_is("T-001 completed\nreleased T-002 pending\nreleased T-003 blocked\n");
+        .stdout("T-001 completed\nreleased T-002 pending\nreleased T-003 blocked\n")
+        .run();
     assert_eq!(status(&h, "T-3"), "blocked");
     let j = h
         .fm("board")
         .args(["show", "3", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["blocked_by"], serde_json::json!(["T-002"]));
     h.fm("board")
         .args(["claim", "2", "--as", "w2"])
-        .run()
-        .success();
+        .stdout("T-002 in_progress\n")
+        .run();
     h.fm("board")
         .args(["complete", "2", "--result", "done B"])
-        .run()
-        .success();
+        .stdout("T-002 completed\nreleased T-003 pending\n")
+        .run();
     assert_eq!(status(&h, "T-3"), "pending");
     let ev = String::from_utf8(h.read("state/events.jsonl")).unwrap();
     assert_eq!(ev.matches("\"board.released\"").count(), 3, "{ev}");
@@ -129,27 +137,25 @@ fn cancelling_or_failing_a_blocker_releases_its_dependent() {
     add(&h, &["B", "--blocked-by", "T-1"]);
     h.fm("board")
         .args(["cancel", "1", "--reason", "not needed"])
-        .run()
-        .success()
-        .stdout_has("released T-002 pending");
+        .stdout_has("released T-002 pending")
+        .run();
     assert_eq!(status(&h, "2"), "pending");
     add(&h, &["X"]);
     add(&h, &["Y", "--blocked-by", "T-3"]);
     h.fm("board")
         .args(["claim", "3", "--as", "w1"])
-        .run()
-        .success();
+        .stdout("T-003 in_progress\n")
+        .run();
     h.fm("board")
         .args(["fail", "3", "--reason", "broken"])
-        .run()
-        .success();
+        .stdout("T-003 failed\nreleased T-004 pending\n")
+        .run();
     assert_eq!(status(&h, "4"), "pending");
     // A blocker already finished at add time does not block.
     h.fm("board")
         .args(["add", "Z", "--blocked-by", "T-3"])
-        .run()
-        .success()
-        .stdout_is("T-005 pending\n");
+        .stdout("T-005 pending\n")
+        .run();
 }
 
 #[test]
@@ -161,19 +167,19 @@ fn cycles_and_unknown_blockers_are_refused_with_nothing_written() {
     let events = h.read("state/events.jsonl");
     h.fm("board")
         .args(["add", "X", "--blocked-by", "T-9"])
-        .run()
         .status(1)
-        .stderr_has("unknown task in --blocked-by: T-009");
+        .stderr_has("unknown task in --blocked-by: T-009")
+        .run();
     h.fm("board")
         .args(["add", "X", "--blocked-by", "T-3"])
-        .run()
         .status(1)
-        .stderr_has("cycle");
+        .stderr_has("cycle")
+        .run();
     h.fm("board")
         .args(["add", "X", "--blocked-by", "T-x"])
-        .run()
         .status(2)
-        .stderr_has("invalid board task id");
+        .stderr_has("invalid board task id")
+        .run();
     // A cycle written by hand between T-1 and T-2 is refused for a newcomer.
     let one = String::from_utf8(board_file(&h, "T-001"))
         .unwrap()
@@ -181,9 +187,9 @@ fn cycles_and_unknown_blockers_are_refused_with_nothing_written() {
     h.write("data/board/T-001.task", &one);
     h.fm("board")
         .args(["add", "X", "--blocked-by", "2"])
-        .run()
         .status(1)
-        .stderr_has("dependency cycle: T-002 -> T-001 -> T-002");
+        .stderr_has("dependency cycle: T-002 -> T-001 -> T-002")
+        .run();
     assert_eq!(h.tree(), before);
     assert_eq!(h.read("state/events.jsonl"), events);
 }
@@ -196,16 +202,16 @@ fn illegal_transitions_exit_1_naming_status_and_leave_the_file_unchanged() {
     add(&h, &["to cancel"]); // T-003
     h.fm("board")
         .args(["claim", "1", "--as", "w1"])
-        .run()
-        .success();
+        .stdout("T-001 in_progress\n")
+        .run();
     h.fm("board")
         .args(["claim", "2", "--as", "w1"])
-        .run()
-        .success();
+        .stdout("T-002 in_progress\n")
+        .run();
     h.fm("board")
         .args(["cancel", "3", "--reason", "dup"])
-        .run()
-        .success();
+        .stdout("T-003 cancelled\n")
+        .run();
     let cases: &[(&[&str], &str, &str)] = &[
         (&["approve", "2"], "T-002", "T-002 is in_progress"),
         (
@@ -240,7 +246,7 @@ fn illegal_transitions_exit_1_naming_status_and_leave_the_file_unchanged() {
     for (args, id, msg) in cases {
         let before = board_file(&h, id);
         let ev = h.read("state/events.jsonl");
-        h.fm("board").args(*args).run().status(1).stderr_has(msg);
+        h.fm("board").args(*args).status(1).stderr_has(msg).run();
         assert_eq!(board_file(&h, id), before, "{args:?} changed the file");
         assert_eq!(
             h.read("state/events.jsonl"),
@@ -250,16 +256,28 @@ fn illegal_transitions_exit_1_naming_status_and_leave_the_file_unchanged() {
     }
     h.fm("board")
         .args(["claim", "9", "--as", "w1"])
-        .run()
         .status(1)
-        .stderr_has("no board task T-009");
-    for bad in [
-        &["claim", "x1", "--as", "w1"][..],
-        &["claim", "1", "--as", "../x"],
-        &["progress", "1", "101"],
-        &["cancel", "1", "--reason", " "],
+        .stderr_has("no board task T-009")
+        .run();
+    for (bad, why) in [
+        (
+            &["claim", "x1", "--as", "w1"][..],
+            "fm-board: error: invalid board task id \"x1\" (expected T-NNN, e.g. T-001 or 1)\n",
+        ),
+        (
+            &["claim", "1", "--as", "../x"],
+            "fm-board: error: invalid task id \"../x\": must start with a letter or digit\n",
+        ),
+        (
+            &["progress", "1", "101"],
+            "fm-board: error: invalid value '101' for '<PERCENT>': 101 is not in 0..=100\n\nFor more information, try '--help'.\n",
+        ),
+        (
+            &["cancel", "1", "--reason", " "],
+            "fm-board: error: --reason is empty\n",
+        ),
     ] {
-        h.fm("board").args(bad).run().status(2);
+        h.fm("board").args(bad).status(2).stderr(why).run();
     }
 }
 
@@ -269,47 +287,42 @@ fn approval_flow_and_retry() {
     add(&h, &["gated", "--require-approval"]);
     h.fm("board")
         .args(["claim", "1", "--as", "w1"])
-        .run()
-        .success();
+        .stdout("T-001 in_progress\n")
+        .run();
     h.fm("board")
         .args(["progress", "1", "40", "--step", "tests"])
-        .run()
-        .success();
+        .stdout("T-001 in_progress\n")
+        .run();
     h.fm("board")
         .args(["complete", "1", "--result", "PR 7", "--as", "w1"])
-        .run()
-        .success()
-        .stdout_is("T-001 in_review\n");
+        .stdout("T-001 in_review\n")
+        .run();
     h.fm("board")
         .args(["approve", "1"])
-        .run()
-        .success()
-        .stdout_is("T-001 completed\n");
+        .stdout("T-001 completed\n")
+        .run();
     add(&h, &["gated 2", "--require-approval"]);
     h.fm("board")
         .args(["claim", "2", "--as", "w1"])
-        .run()
-        .success();
+        .stdout("T-002 in_progress\n")
+        .run();
     h.fm("board")
         .args(["review", "2"])
-        .run()
-        .success()
-        .stdout_is("T-002 in_review\n");
+        .stdout("T-002 in_review\n")
+        .run();
     h.fm("board")
         .args(["reject", "2", "--reason", "wrong approach"])
-        .run()
-        .success()
-        .stdout_is("T-002 cancelled\n");
+        .stdout("T-002 cancelled\n")
+        .run();
     h.fm("board")
         .args(["retry", "2"])
-        .run()
-        .success()
-        .stdout_is("T-002 pending\n");
+        .stdout("T-002 pending\n")
+        .run();
     let j = h
         .fm("board")
         .args(["show", "1", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
     for k in [
@@ -334,21 +347,21 @@ fn approval_flow_and_retry() {
     let list = h
         .fm("board")
         .args(["list", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(list.as_array().unwrap().len(), 2);
     let pending = h
         .fm("board")
         .args(["list", "--status", "pending", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(pending[0]["id"], "T-002");
     h.fm("board")
         .args(["list", "--status", "bogus"])
-        .run()
-        .status(2);
+        .status(2)
+        .stderr("fm-board: error: invalid value 'bogus' for '--status <S>'\n  [possible values: pending, blocked, in_progress, in_review, completed, failed, cancelled, stale]\n\nFor more information, try '--help'.\n").run();
 }
 
 #[test]
@@ -359,13 +372,12 @@ fn blocker_comment_fails_the_task_and_wakes_the_captain() {
     add(&h, &["after deploy", "--blocked-by", "1"]);
     h.fm("board")
         .args(["claim", "1", "--as", "w1"])
-        .run()
-        .success();
+        .stdout("T-001 in_progress\n")
+        .run();
     h.fm("board")
         .args(["comment", "1", "just", "a", "note"])
-        .run()
-        .success()
-        .stdout_is("T-001 in_progress\n");
+        .stdout("T-001 in_progress\n")
+        .run();
     h.fm("board")
         .args([
             "comment",
@@ -375,9 +387,8 @@ fn blocker_comment_fails_the_task_and_wakes_the_captain() {
             "--as",
             "w1",
         ])
-        .run()
-        .success()
-        .stdout_is("T-001 failed\nreleased T-002 pending\n");
+        .stdout("T-001 failed\nreleased T-002 pending\n")
+        .run();
     let wakes = String::from_utf8(h.read("state/wakes.log")).unwrap();
     let last = wakes.lines().last().unwrap();
     let f: Vec<&str> = last.split('\t').collect();
@@ -388,8 +399,8 @@ fn blocker_comment_fails_the_task_and_wakes_the_captain() {
     let j = h
         .fm("board")
         .args(["show", "1", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["comments"].as_array().unwrap().len(), 2);
     assert_eq!(j["comments"][1]["blocker"], true);
@@ -416,8 +427,8 @@ fn a_blocker_wake_runs_the_on_wake_hook() {
     add(&h, &["deploy"]);
     h.fm("board")
         .args(["comment", "1", "--blocker", "no creds; $(rm -rf /)"])
-        .run()
-        .success();
+        .stdout("T-001 failed\n")
+        .run();
     let got = std::fs::read_to_string(h.path("hook.sh.out")).unwrap_or_default();
     assert!(got.starts_with("T-001|blocker|T-001: deploy"), "{got:?}");
     assert!(got.contains("no creds; $(rm -rf /)"), "{got:?}");
@@ -442,11 +453,10 @@ fn dispatch_queues_an_inbox_record_for_the_assignee() {
         ],
     );
     add(&h, &["unassigned"]);
-    let r = h.fm("board").arg("dispatch").run().success();
-    assert_eq!(
-        r.stdout(),
-        "dispatched T-001 w1 001.msg \u{b7} dispatch 1/3 \u{b7} doorbell no-pane\n"
-    );
+    h.fm("board")
+        .arg("dispatch")
+        .stdout("dispatched T-001 w1 001.msg \u{b7} dispatch 1/3 \u{b7} doorbell no-pane\n")
+        .run();
     let rec = String::from_utf8(h.read("state/w1.inbox/001.msg")).unwrap();
     assert!(rec.starts_with("schema=fm-inbox.v1\n"), "{rec}");
     assert!(
@@ -457,8 +467,8 @@ fn dispatch_queues_an_inbox_record_for_the_assignee() {
     let j = h
         .fm("board")
         .args(["show", "1", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(
         (
@@ -477,17 +487,16 @@ fn dispatch_queues_an_inbox_record_for_the_assignee() {
     .unwrap();
     h.fm("board")
         .arg("dispatch")
-        .run()
-        .success()
-        .stdout_is("nothing to dispatch\n");
+        .stdout("nothing to dispatch\n")
+        .run();
     // An assignee with no meta and no brief is reported and left pending.
     add(&h, &["ghost work", "--assignee", "ghost"]);
     h.fm("board")
         .arg("dispatch")
-        .run()
         .status(1)
         .stdout_has("error T-003 ghost")
-        .stdout_has("unknown task ghost");
+        .stdout_has("unknown task ghost")
+        .run();
     assert_eq!(status(&h, "3"), "pending");
 }
 
@@ -499,29 +508,25 @@ fn three_unacknowledged_dispatches_trip_the_circuit_breaker() {
     add(&h, &["after", "--blocked-by", "1"]);
     h.fm("board")
         .arg("dispatch")
-        .run()
-        .success()
-        .stdout_has("dispatched T-001 deaf 001.msg");
+        .stdout_has("dispatched T-001 deaf 001.msg")
+        .run();
     // Within the grace period (watch.grace_secs) nothing is re-sent.
     h.fm("board")
         .arg("dispatch")
-        .run()
-        .success()
-        .stdout_is("nothing to dispatch\n");
+        .stdout("nothing to dispatch\n")
+        .run();
     let dispatch = || {
         h.fm("board")
             .arg("dispatch")
             .env("FM_WATCH_GRACE_SECS", "0")
     };
     dispatch()
-        .run()
-        .success()
-        .stdout_has("resent T-001 deaf 002.msg \u{b7} dispatch 2/3");
+        .stdout_has("resent T-001 deaf 002.msg \u{b7} dispatch 2/3")
+        .run();
     dispatch()
-        .run()
-        .success()
-        .stdout_has("resent T-001 deaf 003.msg \u{b7} dispatch 3/3");
-    let r = dispatch().arg("--json").run().success();
+        .stdout_has("resent T-001 deaf 003.msg \u{b7} dispatch 3/3")
+        .run();
+    let r = dispatch().arg("--json").stdout_json().run();
     let j = r.json();
     assert_eq!(j[0]["action"], "failed");
     assert_eq!(
@@ -531,8 +536,8 @@ fn three_unacknowledged_dispatches_trip_the_circuit_breaker() {
     let t = h
         .fm("board")
         .args(["show", "1", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(t["status"], "failed");
     assert_eq!(
@@ -557,26 +562,23 @@ fn a_hand_broken_file_is_named_not_fatal_for_list() {
     h.write("data/board/T-002.task", b"\xff\xfe garbage\n");
     h.fm("board")
         .arg("list")
-        .run()
-        .success()
         .stdout_has("T-001")
-        .stderr_has("T-002.task");
+        .stderr_has("T-002.task")
+        .run();
     h.fm("board")
         .args(["claim", "2", "--as", "w1"])
-        .run()
         .status(1)
-        .stderr_has("T-002 is unreadable");
+        .stderr_has("T-002 is unreadable")
+        .run();
     // Numbering continues past the broken file.
     h.fm("board")
         .args(["add", "next"])
-        .run()
-        .success()
-        .stdout_is("T-003 pending\n");
+        .stdout("T-003 pending\n")
+        .run();
     h.fm("fm")
         .args(["board", "show", "T-3"])
-        .run()
-        .success()
-        .stdout_has("T-003 pending");
+        .stdout_has("T-003 pending")
+        .run();
 }
 
 /// Ringing panes takes seconds; a dispatch must not hold the board lock
@@ -593,28 +595,35 @@ fn a_dispatch_rings_after_releasing_the_board_lock() {
         "state/w1.meta",
         format!("kind=ship\npane={pane}\ntmux_socket={}\n", t.socket),
     );
-    for i in 0..6 {
+    for i in 0..2 {
         add(&h, &[&format!("task {i}"), "--assignee", "w1"]);
     }
-    // Each ring waits over a second: six of them outlast the 5 s lock
-    // wait of another board command.
-    let dispatch = Command::new(bin("fm-board"))
-        .env("FM_HOME", h.root())
-        .env("FM_SEND_SETTLE_MS", "1000")
+    // Each ring pauses half a second between typing the doorbell and Enter.
+    let dispatch = h
+        .fm("board")
+        .env("FM_SEND_SETTLE_MS", "500")
+        .env("FM_SEND_ENTER_WAIT_MS", "50")
         .arg("dispatch")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // As soon as the first record exists, the dispatch is under way; with
-    // rings under the lock this add would wait ~7 s and give up after 5.
-    assert!(crate::harness::wait_until(10.0, || h.exists("state/w1.inbox/001.msg")));
-    h.fm("board").args(["add", "meanwhile"]).run().success();
-    let out = dispatch.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.matches("dispatched T-").count(), 6, "{stdout}");
-    assert!(!stdout.contains("doorbell -"), "{stdout}");
+        .stdout_regex(
+            r"dispatched T-001 w1 001\.msg . dispatch 1/3 . doorbell rang\ndispatched T-002 w1 002\.msg . dispatch 1/3 . doorbell rang\n",
+        )
+        .start();
+    // The first doorbell is typed and its Enter not yet pressed: the
+    // dispatch is ringing, and the board lock must be free.
+    crate::harness::wait_for("the first doorbell typed", 10.0, || {
+        t.capture(&pane).contains("firstmate inbox")
+    });
+    let lock = std::fs::File::open(h.path("data/board/.lock")).unwrap();
+    assert!(
+        lock.try_lock().is_ok(),
+        "the board lock is held while a pane is rung"
+    );
+    drop(lock);
+    h.fm("board")
+        .args(["add", "meanwhile"])
+        .stdout("T-003 pending\n")
+        .run();
+    dispatch.wait(30.0);
 }
 
 /// Hand edits can leave a task waiting for a blocker whose file is gone,
@@ -635,13 +644,12 @@ fn a_blocker_whose_file_is_gone_never_holds_a_task_forever() {
     std::fs::remove_file(h.path(&format!("data/board/{a}.task"))).unwrap();
     h.fm("board")
         .args(["cancel", &b, "--reason", "x"])
-        .run()
-        .success();
+        .stdout("T-002 cancelled\nreleased T-002 cancelled\n")
+        .run();
     h.fm("board")
         .args(["retry", &b])
-        .run()
-        .success()
-        .stdout_has(&format!("{b} pending"));
+        .stdout_has(&format!("{b} pending"))
+        .run();
     // d is edited to wait on nothing; the next finished task releases it.
     let file = String::from_utf8(h.read(&format!("data/board/{d}.task"))).unwrap();
     h.write(
@@ -651,7 +659,7 @@ fn a_blocker_whose_file_is_gone_never_holds_a_task_forever() {
     assert_eq!(status(&h, &d), "blocked");
     h.fm("board")
         .args(["cancel", &c, "--reason", "x"])
-        .run()
-        .success();
+        .stdout("T-003 cancelled\nreleased T-004 pending\n")
+        .run();
     assert_eq!(status(&h, &d), "pending");
 }

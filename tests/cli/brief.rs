@@ -27,6 +27,28 @@ fn snap(h: &TestHome, name: &str, text: &str) {
     });
 }
 
+/// What `fm-brief` prints for a brief written from flags: `what` is
+/// e.g. `ship, mode=direct-PR`, `scout` or `secondmate`.
+fn written(h: &TestHome, id: &str, what: &str) -> String {
+    format!(
+        "written: {} ({what})\n",
+        h.path(&format!("data/{id}/brief.md")).display()
+    )
+}
+
+/// What `fm-brief` prints for a scaffold with placeholders left.
+fn scaffolded(h: &TestHome, id: &str, what: &str) -> String {
+    format!(
+        "scaffolded: {} ({what}; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
+        h.path(&format!("data/{id}/brief.md")).display()
+    )
+}
+
+/// What `fm-brief --check` prints for a brief that passes.
+fn checked(h: &TestHome, id: &str) -> String {
+    format!("ok: {}\n", h.path(&format!("data/{id}/brief.md")).display())
+}
+
 fn brief(h: &TestHome, id: &str) -> String {
     String::from_utf8(h.read(&format!("data/{id}/brief.md"))).unwrap()
 }
@@ -36,19 +58,10 @@ fn ship_scaffolds_in_every_mode() {
     let h = TestHome::new();
     for mode in ["no-mistakes", "direct-PR", "local-only"] {
         let id = format!("t-{}", mode.to_lowercase());
-        let r = h
-            .fm("brief")
+        h.fm("brief")
             .args([&id, "webapp", "--mode", mode])
-            .run()
-            .success();
-        let path = h.path(&format!("data/{id}/brief.md"));
-        assert_eq!(
-            r.stdout(),
-            format!(
-                "scaffolded: {} (ship, mode={mode}; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
-                path.display()
-            )
-        );
+            .stdout(scaffolded(&h, &id, &format!("ship, mode={mode}")))
+            .run();
         let b = brief(&h, &id);
         assert_eq!(b.matches("{TASK}").count(), 1, "{b}");
         assert_eq!(b.matches("{FIRSTMATE_SPEC}").count(), 1, "{b}");
@@ -63,9 +76,9 @@ fn ship_scaffolds_in_every_mode() {
         snap(&h, &format!("ship_{mode}"), &b);
         h.fm("brief")
             .args(["--check", &id])
-            .run()
             .status(1)
-            .stderr_has("error: placeholder {TASK}");
+            .stderr_has("error: placeholder {TASK}")
+            .run();
     }
 }
 
@@ -74,9 +87,8 @@ fn scout_and_secondmate_shapes() {
     let h = TestHome::new();
     h.fm("brief")
         .args(["survey", "webapp", "--scout"])
-        .run()
-        .success()
-        .stdout_has("(scout; replace {TASK} and {FIRSTMATE_SPEC})");
+        .stdout_has("(scout; replace {TASK} and {FIRSTMATE_SPEC})")
+        .run();
     snap(&h, "scout", &brief(&h, "survey"));
     for p in ["src/webapp", "src/api"] {
         std::fs::create_dir_all(h.path(p)).unwrap();
@@ -91,28 +103,25 @@ fn scout_and_secondmate_shapes() {
             "Keep CI green on both projects.",
         ])
         .current_dir(h.root())
-        .run()
-        .success()
-        .stdout_has("written: ");
+        .stdout_has("written: ")
+        .run();
     snap(&h, "secondmate", &brief(&h, "ops"));
     h.fm("brief")
         .args(["--check", "ops"])
-        .run()
-        .success()
-        .stdout_has("ok: ");
+        .stdout_has("ok: ")
+        .run();
     h.fm("brief")
         .args(["planner", "--secondmate", "--no-projects"])
-        .run()
-        .success()
-        .stdout_has("(secondmate; replace {TASK})");
+        .stdout_has("(secondmate; replace {TASK})")
+        .run();
     let b = brief(&h, "planner");
     assert_eq!(b.matches("{TASK}").count(), 1);
     snap(&h, "secondmate_no_projects", &b);
     h.fm("brief")
         .args(["--check", "planner"])
-        .run()
         .status(1)
-        .stderr_has("{TASK}");
+        .stderr_has("{TASK}")
+        .run();
 }
 
 #[test]
@@ -149,34 +158,32 @@ fn filled_brief_with_mission_constraints_and_shares_passes_check() {
             "--share",
             "project=conventions",
         ])
-        .run()
-        .success()
         .stdout_has("written: ")
-        .stdout_has("(ship, mode=direct-PR)");
+        .stdout_has("(ship, mode=direct-PR)")
+        .run();
     let b = brief(&h, "fast-login");
     snap(&h, "filled", &b);
     h.fm("brief")
         .args(["--check", "fast-login"])
-        .run()
-        .success()
-        .stdout_is(&format!(
+        .stdout(format!(
             "ok: {}\n",
             h.path("data/fast-login/brief.md").display()
-        ));
+        ))
+        .run();
     h.fm("brief")
         .args(["--check", "fast-login", "--mode", "direct-PR"])
-        .run()
-        .success();
+        .stdout(checked(&h, "fast-login"))
+        .run();
     h.fm("brief")
         .args(["--check", "fast-login", "--mode", "local-only"])
-        .run()
         .status(1)
-        .stderr_has("error: delivery mismatch");
+        .stderr_has("error: delivery mismatch")
+        .run();
     let j = h
         .fm("brief")
         .args(["--check", "fast-login", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["ok"], true);
 }
@@ -195,8 +202,8 @@ fn check_refuses_hand_edited_briefs() {
             "--spec",
             "Y.",
         ])
-        .run()
-        .success();
+        .stdout(written(&h, "t", "ship, mode=local-only"))
+        .run();
     let good = brief(&h, "t");
     let cases = [
         (
@@ -224,19 +231,19 @@ fn check_refuses_hand_edited_briefs() {
         h.write("data/t/brief.md", &text);
         h.fm("brief")
             .args(["--check", "t"])
-            .run()
             .status(1)
-            .stderr_has(want);
+            .stderr_has(want)
+            .run();
     }
     h.fm("brief")
         .args(["--check", "nobody"])
-        .run()
         .status(1)
-        .stderr_has("no brief");
+        .stderr_has("no brief")
+        .run();
     h.fm("brief")
         .args(["--check", "t", "--mode", "yolo"])
-        .run()
-        .status(2);
+        .status(2)
+        .stderr("fm-brief: error: unknown mode \"yolo\" (expected one of no-mistakes, direct-PR, local-only)\n").run();
 }
 
 #[test]
@@ -244,8 +251,8 @@ fn refusals_exit_with_their_code_and_write_nothing() {
     let h = TestHome::new();
     h.fm("brief")
         .args(["kept", "webapp", "--mode", "direct-PR"])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "kept", "ship, mode=direct-PR"))
+        .run();
     let kept = h.read("data/kept/brief.md");
     let before = h.tree();
     let big = "i".repeat(65_537);
@@ -385,9 +392,12 @@ fn refusals_exit_with_their_code_and_write_nothing() {
         ),
     ];
     for (args, code, want) in cases {
-        let r = h.fm("brief").args(&args).run();
-        let r = r.status(code).stderr_has("error:").stderr_has(want);
-        assert!(r.stdout().is_empty(), "{args:?}");
+        h.fm("brief")
+            .args(&args)
+            .status(code)
+            .stderr_has("error:")
+            .stderr_has(want)
+            .run();
         assert_eq!(h.tree(), before, "{args:?} wrote something");
         assert_eq!(h.read("data/kept/brief.md"), kept, "{args:?}");
     }
@@ -399,9 +409,9 @@ fn include_file_problems_are_refused_and_content_is_appended() {
     std::fs::create_dir(h.path("config/brief-include.md")).unwrap();
     h.fm("brief")
         .args(["t", "webapp", "--mode", "direct-PR"])
-        .run()
         .status(2)
-        .stderr_has("not a regular file");
+        .stderr_has("not a regular file")
+        .run();
     std::fs::remove_dir(h.path("config/brief-include.md")).unwrap();
     h.write(
         "config/brief-include.md",
@@ -409,9 +419,9 @@ fn include_file_problems_are_refused_and_content_is_appended() {
     );
     h.fm("brief")
         .args(["t", "webapp", "--mode", "direct-PR"])
-        .run()
         .status(2)
-        .stderr_has("Delivery contract");
+        .stderr_has("Delivery contract")
+        .run();
     assert!(!h.exists("data/t"));
     h.write(
         "config/brief-include.md",
@@ -421,9 +431,9 @@ fn include_file_problems_are_refused_and_content_is_appended() {
         h.fm("brief")
             .args(["t", "webapp", "--mode", "direct-PR"])
             .args(extra)
-            .run()
             .status(2)
-            .stderr_has("line 3 is a `# Definition of done` heading");
+            .stderr_has("line 3 is a `# Definition of done` heading")
+            .run();
         assert!(!h.exists("data/t"));
     }
     // Quoted in a code fence, or deeper than level 1, it is only text.
@@ -442,14 +452,17 @@ fn include_file_problems_are_refused_and_content_is_appended() {
             "--spec",
             "Y.",
         ])
-        .run()
-        .success();
-    h.fm("brief").args(["--check", "tq"]).run().success();
+        .stdout(written(&h, "tq", "ship, mode=direct-PR"))
+        .run();
+    h.fm("brief")
+        .args(["--check", "tq"])
+        .stdout(checked(&h, "tq"))
+        .run();
     h.write("config/brief-include.md", "   \n\n");
     h.fm("brief")
         .args(["t0", "webapp", "--mode", "direct-PR"])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "t0", "ship, mode=direct-PR"))
+        .run();
     assert!(!brief(&h, "t0").contains("# Home brief additions"));
     h.write(
         "config/brief-include.md",
@@ -466,15 +479,15 @@ fn include_file_problems_are_refused_and_content_is_appended() {
             "--spec",
             "Y.",
         ])
-        .run()
-        .success();
+        .stdout(written(&h, "t", "ship, mode=direct-PR"))
+        .run();
     let b = brief(&h, "t");
     assert!(b.ends_with("- The CI is slow; be patient.\n"));
     snap(&h, "with_include", &b);
     h.fm("brief")
         .args(["s", "webapp", "--scout"])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "s", "scout"))
+        .run();
     assert!(brief(&h, "s").contains("# Home brief additions"));
 }
 
@@ -484,40 +497,46 @@ fn caps_at_their_edges() {
     let ship = |id: &str| h.fm("brief").args([id, "webapp", "--mode", "local-only"]);
     ship("m500")
         .args(["--mission", &"m".repeat(500)])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "m500", "ship, mode=local-only"))
+        .run();
     ship("m501")
         .args(["--mission", &"m".repeat(501)])
-        .run()
         .status(2)
-        .stderr_has("501 bytes");
+        .stderr_has("501 bytes")
+        .run();
     let cons = |n: usize| {
         (0..n)
             .flat_map(|i| ["--constraint".to_string(), format!("rule {i}")])
             .collect::<Vec<_>>()
     };
-    ship("c20").args(cons(20)).run().success();
+    ship("c20")
+        .args(cons(20))
+        .stdout(scaffolded(&h, "c20", "ship, mode=local-only"))
+        .run();
     ship("c21")
         .args(cons(21))
-        .run()
         .status(2)
-        .stderr_has("21 constraints");
+        .stderr_has("21 constraints")
+        .run();
     let shares = |n: usize| {
         (0..n)
             .flat_map(|i| ["--share".to_string(), format!("tier/k{i}=reason {i}")])
             .collect::<Vec<_>>()
     };
-    ship("s10").args(shares(10)).run().success();
+    ship("s10")
+        .args(shares(10))
+        .stdout(scaffolded(&h, "s10", "ship, mode=local-only"))
+        .run();
     ship("s11")
         .args(shares(11))
-        .run()
         .status(2)
-        .stderr_has("11 shares");
+        .stderr_has("11 shares")
+        .run();
     ship("s0")
         .args(["--share", "tier/k="])
-        .run()
         .status(2)
-        .stderr_has("no reason");
+        .stderr_has("no reason")
+        .run();
     for id in ["m501", "c21", "s11", "s0"] {
         assert!(!h.exists(&format!("data/{id}")), "{id}");
     }
@@ -542,25 +561,27 @@ fn reapply_keeps_history_in_order_and_revoke_says_so() {
         if force {
             c = c.arg("--force");
         }
-        c.run()
+        c
     };
-    write("first", false).success();
+    write("first", false)
+        .stdout(written(&h, "t", "ship, mode=direct-PR"))
+        .run();
     write("second", false)
         .status(1)
-        .stderr_has("already exists");
+        .stderr_has("already exists")
+        .run();
     write("second", true)
-        .success()
         .stdout_has("history: ")
-        .stdout_has("brief.history/001.md");
+        .stdout_has("brief.history/001.md")
+        .run();
     write("third", true)
-        .success()
-        .stdout_has("brief.history/002.md");
+        .stdout_has("brief.history/002.md")
+        .run();
     h.fm("brief")
         .args(["--revoke", "t"])
-        .run()
-        .success()
         .stdout_has("revoked: ")
-        .stdout_has("brief.history/003.md");
+        .stdout_has("brief.history/003.md")
+        .run();
     for (n, want) in [(1, "first"), (2, "second"), (3, "third")] {
         let old = String::from_utf8(h.read(&format!("data/t/brief.history/{n:03}.md"))).unwrap();
         assert!(
@@ -576,14 +597,14 @@ fn reapply_keeps_history_in_order_and_revoke_says_so() {
     assert!(!b.contains("Captain's intent"));
     h.fm("brief")
         .args(["--check", "t"])
-        .run()
         .status(1)
-        .stderr_has("missing `## Captain's intent`");
+        .stderr_has("missing `## Captain's intent`")
+        .run();
     h.fm("brief")
         .args(["--revoke", "nobody"])
-        .run()
         .status(1)
-        .stderr_has("no brief to revoke");
+        .stderr_has("no brief to revoke")
+        .run();
     let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
     assert_eq!(events.matches("\"brief.written\"").count(), 3);
     assert_eq!(events.matches("\"brief.revoked\"").count(), 1);
@@ -594,8 +615,8 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
     let h = TestHome::new();
     h.fm("brief")
         .args(["root", "webapp", "--mode", "direct-PR", "--max-depth", "2"])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "root", "ship, mode=direct-PR"))
+        .run();
     h.fm("brief")
         .args([
             "child",
@@ -609,8 +630,8 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
             "--spec",
             "Do A.",
         ])
-        .run()
-        .success();
+        .stdout(written(&h, "child", "ship, mode=local-only"))
+        .run();
     let b = brief(&h, "child");
     assert!(
         b.contains("\nparentId: root\nmaxDepth: 2\ncurrentDepth: 1\n"),
@@ -621,15 +642,15 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
     assert!(meta.contains("parent=root\n"), "{meta}");
     h.fm("brief")
         .args(["grandchild", "webapp", "--scout", "--parent", "child"])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "grandchild", "scout"))
+        .run();
     assert!(brief(&h, "grandchild").contains("currentDepth: 2\n"));
     let before = h.tree();
     h.fm("brief")
         .args(["great", "webapp", "--scout", "--parent", "grandchild"])
-        .run()
         .status(1)
-        .stderr_has("already at maxDepth 2");
+        .stderr_has("already at maxDepth 2")
+        .run();
     h.fm("brief")
         .args([
             "great",
@@ -640,10 +661,10 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
             "--max-depth",
             "9",
         ])
-        .run()
         .status(2)
         .stderr_has("--max-depth 9")
-        .stderr_has("maxDepth 2");
+        .stderr_has("maxDepth 2")
+        .run();
     h.fm("brief")
         .args([
             "tight",
@@ -654,8 +675,9 @@ fn sub_briefs_track_depth_and_stop_at_max_depth() {
             "--max-depth",
             "1",
         ])
-        .run()
-        .status(1);
+        .status(1)
+        .stderr("fm-brief: error: parent child is already at maxDepth 1 (currentDepth 1)\n")
+        .run();
     assert_eq!(h.tree(), before);
 }
 
@@ -664,8 +686,8 @@ fn a_looser_max_depth_is_refused_and_a_tighter_one_accepted() {
     let h = TestHome::new();
     h.fm("brief")
         .args(["root", "webapp", "--mode", "direct-PR", "--max-depth", "2"])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "root", "ship, mode=direct-PR"))
+        .run();
     let before = h.tree();
     h.fm("brief")
         .args([
@@ -677,10 +699,10 @@ fn a_looser_max_depth_is_refused_and_a_tighter_one_accepted() {
             "--max-depth",
             "3",
         ])
-        .run()
         .status(2)
         .stderr_has("--max-depth 3")
-        .stderr_has("maxDepth 2");
+        .stderr_has("maxDepth 2")
+        .run();
     assert_eq!(h.tree(), before, "nothing written");
     h.fm("brief")
         .args([
@@ -692,8 +714,8 @@ fn a_looser_max_depth_is_refused_and_a_tighter_one_accepted() {
             "--max-depth",
             "1",
         ])
-        .run()
-        .success();
+        .stdout(scaffolded(&h, "kid", "scout"))
+        .run();
     assert!(brief(&h, "kid").contains("\nmaxDepth: 1\ncurrentDepth: 1\n"));
 }
 
@@ -704,9 +726,9 @@ fn responses_validate_and_refuse() {
     let before = h.tree();
     h.fm("brief")
         .args(["--respond", "t", "--status", "success"])
-        .run()
         .status(1)
-        .stderr_has("unknown task t");
+        .stderr_has("unknown task t")
+        .run();
     assert_eq!(h.tree(), before);
     h.write("state/t.meta", "kind=scout\n");
     for status in ["success", "failure", "partial", "rejected"] {
@@ -714,13 +736,15 @@ fn responses_validate_and_refuse() {
         h.fm("brief")
             .args(["--respond", "t", "--status", status, "--body-file"])
             .arg(h.path("body.md"))
-            .run()
-            .success();
+            .stdout(format!(
+                "responded: {} (status={status})\n",
+                h.path("data/t/response.md").display()
+            ))
+            .run();
         h.fm("brief")
             .args(["--check-response", "t"])
-            .run()
-            .success()
-            .stdout_has(&format!("(status={status})"));
+            .stdout_has(&format!("(status={status})"))
+            .run();
         let text = String::from_utf8(h.read("data/t/response.md")).unwrap();
         assert!(
             text.starts_with(&format!("---\nid: t\nstatus: {status}\ntimestamp: "))
@@ -735,14 +759,14 @@ fn responses_validate_and_refuse() {
     let before = h.read("data/t/response.md");
     h.fm("brief")
         .args(["--respond", "t", "--status", "maybe"])
-        .run()
         .status(2)
-        .stderr_has("unknown status");
+        .stderr_has("unknown status")
+        .run();
     h.fm("brief")
         .args(["--respond", "t"])
-        .run()
         .status(2)
-        .stderr_has("--status");
+        .stderr_has("--status")
+        .run();
     assert_eq!(h.read("data/t/response.md"), before);
     h.write(
         "data/t/response.md",
@@ -750,23 +774,23 @@ fn responses_validate_and_refuse() {
     );
     h.fm("brief")
         .args(["--check-response", "t"])
-        .run()
         .status(1)
-        .stderr_has("missing field `timestamp`");
+        .stderr_has("missing field `timestamp`")
+        .run();
     h.write(
         "data/t/response.md",
         "---\nid: t\nstatus: done\ntimestamp: 2026-11-30T09:15:02Z\n---\n",
     );
     h.fm("brief")
         .args(["--check-response", "t"])
-        .run()
         .status(1)
-        .stderr_has("unknown status");
+        .stderr_has("unknown status")
+        .run();
     h.fm("brief")
         .args(["--check-response", "u"])
-        .run()
         .status(1)
-        .stderr_has("no response");
+        .stderr_has("no response")
+        .run();
     // Saved with CRLF line endings by some editor: still a response.
     h.write(
         "data/t/response.md",
@@ -774,9 +798,8 @@ fn responses_validate_and_refuse() {
     );
     h.fm("brief")
         .args(["--check-response", "t"])
-        .run()
-        .success()
-        .stdout_has("(status=partial)");
+        .stdout_has("(status=partial)")
+        .run();
 }
 
 #[test]
@@ -791,8 +814,11 @@ fn commands_in_a_brief_work_when_pasted_under_an_awkward_home() {
         .arg("--home")
         .arg(&root)
         .args(["t", "webapp", "--mode", "local-only"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (ship, mode=local-only; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
+            root.join("data/t/brief.md").display()
+        ))
+        .run();
     let b = std::fs::read_to_string(root.join("data/t/brief.md")).unwrap();
     let cmds: Vec<&str> = b
         .lines()
@@ -801,12 +827,7 @@ fn commands_in_a_brief_work_when_pasted_under_an_awkward_home() {
         .collect();
     assert!(cmds.len() >= 2, "{b}");
     for c in &cmds {
-        let st = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(c)
-            .status()
-            .unwrap();
-        assert!(st.success(), "{c}");
+        Cmd::new("sh").arg("-c").arg(c).run();
     }
     let log = std::fs::read_to_string(root.join("state/t.status")).unwrap();
     assert_eq!(log.lines().count(), cmds.len(), "{log}");
@@ -822,15 +843,8 @@ fn commands_in_a_brief_work_when_pasted_under_an_awkward_home() {
         .next()
         .unwrap();
     std::fs::create_dir_all(root.join("state/t.inbox")).unwrap();
-    assert!(
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(ls)
-            .status()
-            .unwrap()
-            .success(),
-        "{ls}"
-    );
+    // The inbox is empty: the command lists nothing and says nothing.
+    Cmd::new("sh").arg("-c").arg(ls).run();
 }
 
 #[test]
@@ -847,13 +861,17 @@ fn identical_inputs_render_identical_briefs_apart_from_the_timestamp() {
     h.fm("brief")
         .args(["a", "webapp"])
         .args(args)
-        .run()
-        .success();
+        .stdout(written(&h, "a", "ship, mode=no-mistakes"))
+        .run();
     h.fm("brief")
         .args(["a", "webapp", "--force"])
         .args(args)
-        .run()
-        .success();
+        .stdout(format!(
+            "{}history: {}\nnotice: no live worker notified (no pane recorded)\n",
+            written(&h, "a", "ship, mode=no-mistakes"),
+            h.path("data/a/brief.history/001.md").display()
+        ))
+        .run();
     let strip = |s: String| {
         s.lines()
             .filter(|l| !l.starts_with("timestamp: "))
@@ -873,20 +891,23 @@ fn reapply_notifies_only_a_live_worker() {
             .env("FM_SEND_SETTLE_MS", "0")
             .env("FM_SEND_ENTER_WAIT_MS", "20")
             .args(args)
-            .run()
     };
-    fm(&["idle", "webapp", "--mode", "direct-PR"]).success();
+    fm(&["idle", "webapp", "--mode", "direct-PR"])
+        .stdout(scaffolded(&h, "idle", "ship, mode=direct-PR"))
+        .run();
     fm(&["idle", "webapp", "--mode", "direct-PR", "--force"])
-        .success()
-        .stdout_has("notice: no live worker notified (no pane recorded)");
+        .stdout_has("notice: no live worker notified (no pane recorded)")
+        .run();
     assert!(!h.exists("state/idle.inbox"), "no pane recorded: no notice");
     let pane = t.window("live", &["sleep", "600"]);
-    fm(&["live", "webapp", "--mode", "direct-PR"]).success();
+    fm(&["live", "webapp", "--mode", "direct-PR"])
+        .stdout(scaffolded(&h, "live", "ship, mode=direct-PR"))
+        .run();
     let meta = format!("pane={pane}\ntmux_socket={}\n", t.socket);
     h.write("state/live.meta", &meta);
     fm(&["live", "webapp", "--mode", "local-only", "--force"])
-        .success()
-        .stdout_has("notice: queued live 001.msg");
+        .stdout_has("notice: queued live 001.msg")
+        .run();
     let msg = String::from_utf8(h.read("state/live.inbox/001.msg")).unwrap();
     let want = format!(
         "--\nbrief updated: re-read {}",
@@ -894,15 +915,15 @@ fn reapply_notifies_only_a_live_worker() {
     );
     assert!(msg.ends_with(&want), "{msg}");
     fm(&["--revoke", "live"])
-        .success()
-        .stdout_has("notice: queued live 002.msg");
+        .stdout_has("notice: queued live 002.msg")
+        .run();
     // The pane is gone: nothing is queued, and the notice says so.
     t.run(["kill-pane", "-t", &pane]);
     fm(&["live", "webapp", "--mode", "direct-PR", "--force"])
-        .success()
         .stdout_has(&format!(
             "notice: no live worker notified (pane {pane} is gone)"
-        ));
+        ))
+        .run();
     assert!(!h.exists("state/live.inbox/003.msg"));
     // A dead pane (its command exited, the pane kept) gets no record either.
     t.run(["set-option", "-g", "remain-on-exit", "on"]);
@@ -918,7 +939,7 @@ fn reapply_notifies_only_a_live_worker() {
         "state/live.meta",
         format!("pane={dead}\ntmux_socket={}\n", t.socket),
     );
-    fm(&["--revoke", "live"]).success().stdout_has("has exited");
+    fm(&["--revoke", "live"]).stdout_has("has exited").run();
     assert!(!h.exists("state/live.inbox/003.msg"));
 }
 
@@ -931,8 +952,8 @@ fn brief_paths_are_physical_when_worktrees_is_a_symlink() {
     h.fm("brief")
         .args(["t1", "webapp"])
         .args(args)
-        .run()
-        .success();
+        .stdout(written(&h, "t1", "ship, mode=direct-PR"))
+        .run();
     let want = format!(
         "`pwd -P` and `git rev-parse --show-toplevel`. Both must print `{}`.",
         h.path("elsewhere/t1").display()
@@ -945,8 +966,8 @@ fn brief_paths_are_physical_when_worktrees_is_a_symlink() {
         .env("FM_PATHS_WORKTREES", h.path("via/wt"))
         .args(["t2", "webapp"])
         .args(args)
-        .run()
-        .success();
+        .stdout(written(&h, "t2", "ship, mode=direct-PR"))
+        .run();
     let b = brief(&h, "t2");
     assert!(
         b.contains(&format!("print `{}`.", h.path("real/wt/t2").display())),
@@ -971,14 +992,16 @@ fn headings_in_the_captains_words_are_escaped_not_refused() {
             "--mission",
             "# Speed up login.",
         ])
-        .run()
-        .success();
+        .stdout(written(&h, "t1", "ship, mode=local-only")).run();
     let b = brief(&h, "t1");
     assert!(
         b.contains("## Captain's intent\n\n\\# Background\nLogin is slow.\n\n\\## Ask\nMake it fast.\n### Detail\n```\n# a shell comment\n```\n\n## Firstmate spec\n\n\\# Plan\nProfile first.\n\n## Mission\n\n\\# Speed up login.\n"),
         "{b}"
     );
-    h.fm("brief").args(["--check", "t1"]).run().success();
+    h.fm("brief")
+        .args(["--check", "t1"])
+        .stdout(checked(&h, "t1"))
+        .run();
     h.fm("brief")
         .args([
             "sm",
@@ -987,10 +1010,13 @@ fn headings_in_the_captains_words_are_escaped_not_refused() {
             "--charter",
             "# Keep CI green\nalways",
         ])
-        .run()
-        .success();
+        .stdout(written(&h, "sm", "secondmate"))
+        .run();
     assert!(brief(&h, "sm").contains("# Charter\n\n\\# Keep CI green\nalways\n"));
-    h.fm("brief").args(["--check", "sm"]).run().success();
+    h.fm("brief")
+        .args(["--check", "sm"])
+        .stdout(checked(&h, "sm"))
+        .run();
 }
 
 #[test]
@@ -1008,9 +1034,9 @@ fn a_filled_brief_its_own_check_would_refuse_is_never_written() {
             "--spec",
             "do it",
         ])
-        .run()
         .status(2)
-        .stderr_has("--intent opens a ``` code fence it never closes");
+        .stderr_has("--intent opens a ``` code fence it never closes")
+        .run();
     assert_eq!(h.tree(), before);
     h.fm("brief")
         .args([
@@ -1023,9 +1049,12 @@ fn a_filled_brief_its_own_check_would_refuse_is_never_written() {
             "--spec",
             "do it",
         ])
-        .run()
-        .success();
-    h.fm("brief").args(["--check", "t1"]).run().success();
+        .stdout(written(&h, "t1", "ship, mode=local-only"))
+        .run();
+    h.fm("brief")
+        .args(["--check", "t1"])
+        .stdout(checked(&h, "t1"))
+        .run();
 }
 
 /// Spawn copied kind, mode, repo and branch into meta, and the gate reads
@@ -1033,12 +1062,17 @@ fn a_filled_brief_its_own_check_would_refuse_is_never_written() {
 #[test]
 fn reapply_brings_meta_in_line_with_the_new_brief() {
     let h = TestHome::new();
+    // The notice after a re-apply names why no worker was told.
     let write = |args: &[&str], force: bool| {
         let mut c = h.fm("brief").args(args);
         if force {
-            c = c.arg("--force");
+            c = c.arg("--force").stdout_regex(
+                r"written: /\S+/data/t[12]/brief\.md \((ship, mode=[A-Za-z-]+|scout)\)\nhistory: /\S+/brief\.history/\d{3}\.md\nnotice: no live worker notified \((pane %7 is gone|no pane recorded)\)\n",
+            );
+        } else {
+            c = c.stdout_regex(r"written: /\S+/data/t[12]/brief\.md \(ship, mode=local-only\)\n");
         }
-        c.run().success();
+        c.run();
     };
     write(
         &[

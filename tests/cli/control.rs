@@ -1,9 +1,8 @@
 //! `fm-control` and the stand-in agent: real tmux, real git.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::harness::{TestHome, Tmux, bin, git, wait_until};
+use crate::harness::{TestHome, Tmux, bin, git, wait_for, wait_until};
 
 /// A project clone with one commit on main and a bare `origin`.
 pub fn project(h: &TestHome) -> PathBuf {
@@ -36,6 +35,7 @@ pub fn project(h: &TestHome) -> PathBuf {
 }
 
 /// A task with a worktree, meta and a stand-in running in a pane of `t`.
+#[track_caller]
 fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
     let proj = project(h);
     let wt = h.root().join("worktrees").join(id);
@@ -91,19 +91,19 @@ fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
     (wt, pane)
 }
 
-fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Run {
+fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
     let root = h.root();
     let socket = t.socket.clone();
     move |args: &[&str]| {
         crate::harness::Cmd::new(bin("fm-control"))
             .env("FM_HOME", &root)
             .env("FM_TMUX_SOCKET", &socket)
-            .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
+            .env("FM_CONTROL_EXIT_WAIT_SECS", "1")
             .args(args)
-            .run()
     }
 }
 
+#[track_caller]
 fn queue(h: &TestHome, id: &str, body: &str) {
     let home = firstmate::Home::at(&h.root()).unwrap();
     let cfg = firstmate::config::Config::default();
@@ -129,8 +129,8 @@ fn interrupt_sends_only_keys_and_exit_stops_the_stand_in() {
     let (_wt, pane) = task(&h, &t, "t1", "direct-PR");
     let fm = ctl(&h, &t);
     fm(&["t1", "interrupt"])
-        .success()
-        .stdout_is("interrupt-delivered t1 harness=stand-in\n");
+        .stdout("interrupt-delivered t1 harness=stand-in\n")
+        .run();
     assert!(wait_until(5.0, || t.capture(&pane).contains("interrupted")));
     assert!(!t.capture(&pane).contains("stand-in> C-c"));
     // The largest wait the config accepts is "forever", not a crash.
@@ -139,15 +139,13 @@ fn interrupt_sends_only_keys_and_exit_stops_the_stand_in() {
         .env("FM_TMUX_SOCKET", &t.socket)
         .env("FM_CONTROL_EXIT_WAIT_SECS", u64::MAX.to_string())
         .args(["t1", "exit"])
-        .run()
-        .success()
-        .stdout_is("stopped t1\n");
-    fm(&["t1", "exit"])
-        .success()
-        .stdout_is("already-stopped t1\n");
+        .stdout("stopped t1\n")
+        .run();
+    fm(&["t1", "exit"]).stdout("already-stopped t1\n").run();
     fm(&["t1", "interrupt"])
         .status(1)
-        .stderr_has("nothing to interrupt");
+        .stderr_has("nothing to interrupt")
+        .run();
     let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
     assert!(events.contains("control.interrupted") && events.contains("control.stopped"));
 }
@@ -162,9 +160,7 @@ fn exit_on_a_dead_agent_types_nothing() {
         format!("harness=stand-in\npane={pane}\ntmux_socket={}\n", t.socket),
     );
     let fm = ctl(&h, &t);
-    fm(&["d", "exit"])
-        .success()
-        .stdout_is("already-stopped d\n");
+    fm(&["d", "exit"]).stdout("already-stopped d\n").run();
     assert!(!t.capture(&pane).contains("/exit"));
 }
 
@@ -181,8 +177,9 @@ fn a_stand_in_that_ignores_exit_makes_exit_fail_naming_what_was_sent() {
     let fm = ctl(&h, &t);
     fm(&["t2", "exit"])
         .status(1)
-        .stderr_has("still running after 3s")
-        .stderr_has("\"/exit\" + Enter");
+        .stderr_has("still running after 1s")
+        .stderr_has("\"/exit\" + Enter")
+        .run();
 }
 
 #[test]
@@ -195,22 +192,23 @@ fn two_lifecycle_actions_at_once_the_second_is_refused() {
     assert!(wait_until(5.0, || t
         .capture(&pane)
         .contains("read 001.msg")));
-    let root = h.root();
-    let socket = t.socket.clone();
-    let slow = std::thread::spawn(move || {
-        Command::new(bin("fm-control"))
-            .env("FM_HOME", &root)
-            .env("FM_TMUX_SOCKET", &socket)
-            .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
-            .args(["t3", "exit"])
-            .output()
-            .unwrap()
+    // Three seconds of waiting for the agent to exit: the window in which
+    // the second action must be refused.
+    let slow = ctl(&h, &t)(&["t3", "exit"])
+        .env("FM_CONTROL_EXIT_WAIT_SECS", "3")
+        .status(1)
+        .stderr_has("still running after 3s")
+        .start();
+    // The stand-in has been asked to exit: the first action holds the
+    // task's lifecycle lock until it gives up waiting.
+    wait_for("the stand-in to ignore /exit", 10.0, || {
+        t.capture(&pane).contains("ignoring /exit")
     });
-    std::thread::sleep(std::time::Duration::from_millis(800));
     ctl(&h, &t)(&["t3", "interrupt"])
         .status(1)
-        .stderr_has("another lifecycle action is already running");
-    assert_eq!(slow.join().unwrap().status.code(), Some(1));
+        .stderr_has("another lifecycle action is already running")
+        .run();
+    slow.wait(20.0);
 }
 
 #[test]
@@ -223,7 +221,8 @@ fn relaunch_needs_a_note_then_keeps_the_pane_and_bumps_spawn_gen() {
     let meta_before = h.read("state/t4.meta");
     fm(&["t4", "relaunch"])
         .status(1)
-        .stderr_has("requires --note");
+        .stderr_has("requires --note")
+        .run();
     assert_eq!(h.read("data/t4/brief.md"), brief_before);
     assert_eq!(h.read("state/t4.meta"), meta_before);
     queue(&h, "t4", "status working queued before the relaunch\n");
@@ -232,8 +231,8 @@ fn relaunch_needs_a_note_then_keeps_the_pane_and_bumps_spawn_gen() {
     h.write("state/t4.inbox/.ring-state", "001.msg\t3\t1796000000\n");
     h.write("state/t4.inbox/.escalated", "001.msg\n");
     fm(&["t4", "relaunch", "--note", "parser done; docs remain"])
-        .success()
-        .stdout_is("relaunched t4 harness=stand-in from=stand-in\n");
+        .stdout("relaunched t4 harness=stand-in from=stand-in\n")
+        .run();
     assert!(!h.exists("state/t4.inbox/.ring-state"));
     assert!(!h.exists("state/t4.inbox/.escalated"));
     let brief = String::from_utf8(h.read("data/t4/brief.md")).unwrap();
@@ -264,18 +263,20 @@ fn teardown_refuses_unpushed_and_dirty_work_unless_forced() {
     std::fs::write(wt.join("new.txt"), "x\n").unwrap();
     fm(&["t5", "teardown"])
         .status(1)
-        .stderr_has("uncommitted changes");
+        .stderr_has("uncommitted changes")
+        .run();
     git(&wt, &["add", "new.txt"]);
     git(&wt, &["commit", "-q", "-m", "work"]);
     fm(&["t5", "teardown"])
         .status(1)
-        .stderr_has("unreachable outside the worktree");
+        .stderr_has("unreachable outside the worktree")
+        .run();
     assert!(wt.exists() && h.exists("state/t5.meta"));
     git(&wt, &["push", "-q", "origin", "HEAD:refs/heads/fm/t5"]);
     git(&wt, &["fetch", "-q", "origin"]);
     let r = fm(&["t5", "teardown"])
-        .success()
-        .stdout_has("torn-down t5 archive=");
+        .stdout_has("torn-down t5 archive=")
+        .run();
     assert!(!wt.exists());
     assert!(!h.exists("state/t5.meta") && !h.exists("data/t5"));
     let archive = r
@@ -295,7 +296,9 @@ fn teardown_force_discards_unpushed_work() {
     let h = TestHome::new();
     let (wt, _pane) = task(&h, &t, "t6", "direct-PR");
     std::fs::write(wt.join("dirty.txt"), "x\n").unwrap();
-    ctl(&h, &t)(&["t6", "teardown", "--force"]).success();
+    ctl(&h, &t)(&["t6", "teardown", "--force"])
+        .stdout_regex(&torn_down(&h, "t6"))
+        .run();
     assert!(!wt.exists());
     assert!(h.exists("state/archive"));
 }
@@ -306,18 +309,20 @@ fn bad_ids_and_verbs() {
     crate::harness::Cmd::new(bin("fm-control"))
         .env("FM_HOME", h.root())
         .args(["../x", "exit"])
-        .run()
-        .status(2);
+        .status(2)
+        .stderr("fm-control: error: invalid task id \"../x\": must start with a letter or digit\n")
+        .run();
     crate::harness::Cmd::new(bin("fm-control"))
         .env("FM_HOME", h.root())
         .args(["t", "explode"])
-        .run()
-        .status(2);
+        .status(2)
+        .stderr("fm-control: error: unexpected argument 'explode' found\n\nUsage: fm-control [OPTIONS] <ID> <COMMAND>\n\nFor more information, try '--help'.\n").run();
     crate::harness::Cmd::new(bin("fm-control"))
         .env("FM_HOME", h.root())
         .args(["nobody", "exit"])
-        .run()
-        .status(1);
+        .status(1)
+        .stderr("fm-control: error: unknown task nobody: no metadata (spawn it first)\n")
+        .run();
 }
 
 #[test]
@@ -329,14 +334,17 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
     let project = proj.to_str().unwrap();
     h.fm("brief")
         .args(["s1", "demo", "--mode", "local-only"])
-        .run()
-        .success()
-        .stdout_has("scaffolded:");
+        .stdout_has("scaffolded:")
+        .run();
     fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
         .status(1)
-        .stderr_has("fm-brief --check");
+        .stderr_has("fm-brief --check")
+        .run();
     assert!(!h.exists("worktrees/s1"));
-    fm(&["../s1", "spawn", "--project", project]).status(2);
+    fm(&["../s1", "spawn", "--project", project])
+        .status(2)
+        .stderr("fm-control: error: invalid task id \"../s1\": must start with a letter or digit\n")
+        .run();
     h.fm("brief")
         .args([
             "s1",
@@ -349,9 +357,15 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
             "--spec",
             "one commit",
         ])
-        .run()
-        .success();
-    let r = fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"]).success();
+        .stdout(format!(
+            "{}history: {}\nnotice: no live worker notified (no pane recorded)\n",
+            written(&h, "s1"),
+            h.path("data/s1/brief.history/001.md").display()
+        ))
+        .run();
+    let r = fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
+        .stdout_regex(&spawned(&h, "s1", "stand-in"))
+        .run();
     let out = r.stdout();
     let pane = out
         .split("pane=")
@@ -394,9 +408,8 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
         .env("FM_HOME", h.root())
         .env("FM_TMUX_SOCKET", &t.socket)
         .args(["s1", "status working on it"])
-        .run()
-        .success()
-        .stdout_has("doorbell rang");
+        .stdout_has("doorbell rang")
+        .run();
     assert!(
         wait_until(10.0, || h.exists("state/s1.inbox/handled/001.msg")),
         "{}",
@@ -409,10 +422,36 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
     );
     fm(&["s1", "spawn", "--project", project, "--harness", "stand-in"])
         .status(1)
-        .stderr_has("already has a live agent");
+        .stderr_has("already has a live agent")
+        .run();
+}
+
+/// What `fm-brief` prints for a local-only brief of `id`.
+fn written(h: &TestHome, id: &str) -> String {
+    format!(
+        "written: {} (ship, mode=local-only)\n",
+        h.path(&format!("data/{id}/brief.md")).display()
+    )
+}
+
+/// The line `fm-control spawn` prints, as a regex (the pane id varies).
+fn spawned(h: &TestHome, id: &str, harness: &str) -> String {
+    format!(
+        r"spawned {id} pane=%\d+ worktree={} harness={harness}\n",
+        regex::escape(&h.path(&format!("worktrees/{id}")).display().to_string())
+    )
+}
+
+/// The line `fm-control teardown` prints, as a regex.
+fn torn_down(h: &TestHome, id: &str) -> String {
+    format!(
+        r"torn-down {id} archive={}/{id}-\d+\n",
+        regex::escape(&h.path("state/archive").display().to_string())
+    )
 }
 
 /// A brief for `id` that passes `fm-brief --check`.
+#[track_caller]
 fn briefed(h: &TestHome, id: &str) {
     h.fm("brief")
         .args([
@@ -425,8 +464,8 @@ fn briefed(h: &TestHome, id: &str) {
             "--spec",
             "one commit",
         ])
-        .run()
-        .success();
+        .stdout(written(h, id))
+        .run();
 }
 
 fn pane_of(out: &str) -> String {
@@ -444,10 +483,12 @@ fn a_stale_busy_record_does_not_survive_exit_and_relaunch() {
     let Some(t) = Tmux::start() else { return };
     let h = TestHome::new();
     let (_wt, _pane) = task(&h, &t, "t8", "direct-PR");
-    h.fm("status").args(["t8", "--busy"]).run().success();
+    h.fm("status").args(["t8", "--busy"]).run();
     let fm = ctl(&h, &t);
-    fm(&["t8", "exit"]).success();
-    fm(&["t8", "relaunch", "--note", "resume"]).success();
+    fm(&["t8", "exit"]).stdout("stopped t8\n").run();
+    fm(&["t8", "relaunch", "--note", "resume"])
+        .stdout("relaunched t8 harness=stand-in from=stand-in\n")
+        .run();
     let busy = String::from_utf8(h.read("state/t8.busy")).unwrap();
     assert!(
         busy.starts_with("idle ") && busy.ends_with(" fm-control\n"),
@@ -457,6 +498,7 @@ fn a_stale_busy_record_does_not_survive_exit_and_relaunch() {
         .fm("crew-state")
         .args(["t8"])
         .env("FM_TMUX_SOCKET", &t.socket)
+        .stdout("state: idle \u{b7} source: pane \u{b7} agent alive, no status yet\n")
         .run();
     assert!(!r.stdout().contains("busy"), "{}", r.stdout());
 }
@@ -472,8 +514,8 @@ fn relaunch_of_an_agent_that_ignores_exit_kills_it_and_adds_the_note_once() {
         .capture(&pane)
         .contains("read 001.msg")));
     ctl(&h, &t)(&["t9", "relaunch", "--note", "carry on"])
-        .success()
-        .stdout_is("relaunched t9 harness=stand-in from=stand-in\n");
+        .stdout("relaunched t9 harness=stand-in from=stand-in\n")
+        .run();
     let brief = String::from_utf8(h.read("data/t9/brief.md")).unwrap();
     assert_eq!(brief.matches("## Progress note (").count(), 1, "{brief}");
     assert!(wait_until(10.0, || t.capture(&pane).contains("stand-in>")));
@@ -493,10 +535,11 @@ fn teardown_of_an_untouched_worktree_in_a_project_without_a_remote() {
     git(&wt, &["commit", "-q", "-m", "work"]);
     fm(&["u1", "teardown"])
         .status(1)
-        .stderr_has("unreachable outside the worktree");
+        .stderr_has("unreachable outside the worktree")
+        .run();
     // … and once it is on a local branch (or untouched) teardown proceeds.
     git(&wt, &["branch", "fm/u1"]);
-    fm(&["u1", "teardown"]).success().stdout_has("torn-down u1");
+    fm(&["u1", "teardown"]).stdout_has("torn-down u1").run();
     assert!(!wt.exists());
 }
 
@@ -526,9 +569,10 @@ fn spawn_starts_from_the_default_branch_not_the_captains_checkout() {
                 "--harness",
             ])
             .arg("stand-in")
-            .run()
     };
-    spawn("b1", &proj).success();
+    spawn("b1", &proj)
+        .stdout_regex(&spawned(&h, "b1", "stand-in"))
+        .run();
     let wt = h.root().join("worktrees/b1");
     assert_eq!(git(&wt, &["rev-parse", "HEAD"]), main);
     let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
@@ -541,7 +585,8 @@ fn spawn_starts_from_the_default_branch_not_the_captains_checkout() {
     spawn("b2", &proj)
         .status(1)
         .stderr_has("tried refs/remotes/origin/HEAD, develop, main, master")
-        .stderr_has("--base");
+        .stderr_has("--base")
+        .run();
     assert!(!h.exists("worktrees/b2") && !h.exists("state/b2.meta"));
 }
 
@@ -564,16 +609,20 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
     briefed(&h, "g1");
     fm(&["g1", "spawn", "--project", project, "--harness", "ghost"])
         .status(1)
-        .stderr_has("harness ghost: program no-such-agent-program not found");
+        .stderr_has("harness ghost: program no-such-agent-program not found")
+        .run();
     fm(&["g1", "spawn", "--project", project, "--harness", "nolaunch"])
         .status(2)
-        .stderr_has("harness \"nolaunch\" is defined in the config but has no `launch`");
+        .stderr_has("harness \"nolaunch\" is defined in the config but has no `launch`")
+        .run();
     assert!(!h.exists("worktrees/g1") && !h.exists("state/g1.meta"));
     // Ladder files left from an earlier agent of this task go: the new
     // agent has heard none of the pending records.
     h.write("state/g1.inbox/.ring-state", "001.msg\t3\t1796000000\n");
     h.write("state/g1.inbox/.escalated", "001.msg\n");
-    let r = fm(&["g1", "spawn", "--project", project, "--harness", "quick"]).success();
+    let r = fm(&["g1", "spawn", "--project", project, "--harness", "quick"])
+        .stdout_regex(&spawned(&h, "g1", "quick"))
+        .run();
     assert!(!h.exists("state/g1.inbox/.ring-state") && !h.exists("state/g1.inbox/.escalated"));
     let pane = pane_of(&r.stdout());
     let meta = String::from_utf8(h.read("state/g1.meta")).unwrap();
@@ -585,7 +634,9 @@ fn spawn_refuses_a_missing_program_and_survives_an_agent_that_exits_at_once() {
             .contains(&format!("{pane} 1"))),
         "{listed}"
     );
-    fm(&["g1", "teardown"]).success();
+    fm(&["g1", "teardown"])
+        .stdout_regex(&torn_down(&h, "g1"))
+        .run();
     assert!(!h.exists("worktrees/g1"));
 }
 
@@ -623,13 +674,15 @@ fn spawn_runs_the_agent_with_the_path_its_program_was_found_on() {
             "--harness",
             "local",
         ])
-        .run()
-        .success();
+        .stdout_regex(&spawned(&h, "lp1", "local"))
+        .run();
     assert!(
         wait_until(10.0, || h.exists("agent-ran")),
         "the agent never ran: the pane did not get fm-control's PATH"
     );
-    ctl(&h, &t)(&["lp1", "teardown"]).success();
+    ctl(&h, &t)(&["lp1", "teardown"])
+        .stdout_regex(&torn_down(&h, "lp1"))
+        .run();
 }
 
 #[test]
@@ -652,9 +705,9 @@ fn teardown_refuses_a_worktree_git_would_resolve_to_an_outer_clone() {
     crate::harness::Cmd::new(bin("fm-control"))
         .env("FM_HOME", h.root())
         .args(["t9", "teardown"])
-        .run()
         .status(1)
-        .stderr_has("is not a git repository of its own");
+        .stderr_has("is not a git repository of its own")
+        .run();
     assert!(h.exists("state/t9.meta") && wt.exists());
 }
 
@@ -676,8 +729,8 @@ fn spawn_records_the_physical_worktree_the_brief_names() {
             "--spec",
             "one commit",
         ])
-        .run()
-        .success();
+        .stdout(written(&h, "p1"))
+        .run();
     let physical = h.path("elsewhere/p1");
     let brief = String::from_utf8(h.read("data/p1/brief.md")).unwrap();
     assert!(
@@ -692,8 +745,8 @@ fn spawn_records_the_physical_worktree_the_brief_names() {
         "--harness",
         "stand-in",
     ])
-    .success()
-    .stdout_has(&format!("worktree={}", physical.display()));
+    .stdout_has(&format!("worktree={}", physical.display()))
+    .run();
     let meta = String::from_utf8(h.read("state/p1.meta")).unwrap();
     assert!(
         meta.contains(&format!("worktree={}\n", physical.display())),

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::{TestHome, Tmux, git, wait_until};
+use crate::harness::{TestHome, Tmux, git, wait_for, wait_until};
 
 const DOT: &str = " \u{b7} ";
 
@@ -43,8 +43,13 @@ fn log(h: &TestHome, id: &str, text: &str) {
     h.write(&format!("state/{id}.status"), text);
 }
 
+#[track_caller]
 fn line(h: &TestHome, id: &str) -> String {
-    let r = h.fm("crew-state").arg(id).run().success();
+    let r = h
+        .fm("crew-state")
+        .arg(id)
+        .stdout_regex(r"state: [^\n]+\n")
+        .run();
     r.stdout().trim_end_matches('\n').to_string()
 }
 
@@ -73,33 +78,32 @@ fn unknown_task_and_bad_ids() {
     let j = h
         .fm("crew-state")
         .args(["ghost", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["state"], "unknown");
     assert_eq!(j["age_secs"], serde_json::Value::Null);
     for bad in ["../x", "a/b", ".hidden"] {
         h.fm("crew-state")
             .args(["--", bad])
-            .run()
             .status(2)
-            .stderr_has("error:");
+            .stderr_has("error:")
+            .run();
     }
     // The message states the range actually accepted: 0 < S <= 86400.
     for bad in ["0", "-1", "86401", "NaN"] {
         let r = h
             .fm("crew-state")
             .args(["--watch", &format!("--interval={bad}")])
-            .run()
             .status(2)
-            .stderr_has("--interval must be more than 0 and at most 86400 seconds");
+            .stderr_has("--interval must be more than 0 and at most 86400 seconds")
+            .run();
         assert!(!r.stderr().contains("between 0 and"), "{}", r.stderr());
     }
     h.fm("fm")
         .args(["crew-state", "ghost"])
-        .run()
-        .success()
-        .stdout_has("no metadata for ghost");
+        .stdout_has("no metadata for ghost")
+        .run();
 }
 
 #[test]
@@ -439,10 +443,10 @@ fn fleet_of_fifty_matches_single_calls() {
         }
         meta(&h, &id, &m);
     }
-    let fleet = h.fm("crew-state").arg("--json").run().success().json();
+    let fleet = h.fm("crew-state").arg("--json").stdout_json().run().json();
     let fleet = fleet.as_array().unwrap();
     assert_eq!(fleet.len(), 50);
-    let table = h.fm("crew-state").arg("--all").run().success().stdout();
+    let table = h.fm("crew-state").arg("--all").stdout_any().run().stdout();
     let rows: Vec<&str> = table.lines().collect();
     assert_eq!(rows.len(), 51);
     let cols = columns(rows[0]);
@@ -452,8 +456,8 @@ fn fleet_of_fifty_matches_single_calls() {
         let mut single = h
             .fm("crew-state")
             .args([&id, "--json"])
+            .stdout_json()
             .run()
-            .success()
             .json();
         let mut row = row.clone();
         for v in [&mut single, &mut row] {
@@ -566,8 +570,8 @@ fn json_validates_against_the_documented_schema() {
     let one = h
         .fm("crew-state")
         .args(["a", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(one["inbox_pending"], 1);
     assert_eq!(one["open_decisions"][0]["key"], "db");
@@ -576,11 +580,11 @@ fn json_validates_against_the_documented_schema() {
     let ghost = h
         .fm("crew-state")
         .args(["zz", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     check(&schema, &schema, &ghost, "$");
-    let fleet = h.fm("crew-state").arg("--json").run().success().json();
+    let fleet = h.fm("crew-state").arg("--json").stdout_json().run().json();
     assert_eq!(fleet.as_array().unwrap().len(), 2);
     check(&schema, &schema, &fleet, "$");
     // The checker can fail.
@@ -595,28 +599,18 @@ fn watch_redraws_shows_wakes_and_stops_on_ctrl_c() {
     meta(&h, "a", &["kind=secondmate".into()]);
     log(&h, "a", "working: live\n");
     h.write("state/wakes.log", "old wake\nwake one\nwake two\n");
-    let mut child = h
+    let view = h
         .fm("crew-state")
         .args(["--watch", "--interval", "0.2"])
-        .cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut so = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut so, &mut s).unwrap();
-        s
+        .status(130)
+        .stdout_any()
+        .start();
+    // Two frames drawn: it redraws on its own.
+    wait_for("a second frame", 10.0, || {
+        view.stdout_so_far().matches("wakes:").count() >= 2
     });
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    // SAFETY: signalling the child this test spawned, by its pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let status = child.wait().unwrap();
-    let out = reader.join().unwrap();
-    assert_eq!(status.code(), Some(130), "{out}");
+    view.signal(libc::SIGINT);
+    let out = view.wait(5.0).stdout();
     assert!(out.matches("wakes:").count() >= 2, "redraws: {out}");
     assert!(out.contains("a   working  status-log"), "{out}");
     assert!(out.contains("  wake two\n"), "{out}");
@@ -646,8 +640,8 @@ fn trace_merges_the_chain() {
     let out = h
         .fm("crew-state")
         .args(["--trace", "top"])
+        .stdout_any()
         .run()
-        .success()
         .stdout();
     assert_eq!(
         out,
@@ -662,8 +656,8 @@ fn trace_merges_the_chain() {
     let j = h
         .fm("crew-state")
         .args(["--trace", "mid", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j.as_array().unwrap().len(), 2);
 }
@@ -675,14 +669,14 @@ fn trace_keeps_distinct_events_of_the_same_second() {
     meta(&h, "P.c1", &["parent=P".into()]);
     // Two real messages, most likely within one second of each other.
     for body in ["msg two", "msg three"] {
-        h.fm("send").args(["P.c1", body]).run().success();
+        h.fm("send").args(["P.c1", body]).stdout_regex(r"queued P\.c1 00[12]\.msg . doorbell no-pane\n").stderr("fm-send: P.c1: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n").run();
     }
     let queued = |out: &str| out.matches("inbox.queued").count();
     let out = h
         .fm("crew-state")
         .args(["--trace", "P"])
+        .stdout_any()
         .run()
-        .success()
         .stdout();
     assert_eq!(queued(&out), 2, "{out}");
     assert!(out.contains("seq=1") && out.contains("seq=2"), "{out}");
@@ -699,8 +693,8 @@ fn trace_keeps_distinct_events_of_the_same_second() {
     let out = h
         .fm("crew-state")
         .args(["--trace", "P"])
+        .stdout_any()
         .run()
-        .success()
         .stdout();
     assert_eq!(queued(&out), 3, "{out}");
     for seq in 1..=3 {
@@ -713,16 +707,25 @@ fn a_sub_brief_never_spawned_is_not_torn_down_and_keeps_its_brief_kind() {
     let h = TestHome::new();
     h.fm("brief")
         .args(["P", "--secondmate", "--no-projects"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (secondmate; replace {{TASK}})\n",
+            h.path("data/P/brief.md").display()
+        ))
+        .run();
     h.fm("brief")
         .args(["P.c1", "proj", "--scout", "--parent", "P"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (scout; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
+            h.path("data/P.c1/brief.md").display()
+        ))
+        .run();
     h.fm("brief")
         .args(["P.c2", "proj", "--mode", "local-only", "--parent", "P"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (ship, mode=local-only; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
+            h.path("data/P.c2/brief.md").display()
+        ))
+        .run();
     // fm-brief leaves a meta naming only the parent: no worktree, no kind.
     assert_eq!(h.read("state/P.c1.meta"), b"parent=P\n");
     for id in ["P.c1", "P.c2"] {
@@ -756,8 +759,11 @@ fn a_sub_brief_never_spawned_is_not_torn_down_and_keeps_its_brief_kind() {
     // A secondmate known only by its brief has no worktree to lose.
     h.fm("brief")
         .args(["P.s1", "--secondmate", "--no-projects", "--parent", "P"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (secondmate; replace {{TASK}})\n",
+            h.path("data/P.s1/brief.md").display()
+        ))
+        .run();
     meta(
         &h,
         "P.s1",

@@ -6,7 +6,7 @@ use crate::harness::{Cmd, Tmux, bin};
 fn the_demo_passes_and_cleans_up() {
     // The demo starts its own private server; this only checks tmux exists.
     let Some(_t) = Tmux::start() else { return };
-    let r = Cmd::new(bin("fm")).arg("demo").run().success();
+    let r = Cmd::new(bin("fm")).arg("demo").stdout_any().run();
     let out = r.stdout();
     assert!(out.contains("demo passed: every expectation held"), "{out}");
     for step in [
@@ -44,7 +44,10 @@ fn the_demo_passes_and_cleans_up() {
 #[test]
 fn the_demo_with_keep_leaves_the_home() {
     let Some(_t) = Tmux::start() else { return };
-    let r = Cmd::new(bin("fm")).args(["demo", "--keep"]).run().success();
+    let r = Cmd::new(bin("fm"))
+        .args(["demo", "--keep"])
+        .stdout_has("demo passed: every expectation held")
+        .run();
     let out = r.stdout();
     let home = out
         .lines()

@@ -16,6 +16,7 @@ struct Fleet {
 }
 
 impl Fleet {
+    #[track_caller]
     fn new(kind: &str, mode: &str) -> Fleet {
         let h = TestHome::new();
         let remote = h.path("remote.git");
@@ -66,6 +67,7 @@ impl Fleet {
         Fleet { h, project, wt }
     }
 
+    #[track_caller]
     fn commit(&self, what: &str) -> String {
         std::fs::write(self.wt.join(what), what).unwrap();
         git(&self.wt, &["add", what]);
@@ -80,8 +82,8 @@ impl Fleet {
         );
     }
 
-    fn check(&self) -> crate::harness::Run {
-        self.h.fm("dod").args(["--check", "t"]).run()
+    fn check(&self) -> crate::harness::Cmd {
+        self.h.fm("dod").args(["--check", "t"])
     }
 }
 
@@ -92,9 +94,9 @@ fn local_only_head_on_a_project_branch_is_accepted() {
     f.commit("a");
     f.done("ready in branch fm/t");
     f.check()
-        .success()
         .stdout_has("accepted: head ")
-        .stdout_has("refs/heads/fm/t");
+        .stdout_has("refs/heads/fm/t")
+        .run();
 }
 
 #[test]
@@ -102,9 +104,12 @@ fn a_head_only_in_the_worktree_is_refused_with_its_sha() {
     let f = Fleet::new("ship", "local-only");
     let sha = f.commit("detached");
     f.done("ready in branch fm/t");
-    f.check().status(1).stdout_is(&format!(
-        "refused: named head {sha} is unreachable outside the worker copy\n"
-    ));
+    f.check()
+        .status(1)
+        .stdout(format!(
+            "refused: named head {sha} is unreachable outside the worker copy\n"
+        ))
+        .run();
 }
 
 #[test]
@@ -114,21 +119,26 @@ fn direct_pr_head_on_the_remote_branch_is_accepted_and_a_stale_remote_branch_is_
     let sha = f.commit("a");
     f.done("PR https://example.invalid/o/r/pull/1");
     // Committed on a local branch only: direct-PR needs a remote ref.
-    f.check().status(1).stdout_has(&format!("named head {sha}"));
+    f.check()
+        .status(1)
+        .stdout_has(&format!("named head {sha}"))
+        .run();
     git(&f.wt, &["push", "-q", "-u", "origin", "fm/t"]);
     f.check()
-        .success()
         .stdout_has("accepted: ")
-        .stdout_has("refs/remotes/origin/fm/t");
+        .stdout_has("refs/remotes/origin/fm/t")
+        .run();
     let newer = f.commit("b");
     f.check()
         .status(1)
-        .stdout_has(&format!("named head {newer} is unreachable"));
+        .stdout_has(&format!("named head {newer} is unreachable"))
+        .run();
     let j =
         f.h.fm("dod")
             .args(["--check", "t", "--json"])
-            .run()
             .status(1)
+            .stdout_json()
+            .run()
             .json();
     assert_eq!(j["verdict"], "refused");
     assert_eq!(j["task"], "t");
@@ -159,7 +169,10 @@ fn a_separate_clone_counts_the_project_clones_refs() {
     git(&clone, &["commit", "-qm", "x"]);
     let sha = git(&clone, &["rev-parse", "HEAD"]);
     f.done("ready in branch fm/t");
-    f.check().status(1).stdout_has(&format!("named head {sha}"));
+    f.check()
+        .status(1)
+        .stdout_has(&format!("named head {sha}"))
+        .run();
     git(
         &f.project,
         &[
@@ -169,10 +182,13 @@ fn a_separate_clone_counts_the_project_clones_refs() {
             "HEAD:refs/heads/fm/t",
         ],
     );
-    f.check().success().stdout_has("refs/heads/fm/t of ");
+    f.check().stdout_has("refs/heads/fm/t of ").run();
     // Project branches count only for local-only.
     f.h.write("state/t.meta", meta.replace("local-only", "direct-PR"));
-    f.check().status(1);
+    f.check()
+        .status(1)
+        .stdout_regex(r"refused: named head [0-9a-f]{40} is unreachable outside the worker copy\n")
+        .run();
 }
 
 #[test]
@@ -181,7 +197,7 @@ fn scout_and_secondmate_are_never_gated() {
         let f = Fleet::new(kind, "");
         f.commit("a");
         f.done("found the cause");
-        f.check().success().stdout_has("not gated: ");
+        f.check().stdout_has("not gated: ").run();
     }
 }
 
@@ -192,12 +208,12 @@ fn no_mistakes_hand_off_is_not_gated_but_checks_green_is() {
     f.commit("a");
     f.done("parser rewritten");
     f.check()
-        .success()
-        .stdout_has("not gated: no-mistakes hand-off");
+        .stdout_has("not gated: no-mistakes hand-off")
+        .run();
     f.done("PR https://example.invalid/o/r/pull/3 checks green");
-    f.check().status(1).stdout_has("refused: named head");
+    f.check().status(1).stdout_has("refused: named head").run();
     git(&f.wt, &["push", "-q", "origin", "fm/t"]);
-    f.check().success().stdout_has("accepted: ");
+    f.check().stdout_has("accepted: ").run();
 }
 
 #[test]
@@ -208,9 +224,12 @@ fn meta_pr_and_pr_head_shortcut() {
     let meta = String::from_utf8(f.h.read("state/t.meta")).unwrap();
     f.h.write("state/t.meta", format!("{meta}pr={url}\npr_head=abc123\n"));
     f.done(&format!("PR {url} checks green"));
-    f.check().success().stdout_has("accepted: PR ");
+    f.check().stdout_has("accepted: PR ").run();
     f.done("PR https://example.invalid/o/r/pull/5 checks green");
-    f.check().status(1);
+    f.check()
+        .status(1)
+        .stdout_regex(r"refused: named head [0-9a-f]{40} is unreachable outside the worker copy\n")
+        .run();
 }
 
 #[test]
@@ -224,7 +243,8 @@ fn missing_or_broken_worktrees_are_refused_saying_which() {
     .unwrap();
     f.check()
         .status(1)
-        .stdout_has("refused: worktree missing (/nonexistent/wt)");
+        .stdout_has("refused: worktree missing (/nonexistent/wt)")
+        .run();
     let plain = f.h.path("plain");
     std::fs::create_dir(&plain).unwrap();
     std::fs::write(
@@ -232,7 +252,7 @@ fn missing_or_broken_worktrees_are_refused_saying_which() {
         format!("kind=ship\nmode=direct-PR\nworktree={}\n", plain.display()),
     )
     .unwrap();
-    f.check().status(1).stdout_has("not a git repository");
+    f.check().status(1).stdout_has("not a git repository").run();
     let empty = f.h.path("empty");
     git(&f.h.root(), &["init", "-q", empty.to_str().unwrap()]);
     std::fs::write(
@@ -240,36 +260,39 @@ fn missing_or_broken_worktrees_are_refused_saying_which() {
         format!("kind=ship\nmode=direct-PR\nworktree={}\n", empty.display()),
     )
     .unwrap();
-    f.check().status(1).stdout_has("no HEAD commit");
+    f.check().status(1).stdout_has("no HEAD commit").run();
 }
 
 #[test]
 fn line_argument_and_missing_done_line() {
     let f = Fleet::new("ship", "direct-PR");
-    f.check().status(1).stdout_has("refused: no done line");
+    f.check()
+        .status(1)
+        .stdout_has("refused: no done line")
+        .run();
     f.h.fm("dod")
         .args(["--check", "t", "--line", "working: x"])
-        .run()
         .status(2)
-        .stderr_has("not a done status line");
+        .stderr_has("not a done status line")
+        .run();
     // A fresh worktree sits on the pushed main: accepted.
     f.h.fm("dod")
         .args(["--check", "t", "--line", "done: PR https://x/1"])
-        .run()
-        .success();
+        .stdout_regex(r"accepted: head [0-9a-f]{40} is on refs/remotes/origin/main\n")
+        .run();
     let shas_in_text_are_ignored =
         format!("done: pushed {}", git(&f.project, &["rev-parse", "HEAD"]));
     let sha = f.commit("a");
     f.h.fm("dod")
         .args(["--check", "t", "--line", "done: PR https://x/1"])
-        .run()
         .status(1)
-        .stdout_has("named head");
+        .stdout_has("named head")
+        .run();
     f.h.fm("dod")
         .args(["--check", "t", "--line", &shas_in_text_are_ignored])
-        .run()
         .status(1)
-        .stdout_has(&sha);
+        .stdout_has(&sha)
+        .run();
 }
 
 #[test]
@@ -278,10 +301,9 @@ fn blocks_match_what_the_brief_embeds() {
     for mode in ["no-mistakes", "direct-PR", "local-only"] {
         h.fm("brief")
             .args(["t", "webapp", "--mode", mode, "--force"])
-            .run()
-            .success();
+            .stdout_regex(&format!(r"scaffolded: {} \(ship, mode={mode}; replace \{{TASK\}} and \{{FIRSTMATE_SPEC\}}\)\n(history: \S+/brief\.history/\d{{3}}\.md\nnotice: no live worker notified \(no pane recorded\)\n)?", regex::escape(&h.path("data/t/brief.md").display().to_string()))).run();
         let brief = String::from_utf8(h.read("data/t/brief.md")).unwrap();
-        let block = h.fm("dod").args([mode, "t"]).run().success().stdout();
+        let block = h.fm("dod").args([mode, "t"]).stdout_any().run().stdout();
         assert!(brief.ends_with(&block), "{mode}:\n{block}");
         assert!(block.starts_with(&format!(
             "# Definition of done\n\nDelivery contract: mode={mode}\nShip branch: fm/t\n"
@@ -290,8 +312,8 @@ fn blocks_match_what_the_brief_embeds() {
     let b = h
         .fm("dod")
         .args(["local-only", "x", "--branch", "topic/x"])
+        .stdout_any()
         .run()
-        .success()
         .stdout();
     assert!(
         b.contains("Ship branch: topic/x\n") && b.contains("ready in branch topic/x"),
@@ -299,11 +321,18 @@ fn blocks_match_what_the_brief_embeds() {
     );
     h.fm("dod")
         .args(["yolo", "t"])
-        .run()
         .status(2)
-        .stderr_has("unknown mode");
-    h.fm("dod").args(["direct-PR", "../t"]).run().status(2);
-    h.fm("dod").run().status(2);
+        .stderr_has("unknown mode")
+        .run();
+    h.fm("dod")
+        .args(["direct-PR", "../t"])
+        .status(2)
+        .stderr("fm-dod: error: invalid task id \"../t\": must start with a letter or digit\n")
+        .run();
+    h.fm("dod")
+        .status(2)
+        .stderr("fm-dod: error: give <mode> <id>, or --check <id> (see --help)\n")
+        .run();
 }
 
 #[test]
@@ -314,7 +343,10 @@ fn a_slow_git_is_bounded() {
     f.commit("a");
     f.done("PR https://x/1");
     let t = std::time::Instant::now();
-    f.check().status(1);
+    f.check()
+        .status(1)
+        .stdout_regex(r"refused: named head [0-9a-f]{40} is unreachable outside the worker copy\n")
+        .run();
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
 }
 
@@ -343,18 +375,17 @@ fn a_plain_directory_inside_another_clone_is_not_judged_by_that_clone() {
         "state/t9.meta",
         format!("kind=ship\nmode=direct-PR\nworktree={}\n", wt.display()),
     );
-    let r = h
-        .fm("dod")
+    h.fm("dod")
         .args([
             "--check",
             "t9",
             "--line",
             "done: PR https://github.com/o/r/pull/9",
         ])
-        .run();
-    r.status(1)
+        .status(1)
         .stdout_has("refused: worktree is not a git repository")
-        .stdout_has(wt.to_str().unwrap());
+        .stdout_has(wt.to_str().unwrap())
+        .run();
 }
 
 #[test]
@@ -372,20 +403,19 @@ fn no_mistakes_final_lines_in_other_forms_are_gated() {
         f.done(text);
         f.check()
             .status(1)
-            .stdout_has(&format!("refused: named head {sha}"));
+            .stdout_has(&format!("refused: named head {sha}"))
+            .run();
     }
     f.done("parser rewritten, pipeline started");
     f.check()
-        .success()
-        .stdout_has("not gated: no-mistakes hand-off");
+        .stdout_has("not gated: no-mistakes hand-off")
+        .run();
     // The meta shortcut still finds the URL after `PR:`.
     let url = "https://example.invalid/o/r/pull/3";
     let meta = String::from_utf8(f.h.read("state/t.meta")).unwrap();
     f.h.write("state/t.meta", format!("{meta}pr={url}\npr_head={sha}\n"));
     f.done(&format!("PR: {url}, checks green"));
-    f.check()
-        .success()
-        .stdout_has(&format!("accepted: PR {url}"));
+    f.check().stdout_has(&format!("accepted: PR {url}")).run();
 }
 
 #[test]
@@ -400,9 +430,8 @@ fn no_mistakes_done_lines_that_only_mention_a_pr_are_the_hand_off() {
     ] {
         f.h.fm("dod")
             .args(["--check", "t", "--line", &format!("done: {text}")])
-            .run()
-            .success()
-            .stdout_has("not gated: no-mistakes hand-off");
+            .stdout_has("not gated: no-mistakes hand-off")
+            .run();
     }
 }
 
@@ -411,25 +440,29 @@ fn a_scout_or_secondmate_without_kind_in_meta_is_known_by_its_brief() {
     let h = TestHome::new();
     h.fm("brief")
         .args(["sc", "proj", "--scout"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (scout; replace {{TASK}} and {{FIRSTMATE_SPEC}})\n",
+            h.path("data/sc/brief.md").display()
+        ))
+        .run();
     h.fm("brief")
         .args(["sm", "--secondmate", "--no-projects"])
-        .run()
-        .success();
+        .stdout(format!(
+            "scaffolded: {} (secondmate; replace {{TASK}})\n",
+            h.path("data/sm/brief.md").display()
+        ))
+        .run();
     for id in ["sc", "sm"] {
         h.write(&format!("state/{id}.meta"), "harness=shell\n");
         h.fm("dod")
             .args(["--check", id, "--line", "done: found the cause"])
-            .run()
-            .success()
-            .stdout_has("not gated: ");
+            .stdout_has("not gated: ")
+            .run();
     }
     // Without meta at all, too.
     std::fs::remove_file(h.path("state/sc.meta")).unwrap();
     h.fm("dod")
         .args(["--check", "sc", "--line", "done: found the cause"])
-        .run()
-        .success()
-        .stdout_has("not gated: scout tasks are never gated");
+        .stdout_has("not gated: scout tasks are never gated")
+        .run();
 }

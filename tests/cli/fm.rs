@@ -9,9 +9,8 @@ fn init_creates_a_home_and_refuses_to_clobber() {
     Cmd::new(bin("fm"))
         .arg("init")
         .arg(&dir)
-        .run()
-        .success()
-        .stdout_has("initialised firstmate home");
+        .stdout(format!("initialised firstmate home: {}\n", dir.display()))
+        .run();
     let cfg = std::fs::read_to_string(dir.join("config/firstmate.toml")).unwrap();
     assert!(cfg.contains("grace_secs = 90"));
     for d in ["data", "state", "config"] {
@@ -23,9 +22,9 @@ fn init_creates_a_home_and_refuses_to_clobber() {
     Cmd::new(bin("fm"))
         .arg("init")
         .arg(&dir)
-        .run()
         .status(1)
-        .stderr_has("already exists");
+        .stderr_has("already exists")
+        .run();
     assert_eq!(
         std::fs::read_to_string(dir.join("config/firstmate.toml")).unwrap(),
         "# mine\n"
@@ -36,10 +35,17 @@ fn init_creates_a_home_and_refuses_to_clobber() {
 fn doctor_on_a_fresh_home_reports_every_check() {
     let h = TestHome::bare();
     let dir = h.root().join("fleet");
-    Cmd::new(bin("fm")).arg("init").arg(&dir).run().success();
+    Cmd::new(bin("fm"))
+        .arg("init")
+        .arg(&dir)
+        .stdout(format!("initialised firstmate home: {}\n", dir.display()))
+        .run();
+    // Whether a check fails depends on the machine; the exit code follows it.
     let r = Cmd::new(bin("fm"))
         .args(["doctor", "--home"])
         .arg(&dir)
+        .status_any()
+        .stdout_any()
         .run();
     let out = r.stdout();
     let names: Vec<&str> = out
@@ -68,14 +74,26 @@ fn doctor_on_a_fresh_home_reports_every_check() {
     }
     assert!(out.contains("warn watcher: not running"), "{out}");
     let fails = out.lines().any(|l| l.starts_with("fail"));
-    assert_eq!(r.code(), i32::from(fails));
+    assert_eq!(r.code, i32::from(fails));
     let j = Cmd::new(bin("fm"))
         .args(["doctor", "--json", "--home"])
         .arg(&dir)
+        .status(r.code)
+        .stdout_json()
         .run()
         .json();
     assert_eq!(j.as_array().unwrap().len(), 8);
     assert_eq!(j[0]["check"], "tmux");
+}
+
+/// `fm doctor` where whether some machine check fails depends on the
+/// machine: the exit code must follow the report (1 when a line fails).
+#[track_caller]
+fn doctor(c: Cmd) -> crate::harness::Output {
+    let r = c.status_any().stdout_any().run();
+    let fails = r.stdout().lines().any(|l| l.starts_with("fail "));
+    assert_eq!(r.code, i32::from(fails), "{}", r.stdout());
+    r
 }
 
 #[test]
@@ -83,12 +101,12 @@ fn doctor_fails_on_a_broken_home() {
     let h = TestHome::new();
     h.write("config/firstmate.toml", "[watch\n");
     std::fs::remove_dir(h.path("state")).unwrap();
-    let r = h.fm("fm").arg("doctor").run().status(1);
-    assert!(
-        r.stdout().contains("fail config:") && r.stdout().contains("fail state dir:"),
-        "{}",
-        r.stdout()
-    );
+    h.fm("fm")
+        .arg("doctor")
+        .status(1)
+        .stdout_has("fail config:")
+        .stdout_has("fail state dir:")
+        .run();
 }
 
 /// Task records the tools would trip over are reported: an unreadable
@@ -99,13 +117,15 @@ fn doctor_looks_at_every_task_record() {
     let h = TestHome::new();
     h.write("state/good.meta", "kind=ship\n");
     std::fs::set_permissions(h.path("state/good.meta"), PermissionsExt::from_mode(0o600)).unwrap();
-    h.fm("fm")
-        .arg("doctor")
-        .run()
-        .stdout_has("ok   tasks: 1 task(s)");
+    let r = doctor(h.fm("fm").arg("doctor"));
+    assert!(
+        r.stdout().contains("ok   tasks: 1 task(s)"),
+        "{}",
+        r.stdout()
+    );
     h.write("state/loose.meta", "harness=nosuch\n");
     std::fs::set_permissions(h.path("state/loose.meta"), PermissionsExt::from_mode(0o644)).unwrap();
-    let r = h.fm("fm").arg("doctor").run();
+    let r = doctor(h.fm("fm").arg("doctor"));
     let out = r.stdout();
     assert!(
         out.contains("warn tasks:")
@@ -114,13 +134,11 @@ fn doctor_looks_at_every_task_record() {
         "{out}"
     );
     std::os::unix::fs::symlink("/etc/hostname", h.path("state/link.meta")).unwrap();
-    let r = h.fm("fm").arg("doctor").run().status(1);
-    assert!(
-        r.stdout()
-            .contains("fail tasks: link: refusing to follow symlink"),
-        "{}",
-        r.stdout()
-    );
+    h.fm("fm")
+        .arg("doctor")
+        .status(1)
+        .stdout_has("fail tasks: link: refusing to follow symlink")
+        .run();
 }
 
 #[test]
@@ -129,9 +147,9 @@ fn no_home_exits_3_naming_fm_init() {
     Cmd::new(bin("fm-status"))
         .arg("t")
         .current_dir(h.root())
-        .run()
         .status(3)
-        .stderr_has("fm init");
+        .stderr_has("fm init")
+        .run();
 }
 
 #[test]
@@ -141,8 +159,7 @@ fn home_is_found_from_a_subdirectory() {
     Cmd::new(bin("fm-status"))
         .args(["t", "done", "x"])
         .current_dir(h.path("deep/er"))
-        .run()
-        .success();
+        .run();
     assert!(h.exists("state/t.status"));
 }
 
@@ -151,62 +168,73 @@ fn fm_tool_runs_the_same_code_as_fm_dash_tool() {
     let h = TestHome::new();
     h.fm("fm")
         .args(["status", "t", "working", "via", "fm"])
-        .run()
-        .success();
-    h.fm("status").args(["t", "--json"]).run().success();
+        .run();
     let a = h
         .fm("fm")
         .args(["status", "t", "--json"])
+        .stdout_any()
         .run()
-        .success()
         .stdout();
     let b = h
         .fm("status")
         .args(["t", "--json"])
+        .stdout_any()
         .run()
-        .success()
         .stdout();
     assert_eq!(a, b);
     assert!(a.contains("via fm"));
-    h.fm("fm").args(["status", "--", "../x"]).run().status(2);
+    h.fm("fm")
+        .args(["status", "--", "../x"])
+        .status(2)
+        .stderr("fm-status: error: invalid task id \"../x\": must start with a letter or digit\n")
+        .run();
 }
 
 #[test]
 fn help_has_examples_and_usage_errors_exit_2() {
     Cmd::new(bin("fm"))
         .arg("--help")
-        .run()
-        .success()
-        .stdout_has("Examples:");
+        .stdout_has("Examples:")
+        .run();
     Cmd::new(bin("fm-status"))
         .arg("--help")
-        .run()
-        .success()
-        .stdout_has("Examples:");
-    Cmd::new(bin("fm")).arg("frobnicate").run().status(2);
-    Cmd::new(bin("fm-status")).run().status(2);
+        .stdout_has("Examples:")
+        .run();
+    Cmd::new(bin("fm"))
+        .arg("frobnicate")
+        .status(2)
+        .stderr("fm: error: unrecognized subcommand 'frobnicate'\n\nUsage: fm <COMMAND>\n\nFor more information, try '--help'.\n")
+        .run();
+    Cmd::new(bin("fm-status"))
+        .status(2)
+        .stderr_has(
+            "fm-status: error: the following required arguments were not provided:\n  <ID>\n",
+        )
+        .run();
 }
 
 #[test]
 fn completions_and_man_pages() {
-    let r = Cmd::new(bin("fm"))
+    Cmd::new(bin("fm"))
         .args(["completions", "bash"])
-        .run()
-        .success();
-    assert!(r.stdout().contains("complete") && r.stdout().contains("status"));
+        .stdout_has("complete")
+        .stdout_has("status")
+        .run();
     Cmd::new(bin("fm"))
         .args(["completions", "zsh"])
-        .run()
-        .success()
-        .stdout_has("#compdef fm");
+        .stdout_has("#compdef fm")
+        .run();
     Cmd::new(bin("fm"))
         .args(["completions", "fish"])
-        .run()
-        .success()
-        .stdout_has("complete -c fm");
+        .stdout_has("complete -c fm")
+        .run();
     let h = TestHome::bare();
     let dir = h.root().join("man");
-    Cmd::new(bin("fm")).arg("man").arg(&dir).run().success();
+    Cmd::new(bin("fm"))
+        .arg("man")
+        .arg(&dir)
+        .stdout(format!("wrote 10 man pages to {}\n", dir.display()))
+        .run();
     let page = std::fs::read_to_string(dir.join("fm.1")).unwrap();
     assert!(page.contains(".TH fm"));
     assert!(dir.join("fm-status.1").is_file());
@@ -228,7 +256,11 @@ fn closed_stdout_pipe_is_success() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "a closed pipe is no error: no message"
+    );
 }
 
 #[test]
@@ -236,17 +268,10 @@ fn every_installed_tool_is_reachable_through_fm() {
     for t in firstmate::cli::TOOLS {
         let exe = bin(&format!("fm-{}", t.name));
         if exe.is_file() {
-            assert!(
-                t.main.is_some() && t.command.is_some(),
-                "fm-{} is built but `fm {}` does not reach it",
-                t.name,
-                t.name
-            );
             Cmd::new(bin("fm"))
                 .args([t.name, "--help"])
-                .run()
-                .success()
-                .stdout_has(&format!("fm-{}", t.name));
+                .stdout_has(&format!("fm-{}", t.name))
+                .run();
         }
     }
 }
@@ -257,8 +282,9 @@ fn doctor_without_a_home_still_checks_the_machine_and_fails_home() {
     let r = Cmd::new(bin("fm"))
         .arg("doctor")
         .current_dir(h.root())
-        .run()
-        .status(1);
+        .status(1)
+        .stdout_any()
+        .run();
     let out = r.stdout();
     let names: Vec<&str> = out
         .lines()
@@ -283,7 +309,7 @@ fn doctor_warns_about_a_watcher_whose_heartbeat_stopped() {
         .unwrap()
         .set_modified(old)
         .unwrap();
-    let r = h.fm("fm").arg("doctor").run();
+    let r = doctor(h.fm("fm").arg("doctor"));
     assert!(
         r.stdout()
             .contains("warn watcher: watcher holds the lock but its heartbeat is 10"),
@@ -291,7 +317,7 @@ fn doctor_warns_about_a_watcher_whose_heartbeat_stopped() {
         r.stdout()
     );
     h.write("state/.watch.beat", "");
-    let r = h.fm("fm").arg("doctor").run();
+    let r = doctor(h.fm("fm").arg("doctor"));
     assert!(
         r.stdout().contains("ok   watcher: running"),
         "{}",

@@ -15,4 +15,5 @@ mod pane;
 mod send;
 mod send_text;
 mod status;
+mod task_meta;
 mod watch;

@@ -1,6 +1,6 @@
 //! The real tmux behind the `Pane` trait, on a private server.
 
-use firstmate::pane::{Pane, Tmux as RealTmux};
+use firstmate::tmux::pane::{Pane, Tmux as RealTmux};
 
 use crate::harness::{Tmux, wait_until};
 
@@ -42,11 +42,7 @@ fn list_info_type_press_capture_on_a_private_server() {
 #[test]
 fn no_server_means_no_panes() {
     let real = RealTmux::new(&format!("fm-test-none-{}", std::process::id()));
-    if std::process::Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
+    if !crate::harness::have_tmux() {
         return;
     }
     assert_eq!(real.list().unwrap(), vec![]);

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::{TestHome, Tmux, bin, wait_until};
+use crate::harness::{Cmd, TestHome, Tmux, bin, have_python, wait_for, wait_until};
 
 /// A stand-in agent: raw terminal, logs every byte it receives, draws a
 /// composer line `stand-in> <text>`, swallows the first N Enters.
@@ -35,8 +35,12 @@ while True:
     draw()
 "#;
 
-/// The real python interpreter (so the pane's foreground command is stable).
+/// The real python interpreter (so the pane's foreground command is
+/// stable); `None` when python3 is missing and not required.
 fn python() -> Option<PathBuf> {
+    if !have_python() {
+        return None;
+    }
     let out = Command::new("python3")
         .args([
             "-c",
@@ -64,6 +68,7 @@ pub fn standin_home() -> Option<(TestHome, PathBuf)> {
 }
 
 /// Opens a stand-in window; returns its pane id once it drew its composer.
+#[track_caller]
 pub fn standin(t: &Tmux, py: &Path, name: &str, log: &Path, swallow: u32) -> String {
     let pane = t.window(
         name,
@@ -89,7 +94,7 @@ fn meta(h: &TestHome, id: &str, lines: &str) {
 
 fn doorbell(h: &TestHome, id: &str) -> String {
     let home = firstmate::Home::at(&h.root()).unwrap();
-    firstmate::deliver::doorbell(&home, &firstmate::TaskId::parse(id).unwrap())
+    firstmate::tmux::deliver::doorbell(&home, &firstmate::TaskId::parse(id).unwrap())
 }
 
 fn log_of(p: &Path) -> Vec<u8> {
@@ -130,12 +135,8 @@ fn the_pane_gets_the_doorbell_and_never_a_byte_of_the_body() {
         h.fm("send")
             .args(["t1", "-"])
             .stdin(*body)
-            .run()
-            .success()
-            .stdout_is(&format!(
-                "queued t1 {:03}.msg \u{b7} doorbell rang\n",
-                i + 1
-            ));
+            .stdout(format!("queued t1 {:03}.msg \u{b7} doorbell rang\n", i + 1))
+            .run();
         assert_eq!(record_body(&h, "t1", i as u64 + 1), *body);
     }
     let expected = doorbell(&h, "t1").repeat(bodies.len());
@@ -159,9 +160,8 @@ fn a_swallowed_enter_is_pressed_again_and_the_doorbell_typed_once() {
     );
     h.fm("send")
         .args(["t1", "please", "rebase"])
-        .run()
-        .success()
-        .stdout_has("doorbell rang");
+        .stdout_has("doorbell rang")
+        .run();
     let raw = log_of(&log);
     assert_eq!(without_cr(&raw), doorbell(&h, "t1").as_bytes());
     assert_eq!(raw.iter().filter(|&&c| c == b'\r').count(), 2);
@@ -189,19 +189,22 @@ fn renamed_or_killed_windows_never_redirect_a_send() {
     t.run(["rename-window", "-t", &b, "a"]);
     h.fm("send")
         .args(["t1", "hi"])
-        .run()
-        .success()
-        .stdout_has("doorbell rang");
+        .stdout_has("doorbell rang")
+        .run();
     assert_eq!(without_cr(&log_of(&log_a)), doorbell(&h, "t1").as_bytes());
     t.run(["kill-window", "-t", &a]);
     h.fm("send")
         .args(["t1", "again"])
-        .run()
-        .success()
-        .stdout_is("queued t1 002.msg \u{b7} doorbell dead\n")
-        .stderr_has("will not re-ring");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(log_of(&log_b).is_empty(), "another pane got bytes");
+        .stdout("queued t1 002.msg \u{b7} doorbell dead\n")
+        .stderr_has("will not re-ring")
+        .run();
+    // Whatever reached pane b before this marker was typed is logged
+    // before it.
+    t.run(["send-keys", "-t", &b, "-l", "MARK"]);
+    wait_for("pane b to log the marker", 10.0, || {
+        log_of(&log_b).ends_with(b"MARK")
+    });
+    assert_eq!(log_of(&log_b), b"MARK", "another pane got bytes");
 }
 
 #[test]
@@ -218,10 +221,9 @@ fn an_exited_agent_is_not_typed_into() {
     );
     h.fm("send")
         .args(["t1", "hello"])
-        .run()
-        .success()
-        .stdout_is("queued t1 001.msg \u{b7} doorbell dead\n")
-        .stderr_has("the watcher will not re-ring");
+        .stdout("queued t1 001.msg \u{b7} doorbell dead\n")
+        .stderr_has("the watcher will not re-ring")
+        .run();
     assert!(h.exists("state/t1.inbox/001.msg"));
     assert!(!t.capture(&pane).contains("firstmate"));
 }
@@ -232,24 +234,24 @@ fn no_pane_or_no_tmux_still_records_and_says_the_watcher_re_rings() {
     meta(&h, "t1", "");
     h.fm("send")
         .args(["t1", "hello"])
-        .run()
-        .success()
-        .stdout_is("queued t1 001.msg \u{b7} doorbell no-pane\n")
-        .stderr_has("the watcher will re-ring");
+        .stdout("queued t1 001.msg \u{b7} doorbell no-pane\n")
+        .stderr_has("the watcher will re-ring")
+        .run();
     meta(&h, "t2", "pane=%1\ntmux_socket=fm-test-nowhere\n");
     h.fm("send")
         .env("PATH", "/nonexistent")
         .args(["t2", "hello"])
-        .run()
-        .success()
-        .stdout_is("queued t2 001.msg \u{b7} doorbell failed\n")
-        .stderr_has("the watcher will re-ring");
+        .stdout("queued t2 001.msg \u{b7} doorbell failed\n")
+        .stderr_has("the watcher will re-ring")
+        .run();
     h.fm("send")
         .args(["t2", "--fire-and-forget", "--json", "x"])
         .env("PATH", "/nonexistent")
-        .run()
-        .success()
-        .stderr_has("will not re-ring");
+        .stderr_has("will not re-ring")
+        .stdout_regex(
+            r#"\{"task":"t2","seq":2,"path":"/[^"]+/state/t2\.inbox/002\.msg","doorbell":"failed"\}\n"#,
+        )
+        .run();
     let rec = h.read("state/t2.inbox/002.msg");
     assert!(String::from_utf8_lossy(&rec).contains("\ndelivery=fire-and-forget\n--\nx"));
 }
@@ -263,8 +265,8 @@ fn quiet_json_from_dedupe_file_and_resolve_key() {
         .args([
             "t1", "--quiet", "--json", "--from", "lead", "use", "postgres",
         ])
-        .run()
-        .success();
+        .stdout_json()
+        .run();
     let j = r.json();
     assert_eq!(j["seq"], 1);
     assert_eq!(j["doorbell"], "quiet");
@@ -277,10 +279,9 @@ fn quiet_json_from_dedupe_file_and_resolve_key() {
     assert!(rec.ends_with("\nfrom=lead\n--\nuse postgres"));
     h.fm("send")
         .args(["t1", "--dedupe", "--quiet", "use", "postgres"])
-        .run()
-        .success()
         .stdout_has("queued t1 001.msg")
-        .stdout_has("duplicate");
+        .stdout_has("duplicate")
+        .run();
     assert!(!h.exists("state/t1.inbox/002.msg"));
     let body = b"\xff\xfe not utf-8\n\n--\ntrailing\n\n".to_vec();
     h.write("body.bin", &body);
@@ -295,9 +296,8 @@ fn quiet_json_from_dedupe_file_and_resolve_key() {
         ])
         .arg("--file")
         .arg(h.path("body.bin"))
-        .run()
-        .success()
-        .stdout_has("002.msg");
+        .stdout_has("002.msg")
+        .run();
     assert_eq!(record_body(&h, "t1", 2), body);
     let status = String::from_utf8(h.read("state/t1.status")).unwrap();
     let lines: Vec<&str> = status.lines().collect();
@@ -315,38 +315,59 @@ fn refusals_write_nothing() {
     let h = TestHome::new();
     meta(&h, "t1", "");
     let before = h.tree();
-    for args in [
-        vec!["t1", ""],
-        vec!["t1", "  ", "\t"],
-        vec!["../x", "hi"],
-        vec!["t1", "hi", "--key", "Enter"],
-        vec!["t1", "--key", "Nope"],
-        vec!["t1", "--resolve-key", "bad key", "hi"],
-        vec!["t1"],
+    let empty = "fm-send: error: empty message body (t1)\n";
+    for (args, why) in [
+        (vec!["t1", ""], empty),
+        (vec!["t1", "  ", "\t"], empty),
+        (
+            vec!["../x", "hi"],
+            "fm-send: error: invalid task id \"../x\": must start with a letter or digit\n",
+        ),
+        (
+            vec!["t1", "hi", "--key", "Enter"],
+            "fm-send: error: \"--key\" inside the message text: give either text or --key, not both; options go before the text, and `--` before the text sends it literally\n",
+        ),
+        (
+            vec!["t1", "--key", "Nope"],
+            "fm-send: error: invalid value 'Nope' for '--key <KEY>'\n  [possible values: Enter, Escape, C-c, Tab, Up, Down]\n\nFor more information, try '--help'.\n",
+        ),
+        (
+            vec!["t1", "--resolve-key", "bad key", "hi"],
+            "fm-send: error: malformed --resolve-key \"bad key\" (letters, digits, '.', '_', '-')\n",
+        ),
+        (
+            vec!["t1"],
+            "fm-send: error: no message: give text, `-` for stdin, or --file F\n",
+        ),
     ] {
-        h.fm("send").args(&args).run().status(2);
+        h.fm("send").args(&args).status(2).stderr(why).run();
     }
     h.fm("send")
         .args(["t1", "-"])
         .stdin(" \n\n")
-        .run()
-        .status(2);
+        .status(2)
+        .stderr("fm-send: error: empty message body (t1)\n")
+        .run();
     h.fm("send")
         .env("FM_SEND_MAX_BODY_BYTES", "10")
         .args(["t1", "eleven bytes"])
-        .run()
         .status(2)
-        .stderr_has("limit");
+        .stderr_has("limit")
+        .run();
     h.fm("send")
         .args(["ghost", "hi"])
-        .run()
         .status(1)
-        .stderr_has("unknown task ghost");
+        .stderr_has("unknown task ghost")
+        .run();
     assert_eq!(h.tree(), before);
     // A symlinked inbox is refused, never followed.
     let elsewhere = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), h.path("state/t1.inbox")).unwrap();
-    h.fm("send").args(["t1", "hi"]).run().status(1);
+    h.fm("send")
+        .args(["t1", "hi"])
+        .status(1)
+        .stderr_has("fm-send: error: refusing to follow symlink")
+        .run();
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 }
 
@@ -374,28 +395,27 @@ fn broadcast_reaches_live_agents_only_and_key_presses_one_key() {
     meta(&h, "nopane", "");
     h.fm("send")
         .args(["--all", "freeze", "main"])
-        .run()
-        .success()
-        .stdout_is("queued alive 001.msg \u{b7} doorbell rang\n");
+        .stdout("queued alive 001.msg \u{b7} doorbell rang\n")
+        .run();
     for id in ["dead", "gone", "nopane"] {
         assert!(!h.exists(&format!("state/{id}.inbox/001.msg")), "{id}");
     }
     let before = log_of(&log).len();
     h.fm("send")
         .args(["alive", "--key", "C-c"])
-        .run()
-        .success()
-        .stdout_has("key C-c");
+        .stdout_has("key C-c")
+        .run();
     h.fm("send")
         .args(["alive", "--key", "Escape", "--json"])
-        .run()
-        .success();
+        .stdout_regex(r#"\{"task":"alive","key":"Escape","pane":"%\d+"\}\n"#)
+        .run();
     assert!(wait_until(5.0, || log_of(&log)[before..] == *b"\x03\x1b"));
     assert!(!h.exists("state/alive.inbox/002.msg"));
     h.fm("send")
         .args(["nopane", "--key", "Enter"])
-        .run()
-        .status(1);
+        .status(1)
+        .stderr("fm-send: error: no pane recorded for nopane\n")
+        .run();
 }
 
 #[test]
@@ -408,12 +428,11 @@ fn concurrent_senders_number_without_gaps_or_duplicates() {
             let root = root.clone();
             std::thread::spawn(move || {
                 for m in 0..50 {
-                    let st = Command::new(bin("fm-send"))
+                    Cmd::new(bin("fm-send"))
                         .env("FM_HOME", &root)
                         .args(["t1", "--quiet", &format!("w{w} m{m}")])
-                        .output()
-                        .unwrap();
-                    assert!(st.status.success(), "{st:?}");
+                        .stdout_regex(r"queued t1 \d{3,4}\.msg . doorbell quiet\n")
+                        .run();
                 }
             })
         })
@@ -440,9 +459,8 @@ fn concurrent_senders_number_without_gaps_or_duplicates() {
     }
     h.fm("ack")
         .args(["t1", "--list", "--json"])
-        .run()
-        .success()
-        .stdout_has("\"seq\":1600");
+        .stdout_has("\"seq\":1600")
+        .run();
 }
 
 #[test]
@@ -477,21 +495,24 @@ fn killed_senders_never_leave_a_partial_record() {
     let next = seqs.last().copied().unwrap_or(0) + 1;
     h.fm("send")
         .args(["t1", "--quiet", "after"])
-        .run()
-        .success()
-        .stdout_has(&format!("{next:03}.msg"));
+        .stdout_has(&format!("{next:03}.msg"))
+        .run();
 }
 
 /// Runs `cmd` with its stdout closed before it writes a byte (a reader
-/// like `| head -0` that went away); returns the exit code.
+/// like `| head -0` that went away); returns the exit code. A closed pipe
+/// is no error: nothing may be said on stderr (SPEC §14).
+#[track_caller]
 fn with_closed_stdout(mut cmd: Command) -> i32 {
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    child.wait().unwrap().code().unwrap_or(-1)
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr");
+    out.status.code().unwrap_or(-1)
 }
 
 /// A reader that stops reading must not stop the work: every recipient of
@@ -514,8 +535,11 @@ fn a_closed_stdout_stops_the_printing_not_the_work() {
     for i in 0..5 {
         h.fm("send")
             .args(["b1", "--quiet", &format!("m{i}")])
-            .run()
-            .success();
+            .stdout(format!(
+                "queued b1 {:03}.msg \u{b7} doorbell quiet\n",
+                i + 2
+            ))
+            .run();
     }
     let mut ack = Command::new(bin("fm-ack"));
     ack.env("FM_HOME", h.root()).args(["b1", "--through", "6"]);
@@ -535,7 +559,7 @@ fn an_endless_body_is_refused_at_the_limit() {
         let mut cmd = Command::new(bin("fm-send"));
         cmd.env("FM_HOME", h.root())
             .env("FM_SEND_MAX_BODY_BYTES", "4096")
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         if stdin_endless {
             cmd.args(["t1", "-"])
@@ -552,7 +576,14 @@ fn an_endless_body_is_refused_at_the_limit() {
         }
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("limit"));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("fm-send: error: ")
+                && err.contains("limit")
+                && err.lines().count() == 1,
+            "{err}"
+        );
     }
     assert_eq!(h.tree(), before);
 }
@@ -565,18 +596,21 @@ fn dedupe_still_resolves_and_a_bad_meta_does_not_stop_a_broadcast() {
     meta(&h, "t1", "");
     h.fm("status")
         .args(["t1", "needs-decision", "--key", "db", "which db?"])
-        .run()
-        .success();
+        .run();
     h.fm("send")
         .args(["t1", "--quiet", "use postgres"])
-        .run()
-        .success();
+        .stdout("queued t1 001.msg \u{b7} doorbell quiet\n")
+        .run();
     h.fm("send")
         .args(["t1", "--dedupe", "--resolve-key", "db", "use postgres"])
+        .stdout_has("duplicate of a pending record")
+        .stderr("fm-send: t1: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n").run();
+    let st = h
+        .fm("status")
+        .args(["t1", "--json"])
+        .stdout_json()
         .run()
-        .success()
-        .stdout_has("duplicate of a pending record");
-    let st = h.fm("status").args(["t1", "--json"]).run().success().json();
+        .json();
     assert_eq!(st["open"], serde_json::json!([]), "{st}");
     let Some(t) = Tmux::start() else { return };
     let pane = t.window("ok", &["cat"]);
@@ -588,8 +622,8 @@ fn dedupe_still_resolves_and_a_bad_meta_does_not_stop_a_broadcast() {
     std::os::unix::fs::symlink(h.path("state/ok.meta"), h.path("state/aaa.meta")).unwrap();
     h.fm("send")
         .args(["--all", "--quiet", "hello"])
-        .run()
-        .success()
-        .stderr_has("aaa: skipped");
+        .stderr_has("aaa: skipped")
+        .stdout("queued ok 001.msg \u{b7} doorbell quiet\n")
+        .run();
     assert_eq!(record_body(&h, "ok", 1), b"hello");
 }

@@ -14,6 +14,10 @@ fn body(h: &TestHome, id: &str, seq: u64) -> String {
     String::from_utf8(firstmate::inbox::parse(seq, &bytes).expect("a record").body).unwrap()
 }
 
+const NO_PANE_T1: &str = "fm-send: t1: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n";
+const NO_PANE_D1: &str = "fm-send: d1: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n";
+const SKIPPED_T1: &str = "fm-send: t1: doorbell skipped: the composer holds someone else's text; the message is recorded and the watcher will re-ring it\n";
+
 #[test]
 fn option_words_in_the_text_are_refused_unless_after_a_separator() {
     let h = TestHome::new();
@@ -31,10 +35,10 @@ fn option_words_in_the_text_are_refused_unless_after_a_separator() {
     ] {
         h.fm("send")
             .args(&args)
-            .run()
             .status(2)
             .stderr_has("inside the message text")
-            .stderr_has("`--` before the text");
+            .stderr_has("`--` before the text")
+            .run();
     }
     assert_eq!(h.tree(), before);
     // After `--` every word is text, for t6 only.
@@ -42,29 +46,28 @@ fn option_words_in_the_text_are_refused_unless_after_a_separator() {
         .args([
             "t6", "--", "do", "not", "pass", "--all", "to", "the", "script",
         ])
-        .run()
-        .success()
-        .stdout_is("queued t6 001.msg \u{b7} doorbell no-pane\n");
+        .stdout("queued t6 001.msg \u{b7} doorbell no-pane\n")
+        .stderr("fm-send: t6: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n").run();
     assert_eq!(body(&h, "t6", 1), "do not pass --all to the script");
     assert!(!h.exists("state/d1.inbox/001.msg"));
     assert!(!h.exists("state/other.inbox/001.msg"));
     // Words that merely start with dashes, or name no option, are text.
     h.fm("send")
         .args(["d1", "please", "be", "--calm", "about", "it"])
-        .run()
-        .success()
-        .stdout_has("doorbell no-pane");
+        .stdout("queued d1 001.msg \u{b7} doorbell no-pane\n")
+        .stderr(NO_PANE_D1)
+        .run();
     assert_eq!(body(&h, "d1", 1), "please be --calm about it");
     // Options before the text still apply, before or after the id.
     for args in [["--quiet", "d1", "hello"], ["d1", "--quiet", "hello"]] {
-        h.fm("send")
-            .args(args)
-            .run()
-            .success()
-            .stdout_has("doorbell quiet");
+        h.fm("send").args(args).stdout_has("doorbell quiet").run();
     }
     assert_eq!(body(&h, "d1", 3), "hello");
-    h.fm("send").args(["d1", "-", "x"]).run().success();
+    h.fm("send")
+        .args(["d1", "-", "x"])
+        .stdout("queued d1 004.msg \u{b7} doorbell no-pane\n")
+        .stderr(NO_PANE_D1)
+        .run();
     assert_eq!(body(&h, "d1", 4), "- x");
 }
 
@@ -80,16 +83,17 @@ fn a_key_option_typed_after_the_text_is_refused_unless_after_a_separator() {
     ] {
         h.fm("send")
             .args(&args)
-            .run()
             .status(2)
             .stderr_has("fm-send: error: \"--key")
-            .stderr_has("`--` before the text");
+            .stderr_has("`--` before the text")
+            .run();
     }
     assert_eq!(h.tree(), before);
     h.fm("send")
         .args(["t1", "--", "x", "--key", "Enter"])
-        .run()
-        .success();
+        .stdout("queued t1 001.msg \u{b7} doorbell no-pane\n")
+        .stderr(NO_PANE_T1)
+        .run();
     assert_eq!(body(&h, "t1", 1), "x --key Enter");
 }
 
@@ -109,13 +113,12 @@ fn a_failed_resolve_after_the_record_warns_and_exits_0() {
             "use",
             "pg",
         ])
-        .run()
-        .success()
-        .stdout_is("queued t1 001.msg \u{b7} doorbell no-pane\n")
+        .stdout("queued t1 001.msg \u{b7} doorbell no-pane\n")
         .stderr_has(
             "fm-send: warning: t1: message recorded, but decision key db was not resolved: ",
         )
-        .stderr_has("decision key x was not resolved");
+        .stderr_has("decision key x was not resolved")
+        .run();
     assert!(r.stderr().contains("t1.status"), "{}", r.stderr());
     assert_eq!(body(&h, "t1", 1), "use pg");
     // A symlinked status log is refused, never followed, and still exit 0.
@@ -125,10 +128,9 @@ fn a_failed_resolve_after_the_record_warns_and_exits_0() {
     std::os::unix::fs::symlink(&elsewhere, h.path("state/t2.status")).unwrap();
     h.fm("send")
         .args(["t2", "--json", "--resolve-key", "db", "hi"])
-        .run()
-        .success()
         .stdout_has("\"seq\":1")
-        .stderr_has("decision key db was not resolved");
+        .stderr_has("decision key db was not resolved")
+        .run();
     assert_eq!(h.read("elsewhere.status"), b"");
 }
 
@@ -151,6 +153,7 @@ fn usage_errors_name_the_tool_and_help_still_succeeds() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{tool}");
+        assert!(out.stdout.is_empty(), "{tool}: nothing on stdout");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.starts_with(&format!("{tool}: error: ")),
@@ -162,17 +165,23 @@ fn usage_errors_name_the_tool_and_help_still_succeeds() {
             .output()
             .unwrap();
         assert_eq!(help.status.code(), Some(0), "{tool}");
+        assert!(help.stderr.is_empty(), "{tool}: nothing on stderr");
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("Usage:"),
+            "{tool}: help on stdout"
+        );
     }
     let h = TestHome::new();
     meta(&h, "t1", "");
     h.fm("send")
         .args(["t1", " "])
-        .run()
         .status(2)
-        .stderr_has("fm-send: error: empty message body (t1)");
+        .stderr_has("fm-send: error: empty message body (t1)")
+        .run();
 }
 
 /// A bash pane with a `$ ` prompt and no harness profile (no composer regex).
+#[track_caller]
 fn bash_pane(t: &Tmux) -> String {
     let pane = t.window(
         "sh",
@@ -213,21 +222,23 @@ fn a_plain_shell_pane_is_never_typed_over_and_the_doorbell_is_a_no_op() {
     assert!(wait_until(5.0, || t.capture(&pane).contains("$ echo HALF")));
     h.fm("send")
         .args(["t1", "hello"])
-        .run()
-        .success()
-        .stdout_is("queued t1 001.msg \u{b7} doorbell skipped\n");
-    std::thread::sleep(std::time::Duration::from_millis(200));
+        .stdout("queued t1 001.msg \u{b7} doorbell skipped\n")
+        .stderr(SKIPPED_T1)
+        .run();
+    // Keys tmux got before this marker are on the screen before it.
+    t.run(["send-keys", "-t", &pane, "-l", "+MARK"]);
+    assert!(wait_until(5.0, || t.capture(&pane).contains("HALF+MARK")));
     let screen = t.capture(&pane);
     assert!(!screen.contains("firstmate"), "{screen}");
-    assert!(screen.trim_end().ends_with("$ echo HALF"), "{screen}");
+    assert!(screen.trim_end().ends_with("$ echo HALF+MARK"), "{screen}");
     // Copy mode: skipped, nothing typed (the keys would drive the mode).
     t.run(["send-keys", "-t", &pane, "C-u"]);
     t.run(["copy-mode", "-t", &pane]);
     h.fm("send")
         .args(["t1", "again"])
-        .run()
-        .success()
-        .stdout_has("doorbell skipped");
+        .stdout("queued t1 002.msg \u{b7} doorbell skipped\n")
+        .stderr(SKIPPED_T1)
+        .run();
     t.run(["send-keys", "-t", &pane, "-X", "cancel"]);
     assert!(wait_until(5.0, || t
         .capture(&pane)
@@ -247,9 +258,8 @@ fn a_plain_shell_pane_is_never_typed_over_and_the_doorbell_is_a_no_op() {
         && t.capture(&pane).contains("$ cd ")));
     h.fm("send")
         .args(["t1", "now"])
-        .run()
-        .success()
-        .stdout_is("queued t1 003.msg \u{b7} doorbell rang\n");
+        .stdout("queued t1 003.msg \u{b7} doorbell rang\n")
+        .run();
     t.run(["send-keys", "-t", &pane, "-l", "echo rc=$?"]);
     t.run(["send-keys", "-t", &pane, "Enter"]);
     assert!(

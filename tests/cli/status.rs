@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::harness::{TestHome, bin};
+use crate::harness::{Cmd, TestHome, bin};
 
 const HOSTILE: &[&str] = &["../x", "a/b", ".hidden", "", "a b", "é", "x..y", "-rf"];
 
@@ -12,13 +12,27 @@ fn hostile_ids_exit_2_and_create_nothing() {
     let before = h.tree();
     let long = "a".repeat(65);
     for id in HOSTILE.iter().copied().chain([long.as_str()]) {
+        // One line naming the id and what is wrong with it.
+        let refused = format!(
+            r"fm-status: error: invalid task id {}: [^\n]+\n",
+            regex::escape(&format!("{id:?}"))
+        );
         h.fm("status")
             .args(["--", id, "done", "x"])
-            .run()
             .status(2)
-            .stderr_has("error:");
-        h.fm("status").args(["--busy", "--", id]).run().status(2);
-        h.fm("status").args(["--", id]).run().status(2);
+            .stderr_has("error:")
+            .stderr_regex(&refused)
+            .run();
+        h.fm("status")
+            .args(["--busy", "--", id])
+            .status(2)
+            .stderr_regex(&refused)
+            .run();
+        h.fm("status")
+            .args(["--", id])
+            .status(2)
+            .stderr_regex(&refused)
+            .run();
     }
     assert_eq!(h.tree(), before);
 }
@@ -28,16 +42,11 @@ fn append_then_show_the_fold() {
     let h = TestHome::new();
     h.fm("status")
         .args(["t1", "working", "compiling", "the", "parser"])
-        .run()
-        .success();
+        .run();
     h.fm("status")
         .args(["t1", "needs-decision", "--key", "db", "which database?"])
-        .run()
-        .success();
-    h.fm("status")
-        .args(["t1", "done", "finished"])
-        .run()
-        .success();
+        .run();
+    h.fm("status").args(["t1", "done", "finished"]).run();
     let log = String::from_utf8(h.read("state/t1.status")).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 3);
@@ -46,7 +55,7 @@ fn append_then_show_the_fold() {
         "{log}"
     );
     assert!(lines[1].contains("] [key=db]: which database?"), "{log}");
-    let r = h.fm("status").arg("t1").run().success();
+    let r = h.fm("status").arg("t1").stdout_regex(r"current: needs-decision key=db · which database\? · \d+s\nopen: db needs-decision · which database\?\n").run();
     let out = r.stdout();
     let mut it = out.lines();
     let current = it.next().unwrap();
@@ -62,9 +71,13 @@ fn append_then_show_the_fold() {
 
     h.fm("status")
         .args(["t1", "resolved", "--key", "db", "postgres"])
+        .run();
+    let j = h
+        .fm("status")
+        .args(["t1", "--json"])
+        .stdout_json()
         .run()
-        .success();
-    let j = h.fm("status").args(["t1", "--json"]).run().success().json();
+        .json();
     assert_eq!(j["id"], "t1");
     assert_eq!(j["current"]["verb"], "done");
     assert_eq!(j["current"]["key"], "default");
@@ -82,8 +95,8 @@ fn hand_written_lines_are_tolerated() {
     let j = h
         .fm("status")
         .args(["t", "--json", "--log"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["current"]["verb"], "blocked");
     assert_eq!(j["current"]["at"], serde_json::Value::Null);
@@ -91,18 +104,17 @@ fn hand_written_lines_are_tolerated() {
     assert_eq!(j["lines"], 2);
     assert_eq!(j["malformed"], 3);
     assert_eq!(j["log"].as_array().unwrap().len(), 5);
-    let out = h.fm("status").args(["t", "--log"]).run().success().stdout();
-    assert!(out.contains("invalid") && out.contains("prose"), "{out}");
+    h.fm("status")
+        .args(["t", "--log"])
+        .stdout_has("invalid")
+        .stdout_has("prose")
+        .run();
 }
 
 #[test]
 fn unknown_task_shows_none() {
     let h = TestHome::new();
-    h.fm("status")
-        .arg("nobody")
-        .run()
-        .success()
-        .stdout_is("current: none\n");
+    h.fm("status").arg("nobody").stdout("current: none\n").run();
 }
 
 #[test]
@@ -119,16 +131,13 @@ fn refused_appends_write_nothing() {
     ] {
         h.fm("status")
             .args(&args)
-            .run()
             .status(2)
-            .stderr_has("fm-status: error:");
+            .stderr_has("fm-status: error:")
+            .run();
     }
     assert!(!h.exists("state/t.status"));
     assert!(!h.exists("state/events.jsonl"));
-    h.fm("status")
-        .args(["t", "done", &"x".repeat(2000)])
-        .run()
-        .success();
+    h.fm("status").args(["t", "done", &"x".repeat(2000)]).run();
 }
 
 #[test]
@@ -136,14 +145,13 @@ fn busy_and_idle_records() {
     let h = TestHome::new();
     h.fm("status")
         .args(["t", "--busy", "--source", "prompt-hook"])
-        .run()
-        .success();
+        .run();
     let rec = String::from_utf8(h.read("state/t.busy")).unwrap();
     let parts: Vec<&str> = rec.trim_end().split(' ').collect();
     assert_eq!(parts[0], "busy");
     assert!(parts[1].parse::<u64>().is_ok());
     assert_eq!(parts[2], "prompt-hook");
-    h.fm("status").args(["t", "--idle"]).run().success();
+    h.fm("status").args(["t", "--idle"]).run();
     assert!(
         String::from_utf8(h.read("state/t.busy"))
             .unwrap()
@@ -156,8 +164,7 @@ fn appends_record_an_event() {
     let h = TestHome::new();
     h.fm("status")
         .args(["t", "blocked", "--key", "k", "x"])
-        .run()
-        .success();
+        .run();
     let ev = String::from_utf8(h.read("state/events.jsonl")).unwrap();
     let v: serde_json::Value = serde_json::from_str(ev.trim()).unwrap();
     assert_eq!(v["action"], "status.appended");
@@ -171,17 +178,17 @@ fn malformed_config_exits_3_naming_file_and_line() {
     h.write("config/firstmate.toml", "[watch]\ngrace_secs = \"soon\"\n");
     h.fm("status")
         .args(["t", "done", "x"])
-        .run()
         .status(3)
         .stderr_has("firstmate.toml:2:")
-        .stderr_has("watch.grace_secs");
+        .stderr_has("watch.grace_secs")
+        .run();
     assert!(!h.exists("state/t.status"));
     h.write("config/firstmate.toml", "[watch\n");
     h.fm("status")
         .arg("t")
-        .run()
         .status(3)
-        .stderr_has("firstmate.toml:1:");
+        .stderr_has("firstmate.toml:1:")
+        .run();
 }
 
 #[test]
@@ -190,9 +197,9 @@ fn bad_env_override_exits_3_naming_it() {
     h.fm("status")
         .arg("t")
         .env("FM_WATCH_GRACE_SECS", "soon")
-        .run()
         .status(3)
-        .stderr_has("FM_WATCH_GRACE_SECS");
+        .stderr_has("FM_WATCH_GRACE_SECS")
+        .run();
 }
 
 #[test]
@@ -201,9 +208,9 @@ fn unknown_config_key_warns_but_works() {
     h.write("config/firstmate.toml", "[watch]\nbogus = 1\n");
     h.fm("status")
         .arg("t")
-        .run()
-        .success()
-        .stderr_has("unknown key watch.bogus");
+        .stderr_has("unknown key watch.bogus")
+        .stdout("current: none\n")
+        .run();
 }
 
 /// 16 processes × 250 appends, plus plain `echo >>` writers, all at once:
@@ -218,7 +225,7 @@ fn concurrent_appends_never_tear() {
         let root = root.clone();
         handles.push(std::thread::spawn(move || {
             for i in 0..250 {
-                let st = Command::new(bin("fm-status"))
+                Cmd::new(bin("fm-status"))
                     .arg("--home")
                     .arg(&root)
                     .args([
@@ -226,9 +233,7 @@ fn concurrent_appends_never_tear() {
                         "working",
                         &format!("writer {p} line {i} {}", "x".repeat(p * 7)),
                     ])
-                    .status()
-                    .unwrap();
-                assert!(st.success());
+                    .run();
             }
         }));
     }
@@ -284,8 +289,8 @@ fn concurrent_appends_never_tear() {
     let j = h
         .fm("status")
         .args(["race", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(j["lines"], 5000);
 }
@@ -302,20 +307,18 @@ fn an_option_word_in_the_text_is_refused_unless_after_a_separator() {
     ] {
         h.fm("status")
             .args(&args)
-            .run()
             .status(2)
             .stderr_has("fm-status: error: \"--")
-            .stderr_has("put options before the text");
+            .stderr_has("put options before the text")
+            .run();
     }
     assert_eq!(h.tree(), before);
     h.fm("status")
         .args(["q1", "needs-decision", "--key", "db", "which", "database"])
-        .run()
-        .success();
+        .run();
     h.fm("status")
         .args(["q1", "note", "--", "the", "--key", "flag", "is", "fine"])
-        .run()
-        .success();
+        .run();
     let log = String::from_utf8(h.read("state/q1.status")).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert!(lines[0].ends_with("[key=db]: which database"), "{log}");
@@ -327,20 +330,19 @@ fn refusals_name_the_task_and_busy_idle_are_events() {
     let h = TestHome::new();
     h.fm("status")
         .args(["q1", "bogus", "x"])
-        .run()
         .status(2)
         .stderr_has("fm-status: error: unknown verb \"bogus\"")
-        .stderr_has("(q1)");
+        .stderr_has("(q1)")
+        .run();
     h.fm("status")
         .args(["q1", "working", " "])
-        .run()
         .status(2)
-        .stderr_has("(q1)");
-    h.fm("status").args(["q1", "--busy"]).run().success();
+        .stderr_has("(q1)")
+        .run();
+    h.fm("status").args(["q1", "--busy"]).run();
     h.fm("status")
         .args(["q1", "--idle", "--source", "stop-hook", "--from", "hook"])
-        .run()
-        .success();
+        .run();
     let events = String::from_utf8(h.read("state/events.jsonl")).unwrap();
     let v: Vec<serde_json::Value> = events
         .lines()
@@ -365,9 +367,8 @@ fn a_failed_event_append_warns_in_the_tools_name_and_the_line_stays() {
     std::fs::create_dir_all(h.path("state/events.jsonl")).unwrap();
     h.fm("status")
         .args(["q1", "working", "on", "it"])
-        .run()
-        .success()
-        .stderr_has("fm-status: warning: event status.appended not recorded");
+        .stderr_has("fm-status: warning: event status.appended not recorded")
+        .run();
     assert!(
         String::from_utf8(h.read("state/q1.status"))
             .unwrap()
@@ -382,7 +383,7 @@ fn an_unclosed_tag_loses_its_time_not_the_line() {
         "state/q1.status",
         "working [at=1796000000]: a\ndone [at=1796000100: shipped it\n",
     );
-    let r = h.fm("status").args(["q1", "--json"]).run().success();
+    let r = h.fm("status").args(["q1", "--json"]).stdout_json().run();
     let j = r.json();
     assert_eq!(j["current"]["verb"], "done");
     assert_eq!(j["current"]["text"], "shipped it");

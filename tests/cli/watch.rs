@@ -1,12 +1,18 @@
 //! `fm-watch` with real processes: a private tmux server, a scripted
 //! stand-in agent (python) that logs every line it receives, and timers
 //! shortened through `FM_*` overrides.
+//!
+//! Nothing here sleeps for a fixed time. The ladder is driven by `--once`
+//! passes over records and ladder files written as if they were older (an
+//! injected clock); a daemon's work is awaited as a condition, and "nothing
+//! more happened" is bounded by passes the test saw complete (the heartbeat
+//! `state/.watch.beat` advancing after a change that wakes the daemon).
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
 
-use crate::harness::{TestHome, Tmux, bin, wait_until};
+use crate::harness::{Cmd, Started, TestHome, Tmux, have_python, wait_for, wait_until};
 
 /// A scripted agent: `deaf` logs lines and never acks, `ack` moves the
 /// lowest record into handled/ when rung, `busy` shows a busy screen.
@@ -37,14 +43,129 @@ composer_regex = "^deaf> ?(.*)$"
 busy_regex = "^BUSY"
 "#;
 
+/// How long ago a test's records were queued: past any grace period.
+const AN_HOUR: u64 = 3600;
+
+/// A wake line as `fm-watch` prints it, for a regex (`.` stands for the
+/// separator; the time is any RFC 3339 stamp).
+fn wake_re(task: &str, kind: &str, text: &str) -> String {
+    format!(r"wake \d+ \S+Z {task} {kind} . {text}\n")
+}
+
+fn now() -> u64 {
+    firstmate::clock::now()
+}
+
+/// A record queued `age` seconds ago.
+fn record_bytes(age: u64, fire_and_forget: bool) -> Vec<u8> {
+    let at = firstmate::clock::rfc3339(now() - age);
+    firstmate::inbox::render(&at, "captain", fire_and_forget, b"please look\n")
+}
+
+fn queue_record(h: &TestHome, id: &str, seq: u64, age: u64) {
+    h.write(
+        &format!("state/{id}.inbox/{seq:03}.msg"),
+        record_bytes(age, false),
+    );
+}
+
+fn wakes(h: &TestHome) -> Vec<firstmate::wakes::Wake> {
+    let bytes = std::fs::read(h.path("state/wakes.log")).unwrap_or_default();
+    firstmate::wakes::parse_all(&bytes)
+}
+
+fn wakes_of(h: &TestHome, kind: &str) -> Vec<firstmate::wakes::Wake> {
+    wakes(h).into_iter().filter(|w| w.kind == kind).collect()
+}
+
+/// `.ring-state` of `id` as (record name, count, last epoch).
+#[track_caller]
+fn ring_state(h: &TestHome, id: &str) -> (String, u64, u64) {
+    let s = h.read_string(&format!("state/{id}.inbox/.ring-state"));
+    let f: Vec<&str> = s.trim_end().split('\t').collect();
+    assert_eq!(f.len(), 3, "{s:?}");
+    (f[0].into(), f[1].parse().unwrap(), f[2].parse().unwrap())
+}
+
+/// Moves the last ring of `id`'s ladder `secs` into the past, as if that
+/// much time had gone by since.
+#[track_caller]
+fn age_last_ring(h: &TestHome, id: &str, secs: u64) {
+    let (name, count, last) = ring_state(h, id);
+    h.write(
+        &format!("state/{id}.inbox/.ring-state"),
+        format!("{name}\t{count}\t{}\n", last - secs),
+    );
+}
+
+fn beat(h: &TestHome) -> Option<SystemTime> {
+    std::fs::metadata(h.path("state/.watch.beat"))
+        .and_then(|m| m.modified())
+        .ok()
+}
+
+/// Waits until the heartbeat is newer than `since`: a pass has ended.
+#[track_caller]
+fn wait_beat_after(h: &TestHome, since: Option<SystemTime>) -> Option<SystemTime> {
+    wait_for("a watcher pass", 10.0, || beat(h) > since);
+    beat(h)
+}
+
+/// Wakes the running daemon `n` times with a change under `state/` and
+/// waits for each pass to end; the last of them began after the call.
+#[track_caller]
+fn daemon_passes(h: &TestHome, n: usize) {
+    let mut last = beat(h);
+    for i in 0..n {
+        h.write("state/poke", format!("{i}\n"));
+        last = wait_beat_after(h, last);
+    }
+}
+
+/// Counts the opens of one file (inotify), to see a process reach the
+/// point where it tries a lock.
+struct Opens {
+    rx: mpsc::Receiver<()>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl Opens {
+    fn of(path: &Path) -> Opens {
+        use notify::Watcher;
+        let (tx, rx) = mpsc::channel();
+        let mut w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
+            if let Ok(ev) = r
+                && matches!(
+                    ev.kind,
+                    notify::EventKind::Access(notify::event::AccessKind::Open(_))
+                )
+            {
+                let _ = tx.send(());
+            }
+        })
+        .unwrap();
+        w.watch(path, notify::RecursiveMode::NonRecursive).unwrap();
+        Opens { rx, _watcher: w }
+    }
+
+    #[track_caller]
+    fn wait(&self, what: &str) {
+        assert!(
+            self.rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "gave up waiting for {what}"
+        );
+    }
+}
+
 struct World {
     home: TestHome,
     tmux: Tmux,
 }
 
 impl World {
+    #[track_caller]
     fn new(extra_config: &str) -> Option<World> {
-        let tmux = Tmux::start()?;
+        let tmux = Tmux::with_python()?;
         let home = TestHome::new();
         home.write(
             "config/firstmate.toml",
@@ -55,6 +176,7 @@ impl World {
     }
 
     /// A task whose pane runs the stand-in in `mode`.
+    #[track_caller]
     fn agent(&self, id: &str, mode: &str) -> String {
         let log = self.log_path(id);
         let inbox = self.home.path(&format!("state/{id}.inbox"));
@@ -70,10 +192,11 @@ impl World {
                 inbox.to_str().unwrap(),
             ],
         );
-        assert!(wait_until(5.0, || self
-            .tmux
-            .capture(&pane)
-            .contains(if mode == "busy" { "BUSY" } else { "deaf>" })));
+        wait_for("the stand-in's prompt", 10.0, || {
+            self.tmux
+                .capture(&pane)
+                .contains(if mode == "busy" { "BUSY" } else { "deaf>" })
+        });
         self.meta(id, &pane);
         pane
     }
@@ -100,91 +223,71 @@ impl World {
             .count()
     }
 
+    /// Waits until the stand-in of `id` has read `n` doorbells.
+    #[track_caller]
+    fn wait_rings(&self, id: &str, n: usize) {
+        wait_for(&format!("{id} to read doorbell {n}"), 10.0, || {
+            self.rings(id) >= n
+        });
+        assert_eq!(self.rings(id), n, "{id}: more doorbells than rings");
+    }
+
+    /// A record queued an hour ago (past any grace period).
     fn record(&self, id: &str, seq: u64, fire_and_forget: bool) {
-        let at = firstmate::clock::rfc3339(firstmate::clock::now());
-        let bytes = firstmate::inbox::render(&at, "captain", fire_and_forget, b"please look\n");
-        self.home
-            .write(&format!("state/{id}.inbox/{seq:03}.msg"), bytes);
+        self.home.write(
+            &format!("state/{id}.inbox/{seq:03}.msg"),
+            record_bytes(AN_HOUR, fire_and_forget),
+        );
     }
 
     fn wakes(&self) -> Vec<firstmate::wakes::Wake> {
-        let bytes = std::fs::read(self.home.path("state/wakes.log")).unwrap_or_default();
-        firstmate::wakes::parse_all(&bytes)
+        wakes(&self.home)
     }
 
     fn wakes_of(&self, kind: &str) -> Vec<firstmate::wakes::Wake> {
-        self.wakes()
-            .into_iter()
-            .filter(|w| w.kind == kind)
-            .collect()
+        wakes_of(&self.home, kind)
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = self.home.fm("watch").args(args).cmd;
-        c.env("FM_WATCH_GRACE_SECS", "1")
+    /// `fm-watch` with a minute's grace, three rings and fast delivery.
+    fn watch(&self) -> Cmd {
+        self.home
+            .fm("watch")
+            .env("FM_WATCH_GRACE_SECS", "60")
             .env("FM_WATCH_MAX_RINGS", "3")
             .env("FM_WATCH_POLL_SECS", "30")
             .env("FM_SEND_SETTLE_MS", "0")
-            .env("FM_SEND_ENTER_WAIT_MS", "50");
+            .env("FM_SEND_ENTER_WAIT_MS", "50")
+    }
+
+    /// One `--once` pass.
+    fn once(&self) -> Cmd {
+        self.watch().arg("--once")
+    }
+
+    /// A daemon with `envs` on top of [`World::watch`]; its output is
+    /// checked when the test stops it ([`stop`]).
+    fn daemon(&self, envs: &[(&str, &str)]) -> Cmd {
+        let mut c = self.watch();
+        for (k, v) in envs {
+            c = c.env(k, v);
+        }
         c
     }
-
-    fn daemon(&self, envs: &[(&str, &str)]) -> Daemon {
-        let mut c = self.cmd(&[]);
-        for (k, v) in envs {
-            c.env(k, v);
-        }
-        Daemon::spawn(c, self.home.path("daemon.out"))
-    }
 }
 
-/// A running `fm-watch` daemon; killed (by its pid) on drop.
-struct Daemon {
-    child: Child,
+/// What a daemon says on stderr when it starts, and nothing else.
+fn watching_line(h: &TestHome) -> String {
+    format!(
+        r"fm-watch: watching {} \(pid \d+\); Ctrl-C to stop\n",
+        regex::escape(&h.root().display().to_string())
+    )
 }
 
-impl Daemon {
-    fn spawn(mut c: Command, out: PathBuf) -> Daemon {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(out)
-            .unwrap();
-        c.stdout(f.try_clone().unwrap())
-            .stderr(f)
-            .stdin(Stdio::null());
-        Daemon {
-            child: c.spawn().unwrap(),
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, sig) };
-    }
-
-    fn wait_exit(&mut self, secs: f64) -> Option<i32> {
-        let mut code = None;
-        wait_until(secs, || match self.child.try_wait().unwrap() {
-            Some(st) => {
-                code = Some(st.code().unwrap_or(-1));
-                true
-            }
-            None => false,
-        });
-        code
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn settle(secs: f64) {
-    std::thread::sleep(Duration::from_secs_f64(secs));
+/// SIGTERM, then the daemon's checked output.
+#[track_caller]
+fn stop(d: Started) -> crate::harness::Output {
+    d.signal(libc::SIGTERM);
+    d.wait(10.0)
 }
 
 #[test]
@@ -192,9 +295,30 @@ fn a_deaf_worker_is_rung_three_times_then_escalated_once() {
     let Some(w) = World::new("") else { return };
     w.agent("t1", "deaf");
     w.record("t1", 1, false);
-    let _d = w.daemon(&[]);
-    assert!(wait_until(15.0, || !w.wakes_of("escalation").is_empty()));
-    settle(3.0);
+    for attempt in 1..=3 {
+        w.once()
+            .stdout(format!("rang t1 001.msg (attempt {attempt}) \u{b7} rang\n"))
+            .run();
+        w.wait_rings("t1", attempt);
+        assert_eq!(ring_state(&w.home, "t1").1, attempt as u64);
+        if attempt < 3 {
+            // Within the grace period of that ring: nothing to do.
+            w.once().run();
+            age_last_ring(&w.home, "t1", 61);
+        }
+    }
+    // The last ring spent: the next pass escalates (SPEC §6.2 step 5).
+    w.once()
+        .stdout_regex(&wake_re(
+            "t1",
+            "escalation",
+            "001.msg unacknowledged after 3 ring\\(s\\): please look",
+        ))
+        .run();
+    // Escalated: quiet however long it waits.
+    age_last_ring(&w.home, "t1", 3600);
+    w.once().run();
+    w.once().run();
     assert_eq!(w.rings("t1"), 3);
     let esc = w.wakes_of("escalation");
     assert_eq!(esc.len(), 1, "{esc:?}");
@@ -209,7 +333,7 @@ fn a_deaf_worker_is_rung_three_times_then_escalated_once() {
         "record still pending"
     );
     assert_eq!(w.home.read("state/t1.inbox/.escalated"), b"001.msg\n");
-    let rs = String::from_utf8(w.home.read("state/t1.inbox/.ring-state")).unwrap();
+    let rs = w.home.read_string("state/t1.inbox/.ring-state");
     assert!(rs.starts_with("001.msg\t3\t"), "{rs}");
 }
 
@@ -218,40 +342,53 @@ fn an_ack_stops_the_ladder_and_the_next_message_starts_fresh() {
     let Some(w) = World::new("") else { return };
     w.agent("t1", "ack");
     w.record("t1", 1, false);
-    let _d = w.daemon(&[]);
-    assert!(wait_until(10.0, || w
-        .home
-        .exists("state/t1.inbox/handled/001.msg")));
-    assert!(wait_until(5.0, || !w
-        .home
-        .exists("state/t1.inbox/.ring-state")));
-    settle(2.5);
+    w.once()
+        .stdout("rang t1 001.msg (attempt 1) \u{b7} rang\n")
+        .run();
+    wait_for("the stand-in's ack", 10.0, || {
+        w.home.exists("state/t1.inbox/handled/001.msg")
+    });
+    age_last_ring(&w.home, "t1", AN_HOUR);
+    w.once().run();
+    assert!(!w.home.exists("state/t1.inbox/.ring-state"));
+    assert!(!w.home.exists("state/t1.inbox/.escalated"));
+    w.once().run();
     assert_eq!(w.rings("t1"), 1);
     assert!(w.wakes().is_empty(), "{:?}", w.wakes());
-    assert!(!w.home.exists("state/t1.inbox/.escalated"));
     w.record("t1", 2, false);
-    assert!(wait_until(10.0, || w.rings("t1") == 2));
-    assert!(wait_until(5.0, || w
-        .home
-        .exists("state/t1.inbox/handled/002.msg")));
-    settle(2.0);
+    w.once()
+        .stdout("rang t1 002.msg (attempt 1) \u{b7} rang\n")
+        .run();
+    wait_for("the second ack", 10.0, || {
+        w.home.exists("state/t1.inbox/handled/002.msg")
+    });
+    w.once().run();
+    w.once().run();
     assert_eq!(w.rings("t1"), 2);
-    assert!(w.wakes().is_empty());
+    assert!(w.wakes().is_empty(), "{:?}", w.wakes());
 }
 
 #[test]
 fn a_busy_worker_is_not_rung_and_goes_overdue_once() {
     let Some(w) = World::new("") else { return };
     w.agent("rec", "deaf");
-    let later = firstmate::clock::now() + 3600;
+    let later = now() + 3600;
     w.home
         .write("state/rec.busy", format!("busy {later} prompt-hook\n"));
     w.agent("screen", "busy");
     w.record("rec", 1, false);
     w.record("screen", 1, false);
-    let _d = w.daemon(&[("FM_WATCH_UNHANDLED_MAX_SECS", "3")]);
-    assert!(wait_until(15.0, || w.wakes_of("overdue").len() == 2));
-    settle(2.5);
+    // Queued an hour ago, past unhandled_max_secs (900 s).
+    let overdue = "001.msg unhandled for \\S+ while the worker is busy: please look";
+    w.once()
+        .stdout_regex(&format!(
+            "{}{}",
+            wake_re("rec", "overdue", overdue),
+            wake_re("screen", "overdue", overdue)
+        ))
+        .run();
+    w.once().run();
+    w.once().run();
     assert_eq!(w.rings("rec"), 0);
     assert_eq!(w.rings("screen"), 0);
     let overdue = w.wakes_of("overdue");
@@ -267,9 +404,22 @@ fn a_dead_agent_or_vanished_pane_gets_one_wake_and_no_typing() {
     w.meta("gone", "%9999");
     w.record("dead", 1, false);
     w.record("gone", 1, false);
-    let _d = w.daemon(&[]);
-    assert!(wait_until(10.0, || w.wakes_of("dead-agent").len() == 2));
-    settle(2.5);
+    w.once()
+        .stdout_regex(&format!(
+            "{}{}",
+            wake_re(
+                "dead",
+                "dead-agent",
+                &format!("001.msg pending but agent in pane {pane} exited: please look")
+            ),
+            wake_re(
+                "gone",
+                "dead-agent",
+                "001.msg pending but pane %9999 gone: please look"
+            )
+        ))
+        .run();
+    w.once().run();
     let dead = w.wakes_of("dead-agent");
     assert_eq!(dead.len(), 2, "{dead:?}");
     assert!(!w.tmux.capture(&pane).contains("firstmate"));
@@ -281,15 +431,43 @@ fn a_killed_daemon_is_restarted_and_the_count_continues() {
     let Some(w) = World::new("") else { return };
     w.agent("t1", "deaf");
     w.record("t1", 1, false);
-    let env = [("FM_WATCH_GRACE_SECS", "2")];
-    let mut d = w.daemon(&env);
-    assert!(wait_until(10.0, || w.rings("t1") == 1));
-    d.signal(libc::SIGKILL);
-    d.wait_exit(5.0);
-    assert_eq!(w.rings("t1"), 1);
-    let _d2 = w.daemon(&env);
-    assert!(wait_until(20.0, || !w.wakes_of("escalation").is_empty()));
-    settle(3.0);
+    // An hour's grace: the first daemon rings once and then waits.
+    let rang = "rang t1 001.msg (attempt 1) \u{b7} rang\n";
+    let first = w
+        .daemon(&[("FM_WATCH_GRACE_SECS", "3600")])
+        .status(-1)
+        .stdout(rang)
+        .stderr_regex(&watching_line(&w.home))
+        .start();
+    w.wait_rings("t1", 1);
+    wait_for("the first daemon's report of its ring", 10.0, || {
+        first.stdout_so_far() == rang
+    });
+    first.signal(libc::SIGKILL);
+    first.wait(10.0);
+    // No grace: the second rings as soon as it may, and continues the count.
+    let second = w
+        .daemon(&[("FM_WATCH_GRACE_SECS", "0")])
+        .stdout_regex(&format!(
+            "{}rang t1 001.msg \\(attempt 2\\) . rang\nrang t1 001.msg \\(attempt 3\\) . rang\n{}",
+            wake_re(
+                "-",
+                "watcher-recovered",
+                "previous watcher \\(pid \\d+\\) stopped without releasing the lock"
+            ),
+            wake_re(
+                "t1",
+                "escalation",
+                "001.msg unacknowledged after 3 ring\\(s\\): please look"
+            )
+        ))
+        .stderr_regex(&watching_line(&w.home))
+        .start();
+    wait_for("the escalation", 10.0, || {
+        !w.wakes_of("escalation").is_empty()
+    });
+    daemon_passes(&w.home, 2);
+    stop(second);
     assert_eq!(w.rings("t1"), 3);
     assert_eq!(w.wakes_of("escalation").len(), 1);
     assert_eq!(w.wakes_of("watcher-recovered").len(), 1);
@@ -300,34 +478,51 @@ fn only_one_watcher_acts_at_a_time() {
     let Some(w) = World::new("") else { return };
     w.agent("t1", "deaf");
     w.record("t1", 1, false);
-    let out_a = w.home.path("a.out");
-    let out_b = w.home.path("b.out");
-    let mut a = Daemon::spawn(w.cmd(&[]), out_a.clone());
-    let mut b = Daemon::spawn(w.cmd(&[]), out_b.clone());
-    let (mut loser, winner_pid, out) = loop {
-        if let Some(code) = a.wait_exit(0.05) {
-            assert_eq!(code, 0);
-            break (a, b.child.id(), out_a);
-        }
-        if let Some(code) = b.wait_exit(0.05) {
-            assert_eq!(code, 0);
-            break (b, a.child.id(), out_b);
-        }
+    let start = || {
+        w.daemon(&[("FM_WATCH_GRACE_SECS", "0")])
+            .stdout_any()
+            .stderr_any()
+            .start()
     };
-    let _ = loser.wait_exit(1.0);
-    let said = std::fs::read_to_string(out).unwrap();
+    let mut a = start();
+    let mut b = start();
+    let (loser, winner) = loop {
+        if a.exited().is_some() {
+            break (a, b);
+        }
+        if b.exited().is_some() {
+            break (b, a);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let said = loser.wait(1.0);
+    let already = format!("fm-watch: already running (pid {})\n", winner.pid());
+    assert_eq!(said.code, 0);
+    assert_eq!(said.stdout(), already);
+    assert_eq!(said.stderr(), "");
+    w.once().stdout(&already).run();
+    wait_for("the escalation", 10.0, || {
+        !w.wakes_of("escalation").is_empty()
+    });
+    daemon_passes(&w.home, 2);
+    let out = stop(winner);
+    assert_eq!(out.code, 0);
+    for n in 1..=3 {
+        assert!(
+            out.stdout()
+                .contains(&format!("rang t1 001.msg (attempt {n}) \u{b7} rang\n")),
+            "{}",
+            out.stdout()
+        );
+    }
+    assert!(!out.stdout().contains("(attempt 4)"), "{}", out.stdout());
     assert!(
-        said.contains(&format!("fm-watch: already running (pid {winner_pid})")),
-        "{said}"
+        regex::Regex::new(&format!("^{}$", watching_line(&w.home)))
+            .unwrap()
+            .is_match(&out.stderr()),
+        "{}",
+        out.stderr()
     );
-    let once = w.cmd(&["--once"]).output().unwrap();
-    assert_eq!(once.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8_lossy(&once.stdout),
-        format!("fm-watch: already running (pid {winner_pid})\n")
-    );
-    assert!(wait_until(15.0, || !w.wakes_of("escalation").is_empty()));
-    settle(2.0);
     assert_eq!(w.rings("t1"), 3);
     assert_eq!(w.wakes_of("escalation").len(), 1);
 }
@@ -340,9 +535,20 @@ fn fire_and_forget_never_rings_nor_hides_an_ordinary_record() {
     w.record("ff", 1, true);
     w.record("mixed", 1, true);
     w.record("mixed", 2, false);
-    let _d = w.daemon(&[("FM_WATCH_MAX_RINGS", "1")]);
-    assert!(wait_until(10.0, || !w.wakes_of("escalation").is_empty()));
-    settle(2.5);
+    let once = || w.once().env("FM_WATCH_MAX_RINGS", "1");
+    once()
+        .stdout("rang mixed 002.msg (attempt 1) \u{b7} rang\n")
+        .run();
+    w.wait_rings("mixed", 1);
+    age_last_ring(&w.home, "mixed", 61);
+    once()
+        .stdout_regex(&wake_re(
+            "mixed",
+            "escalation",
+            "002.msg unacknowledged after 1 ring\\(s\\): please look",
+        ))
+        .run();
+    once().run();
     assert_eq!(w.rings("ff"), 0);
     assert!(!w.home.exists("state/ff.inbox/.ring-state"));
     assert_eq!(w.rings("mixed"), 1);
@@ -360,12 +566,14 @@ fn status_lines_from_concurrent_writers_surface_exactly_once() {
         "state/early.status",
         "done: before the watcher\nnote: skip\n",
     );
-    let cmd = |args: &[&str]| {
-        let mut c = home.fm("watch").args(args).cmd;
-        c.env("FM_WATCH_POLL_SECS", "30");
-        c
-    };
-    let mut d = Daemon::spawn(cmd(&[]), home.path("daemon.out"));
+    let watch = || home.fm("watch").env("FM_WATCH_POLL_SECS", "30");
+    let expected = 8 * 6 + 1;
+    let d = watch()
+        .stdout_regex(&format!(
+            r"(wake \d+ \S+Z \S+ status . [^\n]+\n){{{expected}}}"
+        ))
+        .stderr_regex(&watching_line(&home))
+        .start();
     let writers: Vec<_> = (0..8)
         .map(|n| {
             let root = home.root();
@@ -373,12 +581,10 @@ fn status_lines_from_concurrent_writers_surface_exactly_once() {
                 for i in 0..12 {
                     let task = format!("w{}", n % 3);
                     let verb = ["done", "note", "blocked", "working"][i % 4];
-                    let st = Command::new(bin("fm-status"))
+                    Cmd::new(crate::harness::bin("fm-status"))
                         .env("FM_HOME", &root)
                         .args([&task, verb, &format!("writer {n} line {i}")])
-                        .status()
-                        .unwrap();
-                    assert!(st.success());
+                        .run();
                 }
             })
         })
@@ -386,22 +592,20 @@ fn status_lines_from_concurrent_writers_surface_exactly_once() {
     for t in writers {
         t.join().unwrap();
     }
-    let expected = 8 * 6 + 1;
-    let count = || {
-        let b = std::fs::read(home.path("state/wakes.log")).unwrap_or_default();
-        firstmate::wakes::parse_all(&b).len()
-    };
+    let count = || wakes(&home).len();
     assert!(wait_until(10.0, || count() == expected), "{}", count());
-    d.signal(libc::SIGTERM);
-    assert_eq!(d.wait_exit(5.0), Some(0));
+    stop(d);
     assert!(
         home.read("state/.watch.lock").is_empty(),
         "clean exit clears the pid"
     );
-    let once = cmd(&["--once"]).output().unwrap();
-    assert_eq!(once.status.code(), Some(0));
+    watch().arg("--once").run();
     assert_eq!(count(), expected, "no repeats across restarts");
-    let drained = home.fm("watch").args(["--drain", "--json"]).run().success();
+    let drained = home
+        .fm("watch")
+        .args(["--drain", "--json"])
+        .stdout_json()
+        .run();
     let v = drained.json();
     let texts: std::collections::BTreeSet<String> = v
         .as_array()
@@ -414,9 +618,8 @@ fn status_lines_from_concurrent_writers_surface_exactly_once() {
     assert!(v.as_array().unwrap().iter().all(|w| w["kind"] == "status"));
     home.fm("watch")
         .args(["--drain", "--json"])
-        .run()
-        .success()
-        .stdout_is("[]\n");
+        .stdout("[]\n")
+        .run();
 }
 
 #[test]
@@ -425,9 +628,26 @@ fn an_unwritable_ladder_file_raises_one_wake_and_never_rings() {
     w.agent("t1", "deaf");
     w.record("t1", 1, false);
     std::fs::create_dir_all(w.home.path("state/t1.inbox/.ring-state")).unwrap();
-    let _d = w.daemon(&[("FM_WATCH_POLL_SECS", "1")]);
-    assert!(wait_until(10.0, || !w.wakes().is_empty()));
-    settle(4.0);
+    let ring_state = w.home.path("state/t1.inbox/.ring-state");
+    let text = format!(
+        "ladder file {} is not writable; 001.msg will not be re-rung until it is fixed",
+        ring_state.display()
+    );
+    let unreadable = format!(
+        "fm-watch: warning: t1: read failed ({})",
+        ring_state.display()
+    );
+    w.once()
+        .stdout_regex(&wake_re("t1", "escalation", &regex::escape(&text)))
+        .stderr_regex("(fm-watch: warning: t1: [^\n]+\n)+")
+        .stderr_has(&unreadable)
+        .run();
+    // Later passes still cannot read it, and say so; nothing more happens.
+    for _ in 0..3 {
+        w.once()
+            .stderr_regex(&format!("{}[^\n]*\n", regex::escape(&unreadable)))
+            .run();
+    }
     let all = w.wakes();
     assert_eq!(all.len(), 1, "{all:?}");
     assert!(all[0].text.contains("not writable"), "{all:?}");
@@ -437,6 +657,9 @@ fn an_unwritable_ladder_file_raises_one_wake_and_never_rings() {
 
 #[test]
 fn on_wake_runs_the_argv_without_a_shell_and_failures_are_not_fatal() {
+    if !have_python() {
+        return;
+    }
     let home = TestHome::new();
     let hook = home.path("hook.py");
     let got = home.path("hook.out");
@@ -456,9 +679,12 @@ fn on_wake_runs_the_argv_without_a_shell_and_failures_are_not_fatal() {
     home.write("state/t1.status", "blocked: $(touch pwned); rm -rf x\n");
     home.fm("watch")
         .arg("--once")
-        .run()
-        .success()
-        .stdout_has("status");
+        .stdout_regex(&wake_re(
+            "t1",
+            "status",
+            &regex::escape("blocked: $(touch pwned); rm -rf x"),
+        ))
+        .run();
     let line = std::fs::read_to_string(&got).unwrap();
     let argv: Vec<String> = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(argv, ["t1", "status", "blocked: $(touch pwned); rm -rf x"]);
@@ -470,29 +696,36 @@ fn on_wake_runs_the_argv_without_a_shell_and_failures_are_not_fatal() {
     home.write("state/t2.status", "done: ok\n");
     home.fm("watch")
         .arg("--once")
-        .run()
-        .success()
-        .stderr_has("on_wake hook");
+        .stdout_regex(&wake_re("t2", "status", "done: ok"))
+        .stderr_has("on_wake hook")
+        .run();
 }
 
 #[test]
 fn until_wake_status_crontab_and_drain() {
     let home = TestHome::new();
     home.write("state/t1.status", "done: old news\n");
-    home.fm("watch").arg("--once").run().success();
-    let mut c = home.fm("watch").arg("--until-wake").cmd;
-    c.env("FM_WATCH_POLL_SECS", "30")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = c.spawn().unwrap();
-    settle(0.5);
+    home.fm("watch")
+        .arg("--once")
+        .stdout_regex(&wake_re("t1", "status", "done: old news"))
+        .run();
+    let before = beat(&home);
+    let follower = home
+        .fm("watch")
+        .arg("--until-wake")
+        .env("FM_WATCH_POLL_SECS", "30")
+        .stdout_regex(&wake_re(
+            "t1",
+            "status",
+            "needs-decision key=db: which database\\?",
+        ))
+        .start();
+    // Its first pass has ended: the line below reaches it as a change.
+    wait_beat_after(&home, before);
     home.fm("status")
         .args(["t1", "needs-decision", "--key", "db", "which database?"])
-        .run()
-        .success();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let s = String::from_utf8_lossy(&out.stdout);
+        .run();
+    let s = follower.wait(10.0).stdout();
     assert!(
         s.contains("t1 status") && s.contains("needs-decision key=db: which database?"),
         "{s}"
@@ -504,75 +737,80 @@ fn until_wake_status_crontab_and_drain() {
     );
     home.fm("watch")
         .arg("--status")
-        .run()
-        .success()
         .stdout_has("watcher: not running")
-        .stdout_has("t1: 1 pending");
+        .stdout_has("t1: 1 pending")
+        .run();
     let v = home
         .fm("watch")
         .args(["--status", "--json"])
+        .stdout_json()
         .run()
-        .success()
         .json();
     assert_eq!(v["running"], false);
     assert_eq!(v["tasks"][0]["pending"], 1);
     let root = home.root().display().to_string();
     home.fm("watch")
         .arg("--crontab")
-        .run()
-        .success()
         .stdout_has(&format!("* * * * * FM_HOME='{root}' "))
-        .stdout_has("fm-watch' --once");
-    let d = home.fm("watch").arg("--drain").run().success();
-    assert_eq!(d.stdout().lines().count(), 2, "{}", d.stdout());
+        .stdout_has("fm-watch' --once")
+        .run();
+    // Both wakes so far, once each.
     home.fm("watch")
         .arg("--drain")
-        .run()
-        .success()
-        .stdout_is("");
+        .stdout_regex(&format!(
+            "{}{}",
+            wake_re("t1", "status", "done: old news"),
+            wake_re("t1", "status", "needs-decision key=db: which database\\?")
+        ))
+        .run();
+    home.fm("watch").arg("--drain").stdout("").run();
 }
 
 /// `fm-watch --once` with no tmux: a task without a pane is rung (outcome
 /// `no-pane`) and escalated like any other.
-fn once(h: &TestHome) -> crate::harness::Run {
+fn once(h: &TestHome) -> Cmd {
     h.fm("watch")
         .args(["--once"])
         .env("FM_WATCH_GRACE_SECS", "0")
         .env("FM_WATCH_MAX_RINGS", "1")
-        .run()
-}
-
-fn queue_record(h: &TestHome, id: &str, seq: u64) {
-    let at = firstmate::clock::rfc3339(firstmate::clock::now());
-    let bytes = firstmate::inbox::render(&at, "captain", false, b"please look\n");
-    h.write(&format!("state/{id}.inbox/{seq:03}.msg"), bytes);
-}
-
-fn wakes_of(h: &TestHome, kind: &str) -> Vec<firstmate::wakes::Wake> {
-    let bytes = std::fs::read(h.path("state/wakes.log")).unwrap_or_default();
-    firstmate::wakes::parse_all(&bytes)
-        .into_iter()
-        .filter(|w| w.kind == kind)
-        .collect()
 }
 
 #[test]
 fn a_requeued_record_with_the_same_name_and_text_escalates_again() {
     let h = TestHome::new();
     h.write("state/t9.meta", "kind=ship\n");
-    queue_record(&h, "t9", 1);
-    once(&h).success();
-    once(&h).success();
+    queue_record(&h, "t9", 1, 200);
+    let escalation = wake_re(
+        "t9",
+        "escalation",
+        "001.msg unacknowledged after 1 ring\\(s\\): please look",
+    );
+    once(&h)
+        .stdout("rang t9 001.msg (attempt 1) \u{b7} no-pane\n")
+        .run();
+    once(&h).stdout_regex(&escalation).run();
     assert_eq!(wakes_of(&h, "escalation").len(), 1);
-    once(&h).success();
+    once(&h).run();
     assert_eq!(wakes_of(&h, "escalation").len(), 1, "one per episode");
-    // Teardown and a fresh spawn: the inbox starts again at 001.msg with the
-    // same text, in a later second.
+    // That episode happened a while ago: its wakes move into the past.
+    let log = h.read_string("state/wakes.log");
+    let aged: String = log
+        .lines()
+        .map(|l| {
+            let mut f: Vec<String> = l.split('\t').map(String::from).collect();
+            f[1] = (f[1].parse::<u64>().unwrap() - 100).to_string();
+            f.join("\t") + "\n"
+        })
+        .collect();
+    h.write("state/wakes.log", aged);
+    // Teardown and a fresh spawn: the inbox starts again at 001.msg with
+    // the same text, queued after that episode.
     std::fs::remove_dir_all(h.path("state/t9.inbox")).unwrap();
-    std::thread::sleep(Duration::from_millis(1100));
-    queue_record(&h, "t9", 1);
-    once(&h).success();
-    once(&h).success();
+    queue_record(&h, "t9", 1, 0);
+    once(&h)
+        .stdout("rang t9 001.msg (attempt 1) \u{b7} no-pane\n")
+        .run();
+    once(&h).stdout_regex(&escalation).run();
     let esc = wakes_of(&h, "escalation");
     assert_eq!(esc.len(), 2, "{esc:?}");
     assert_eq!(esc[0].text, esc[1].text);
@@ -587,56 +825,46 @@ fn a_status_wake_that_cannot_be_appended_is_retried_next_pass() {
     );
     // wakes.log is a directory for one pass: nothing can be appended.
     std::fs::create_dir_all(h.path("state/wakes.log")).unwrap();
-    once(&h).success();
+    once(&h)
+        .stderr_has("fm-watch: warning: t7: cannot append wake")
+        .run();
     std::fs::remove_dir(h.path("state/wakes.log")).unwrap();
-    once(&h).success();
+    once(&h)
+        .stdout_regex(&format!(
+            "{}{}",
+            wake_re("t7", "status", "done: shipped"),
+            wake_re("t7", "status", "blocked: db\\?")
+        ))
+        .run();
     let texts: Vec<String> = wakes_of(&h, "status").into_iter().map(|w| w.text).collect();
     assert_eq!(texts, ["done: shipped", "blocked: db?"]);
-    once(&h).success();
+    once(&h).run();
     assert_eq!(wakes_of(&h, "status").len(), 2, "each line exactly once");
 }
 
-/// `fm-watch` with a short poll, in `h`.
-fn watch_cmd(h: &TestHome, args: &[&str]) -> Command {
-    let mut c = h.fm("watch").args(args).cmd;
-    c.env("FM_WATCH_POLL_SECS", "30");
-    c
+/// `fm-watch` with a long poll, in `h`.
+fn watch_cmd(h: &TestHome) -> Cmd {
+    h.fm("watch").env("FM_WATCH_POLL_SECS", "30")
 }
 
 /// A daemon in `h` that holds the lock (its pid recorded in it).
-fn locked_daemon(h: &TestHome) -> Daemon {
-    let d = Daemon::spawn(watch_cmd(h, &[]), h.path("daemon.out"));
-    let pid = format!("{}\n", d.child.id());
-    assert!(wait_until(5.0, || h.exists("state/.watch.lock")
-        && h.read("state/.watch.lock") == pid.as_bytes()));
-    d
-}
-
-/// Starts `fm-watch --until-wake` with its output piped.
-fn until_wake(h: &TestHome) -> Child {
-    watch_cmd(h, &["--until-wake"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits at most `secs` for `child` to exit; its exit code and stdout.
-fn finish(mut child: Child, secs: f64) -> (Option<i32>, String) {
-    let mut code = None;
-    wait_until(secs, || match child.try_wait().unwrap() {
-        Some(st) => {
-            code = st.code();
-            true
-        }
-        None => false,
+#[track_caller]
+fn locked_daemon(h: &TestHome) -> Started {
+    // How it ends is each test's to say.
+    let d = watch_cmd(h)
+        .status_any()
+        .stdout_any()
+        .stderr_regex(&watching_line(h))
+        .start();
+    let pid = format!("{}\n", d.pid());
+    wait_for("the daemon's pid in the lock", 10.0, || {
+        h.exists("state/.watch.lock") && h.read("state/.watch.lock") == pid.as_bytes()
     });
-    if code.is_none() {
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().unwrap();
-    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+    // Started up: it says so after recording its pid.
+    wait_for("the daemon's start line", 10.0, || {
+        d.stderr_so_far().ends_with("Ctrl-C to stop\n")
+    });
+    d
 }
 
 fn append(h: &TestHome, rel: &str, bytes: &str) {
@@ -652,18 +880,31 @@ fn append(h: &TestHome, rel: &str, bytes: &str) {
 #[test]
 fn until_wake_takes_over_when_the_watcher_it_follows_is_killed() {
     let h = TestHome::new();
-    let mut d = locked_daemon(&h);
-    let follower = until_wake(&h);
-    settle(1.0); // it has found the lock taken and is following
-    // Frozen, the daemon cannot surface the line; killed, it never will.
-    // (Appending only after the kill would race the follower's takeover,
-    // whose own watcher-recovered wake would then end it alone.)
+    let d = locked_daemon(&h);
+    // Frozen, the daemon holds the lock but cannot surface the line;
+    // killed, it never will.
     d.signal(libc::SIGSTOP);
+    let opens = Opens::of(&h.path("state/.watch.lock"));
+    let follower = watch_cmd(&h)
+        .arg("--until-wake")
+        .stdout_regex(&format!(
+            "{}{}",
+            wake_re(
+                "-",
+                "watcher-recovered",
+                "previous watcher \\(pid \\d+\\) stopped without releasing the lock"
+            ),
+            wake_re("t1", "status", "done: x")
+        ))
+        .start();
+    // It is trying the lock, which the frozen daemon holds: it follows.
+    // (Were the daemon killed between that open and the try itself, the
+    // follower would simply take the lock; the outcome is the same.)
+    opens.wait("the follower's try of the lock");
     append(&h, "state/t1.status", "done: x\n");
     d.signal(libc::SIGKILL);
-    assert!(d.wait_exit(5.0).is_some());
-    let (code, out) = finish(follower, 6.0);
-    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(d.wait(10.0).code, -1, "killed by the signal");
+    let out = follower.wait(10.0).stdout();
     assert!(out.contains("t1 status \u{b7} done: x"), "{out}");
     assert!(out.contains("- watcher-recovered \u{b7}"), "{out}");
     assert_eq!(wakes_of(&h, "status").len(), 1);
@@ -674,28 +915,35 @@ fn until_wake_takes_over_when_the_watcher_it_follows_is_killed() {
 fn until_wake_prints_every_wake_of_the_batch_it_wakes_on() {
     let h = TestHome::new();
     let lines = "done: a\nblocked: b\nfailed: c\n";
-    let expect = |out: &str| {
-        let got: Vec<&str> = out
-            .lines()
-            .filter_map(|l| l.split(" \u{b7} ").nth(1))
-            .collect();
-        assert_eq!(got, ["done: a", "blocked: b", "failed: c"], "{out}");
+    let batch = |task: &str| {
+        format!(
+            "{}{}{}",
+            wake_re(task, "status", "done: a"),
+            wake_re(task, "status", "blocked: b"),
+            wake_re(task, "status", "failed: c")
+        )
     };
     // Alone, it is the watcher: the whole pass comes out.
-    let alone = until_wake(&h);
-    settle(0.5);
+    let before = beat(&h);
+    let alone = watch_cmd(&h)
+        .arg("--until-wake")
+        .stdout_regex(&batch("t1"))
+        .start();
+    wait_beat_after(&h, before);
     append(&h, "state/t1.status", lines);
-    let (code, out) = finish(alone, 6.0);
-    assert_eq!(code, Some(0), "{out}");
-    expect(&out);
+    alone.wait(10.0);
     // Following a running watcher: the whole of that watcher's pass.
-    let _d = locked_daemon(&h);
-    let follower = until_wake(&h);
-    settle(1.0);
+    let d = locked_daemon(&h);
+    let opens = Opens::of(&h.path("state/.watch.lock"));
+    let follower = watch_cmd(&h)
+        .arg("--until-wake")
+        .stdout_regex(&batch("t2"))
+        .start();
+    opens.wait("the follower's try of the lock");
     append(&h, "state/t2.status", lines);
-    let (code, out) = finish(follower, 6.0);
-    assert_eq!(code, Some(0), "{out}");
-    expect(&out);
+    follower.wait(10.0);
+    let out = stop(d);
+    assert_eq!(out.code, 0, "{}", out.stderr());
 }
 
 #[test]
@@ -712,13 +960,20 @@ fn a_symlinked_record_is_skipped_and_the_tasks_other_records_still_ring() {
             .arg("--once")
             .env("FM_WATCH_GRACE_SECS", "1")
             .env("FM_WATCH_MAX_RINGS", "1")
-            .run()
-            .success()
     };
+    let skipping = "fm-watch: warning: t5: skipping 003.msg: refusing to follow symlink";
     once()
-        .stdout_has("rang t5 004.msg (attempt 1) \u{b7} no-pane")
-        .stderr_has("t5: skipping 003.msg: refusing to follow symlink");
-    once();
+        .stdout("rang t5 004.msg (attempt 1) \u{b7} no-pane\n")
+        .stderr_regex(&format!("{}[^\n]*\n", regex::escape(skipping)))
+        .run();
+    once()
+        .stdout_regex(&wake_re(
+            "t5",
+            "escalation",
+            "004.msg unacknowledged after 1 ring\\(s\\): please look",
+        ))
+        .stderr_has(skipping)
+        .run();
     let esc = wakes_of(&h, "escalation");
     assert_eq!(esc.len(), 1, "{esc:?}");
     assert!(
@@ -728,13 +983,16 @@ fn a_symlinked_record_is_skipped_and_the_tasks_other_records_still_ring() {
         "{esc:?}"
     );
     // A daemon warns once, not on every pass.
-    let mut c = h.fm("watch").cmd;
-    c.env("FM_WATCH_POLL_SECS", "1");
-    let mut d = Daemon::spawn(c, h.path("daemon.out"));
-    settle(3.5);
-    d.signal(libc::SIGTERM);
-    assert_eq!(d.wait_exit(5.0), Some(0));
-    let said = std::fs::read_to_string(h.path("daemon.out")).unwrap();
+    let d = watch_cmd(&h)
+        .stderr_regex(&format!(
+            "{}{}[^\n]*\n",
+            watching_line(&h),
+            regex::escape(skipping)
+        ))
+        .start();
+    daemon_passes(&h, 3);
+    let out = stop(d);
+    let said = out.stderr();
     assert_eq!(said.matches("skipping 003.msg").count(), 1, "{said}");
     assert!(
         h.exists("state/t5.inbox/003.msg"),
@@ -754,7 +1012,10 @@ fn on_wake_gets_the_text_exactly_as_logged() {
         ),
     );
     h.write("state/t1.status", "done: a\tb \x1b[31mred\x1b[0m\n");
-    h.fm("watch").arg("--once").run().success();
+    h.fm("watch")
+        .arg("--once")
+        .stdout_regex(r"wake 1 \S+Z t1 status . done: [^\t\x1b\n]+\n")
+        .run();
     let logged = wakes_of(&h, "status");
     assert_eq!(logged.len(), 1);
     assert!(!logged[0].text.contains(['\t', '\x1b']), "{logged:?}");
@@ -774,9 +1035,13 @@ fn crontab_escapes_percent_signs_for_cron() {
     h.write("config/firstmate.toml", "");
     let root = h.root().display().to_string();
     assert!(root.contains('%'));
-    let run = h.fm("watch").arg("--crontab").run().success();
     let escaped = root.replace('%', "\\%");
-    let out = run.stdout_has(&format!("FM_HOME='{escaped}' ")).stdout();
+    let run = h
+        .fm("watch")
+        .arg("--crontab")
+        .stdout_has(&format!("FM_HOME='{escaped}' "))
+        .run();
+    let out = run.stdout();
     assert!(
         out.match_indices('%')
             .all(|(i, _)| out[..i].ends_with('\\')),

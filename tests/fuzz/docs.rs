@@ -46,13 +46,13 @@ fn check_markdown(text: &str) -> Outcome {
             prop_assert!(!k.is_empty());
         }
     }
-    for mode in [None, Some(firstmate::dod::Mode::LocalOnly)] {
+    for mode in [None, Some(firstmate::meta::Mode::LocalOnly)] {
         let _ = brief::check::problems(text, mode);
     }
     let id = TaskId::parse("t1").unwrap();
-    if let Ok(r) = firstmate::response::problems(text, &id) {
+    if let Ok(r) = firstmate::brief::response::problems(text, &id) {
         prop_assert_eq!(r.id.as_str(), "t1");
-        prop_assert!(firstmate::response::STATUSES.contains(&r.status.as_str()));
+        prop_assert!(firstmate::brief::response::STATUSES.contains(&r.status.as_str()));
     }
     Ok(())
 }
@@ -102,15 +102,15 @@ fn frontmatter_round_trips_any_value() {
 
 #[test]
 fn rendered_responses_validate() {
-    let status = proptest::sample::select(firstmate::response::STATUSES.to_vec());
+    let status = proptest::sample::select(firstmate::brief::response::STATUSES.to_vec());
     fuzz(
         "response/render-round-trip",
         (status, any::<u64>(), any::<String>()),
         |(status, epoch, body)| {
             let id = TaskId::parse("t1").unwrap();
             let ts = clock::rfc3339(epoch % 253_402_300_800);
-            let text = firstmate::response::render(&id, status, &ts, &body);
-            let r = firstmate::response::problems(&text, &id)
+            let text = firstmate::brief::response::render(&id, status, &ts, &body);
+            let r = firstmate::brief::response::problems(&text, &id)
                 .map_err(|p| TestCaseError::fail(p.join("; ")))?;
             prop_assert_eq!(r.status.as_str(), status);
             prop_assert_eq!(&r.timestamp, &ts);

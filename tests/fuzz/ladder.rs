@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 
 use crate::{bytes, fuzz};
-use firstmate::crew_state::facts::BusyRecord;
-use firstmate::ladder_files;
+use firstmate::inbox::ladder_files;
+use firstmate::status::busy::BusyRecord;
 
 #[test]
 fn ladder_files_parse_or_refuse() {
@@ -30,7 +30,7 @@ fn ladder_ring_state_round_trips() {
         (any::<u64>(), any::<u64>(), any::<u64>()),
         |(seq, count, last)| {
             let s = ladder_files::RingState {
-                record: ladder_files::record_name(seq),
+                record: firstmate::inbox::record_name(seq),
                 count,
                 last,
             };
@@ -68,7 +68,7 @@ fn busy_records_round_trip() {
         "busy/render-round-trip",
         (any::<bool>(), any::<u64>(), any::<String>(), any::<u64>()),
         |(busy, at, source, mtime)| {
-            let line = firstmate::busy::render(busy, at, &source);
+            let line = firstmate::status::busy::render(busy, at, &source);
             prop_assert_eq!(line.split_whitespace().count(), 3, "{:?}", line);
             prop_assert_eq!(
                 BusyRecord::parse(line.as_bytes()).is_some_and(|r| r.busy_since(None)),

@@ -670,7 +670,7 @@ impl<'a> Audit<'a> {
             std::fs::read_to_string(self.world.state().join("events.jsonl")).unwrap_or_default();
         for task in self.world.pane_tasks.clone() {
             let id = TaskId::parse(&task).unwrap();
-            let bell = firstmate::deliver::doorbell(&home, &id);
+            let bell = firstmate::tmux::deliver::doorbell(&home, &id);
             let log = std::fs::read_to_string(self.world.agent_log(&task)).unwrap_or_default();
             for line in log.lines() {
                 if !line.replace(&bell, "").trim().is_empty() {

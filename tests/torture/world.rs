@@ -90,7 +90,9 @@ pub struct World {
 impl World {
     pub fn new(paneless: usize, panes: usize) -> World {
         let home = TestHome::new();
-        let tmux = if panes > 0 { Tmux::start() } else { None };
+        // Pane tasks need tmux and python3 (their stand-in agent); without
+        // them (and without FM_REQUIRE_TMUX=1) the storm runs paneless.
+        let tmux = if panes > 0 { Tmux::with_python() } else { None };
         home.write("config/firstmate.toml", HARNESS);
         let scratch = tempfile::Builder::new()
             .prefix("fm-torture-")
@@ -150,7 +152,7 @@ impl World {
 
     /// `fm-<tool>` on this home with the shortened timers.
     pub fn fm(&self, tool: &str) -> Command {
-        let mut c = self.home.fm(tool).cmd;
+        let mut c = self.home.fm(tool).into_command();
         for (k, v) in ENV {
             c.env(k, v);
         }
@@ -163,7 +165,7 @@ impl World {
     /// `sh -c 'echo "$1" >> "$2"'`: a worker appending by hand. The line
     /// and path are arguments, never interpolated into the script.
     pub fn echo_append(&self, line: &str, path: &Path) -> Command {
-        let mut c = Cmd::new("sh").cmd;
+        let mut c = Cmd::new("sh").into_command();
         c.args(["-c", "echo \"$1\" >> \"$2\"", "sh", line])
             .arg(path);
         c

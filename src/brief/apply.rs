@@ -1,0 +1,229 @@
+//! `fm-brief`'s use cases (SPEC §7.3, §11.2): write or re-apply a brief,
+//! revoke it, write a structured response — each with its `brief.*` event,
+//! produced here and nowhere else.
+//!
+//! A re-applied or revoked brief is announced to a live worker: a
+//! `brief updated: re-read <path>` record queued and rung through
+//! [`crate::inbox::send`]. The announcement never undoes the brief: a
+//! failure to queue is reported in the report's notice and warnings.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{BriefSpec, Lineage, response, store};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::events::{Entry, Event, Tool};
+use crate::home::Home;
+use crate::inbox::{self, Outgoing, Ring};
+use crate::meta::{self, Mode, TaskMeta};
+use crate::task_id::TaskId;
+use crate::tmux::pane::Pane;
+use crate::tmux::recipient::Recipient;
+use crate::{clock, frontmatter, fsx};
+
+/// What writing or revoking a brief did (`--json` prints it as is).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// `written`, `scaffolded` or `revoked`.
+    pub(crate) action: &'static str,
+    pub(crate) path: PathBuf,
+    /// `ship`, `scout`, `secondmate`, or `revoked`.
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mode: Option<Mode>,
+    /// Placeholders the brief still holds (a scaffold).
+    pub(crate) placeholders: Vec<&'static str>,
+    /// Where the replaced brief went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) history: Option<PathBuf>,
+    /// What the live worker was told, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) notice: Option<String>,
+    /// Problems that did not stop the write, for stderr.
+    #[serde(skip)]
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Writes the brief `spec` renders (`force` replaces an existing one,
+/// keeping it in history) and records `brief.written` by `actor`. A filled
+/// brief its own `--check` would refuse is never written.
+pub(crate) fn write(
+    home: &Home,
+    cfg: &Config,
+    spec: &BriefSpec,
+    force: bool,
+    actor: &str,
+) -> Result<Report> {
+    let id = &spec.id;
+    let text = super::render(spec);
+    let placeholders = spec.placeholders();
+    if placeholders.is_empty() {
+        // An unclosed code fence in the intent, say, would hide a heading.
+        let problems = super::check::problems(&text, None);
+        if !problems.is_empty() {
+            return Err(Error::usage(format!(
+                "the brief would not pass fm-brief --check: {}",
+                problems.join("; ")
+            )));
+        }
+    }
+    if spec.lineage.as_ref().is_some_and(|l| l.parent.is_some()) {
+        // Refuse a symlinked meta before the brief is written, not after.
+        fsx::refuse_symlink(&home.meta(id))?;
+    }
+    let w = store::write(home, id, text.as_bytes(), force)?;
+    if let Some(Lineage {
+        parent: Some(p), ..
+    }) = &spec.lineage
+    {
+        meta::update(home, id, |m| m.set("parent", p.as_str()))?;
+    }
+    if w.history.is_some() && home.meta(id).exists() {
+        follow_brief_in_meta(home, id, &text)?;
+    }
+    let mut warnings = Vec::new();
+    let notice = w
+        .history
+        .as_ref()
+        .map(|_| notify_live_worker(home, cfg, id, &w.path, &mut warnings));
+    let kind = spec.kind;
+    let event = Event::BriefWritten {
+        kind: kind.name(),
+        forced: w.history.is_some(),
+        scaffold: !placeholders.is_empty(),
+        mode: kind.mode().map(Mode::as_str),
+    };
+    Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
+        .by(actor)
+        .record(home);
+    Ok(Report {
+        action: if placeholders.is_empty() {
+            "written"
+        } else {
+            "scaffolded"
+        },
+        path: w.path,
+        kind: kind.name(),
+        mode: kind.mode(),
+        placeholders,
+        history: w.history,
+        notice,
+        warnings,
+    })
+}
+
+/// Revokes task `id`'s brief (history kept) and records `brief.revoked`.
+pub(crate) fn revoke(home: &Home, cfg: &Config, id: &TaskId, actor: &str) -> Result<Report> {
+    let w = store::revoke(home, id, clock::now())?;
+    let mut warnings = Vec::new();
+    let notice = Some(notify_live_worker(home, cfg, id, &w.path, &mut warnings));
+    let event = Event::BriefRevoked {
+        path: w.path.display().to_string(),
+    };
+    Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
+        .by(actor)
+        .record(home);
+    Ok(Report {
+        action: "revoked",
+        path: w.path,
+        kind: "revoked",
+        mode: None,
+        placeholders: vec![],
+        history: w.history,
+        notice,
+        warnings,
+    })
+}
+
+/// Writes `data/<id>/response.md` and records `brief.responded` by
+/// `actor`. A response belongs to a task someone briefed or spawned: a
+/// mistyped id must not create a response nobody reads (exit 1).
+pub(crate) fn respond(
+    home: &Home,
+    id: &TaskId,
+    status: &str,
+    body: &str,
+    actor: &str,
+) -> Result<PathBuf> {
+    if !meta::task_known(home, id)? {
+        return Err(Error::refused(format!(
+            "unknown task {id}: no meta and no brief to respond to"
+        )));
+    }
+    let path = response::write(home, id, status, body, clock::now())?;
+    let event = Event::BriefResponded {
+        status: status.to_string(),
+    };
+    Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
+        .by(actor)
+        .record(home);
+    Ok(path)
+}
+
+/// Queues `brief updated: re-read <path>` in the inbox of a task whose
+/// agent is alive (SPEC §7.3: one tmux call for the pane, then the
+/// harness's liveness rule) and rings its doorbell as `fm-send` does (a
+/// ring that does not land is the watcher's to retry). Without a live
+/// agent nothing is queued and the notice says so.
+fn notify_live_worker(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> String {
+    let meta = TaskMeta::load(home, id).ok().flatten().unwrap_or_default();
+    let r = Recipient::from_meta(cfg, id, &meta);
+    let Some(pane) = r.pane.as_deref() else {
+        return "no live worker notified (no pane recorded)".into();
+    };
+    let info = match r.tmux.info(pane) {
+        Ok(Some(info)) if r.alive(&info) => info,
+        Ok(Some(_)) => {
+            return format!("no live worker notified (the agent in pane {pane} has exited)");
+        }
+        Ok(None) => return format!("no live worker notified (pane {pane} is gone)"),
+        Err(e) => return format!("no live worker notified ({e})"),
+    };
+    let body = format!("brief updated: re-read {}", path.display());
+    let msg = Outgoing {
+        from: &cfg.brief.delegator,
+        body: body.as_bytes(),
+        fire_and_forget: false,
+        dedupe: false,
+    };
+    let ring = Ring::Known(&r, &info);
+    match inbox::send(home, cfg, Tool::Brief, id, &msg, ring, clock::now()) {
+        Ok(sent) => format!(
+            "queued {id} {} \u{b7} doorbell {}",
+            inbox::record_name(sent.seq),
+            sent.doorbell.map_or("-", |d| d.as_str())
+        ),
+        Err(e) => {
+            warnings.push(format!("brief written but the notice was not queued: {e}"));
+            format!("not queued: {e}")
+        }
+    }
+}
+
+/// A re-applied brief may change what the task is (kind, mode, repo,
+/// branch); spawn copied those into meta, and the gate and crew state read
+/// them there. So a `--force` over a task that has a meta brings those keys
+/// in line with the new brief: set from its frontmatter, or removed when it
+/// has none (a scout has no mode).
+fn follow_brief_in_meta(home: &Home, id: &TaskId, text: &str) -> Result<()> {
+    let Ok((fm, _)) = frontmatter::parse(text) else {
+        return Ok(());
+    };
+    meta::update(home, id, |m| {
+        for key in ["kind", "mode", "repo", "branch"] {
+            match frontmatter::get(&fm, key) {
+                Some(v) => m.set(key, v),
+                None => m.remove(key),
+            }
+        }
+    })?;
+    Ok(())
+}

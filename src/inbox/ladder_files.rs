@@ -1,0 +1,140 @@
+//! The re-ring ladder's bookkeeping files (SPEC §6.2), shared by the
+//! watcher (which writes them) and `fm-ack` (which clears them when the
+//! record they name is acknowledged).
+//!
+//! - `state/<id>.inbox/.ring-state`: one line `<NNN.msg>\t<count>\t<last_epoch>`.
+//! - `state/<id>.inbox/.escalated`: the record name the ladder escalated.
+//!
+//! Both are written by atomic replace with a trailing newline; readers
+//! accept them with or without it and treat anything unreadable as absent
+//! (a fresh ladder), never as an error.
+
+use crate::error::Result;
+use crate::fsx;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// `.ring-state`: which record the ladder tracks, how many rings it spent,
+/// and when it last rang (Unix seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingState {
+    /// A record name such as `007.msg`.
+    pub record: String,
+    pub count: u64,
+    pub last: u64,
+}
+
+impl RingState {
+    pub fn parse(bytes: &[u8]) -> Option<RingState> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let line = text.lines().next()?;
+        let mut f = line.split('\t');
+        let record = f.next()?.trim().to_string();
+        let count = f.next()?.trim().parse().ok()?;
+        let last = f.next()?.trim().parse().ok()?;
+        if record.is_empty() || f.next().is_some() {
+            return None;
+        }
+        Some(RingState {
+            record,
+            count,
+            last,
+        })
+    }
+
+    pub fn render(&self) -> Vec<u8> {
+        format!("{}\t{}\t{}\n", self.record, self.count, self.last).into_bytes()
+    }
+}
+
+/// Reads `.ring-state`; `None` when missing or unreadable.
+pub(crate) fn read_ring_state(home: &Home, id: &TaskId) -> Result<Option<RingState>> {
+    Ok(fsx::read_optional(&home.ring_state(id))?.and_then(|b| RingState::parse(&b)))
+}
+
+#[cfg(test)]
+pub(crate) fn write_ring_state(home: &Home, id: &TaskId, state: &RingState) -> Result<()> {
+    fsx::atomic_write(&home.ring_state(id), &state.render())
+}
+
+/// Reads `.escalated` (the record name, trimmed); `None` when missing or empty.
+pub(crate) fn read_escalated(home: &Home, id: &TaskId) -> Result<Option<String>> {
+    Ok(fsx::read_optional(&home.escalated(id))?
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .filter(|s| !s.is_empty()))
+}
+
+pub(crate) fn write_escalated(home: &Home, id: &TaskId, record: &str) -> Result<()> {
+    fsx::atomic_write(&home.escalated(id), format!("{record}\n").as_bytes())
+}
+
+/// Removes both files (ladder rule 1: nothing pending).
+pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
+    fsx::remove_optional(&home.ring_state(id))?;
+    fsx::remove_optional(&home.escalated(id))?;
+    Ok(())
+}
+
+/// Removes whichever of the two files names `record` (after an ack).
+pub(crate) fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
+    if read_ring_state(home, id)?.is_some_and(|s| s.record == record) {
+        fsx::remove_optional(&home.ring_state(id))?;
+    }
+    if read_escalated(home, id)?.as_deref() == Some(record) {
+        fsx::remove_optional(&home.escalated(id))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::record_name;
+
+    #[test]
+    fn ring_state_round_trips_and_rejects_junk() {
+        let s = RingState {
+            record: "007.msg".into(),
+            count: 2,
+            last: 1_700_000_000,
+        };
+        assert_eq!(s.render(), b"007.msg\t2\t1700000000\n");
+        assert_eq!(RingState::parse(&s.render()), Some(s.clone()));
+        assert_eq!(RingState::parse(b"007.msg\t2\t1700000000"), Some(s));
+        for bad in [
+            &b""[..],
+            b"007.msg 2 3",
+            b"007.msg\tx\t3",
+            b"\t1\t2",
+            b"a\t1\t2\t3",
+        ] {
+            assert_eq!(RingState::parse(bad), None);
+        }
+    }
+
+    #[test]
+    fn clearing_only_touches_files_naming_the_record() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t").unwrap();
+        fsx::ensure_dir(&home.inbox(&id)).unwrap();
+        let st = RingState {
+            record: record_name(1),
+            count: 1,
+            last: 5,
+        };
+        write_ring_state(&home, &id, &st).unwrap();
+        write_escalated(&home, &id, "002.msg").unwrap();
+        clear_if_names(&home, &id, "001.msg").unwrap();
+        assert_eq!(read_ring_state(&home, &id).unwrap(), None);
+        assert_eq!(
+            read_escalated(&home, &id).unwrap().as_deref(),
+            Some("002.msg")
+        );
+        clear_if_names(&home, &id, "002.msg").unwrap();
+        assert_eq!(read_escalated(&home, &id).unwrap(), None);
+        write_ring_state(&home, &id, &st).unwrap();
+        clear(&home, &id).unwrap();
+        assert!(!home.ring_state(&id).exists());
+    }
+}

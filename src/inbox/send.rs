@@ -1,0 +1,137 @@
+//! Sending (SPEC §5.4): queue a record, ring the doorbell, record the
+//! `inbox.queued` event — the one use case `fm-send`, `fm-brief`'s
+//! re-read notice and `fm-board dispatch` share.
+//!
+//! The record is the message; the ring is a courtesy the watcher retries,
+//! so a send succeeds once the record is written, whatever the doorbell
+//! did. A duplicate (`--dedupe`) records no event: nothing was queued.
+
+use serde::Serialize;
+
+use super::{Existing, Outgoing, Queued, queue};
+use crate::config::Config;
+use crate::error::Result;
+use crate::events::{Entry, Event, Tool};
+use crate::home::Home;
+use crate::task_id::TaskId;
+use crate::tmux::deliver::Outcome;
+use crate::tmux::pane::PaneInfo;
+use crate::tmux::recipient::Recipient;
+
+/// When the doorbell rings.
+#[derive(Debug, Clone, Copy)]
+pub enum Ring<'a> {
+    /// Not now (`--quiet`): the watcher rings later. The outcome is `quiet`.
+    Quiet,
+    /// Now, asking tmux about the recipient's pane first.
+    Now(&'a Recipient),
+    /// Now, on a pane the caller already looked up (one `list-panes` for a
+    /// broadcast, or a liveness check just made).
+    Known(&'a Recipient, &'a PaneInfo),
+    /// After the caller released a lock ([`Recipient::ring`] then): the
+    /// event records no doorbell.
+    Later,
+}
+
+/// A queued message: where it landed and what the doorbell did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sent {
+    pub task: String,
+    pub seq: u64,
+    pub(crate) path: std::path::PathBuf,
+    /// `None` for [`Ring::Later`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doorbell: Option<Outcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) duplicate: Option<Existing>,
+}
+
+/// Queues `msg` for `id`, rings as `ring` says, records the event under
+/// `tool`. Only a record that could not be written is an error.
+pub fn send(
+    home: &Home,
+    cfg: &Config,
+    tool: Tool,
+    id: &TaskId,
+    msg: &Outgoing,
+    ring: Ring,
+    now: u64,
+) -> Result<Sent> {
+    let Queued {
+        seq,
+        path,
+        duplicate,
+    } = queue(home, cfg, id, msg, now)?;
+    let doorbell = match ring {
+        Ring::Later => None,
+        // A handled duplicate was already read: nothing to ring for.
+        Ring::Quiet => Some(Outcome::Quiet),
+        _ if duplicate == Some(Existing::Handled) => Some(Outcome::Quiet),
+        Ring::Now(r) => Some(r.ring(home, cfg)),
+        Ring::Known(r, info) => Some(r.ring_known(home, cfg, info)),
+    };
+    if duplicate.is_none() {
+        let event = Event::InboxQueued {
+            seq,
+            // fm-send records the body's size; the notices fm-brief and
+            // fm-board queue never did.
+            bytes: (tool == Tool::Send).then_some(msg.body.len()),
+            doorbell: doorbell.map(Outcome::as_str),
+            delivery: msg.fire_and_forget.then_some("fire-and-forget"),
+        };
+        Entry::new(now, tool, id.as_str(), event)
+            .by(msg.from)
+            .record(home);
+    }
+    Ok(Sent {
+        task: id.to_string(),
+        seq,
+        path,
+        doorbell,
+        duplicate,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_queues_records_its_event_once_and_a_duplicate_none() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let cfg = Config::default();
+        let id = TaskId::parse("t").unwrap();
+        crate::meta::update(&home, &id, |m| m.set("kind", "ship")).unwrap();
+        let msg = Outgoing {
+            from: "bob",
+            body: b"hi",
+            fire_and_forget: true,
+            dedupe: true,
+        };
+        let s = send(&home, &cfg, Tool::Send, &id, &msg, Ring::Quiet, 9).unwrap();
+        assert_eq!(
+            (s.seq, s.doorbell, s.duplicate),
+            (1, Some(Outcome::Quiet), None)
+        );
+        let again = send(&home, &cfg, Tool::Send, &id, &msg, Ring::Quiet, 9).unwrap();
+        assert_eq!((again.seq, again.duplicate), (1, Some(Existing::Pending)));
+        let later = Outgoing {
+            body: b"other",
+            fire_and_forget: false,
+            ..msg
+        };
+        let s = send(&home, &cfg, Tool::Board, &id, &later, Ring::Later, 9).unwrap();
+        assert_eq!((s.seq, s.doorbell), (2, None));
+        let log = String::from_utf8(std::fs::read(home.events()).unwrap()).unwrap();
+        assert_eq!(
+            log,
+            concat!(
+                r#"{"action":"inbox.queued","actor":"bob","bytes":2,"delivery":"fire-and-forget","doorbell":"quiet","seq":1,"task":"t","tool":"fm-send","ts":9}"#,
+                "\n",
+                r#"{"action":"inbox.queued","actor":"bob","seq":2,"task":"t","tool":"fm-board","ts":9}"#,
+                "\n"
+            )
+        );
+    }
+}

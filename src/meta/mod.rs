@@ -1,0 +1,192 @@
+//! Task metadata (SPEC §4): `state/<id>.meta`, written by `fm-control`
+//! (spawn, relaunch) and `fm-brief` (a sub-brief's `parent`, a re-applied
+//! brief's kind, mode, repo and branch), and by hand.
+//!
+//! [`TaskMeta`] is the one reading of the file every tool uses: each value
+//! trimmed once here, typed (kind, mode, paths, numbers), and an empty value
+//! the same as a missing key — so `fm-send`, the watcher, crew state and
+//! lifecycle can never disagree about a task's pane, socket or harness.
+//! Writes go through [`update`]: under `state/.meta-<id>.lock`, read the
+//! file's [`KeyValues`], change only the caller's keys, atomic replace — so
+//! keys another writer owns (known or not) are preserved.
+
+mod kind;
+mod kv;
+
+pub use kind::{Kind, MODES, Mode};
+pub use kv::KeyValues;
+
+use std::path::PathBuf;
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::fsx;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// A task's meta, as every tool reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskMeta {
+    /// `kind`; `None` when meta records none (a reader that may consult the
+    /// brief does so, the others take [`Kind::Ship`]: see [`TaskMeta::kind`]).
+    pub kind: Option<Kind>,
+    /// `mode`; `None` when missing or not one of the three modes.
+    pub(crate) mode: Option<Mode>,
+    /// `repo` (display name).
+    pub(crate) repo: Option<String>,
+    /// `project`: the source clone.
+    pub(crate) project: Option<PathBuf>,
+    /// `worktree`; `None` for a task never spawned.
+    pub(crate) worktree: Option<PathBuf>,
+    /// `branch` the brief told the worker to create.
+    pub branch: Option<String>,
+    pub harness: Option<String>,
+    /// `pane` (`%N`): the only pane identity the tools trust.
+    pub pane: Option<String>,
+    /// `tmux_socket`; `None` means the config's (see [`TaskMeta::socket`]).
+    pub tmux_socket: Option<String>,
+    /// `window` (display only).
+    pub(crate) window: Option<String>,
+    /// `spawn_gen`; 0 when missing or not a number.
+    pub(crate) spawn_gen: u64,
+    pub(crate) spawned_at: Option<u64>,
+    pub pr: Option<String>,
+    pub(crate) pr_head: Option<String>,
+    /// `parent`; `None` when missing or not a valid task id.
+    pub(crate) parent: Option<TaskId>,
+    /// `host` (reserved for remote workers).
+    pub(crate) host: Option<String>,
+    /// Every key as written, known or not.
+    pub(crate) raw: KeyValues,
+}
+
+impl TaskMeta {
+    pub fn parse(bytes: &[u8]) -> TaskMeta {
+        TaskMeta::from_raw(KeyValues::parse(bytes))
+    }
+
+    /// Types the raw entries. This is the one place values are trimmed.
+    pub fn from_raw(raw: KeyValues) -> TaskMeta {
+        let text = |k: &str| {
+            Some(raw.str(k).trim())
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let path = |k: &str| text(k).map(PathBuf::from);
+        let number = |k: &str| text(k).and_then(|v| v.parse::<u64>().ok());
+        TaskMeta {
+            kind: text("kind").map(|k| Kind::parse(&k)),
+            mode: text("mode").and_then(|m| Mode::parse(&m).ok()),
+            repo: text("repo"),
+            project: path("project"),
+            worktree: path("worktree"),
+            branch: text("branch"),
+            harness: text("harness"),
+            pane: text("pane"),
+            tmux_socket: text("tmux_socket"),
+            window: text("window"),
+            spawn_gen: number("spawn_gen").unwrap_or(0),
+            spawned_at: number("spawned_at"),
+            pr: text("pr"),
+            pr_head: text("pr_head"),
+            parent: text("parent").and_then(|p| TaskId::parse(&p).ok()),
+            host: text("host"),
+            raw,
+        }
+    }
+
+    /// Reads `state/<id>.meta`; `None` when it does not exist.
+    pub(crate) fn load(home: &Home, id: &TaskId) -> Result<Option<TaskMeta>> {
+        Ok(fsx::read_optional(&home.meta(id))?.map(|b| TaskMeta::parse(&b)))
+    }
+
+    /// The kind, an unrecorded one being a ship.
+    pub fn kind(&self) -> Kind {
+        self.kind.clone().unwrap_or(Kind::Ship)
+    }
+
+    /// The tmux socket the task's pane lives on: meta `tmux_socket`, else
+    /// the config's `tmux.socket` (`""` is the default server).
+    pub(crate) fn socket<'a>(&'a self, cfg: &'a Config) -> &'a str {
+        self.tmux_socket.as_deref().unwrap_or(&cfg.tmux.socket)
+    }
+}
+
+/// Read-modify-write of a task's meta under its lock. Creates `state/` and
+/// the file if needed; returns the meta as written.
+pub(crate) fn update(
+    home: &Home,
+    id: &TaskId,
+    change: impl FnOnce(&mut KeyValues),
+) -> Result<TaskMeta> {
+    fsx::ensure_dir(&home.state_dir())?;
+    let _guard = fsx::lock(&home.meta_lock(id), fsx::LOCK_WAIT)?;
+    let mut raw = fsx::read_optional(&home.meta(id))?
+        .map(|b| KeyValues::parse(&b))
+        .unwrap_or_default();
+    change(&mut raw);
+    fsx::atomic_write(&home.meta(id), &raw.to_bytes())?;
+    Ok(TaskMeta::from_raw(raw))
+}
+
+/// Whether a task exists: it has meta or a brief. A symlink at the meta,
+/// the task's data directory or its brief is refused (exit 1), never
+/// followed.
+pub(crate) fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
+    for p in [home.meta(id), home.task_data(id), home.brief(id)] {
+        fsx::refuse_symlink(&p)?;
+    }
+    Ok(home.meta(id).exists() || home.brief(id).exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_trimmed_typed_and_empty_is_missing() {
+        let m = TaskMeta::parse(
+            b"pane= %7 \ntmux_socket=sock \nharness=\tclaude\nkind=\nmode=local-only \nspawn_gen= 3\nparent= P \nworktree=/w \nrepo=a=b\nmystery= x \n",
+        );
+        assert_eq!(m.pane.as_deref(), Some("%7"));
+        assert_eq!(m.tmux_socket.as_deref(), Some("sock"));
+        assert_eq!(m.harness.as_deref(), Some("claude"));
+        assert_eq!((m.kind.clone(), m.kind()), (None, Kind::Ship));
+        assert_eq!(m.mode, Some(Mode::LocalOnly));
+        assert_eq!(m.spawn_gen, 3);
+        assert_eq!(m.parent.as_ref().map(TaskId::as_str), Some("P"));
+        assert_eq!(m.worktree, Some(PathBuf::from("/w")));
+        assert_eq!(m.repo.as_deref(), Some("a=b"));
+        // Unknown keys are kept as written.
+        assert_eq!(m.raw.get("mystery"), Some(" x "));
+        let cfg = Config::default();
+        assert_eq!(m.socket(&cfg), "sock");
+        assert_eq!(
+            TaskMeta::parse(b"tmux_socket= \n").socket(&cfg),
+            cfg.tmux.socket
+        );
+        let odd = TaskMeta::parse(b"mode=yolo\nparent=../x\nspawn_gen=x\nkind=barge\n");
+        assert_eq!(
+            (odd.mode, odd.parent.clone(), odd.spawn_gen),
+            (None, None, 0)
+        );
+        assert_eq!(odd.kind(), Kind::Other("barge".into()));
+    }
+
+    #[test]
+    fn update_preserves_other_keys() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t").unwrap();
+        update(&home, &id, |m| {
+            m.set("pane", "%1");
+            m.set("custom", "keep me");
+        })
+        .unwrap();
+        let written = update(&home, &id, |m| m.set("pane", "%2")).unwrap();
+        let m = TaskMeta::load(&home, &id).unwrap().unwrap();
+        assert_eq!(m, written);
+        assert_eq!(m.pane.as_deref(), Some("%2"));
+        assert_eq!(m.raw.get("custom"), Some("keep me"));
+    }
+}

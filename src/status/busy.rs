@@ -1,0 +1,135 @@
+//! The busy record (SPEC §9.3): `state/<id>.busy`, one line
+//! `busy|idle <epoch> <source>`, written atomically by `fm-status
+//! --busy|--idle` from harness hooks so turns are reported exactly.
+//!
+//! One parser and one rule for every reader (delivery, the watcher,
+//! crew-state, lifecycle): a record counts as busy only when it says `busy`
+//! and is not older than the status log's latest line.
+
+use crate::error::Result;
+use crate::events::{Entry, Event, Tool};
+use crate::fsx;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusyRecord {
+    pub busy: bool,
+    pub at: u64,
+    pub source: String,
+}
+
+impl BusyRecord {
+    /// `None` for anything that is not a well-formed record.
+    pub fn parse(bytes: &[u8]) -> Option<BusyRecord> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut f = text.lines().next()?.split_whitespace();
+        let busy = match f.next()? {
+            "busy" => true,
+            "idle" => false,
+            _ => return None,
+        };
+        let at = f.next()?.parse().ok()?;
+        let source = f.collect::<Vec<_>>().join(" ");
+        let source = if source.is_empty() {
+            "hook".into()
+        } else {
+            source
+        };
+        Some(BusyRecord { busy, at, source })
+    }
+
+    /// Says busy and is not older than `since` (the status log's latest
+    /// line, Unix seconds; `None` when there is none).
+    pub fn busy_since(&self, since: Option<u64>) -> bool {
+        self.busy && since.is_none_or(|t| self.at >= t)
+    }
+}
+
+/// The record's one line. Whitespace inside `source` becomes `-` so the
+/// record stays three fields; an empty source is `hook`.
+pub fn render(busy: bool, at: u64, source: &str) -> String {
+    let source = source.split_whitespace().collect::<Vec<_>>().join("-");
+    let source = if source.is_empty() { "hook" } else { &source };
+    let word = if busy { "busy" } else { "idle" };
+    format!("{word} {at} {source}\n")
+}
+
+/// Writes the record (atomic replace) and records `status.busy` or
+/// `status.idle` by `actor` (`fm-status --busy|--idle`, SPEC §9.3).
+pub(crate) fn write(
+    home: &Home,
+    id: &TaskId,
+    busy: bool,
+    now: u64,
+    source: &str,
+    actor: &str,
+) -> Result<()> {
+    fsx::ensure_dir(&home.state_dir())?;
+    fsx::atomic_write(&home.busy(id), render(busy, now, source).as_bytes())?;
+    let source = source.to_string();
+    let event = if busy {
+        Event::StatusBusy { source }
+    } else {
+        Event::StatusIdle { source }
+    };
+    Entry::new(now, Tool::Status, id.as_str(), event)
+        .by(actor)
+        .record(home);
+    Ok(())
+}
+
+/// [`BusyRecord::busy_since`] from the files: the record against the status
+/// log's mtime. An unreadable or malformed record is not busy.
+pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
+    let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
+        return false;
+    };
+    let mtime = std::fs::metadata(home.status(id))
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    BusyRecord::parse(&bytes).is_some_and(|b| b.busy_since(mtime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_render() {
+        assert_eq!(
+            BusyRecord::parse(b"busy 17 prompt-hook\n"),
+            Some(BusyRecord {
+                busy: true,
+                at: 17,
+                source: "prompt-hook".into()
+            })
+        );
+        assert_eq!(BusyRecord::parse(b"idle 3\n").unwrap().source, "hook");
+        for bad in [&b"maybe 3 x\n"[..], b"busy soon x\n", b"busy\n", b""] {
+            assert_eq!(BusyRecord::parse(bad), None);
+        }
+        assert_eq!(render(true, 5, "a b"), "busy 5 a-b\n");
+        assert_eq!(
+            BusyRecord::parse(render(false, 5, "").as_bytes())
+                .unwrap()
+                .source,
+            "hook"
+        );
+    }
+
+    #[test]
+    fn busy_must_not_be_older_than_the_log() {
+        let b = BusyRecord::parse(b"busy 100 hook\n").unwrap();
+        assert!(b.busy_since(None));
+        assert!(b.busy_since(Some(100)));
+        assert!(!b.busy_since(Some(101)));
+        assert!(
+            !BusyRecord::parse(b"idle 100 hook\n")
+                .unwrap()
+                .busy_since(None)
+        );
+    }
+}

@@ -1,0 +1,407 @@
+//! Doorbell delivery (SPEC §5.2–5.3): the only text firstmate ever types
+//! into a worker's pane is a short constant line pointing at the inbox.
+//!
+//! [`deliver`] is the ring protocol: it types the line at most once, then
+//! presses Enter (and only Enter) up to `enter_retries` more times while it
+//! still sits unsent. It never types into a dead agent's pane, never over
+//! someone else's half-typed text, and never into a pane other than the
+//! recorded pane id. What the screen shows (busy, a composer's text, an
+//! unsent doorbell) is read by the pure checks of [`super::screen`].
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::pane::{Pane, PaneInfo};
+use super::screen::{composer_text, holds_doorbell, holds_input, screen_busy, unsent};
+use crate::config::SendCfg;
+use crate::harness::HarnessProfile;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// What happened to a ring (SPEC §5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Rang,
+    Queued,
+    Skipped,
+    Failed,
+    Dead,
+    NoPane,
+    Quiet,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Rang => "rang",
+            Outcome::Queued => "queued",
+            Outcome::Skipped => "skipped",
+            Outcome::Failed => "failed",
+            Outcome::Dead => "dead",
+            Outcome::NoPane => "no-pane",
+            Outcome::Quiet => "quiet",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The doorbell line for a task: constant per task, printable characters
+/// only, and a true shell no-op — `: ` followed by ONE single-quoted word
+/// holding the whole notice (inbox path included, a `'` in it written as
+/// `'\''`), so a bare shell that reads it runs `:` and nothing else: no
+/// `<n>` redirection, no `(…)` syntax error, no glob.
+pub fn doorbell(home: &Home, id: &TaskId) -> String {
+    let inbox = home.inbox(id).display().to_string();
+    let notice = format!(
+        "firstmate inbox: new mail in {inbox} - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)"
+    );
+    let printable: String = notice
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    format!(": {}", crate::shq::quote(&printable))
+}
+
+/// What the caller knows about the target before ringing.
+#[derive(Debug, Clone)]
+pub(crate) struct Target<'a> {
+    /// The recorded pane id (`%N`); `None` when meta has none.
+    pub pane: Option<&'a str>,
+    pub(crate) profile: Option<&'a HarnessProfile>,
+    /// The busy record says busy (newer than the last status line).
+    pub(crate) busy_record: bool,
+}
+
+/// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
+/// so tests run without waiting.
+pub(crate) fn deliver(
+    pane: &dyn Pane,
+    target: &Target,
+    line: &str,
+    cfg: &SendCfg,
+    sleep: &dyn Fn(Duration),
+) -> Outcome {
+    let Some(id) = target.pane else {
+        return Outcome::NoPane;
+    };
+    match pane.info(id) {
+        Ok(Some(info)) => deliver_to(pane, target, &info, line, cfg, sleep),
+        // A vanished pane is a dead agent: nothing to type into (SPEC §6.2).
+        Ok(None) => Outcome::Dead,
+        Err(_) => Outcome::Failed,
+    }
+}
+
+/// [`deliver`] for a caller that already asked tmux about the pane (e.g.
+/// `fm-send --all`, which lists every pane once). `info` must be the
+/// target's pane.
+pub(crate) fn deliver_to(
+    pane: &dyn Pane,
+    target: &Target,
+    info: &PaneInfo,
+    line: &str,
+    cfg: &SendCfg,
+    sleep: &dyn Fn(Duration),
+) -> Outcome {
+    let id = info.id.as_str();
+    if target.pane != Some(id) {
+        return Outcome::Failed;
+    }
+    if !crate::harness::is_alive(target.profile, info.dead, &info.command) {
+        return Outcome::Dead;
+    }
+    // Copy mode (or any tmux mode) would take the keys as mode commands.
+    if info.in_mode {
+        return Outcome::Skipped;
+    }
+    let Ok(screen) = pane.capture(id, 0) else {
+        return Outcome::Failed;
+    };
+    if target.busy_record || screen_busy(target.profile, &screen) {
+        return Outcome::Queued;
+    }
+    let has_composer = target
+        .profile
+        .and_then(|p| p.composer_regex.as_ref())
+        .is_some();
+    // A doorbell left unsent by an earlier ring is pressed, never retyped.
+    let mut typed_before = false;
+    if has_composer {
+        if let Some(text) = composer_text(target.profile, &screen)
+            && !text.is_empty()
+        {
+            if !holds_doorbell(&text, line) {
+                return Outcome::Skipped;
+            }
+            typed_before = true;
+        }
+    } else {
+        // No composer regex: the line under the cursor stands in for it.
+        match pane.cursor_line(id) {
+            Ok(Some(cur)) if unsent(None, "", Some(&cur), line) => typed_before = true,
+            Ok(Some(cur)) if holds_input(&cur) => return Outcome::Skipped,
+            Ok(_) => {}
+            Err(_) => return Outcome::Failed,
+        }
+    }
+    if !typed_before {
+        if pane.type_text(id, line).is_err() {
+            return Outcome::Failed;
+        }
+        sleep(Duration::from_millis(cfg.settle_ms));
+    }
+    for _ in 0..=cfg.enter_retries {
+        if pane.press(id, "Enter").is_err() {
+            return Outcome::Failed;
+        }
+        sleep(Duration::from_millis(cfg.enter_wait_ms));
+        // Without a composer regex the cursor's line is enough: one tmux call.
+        let cursor = if has_composer {
+            None
+        } else {
+            pane.cursor_line(id).ok().flatten()
+        };
+        let screen = match cursor {
+            Some(_) => Ok(String::new()),
+            None => pane.capture(id, 0),
+        };
+        match screen {
+            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => continue,
+            Ok(_) => return Outcome::Rang,
+            Err(_) => return Outcome::Failed,
+        }
+    }
+    Outcome::Failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tmux::pane::FakePane;
+
+    fn profile() -> HarnessProfile {
+        let mut p = crate::harness::builtin("claude").unwrap();
+        p.agent_commands = Some(vec!["claude".into()]);
+        p.composer_regex = Some(regex::Regex::new(r"^> ?(.*)$").unwrap());
+        p.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
+        p
+    }
+
+    fn ring(f: &FakePane, p: Option<&HarnessProfile>, busy: bool) -> Outcome {
+        let cfg = Config::default().send;
+        deliver(
+            f,
+            &Target {
+                pane: Some("%1"),
+                profile: p,
+                busy_record: busy,
+            },
+            ": ring",
+            &cfg,
+            &|_| {},
+        )
+    }
+
+    #[test]
+    fn rings_once_and_submits() {
+        let f = FakePane::with("%1", "claude");
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls, vec!["type:: ring", "key:Enter"]);
+        assert_eq!(f.screen("%1").history, vec![": ring"]);
+    }
+
+    #[test]
+    fn swallowed_enter_is_pressed_again_never_retyped() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 2);
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Rang);
+        let calls = f.screen("%1").calls;
+        assert_eq!(calls.iter().filter(|c| c.starts_with("type:")).count(), 1);
+        assert_eq!(calls.iter().filter(|c| *c == "key:Enter").count(), 3);
+    }
+
+    #[test]
+    fn enter_retries_are_bounded() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 100);
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Failed);
+        assert_eq!(f.screen("%1").calls.len(), 1 + 4);
+    }
+
+    #[test]
+    fn dead_gone_busy_and_someone_elses_text() {
+        let p = profile();
+        let f = FakePane::with("%1", "bash");
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Dead);
+        let f = FakePane::with("%2", "claude");
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Dead);
+        let f = FakePane::with("%1", "claude");
+        assert_eq!(ring(&f, Some(&p), true), Outcome::Queued);
+        f.edit("%1", |s| s.history.push("working… esc to interrupt".into()));
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Queued);
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.composer = "half a thought".into());
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        let f = FakePane {
+            broken: true,
+            ..FakePane::with("%1", "claude")
+        };
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Failed);
+        let cfg = Config::default().send;
+        assert_eq!(
+            deliver(
+                &f,
+                &Target {
+                    pane: None,
+                    profile: None,
+                    busy_record: false
+                },
+                "x",
+                &cfg,
+                &|_| {}
+            ),
+            Outcome::NoPane
+        );
+    }
+
+    #[test]
+    fn an_unsent_doorbell_from_before_is_pressed_not_retyped() {
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.composer = ": ring".into());
+        let p = profile();
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls, vec!["key:Enter"]);
+    }
+
+    #[test]
+    fn without_a_composer_regex_the_cursor_line_decides() {
+        let f = FakePane::with("%1", "cat");
+        f.edit("%1", |s| s.swallow_enters = 1);
+        assert_eq!(ring(&f, None, false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls.len(), 3);
+    }
+
+    /// Someone's few typed characters are not "our unsent doorbell" just
+    /// because the doorbell happens to contain them: pressing Enter would
+    /// send their text.
+    #[test]
+    fn a_short_piece_of_text_is_not_taken_for_the_doorbell() {
+        let door = ": 'firstmate inbox: new mail in /h/state/t1.inbox - read each *.msg'";
+        let cfg = Config::default().send;
+        let p = profile();
+        let ring_door = |f: &FakePane| {
+            let t = Target {
+                pane: Some("%1"),
+                profile: Some(&p),
+                busy_record: false,
+            };
+            deliver(f, &t, door, &cfg, &|_| {})
+        };
+        for theirs in ["m", "then run", "inbox", "read each"] {
+            let f = FakePane::with("%1", "claude");
+            f.edit("%1", |s| s.composer = theirs.into());
+            assert_eq!(ring_door(&f), Outcome::Skipped, "{theirs:?}");
+            assert!(f.screen("%1").calls.is_empty(), "{theirs:?}");
+        }
+        // A long enough start or end of the doorbell, or the doorbell twice,
+        // is ours: pressed, never retyped.
+        for ours in [
+            &door[..30],
+            &door[door.len() - 25..],
+            &format!("{door}{door}")[..],
+        ] {
+            let f = FakePane::with("%1", "claude");
+            f.edit("%1", |s| s.composer = ours.into());
+            assert_eq!(ring_door(&f), Outcome::Rang, "{ours:?}");
+            assert_eq!(f.screen("%1").calls, vec!["key:Enter"], "{ours:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_composer_regex_half_typed_text_or_copy_mode_is_skipped() {
+        let f = FakePane::with("%1", "bash");
+        f.edit("%1", |s| s.composer = "echo HALF".into());
+        assert_eq!(ring(&f, None, false), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        let f = FakePane::with("%1", "bash");
+        f.edit("%1", |s| s.in_mode = true);
+        assert_eq!(ring(&f, None, false), Outcome::Skipped);
+        let p = profile();
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.in_mode = true);
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        // A doorbell left on the cursor line is pressed, not retyped.
+        let f = FakePane::with("%1", "bash");
+        f.edit("%1", |s| s.composer = ": ring".into());
+        assert_eq!(ring(&f, None, false), Outcome::Rang);
+        assert_eq!(f.screen("%1").calls, vec!["key:Enter"]);
+    }
+
+    #[test]
+    fn doorbell_is_constant_quoted_and_printable() {
+        let d = tempfile::tempdir().unwrap();
+        let odd = d.path().join("it's here");
+        std::fs::create_dir(&odd).unwrap();
+        let home = Home::at(&odd).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        let a = doorbell(&home, &id);
+        assert_eq!(a, doorbell(&home, &id));
+        assert!(a.starts_with(": "));
+        assert!(a.contains(r"it'\''s here"));
+        assert!(a.contains("fm-ack t1"));
+        assert!(!a.chars().any(char::is_control));
+    }
+
+    /// A bare shell reading the doorbell parses it, runs nothing, prints
+    /// nothing and creates nothing — even with quotes, `$`, `*` and `<n>`.
+    #[test]
+    fn the_doorbell_is_a_shell_no_op() {
+        let d = tempfile::tempdir().unwrap();
+        let odd = d.path().join("it's $HOME `x` *");
+        std::fs::create_dir(&odd).unwrap();
+        let home = Home::at(&odd).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        let line = doorbell(&home, &id);
+        let cwd = d.path().join("cwd");
+        std::fs::create_dir(&cwd).unwrap();
+        for (sh, flags) in [("sh", "-nc"), ("sh", "-c"), ("bash", "-c")] {
+            let Ok(out) = std::process::Command::new(sh)
+                .args([flags, &line])
+                .current_dir(&cwd)
+                .output()
+            else {
+                continue;
+            };
+            assert!(out.status.success(), "{sh} {flags}: {out:?}");
+            assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+        }
+        assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
+        // Everything after `: ` is one word: printed back, it is the whole
+        // notice with the inbox path intact.
+        let word = line.strip_prefix(": ").unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("printf '%s|' {word}")])
+            .output()
+            .unwrap();
+        let said = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(said.matches('|').count(), 1, "{said}");
+        assert!(said.starts_with("firstmate inbox: new mail in "), "{said}");
+        assert!(
+            said.contains(&home.inbox(&id).display().to_string()),
+            "{said}"
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! What the watcher's passes share: the state one watcher process keeps
+//! between passes (status-log read offsets, warnings already printed), the
+//! report of one pass, and how a pass opens tmux for a socket. Read by
+//! [`super::pass`] (which runs a pass) and `act` (which carries out each
+//! task's ladder action).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::status_feed::Offsets;
+use crate::error::Result;
+use crate::home::Home;
+use crate::tmux::deliver::Outcome;
+use crate::tmux::pane::Pane;
+use crate::wakes::Wake;
+
+pub(super) const TOOL: &str = "fm-watch";
+
+/// Makes the pane backend for a tmux socket (`""` = default server).
+pub type PaneFactory<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
+
+/// What persists between passes of one watcher process.
+#[derive(Debug, Default)]
+pub struct State {
+    pub(crate) offsets: Offsets,
+    /// Warnings already printed (each is printed once per process).
+    warned: BTreeSet<String>,
+}
+
+impl State {
+    pub fn load(home: &Home) -> Result<State> {
+        Ok(State {
+            offsets: Offsets::load(home)?,
+            warned: BTreeSet::new(),
+        })
+    }
+
+    pub(super) fn warn(&mut self, msg: String) {
+        if self.warned.insert(msg.clone()) {
+            eprintln!("{TOOL}: warning: {msg}");
+        }
+    }
+}
+
+/// One ring attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ring {
+    pub task: String,
+    pub seq: u64,
+    pub count: u64,
+    pub(crate) outcome: Outcome,
+}
+
+/// What a pass did.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub(crate) tasks: usize,
+    pub rings: Vec<Ring>,
+    pub(crate) wakes: Vec<Wake>,
+    /// Earliest second at which some ladder may act without a file change.
+    pub(crate) next_due: Option<u64>,
+    /// Inbox directories seen (the daemon watches them).
+    #[serde(skip)]
+    pub(crate) inboxes: Vec<PathBuf>,
+}
