@@ -306,7 +306,7 @@ fn read_all(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> Vec<Facts> {
 /// Runs `git -C dir args…` with the time bound; `None` on any failure.
 fn git(dir: &Path, args: &[&str]) -> Option<(i32, String)> {
     let out = crate::git::run_bounded(dir, args, GIT_TIMEOUT).ok()?;
-    Some((out.code?, out.stdout))
+    Some((if out.ok { 0 } else { 1 }, out.stdout))
 }
 
 /// Branch and HEAD of a worktree (one git call). A directory that is not
