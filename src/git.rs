@@ -19,8 +19,6 @@ pub const TIMEOUT: Duration = crate::proc::GIT_TIMEOUT;
 #[derive(Debug, Clone)]
 pub struct Output {
     pub ok: bool,
-    /// The exit code; `None` when a signal ended git.
-    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -36,7 +34,6 @@ pub fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> Result<Outpu
     let out = Cmd::git(dir).args(args).timeout(timeout).run()?;
     Ok(Output {
         ok: out.success(),
-        code: out.code(),
         stdout: out.stdout.trim_end().to_string(),
         stderr: out.stderr.trim_end().to_string(),
     })

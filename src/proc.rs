@@ -6,7 +6,7 @@
 //! - bounded in time: at the bound the child is killed by its pid (which is
 //!   still ours: it is not reaped until then) and reaped, and the call
 //!   fails with [`Cause::TimedOut`];
-//! - bounded output: at most [`Cmd::max_output`] bytes of each stream are
+//! - bounded output: at most [`MAX_OUTPUT`] bytes of each stream are
 //!   kept and the rest is read and dropped, so a chatty child never blocks
 //!   on a full pipe and never fills memory;
 //! - a child that exits while something it started still holds its pipes
@@ -37,7 +37,7 @@ pub const TMUX_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bound on one git call.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Default bound on each of stdout and stderr.
+/// Bound on each of stdout and stderr.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
 /// How long output is still collected after the child exited.
@@ -51,7 +51,6 @@ pub struct Cmd {
     /// Variables to set (`Some`) or remove (`None`), in order.
     env: Vec<(OsString, Option<OsString>)>,
     timeout: Duration,
-    max_output: usize,
 }
 
 /// What a child that ran to completion produced.
@@ -60,8 +59,6 @@ pub struct Output {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
-    /// Some output was dropped at [`Cmd::max_output`].
-    pub truncated: bool,
 }
 
 impl Output {
@@ -139,7 +136,6 @@ impl Cmd {
             args: Vec::new(),
             env: Vec::new(),
             timeout: GIT_TIMEOUT,
-            max_output: MAX_OUTPUT,
         }
     }
 
@@ -199,12 +195,6 @@ impl Cmd {
 
     pub fn timeout(mut self, limit: Duration) -> Cmd {
         self.timeout = limit;
-        self
-    }
-
-    /// Bytes kept of each of stdout and stderr.
-    pub fn max_output(mut self, bytes: usize) -> Cmd {
-        self.max_output = bytes;
         self
     }
 
@@ -287,10 +277,10 @@ impl Cmd {
                     .map(|p| Box::new(p) as Box<dyn Read + Send>),
             ),
         ] {
-            let (tx, max) = (tx.clone(), self.max_output);
+            let tx = tx.clone();
             let pipe = pipe.expect("piped at spawn");
             std::thread::spawn(move || {
-                let _ = tx.send(Event::Read(stream, read_bounded(pipe, max)));
+                let _ = tx.send(Event::Read(stream, read_bounded(pipe, MAX_OUTPUT)));
             });
         }
         watch_exit(&child, tx);
@@ -315,13 +305,12 @@ impl Cmd {
             return Err(self.failure(Cause::TimedOut(self.timeout)));
         }
         let status = child.wait().map_err(|e| self.failure(Cause::Wait(e)))?;
-        let (stdout, t_out) = out.unwrap_or_default();
-        let (stderr, t_err) = err.unwrap_or_default();
+        let text =
+            |r: Option<Vec<u8>>| String::from_utf8_lossy(&r.unwrap_or_default()).into_owned();
         Ok(Output {
             status,
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            truncated: t_out || t_err,
+            stdout: text(out),
+            stderr: text(err),
         })
     }
 }
@@ -333,29 +322,27 @@ enum Stream {
 }
 
 enum Event {
-    Read(Stream, (Vec<u8>, bool)),
+    Read(Stream, Vec<u8>),
     Exited,
 }
 
 /// Everything `pipe` yields until end of file, keeping the first `max`
-/// bytes; whether any were dropped.
-fn read_bounded(mut pipe: impl Read, max: usize) -> (Vec<u8>, bool) {
+/// bytes: the rest is read and dropped, so the writer never blocks.
+fn read_bounded(mut pipe: impl Read, max: usize) -> Vec<u8> {
     let mut kept = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
-    let mut truncated = false;
     loop {
         match pipe.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {
                 let room = max.saturating_sub(kept.len());
                 kept.extend_from_slice(&chunk[..n.min(room)]);
-                truncated |= n > room;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    (kept, truncated)
+    kept
 }
 
 /// Sends [`Event::Exited`] once `child` has exited, without reaping it
@@ -412,7 +399,6 @@ mod tests {
             (out.code(), &*out.stdout, &*out.stderr),
             (Some(3), "out", "err")
         );
-        assert!(!out.truncated);
         let err = sh("echo nope >&2; exit 2").run_ok().unwrap_err();
         assert_eq!(err.to_string(), "sh -c echo nope >&2; exit 2: exit 2: nope");
         assert_eq!(sh("echo yes").run_ok().unwrap(), "yes\n");
@@ -474,13 +460,13 @@ mod tests {
 
     #[test]
     fn output_is_bounded_and_the_child_is_not_blocked() {
-        let out = sh("head -c 1000000 /dev/zero; echo done >&2")
-            .max_output(1000)
+        let more = MAX_OUTPUT + 3 * 65536;
+        let out = sh(&format!("head -c {more} /dev/zero; echo done >&2"))
             .run()
             .unwrap();
-        assert_eq!(out.stdout.len(), 1000);
-        assert!(out.truncated);
+        assert_eq!(out.stdout.len(), MAX_OUTPUT);
         assert_eq!(out.stderr, "done\n");
+        assert_eq!(read_bounded(&b"abcdef"[..], 4), b"abcd");
     }
 
     #[test]
