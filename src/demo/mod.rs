@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
+use crate::proc::Cmd;
 use crate::stand_in::sibling_bin;
 use crate::task_id::TaskId;
-use crate::proc::Cmd;
 use crate::tmux::pane::{Pane, Tmux};
 use crate::{fsx, inbox};
 
