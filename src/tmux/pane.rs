@@ -436,10 +436,13 @@ mod tests {
                 .status()
                 .unwrap();
             assert!(st.success());
+            // The test's own path, without the crate name, so it survives a move.
+            let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+            let name = format!("{module}::pane_reads_in_the_stripped_environment");
             let child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "pane::tests::pane_reads_in_the_stripped_environment",
+                    &name,
                     "--include-ignored",
                     "--nocapture",
                     "--test-threads=1",
