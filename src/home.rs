@@ -191,6 +191,11 @@ impl Home {
     pub(crate) fn top_cursor(&self) -> PathBuf {
         self.state_dir().join(".top.cursor")
     }
+    /// A notification channel's cursor into `wakes.log`: `<offset> <seq>`
+    /// of the last wake it delivered or passed over.
+    pub(crate) fn notify_cursor(&self, channel: &str) -> PathBuf {
+        self.state_dir().join(format!(".notify-{channel}.cursor"))
+    }
     /// Per-task read offsets of status logs already surfaced as wakes.
     pub(crate) fn watch_offsets(&self) -> PathBuf {
         self.state_dir().join(".watch.offsets")

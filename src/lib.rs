@@ -3,22 +3,26 @@
 //! Small binaries (`fm-*`, and `fm` as the front door) share this library,
 //! which reads and writes plain files under a home's `data/` and `state/`
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
-//! that writes files and [`home::Home`] the only one that joins paths.
+//! that writes files, [`home::Home`] the only one that joins paths, and
+//! `proc` the only one that runs child processes to completion.
 //!
 //! Three layers:
 //! - Foundations: [`home`], [`task_id`], [`fsx`], [`config`], `harness`,
-//!   [`clock`], `git`, [`shq`], `error`, [`events`] (the audit trail, one
+//!   [`clock`], `git`, `proc`, [`shq`], `error`, [`events`] (the audit trail, one
 //!   typed enum).
 //! - Features, each owning its file formats and its use cases: [`meta`]
 //!   (`<id>.meta`, read as one `TaskMeta`), [`status`] (the status log and
 //!   busy record), [`inbox`] (records, the ladder files, sending,
 //!   acknowledging), [`brief`] (briefs and responses), `dod` (the
 //!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
-//!   [`crew_state`], `control` (lifecycle), [`tmux`] (panes, the screen,
+//!   [`crew_state`], [`notify`] (wakes to the captain's channels),
+//!   `control` (lifecycle), [`tmux`] (panes, the screen,
 //!   the doorbell, the moves to a worker's pane), [`top`] (the
 //!   dashboard), plus `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
 //!   features' use cases and decides nothing itself.
+
+#![forbid(unsafe_code)]
 
 pub mod board;
 pub mod brief;
@@ -39,6 +43,8 @@ pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
 pub mod meta;
+pub mod notify;
+pub(crate) mod proc;
 pub mod shq;
 pub mod stand_in;
 pub mod status;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Result, exit};
 use crate::home::Home;
+use crate::notify::Notifier;
 use crate::task_id::TaskId;
 use crate::wakes::{self, Wake};
 use crate::watch::daemon::{self, End, Followed, Options};
@@ -92,6 +93,9 @@ fn run(a: Args) -> Result<u8> {
             return Ok(exit::OK);
         }
     };
+    // Before any wake of this run, so a channel's first cursor is not
+    // placed past them.
+    let notifier = Notifier::start(&ctx.home, &ctx.cfg);
     let recovered = daemon::recovered_wake(&ctx.home, &ctx.cfg, &lock);
     lock.record_pid()?;
     let result = if a.once {
@@ -114,12 +118,16 @@ fn run(a: Args) -> Result<u8> {
         let quiet = start.is_some();
         let json = a.json;
         let mut show = |r: &Report| {
+            if !r.wakes.is_empty() {
+                notifier.poke();
+            }
             if !quiet {
                 show_report(r, json);
             }
         };
         daemon::run(&ctx.home, &ctx.cfg, &opts, &mut show).and_then(|end| finish_loop(end, json))
     };
+    notifier.finish();
     lock.release();
     crate::watch::hook::wait_all();
     result
@@ -133,7 +141,7 @@ fn finish_loop(end: End, json: bool) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        End::Signal(libc::SIGINT) => Ok(exit::INTERRUPTED),
+        End::Signal(signal_hook::consts::SIGINT) => Ok(exit::INTERRUPTED),
         End::Signal(_) => Ok(exit::OK),
     }
 }

@@ -145,6 +145,7 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
         restore();
         previous(info);
     }));
+    watchdog(Arc::clone(&stop));
     let mut screen = Screen::enter()?;
     let (tx, rx) = mpsc::channel();
     let source = Source::start(home, cfg, &tx, opts.events);
@@ -226,6 +227,34 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
             dirty = true;
         }
     }
+}
+
+/// How long the loop has to answer a stop before the watchdog ends the
+/// process.
+const GRACE: Duration = Duration::from_millis(600);
+
+/// Once the terminal is hung up (its emulator or tmux server went away),
+/// crossterm's reader can spin inside `event::poll` (the tty reads as
+/// ready with nothing in it) and the loop never sees a signal's flag. This
+/// thread notices a hung-up terminal (its attributes can no longer be
+/// read) and a stop the loop has not answered within [`GRACE`], and ends
+/// the process itself after restoring what it can.
+fn watchdog(stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut since: Option<Instant> = None;
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            if rustix::termios::tcgetattr(std::io::stdin()).is_err() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            if stop.load(Ordering::SeqCst)
+                && since.get_or_insert_with(Instant::now).elapsed() >= GRACE
+            {
+                restore();
+                std::process::exit(0);
+            }
+        }
+    });
 }
 
 /// What an action needs.

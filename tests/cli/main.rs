@@ -11,6 +11,7 @@ mod dod;
 mod fm;
 mod harden;
 mod harness;
+mod notify;
 mod pane;
 mod send;
 mod send_text;

@@ -492,6 +492,30 @@ fn every_way_out_restores_the_terminal() {
         .run();
 }
 
+/// A dashboard whose terminal goes away (its tmux server is killed) ends,
+/// instead of spinning on a hung-up terminal.
+#[test]
+fn a_dashboard_whose_terminal_is_gone_ends() {
+    let Some(f) = Fleet::new() else { return };
+    let Some(outer) = Tmux::start() else { return };
+    let argv = f.top_argv(&[]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let pane = outer.window("dash", &argv);
+    let s = Screen { t: &outer, pane };
+    s.wait("the fleet's rows", |x| x.contains("docs"));
+    let pid = s.format("#{pane_pid}");
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+            st.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(alive(), "the dashboard runs as the pane's process");
+    drop(outer);
+    wait_for("the dashboard to end", SECS, || !alive());
+}
+
 #[test]
 fn fm_peek_prints_the_screen_and_fm_attach_refuses_what_it_cannot_reach() {
     let Some(f) = Fleet::new() else { return };
