@@ -225,10 +225,10 @@ fn the_fleet_sorts_attention_first_then_by_wait() {
     });
     add("c-failed", &|f| log(f, "failed [at=9000]: no\n"));
     add("d-new-decision", &|f| {
-        log(f, "needs-decision [at=9900] [key=x]: x?\n")
+        log(f, "needs-decision [at=9900] [key=x]: x?\n");
     });
     add("e-old-decision", &|f| {
-        log(f, "needs-decision [at=9100] [key=y]: y?\n")
+        log(f, "needs-decision [at=9100] [key=y]: y?\n");
     });
     add("f-dead", &|f| f.pane = PaneFact::Gone);
     add("g-idle", &|_| {});

@@ -136,6 +136,8 @@ impl From<&Decision> for OpenDecision {
     }
 }
 
+// serde's `serialize_with` hands the field by reference.
+#[allow(clippy::ref_option)]
 fn iso<S: serde::Serializer>(t: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
     t.map(clock::rfc3339).serialize(s)
 }

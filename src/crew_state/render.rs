@@ -9,6 +9,7 @@ use crate::clock;
 const SEP: &str = " \u{b7} ";
 
 /// The SGR colour of a state.
+#[allow(clippy::match_same_arms, reason = "one row per state reads as a table")]
 fn colour(state: State) -> &'static str {
     match state {
         State::Working => "32",
@@ -48,16 +49,14 @@ pub(crate) fn line(row: &Row, colour: bool) -> String {
 /// The AGE cell: `42s ago`, `5m ago`, … or `-` without a current line.
 pub(crate) fn age_cell(row: &Row) -> String {
     row.age_secs
-        .map(|a| format!("{} ago", clock::age(a)))
-        .unwrap_or_else(|| "-".into())
+        .map_or_else(|| "-".into(), |a| format!("{} ago", clock::age(a)))
 }
 
 /// The WAITING cell: what the captain is needed for, or `-`.
 pub(crate) fn waiting_cell(row: &Row) -> String {
     row.attention
         .as_ref()
-        .map(|a| a.label())
-        .unwrap_or_else(|| "-".into())
+        .map_or_else(|| "-".into(), super::attention::Attention::label)
 }
 
 const COLUMNS: usize = 8;

@@ -134,7 +134,7 @@ pub fn screen_lines(captured: &str, lines: Option<usize>) -> Vec<String> {
         .lines()
         .map(|l| clean_line(l).trim_end().to_string())
         .collect();
-    while v.last().is_some_and(|l| l.is_empty()) {
+    while v.last().is_some_and(std::string::String::is_empty) {
         v.pop();
     }
     if let Some(n) = lines {
@@ -238,7 +238,7 @@ mod tests {
         assert!(screen_lines("\n\n", None).is_empty());
         let f = FakePane::with("%1", "claude");
         f.edit("%1", |s| {
-            s.history = vec!["hello".into(), "\x1b[32mok\x1b[0m".into()]
+            s.history = vec!["hello".into(), "\x1b[32mok\x1b[0m".into()];
         });
         assert_eq!(peek(&f, "%1", None).unwrap(), ["hello", "ok", ">"]);
         assert!(peek(&f, "%9", None).is_err());

@@ -185,8 +185,13 @@ impl App {
             return;
         }
         let last = self.visible.len() - 1;
-        let at = self.cursor().unwrap_or(0) as isize + delta;
-        self.select_at(at.clamp(0, last as isize) as usize);
+        let at = self.cursor().unwrap_or(0);
+        let to = if delta < 0 {
+            at.saturating_sub(delta.unsigned_abs())
+        } else {
+            at.saturating_add(delta.unsigned_abs())
+        };
+        self.select_at(to.min(last));
     }
 
     /// Keeps the selection inside a list window of `height` rows.
@@ -274,7 +279,7 @@ impl App {
             KeyCode::PageDown => self.move_by(10),
             KeyCode::Home | KeyCode::Char('g') => self.select_at(0),
             KeyCode::End | KeyCode::Char('G') => {
-                self.select_at(self.visible.len().saturating_sub(1))
+                self.select_at(self.visible.len().saturating_sub(1));
             }
             KeyCode::Char('q') => return Some(Effect::Quit(0)),
             KeyCode::Char('?') => self.mode = Mode::Help,
@@ -391,7 +396,7 @@ impl App {
             _ => {}
         }
         if matches!(purpose, Purpose::Filter { .. }) {
-            self.filter = text.clone();
+            self.filter.clone_from(&text);
             self.refilter();
         }
         self.mode = Mode::Input { purpose, text };
@@ -450,7 +455,11 @@ impl App {
 /// Whether the row mentions `needle` (lower case) in its id, project,
 /// state, reason or detail.
 fn matches(r: &Row, needle: &str) -> bool {
-    let reason = r.attention.as_ref().map(|a| a.reason()).unwrap_or_default();
+    let reason = r
+        .attention
+        .as_ref()
+        .map(super::super::crew_state::attention::Attention::reason)
+        .unwrap_or_default();
     [
         r.id.as_str(),
         r.project.as_deref().unwrap_or(""),

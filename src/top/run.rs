@@ -93,6 +93,8 @@ impl Screen {
     }
 
     /// Gives the terminal back for a while (an attached tmux client).
+    /// Taking the screen mutably keeps the hand-over with its owner.
+    #[allow(clippy::unused_self)]
     fn suspend(&mut self) {
         restore();
     }

@@ -21,7 +21,7 @@ use crate::crew_state::Row;
 fn row_time(r: &Row) -> Option<u64> {
     r.attention
         .as_ref()
-        .and_then(|a| a.since())
+        .and_then(super::super::crew_state::attention::Attention::since)
         .or(r.current_at)
 }
 

@@ -114,7 +114,7 @@ impl Fleet {
             bin("fm").display().to_string(),
             "top".into(),
         ];
-        v.extend(extra.iter().map(|s| s.to_string()));
+        v.extend(extra.iter().map(std::string::ToString::to_string));
         v
     }
 
