@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 out=target/bench-report
 mkdir -p "$out"
-benches=(status brief send crew_state board watch wakes footprint)
+benches=(status brief send crew_state board watch wakes footprint top)
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -98,6 +98,8 @@ EOF
     row "fleet view peak memory, 1,000 tasks, 100 live panes" "≤ 20 MB" crew.panes100.rss 19.07 MiB 1
     row "\`fm-board list\`, 10,000 tasks" "≤ 50 ms" board.list 50 ms 1
     row "\`fm-board claim\`, 10,000-task board" "≤ 5 ms" board.claim 5 ms 2
+    row "\`fm top\` redraw, 1,000 tasks, 200×50 (median of 200 frames)" "≤ 16 ms" top.redraw_1000 16 ms 2
+    row "\`fm top\` idle CPU, 100 tasks" "≤ 1 %" top.idle_cpu 1 "% of a core" 3
     row "\`fm demo\`, whole loop" "< 60 s" demo.secs 60 s 1
 
     cat <<EOF
@@ -106,6 +108,7 @@ Other figures:
 
 | what | measured |
 |---|---|
+| \`fm top\` redraw, 1,000 tasks, worst of 200 frames | $(num "$(fig top.redraw_1000_worst)" 2) ms |
 | \`fm-brief\` filled ship brief, fastest of 200 | $(num "$(fig brief.write_min)" 2) ms |
 | \`fm-brief --check\` | $(num "$(fig brief.check)" 2) ms |
 | \`fm-board list --json\`, 10,000 tasks | $(num "$(fig board.list_json)" 1) ms |
