@@ -586,3 +586,5 @@ fn symlinked_task_data_is_refused() {
         ],
     );
 }
+
+mod names;
