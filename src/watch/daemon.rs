@@ -133,7 +133,7 @@ pub fn recovered_wake(home: &Home, cfg: &Config, lock: &Lock) -> Option<Wake> {
             Some(wake)
         }
         Err(e) => {
-            eprintln!("fm-watch: warning: cannot append wake: {e}");
+            crate::output::err_line(&format!("fm-watch: warning: cannot append wake: {e}"));
             None
         }
     }
@@ -188,10 +188,10 @@ pub fn run(
 ) -> Result<End> {
     let (tx, rx) = mpsc::channel::<()>();
     let mut watcher = if opts.no_notify {
-        eprintln!(
+        crate::output::err_line(&format!(
             "fm-watch: warning: filesystem events disabled; polling every {}s",
             cfg.watch.poll_secs.max(1)
-        );
+        ));
         None
     } else {
         start_notify(home, tx)
@@ -207,7 +207,7 @@ pub fn run(
         let report = match pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("fm-watch: warning: pass failed: {e}");
+                crate::output::err_line(&format!("fm-watch: warning: pass failed: {e}"));
                 Report::default()
             }
         };
@@ -277,7 +277,9 @@ fn start_notify(home: &Home, tx: mpsc::Sender<()>) -> Option<notify::Recommended
     match started {
         Ok(w) => Some(w),
         Err(e) => {
-            eprintln!("fm-watch: warning: filesystem events unavailable ({e}); polling instead");
+            crate::output::err_line(&format!(
+                "fm-watch: warning: filesystem events unavailable ({e}); polling instead"
+            ));
             None
         }
     }

@@ -62,13 +62,15 @@ pub(crate) fn spawn(template: &[String], wake: &Wake) {
         std::thread::spawn(
             move || match crate::tmux::pane::run_bounded(cmd, HOOK_TIMEOUT) {
                 Ok((Some(0), _, _)) => {}
-                Ok((code, _, stderr)) => eprintln!(
+                Ok((code, _, stderr)) => crate::output::err_line(&format!(
                     "fm-watch: warning: on_wake hook {program} exited {}: {}",
                     code.map(|c| c.to_string())
                         .unwrap_or_else(|| "by signal".into()),
                     stderr.trim()
-                ),
-                Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
+                )),
+                Err(msg) => crate::output::err_line(&format!(
+                    "fm-watch: warning: on_wake hook {program}: {msg}"
+                )),
             },
         );
     if let Ok(mut v) = RUNNING.lock() {

@@ -588,3 +588,4 @@ fn symlinked_task_data_is_refused() {
 }
 
 mod names;
+mod output;
