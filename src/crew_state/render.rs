@@ -14,6 +14,7 @@ use crate::output::{Sgr, Text, sanitize};
 const SEP: &str = " \u{b7} ";
 
 /// The colour of a state.
+#[allow(clippy::match_same_arms, reason = "one row per state reads as a table")]
 fn colour(state: State) -> Sgr {
     match state {
         State::Working => Sgr::Green,
@@ -44,7 +45,7 @@ pub(crate) fn line(row: &Row, colour_on: bool) -> Text {
 
 /// The AGE cell: `42s`, `5m`, … or `-` without a current line.
 pub(crate) fn age_cell(row: &Row) -> String {
-    row.age_secs.map(clock::age).unwrap_or_else(|| "-".into())
+    row.age_secs.map_or_else(|| "-".into(), clock::age)
 }
 
 /// The fleet table: a header and one row per task, columns padded to the

@@ -73,7 +73,7 @@ impl Fold {
             }
         }
         f.open = slots.iter().flatten().map(LineRef::decision).collect();
-        f.last_state = last_state.map(|l| l.to_owned_line());
+        f.last_state = last_state.map(super::parse::LineRef::to_owned_line);
         f
     }
 
