@@ -60,7 +60,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
     let (rows, warnings) = crew_state::rows(&ctx.home, &ctx.cfg, ids, clock::now());
     for w in warnings {
-        eprintln!("{TOOL}: warning: {w}");
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
     rows
 }
@@ -90,12 +90,12 @@ fn run(a: Args) -> Result<u8> {
         if a.json {
             common::out_json(&row)?;
         } else {
-            common::out(&render::line(&row, common::colour_enabled()))?;
+            crate::output::out_text([&render::line(&row, common::colour_enabled())])?;
         }
         return Ok(0);
     }
     if a.watch {
-        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        let tty = crate::output::stdout_is_terminal();
         let colour = common::colour_enabled();
         let interval = Duration::from_secs_f64(a.interval);
         return live::run(interval, tty, || frame(&ctx, colour, a.interval));
@@ -104,7 +104,7 @@ fn run(a: Args) -> Result<u8> {
     if a.json {
         common::out_json(&rows)?;
     } else {
-        common::out(&render::table(&rows, common::colour_enabled()).join("\n"))?;
+        crate::output::out_text(&render::table(&rows, common::colour_enabled()))?;
     }
     Ok(0)
 }
@@ -127,8 +127,9 @@ fn frame(ctx: &Ctx, colour: bool, interval: f64) -> Result<String> {
         s.push_str("  (none)\n");
     }
     for w in wakes {
+        // The feed's lines are workers' words: sanitised like any cell.
         s.push_str("  ");
-        s.push_str(&w);
+        s.push_str(&crate::output::sanitize(&w));
         s.push('\n');
     }
     Ok(s)

@@ -160,9 +160,12 @@ fn tmux(socket: &str, display_ms: u64, note: &Note) -> Result<(), String> {
         (0, _) => Err(errors.join("; ")),
         (_, true) => Ok(()),
         (_, false) => {
-            eprintln!(
-                "fm-watch: warning: notify tmux: {} (shown on {shown} other client(s))",
-                errors.join("; ")
+            crate::output::warn(
+                "fm-watch",
+                &format!(
+                    "notify tmux: {} (shown on {shown} other client(s))",
+                    errors.join("; ")
+                ),
             );
             Ok(())
         }

@@ -64,7 +64,10 @@ impl Cursor {
     fn save(self, home: &Home, channel: &str) {
         let text = format!("{} {}\n", self.offset, self.seq);
         if let Err(e) = fsx::atomic_write(&home.notify_cursor(channel), text.as_bytes()) {
-            eprintln!("fm-watch: warning: notify {channel}: cannot save its cursor: {e}");
+            crate::output::warn(
+                "fm-watch",
+                &format!("notify {channel}: cannot save its cursor: {e}"),
+            );
         }
     }
 }
@@ -122,7 +125,10 @@ impl Lane {
         let (found, end) = match wakes::read_since(&self.home, self.cursor.offset) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("fm-watch: warning: notify {name}: cannot read the wakes: {e}");
+                crate::output::warn(
+                    "fm-watch",
+                    &format!("notify {name}: cannot read the wakes: {e}"),
+                );
                 return Some(now + POLL);
             }
         };
@@ -136,15 +142,18 @@ impl Lane {
             .filter(|w| self.events.iter().any(|e| e == event_of(w)))
             .partition(|w| w.epoch.saturating_add(self.max_age) < epoch);
         if !stale.is_empty() {
-            eprintln!(
-                "fm-watch: warning: notify {name}: {} wake(s) older than {}s not sent (seq {})",
-                stale.len(),
-                self.max_age,
-                stale
-                    .iter()
-                    .map(|w| w.seq.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
+            crate::output::warn(
+                "fm-watch",
+                &format!(
+                    "notify {name}: {} wake(s) older than {}s not sent (seq {})",
+                    stale.len(),
+                    self.max_age,
+                    stale
+                        .iter()
+                        .map(|w| w.seq.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
             );
         }
         let done = Cursor {
@@ -168,10 +177,13 @@ impl Lane {
             }
             Err(e) => {
                 let delay = self.pacer.failed(now);
-                eprintln!(
-                    "fm-watch: warning: notify {name} failed (attempt {}): {e}; {n} wake(s) kept, retrying in {}s",
-                    self.pacer.failures,
-                    delay.as_secs_f64()
+                crate::output::warn(
+                    "fm-watch",
+                    &format!(
+                        "notify {name} failed (attempt {}): {e}; {n} wake(s) kept, retrying in {}s",
+                        self.pacer.failures,
+                        delay.as_secs_f64()
+                    ),
                 );
                 Some(now + delay)
             }
@@ -195,7 +207,7 @@ impl Notifier {
     pub fn start(home: &Home, cfg: &Config) -> Notifier {
         let (channels, warnings) = channel::configured(cfg, std::env::var_os("PATH").as_deref());
         for w in warnings {
-            eprintln!("fm-watch: warning: {w}");
+            crate::output::warn("fm-watch", &w);
         }
         let lanes = channels
             .into_iter()
