@@ -593,3 +593,4 @@ fn symlinked_task_data_is_refused() {
 
 mod names;
 mod output;
+mod paths;
