@@ -24,6 +24,32 @@ pub(crate) fn is_reserved(id: &str) -> bool {
     RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(id))
 }
 
+/// Refuses a path holding a control character (a newline, a tab, an
+/// escape, DEL, a C1 control). Such a path cannot be written into a
+/// generated command line (a crontab entry, the doorbell) or shown to the
+/// captain as itself: a newline would start a second cron job, and the
+/// output layer would show a name that does not exist. `what` says which
+/// path it is (`home`, `paths.worktrees`).
+pub(crate) fn refuse_control(what: &str, path: &Path) -> Result<()> {
+    if let Some(c) = control_char(path) {
+        return Err(Error::refused(format!(
+            "{what} path {} holds the control character U+{:04X}; \
+             rename it to a path without control characters",
+            path.display(),
+            c as u32
+        )));
+    }
+    Ok(())
+}
+
+/// The first control character in `path`, if any.
+pub(crate) fn control_char(path: &Path) -> Option<char> {
+    use std::os::unix::ffi::OsStrExt;
+    String::from_utf8_lossy(path.as_os_str().as_bytes())
+        .chars()
+        .find(|c| c.is_control())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
     root: PathBuf,
@@ -67,13 +93,17 @@ impl Home {
     }
 
     /// A home rooted at an existing directory, made absolute and physical.
+    /// A path with a control character in it is refused
+    /// ([`refuse_control`]), as given and as resolved.
     pub fn at(dir: &Path) -> Result<Home> {
+        refuse_control("home", dir)?;
         let root = dir
             .canonicalize()
             .map_err(|_| Error::NoHome(dir.to_path_buf()))?;
         if !root.is_dir() {
             return Err(Error::NoHome(dir.to_path_buf()));
         }
+        refuse_control("home", &root)?;
         Ok(Home { root })
     }
 

@@ -152,6 +152,7 @@ fn full_command() -> clap::Command {
 fn init(dir: Option<&Path>) -> Result<u8> {
     let cwd = std::env::current_dir().map_err(|e| Error::io("get current directory", ".", e))?;
     let root = cwd.join(dir.unwrap_or(Path::new(".")));
+    crate::home::refuse_control("home", &root)?;
     fsx::ensure_dir(&root)?;
     let home = Home::at(&root)?;
     let cfg = home.config_file();

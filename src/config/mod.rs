@@ -276,10 +276,32 @@ impl Config {
         let mut tree = file::parse(path, text)?;
         let cfg = file::read(path, text, &tree)?;
         if !env::merge(tree.get_mut(), env)? {
-            return Ok(cfg);
+            return check_paths(path, text, cfg);
         }
-        file::read(path, text, &tree)
+        check_paths(path, text, file::read(path, text, &tree)?)
     }
+}
+
+/// `paths.worktrees` becomes part of every worktree path, which briefs
+/// and spawn commands carry: a control character in it is refused, as in a
+/// home path ([`crate::home::refuse_control`]).
+fn check_paths(path: &Path, text: &str, cfg: Config) -> Result<Config> {
+    if let Some(c) = crate::home::control_char(Path::new(&cfg.paths.worktrees)) {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with("worktrees"))
+            .map_or(1, |i| i + 1);
+        return Err(Error::Config {
+            path: path.to_path_buf(),
+            line,
+            key: "paths.worktrees".into(),
+            msg: format!(
+                "holds the control character U+{:04X}; use a path without control characters",
+                c as u32
+            ),
+        });
+    }
+    Ok(cfg)
 }
 
 #[cfg(test)]

@@ -591,5 +591,8 @@ fn symlinked_task_data_is_refused() {
     );
 }
 
+mod fifos;
+mod locks;
 mod names;
 mod output;
+mod paths;
