@@ -13,7 +13,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::pane::{Pane, PaneInfo};
-use super::screen::{composer_text, holds_doorbell, holds_input, screen_busy, unsent};
+use super::screen::{
+    composer_text, holds_doorbell, holds_input, screen_busy, unsent_plain as unsent,
+};
 use crate::config::SendCfg;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
