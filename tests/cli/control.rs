@@ -399,6 +399,10 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
         "#{pane_id} #{window_name} #{pane_current_command}",
     ]);
     assert!(listed.contains(&format!("{pane} fm-s1 ")), "{listed}");
+    // The session spawn created holds the worker's window and nothing else
+    // (no stray shell window beside it).
+    let windows = t.run(["list-windows", "-t", "=fm", "-F", "#{window_name}"]);
+    assert_eq!(windows, "fm-s1\n");
     assert!(
         wait_until(10.0, || t.capture(&pane).contains("stand-in>")),
         "{}",
