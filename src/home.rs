@@ -168,6 +168,10 @@ impl Home {
     pub(crate) fn escalated(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".escalated")
     }
+    /// A doorbell held back while the agent was busy, owed at the turn's end.
+    pub(crate) fn ring_owed(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".ring-owed")
+    }
 
     // --- home-wide state ---
     pub(crate) fn events(&self) -> PathBuf {

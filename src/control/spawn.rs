@@ -140,10 +140,23 @@ impl Ctl<'_> {
 
     /// A new agent has heard none of the pending records: the watcher's
     /// ladder files (`.ring-state`, `.escalated`) left from the previous
-    /// agent would keep it from ringing this one, so they go. Best effort:
-    /// the agent is already running, and a leftover file only delays rings.
+    /// agent would keep it from ringing this one, so they go — and with
+    /// records pending, a doorbell is owed to it as soon as it is idle
+    /// (after its first turn). Best effort: the agent is already running,
+    /// and a leftover file only delays rings.
     pub(super) fn restart_ladder(&self) {
-        if let Err(e) = crate::inbox::ladder_files::clear(self.home, self.id) {
+        use crate::inbox::ladder_files;
+        let pending = !crate::inbox::pending(self.home, self.id)
+            .unwrap_or_default()
+            .is_empty();
+        let reset = ladder_files::clear(self.home, self.id).and_then(|()| {
+            if pending {
+                ladder_files::write_owed(self.home, self.id, clock::now())
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = reset {
             eprintln!(
                 "{TOOL}: warning: {}: could not reset the watcher's ladder: {e}",
                 self.id
