@@ -129,7 +129,7 @@ fn frame(ctx: &Ctx, colour: bool, interval: f64) -> Result<String> {
         s.push('\n');
     }
     s.push_str("\nwakes:\n");
-    let wakes = live::tail_lines(&ctx.home.wakes(), WAKE_LINES);
+    let wakes = live::recent_wakes(&ctx.home.wakes(), WAKE_LINES, clock::now());
     if wakes.is_empty() {
         s.push_str("  (none)\n");
     }

@@ -175,7 +175,9 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
         common::out(&format!("open: {} {} \u{b7} {}", d.key, d.verb, d.text))?;
     }
     for e in report.log.iter().flatten() {
-        let at = e.at.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+        let at =
+            e.at.map(|t| clock::ago(t, now))
+                .unwrap_or_else(|| "-".into());
         let verb = e.verb.as_deref().unwrap_or(e.kind);
         let key = e.key.as_deref().unwrap_or("-");
         common::out(&format!(

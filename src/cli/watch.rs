@@ -133,7 +133,7 @@ fn finish_loop(end: End, json: bool) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        End::Signal(libc::SIGINT) => Ok(exit::INTERRUPTED),
+        End::Signal(signal_hook::consts::SIGINT) => Ok(exit::INTERRUPTED),
         End::Signal(_) => Ok(exit::OK),
     }
 }

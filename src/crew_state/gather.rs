@@ -122,7 +122,7 @@ fn read_files(
             };
         }
         if let Some(name) = &meta.harness {
-            f.profile = harness::profile(cfg, name);
+            f.profile = harness::profile(&cfg.harness, name);
         }
     }
     Ok(f)

@@ -46,7 +46,7 @@ fn append_locked(path: &Path, line: &[u8], in_page: bool) -> Result<()> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
         .map_err(io_err("open for append", path))?;
     f.lock().map_err(io_err("lock", path))?;
@@ -130,20 +130,12 @@ fn append_whole(mut f: &File, line: &[u8]) -> io::Result<()> {
 /// preallocate falls back to the write and [`untear`].
 #[cfg(target_os = "linux")]
 fn reserve(f: &File, len: usize) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
+    use rustix::fs::FallocateFlags;
+    use rustix::io::Errno;
     let size = f.metadata()?.len();
-    let (Ok(off), Ok(len)) = (libc::off_t::try_from(size), libc::off_t::try_from(len)) else {
-        return Ok(());
-    };
-    // SAFETY: the descriptor is open for writing for the whole call.
-    let rc = unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, off, len) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::ENOSPC) | Some(libc::EDQUOT) => Err(e),
-        _ => Ok(()),
+    match rustix::fs::fallocate(f, FallocateFlags::KEEP_SIZE, size, len as u64) {
+        Err(e @ (Errno::NOSPC | Errno::DQUOT)) => Err(e.into()),
+        Ok(()) | Err(_) => Ok(()),
     }
 }
 

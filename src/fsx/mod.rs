@@ -38,9 +38,13 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
+/// `O_NOFOLLOW` for `OpenOptions::custom_flags`: opening a symlink fails
+/// with `ELOOP` instead of following it.
+const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
     move |e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
             Error::Symlink(path.to_path_buf())
         } else {
             Error::io(op, path, e)

@@ -192,8 +192,8 @@ mod tests {
     fn profile() -> HarnessProfile {
         let mut p = crate::harness::builtin("claude").unwrap();
         p.agent_commands = Some(vec!["claude".into()]);
-        p.composer_regex = Some(r"^> ?(.*)$".into());
-        p.busy_regex = Some("esc to interrupt".into());
+        p.composer_regex = Some(regex::Regex::new(r"^> ?(.*)$").unwrap());
+        p.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
         p
     }
 

@@ -440,29 +440,11 @@ pub(crate) fn unsent(
 #[path = "screen_tests.rs"]
 mod tests;
 
-/// The reading rules of a profile whose regexes are still strings.
-// Bridges the profile type until it carries compiled regexes and dialogs.
-struct Compiled {
-    busy: Option<Regex>,
-    composer: Option<Regex>,
-}
-
-impl Compiled {
-    fn of(profile: Option<&crate::harness::HarnessProfile>) -> Compiled {
-        let c = |r: Option<&String>| r.and_then(|r| Regex::new(r).ok());
-        Compiled {
-            busy: c(profile.and_then(|p| p.busy_regex.as_ref())),
-            composer: c(profile.and_then(|p| p.composer_regex.as_ref())),
-        }
-    }
-
-    fn rules(&self) -> Rules<'_> {
-        Rules {
-            busy: self.busy.as_ref(),
-            composer: self.composer.as_ref(),
-            ..Rules::default()
-        }
-    }
+/// The reading rules of a profile (none without one).
+pub(crate) fn rules_of(profile: Option<&crate::harness::HarnessProfile>) -> Rules<'_> {
+    profile
+        .map(crate::harness::HarnessProfile::rules)
+        .unwrap_or_default()
 }
 
 /// The composer's current text, if the profile can read it.
@@ -470,7 +452,7 @@ pub(crate) fn composer_text(
     profile: Option<&crate::harness::HarnessProfile>,
     screen: &str,
 ) -> Option<String> {
-    match composer(&Compiled::of(profile).rules(), &Screen::parse(screen)) {
+    match composer(&rules_of(profile), &Screen::parse(screen)) {
         Composer::Holds(t) => Some(t),
         Composer::Absent | Composer::Unknown => None,
     }
@@ -478,7 +460,7 @@ pub(crate) fn composer_text(
 
 /// Whether the screen tail matches the profile's busy regex.
 pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
-    busy(&Compiled::of(profile).rules(), &Screen::parse(screen))
+    busy(&rules_of(profile), &Screen::parse(screen))
 }
 
 /// [`unsent`] for a profile and a plain screen.
@@ -489,7 +471,7 @@ pub(crate) fn unsent_plain(
     line: &str,
 ) -> bool {
     unsent(
-        &Compiled::of(profile).rules(),
+        &rules_of(profile),
         &Screen::parse(screen),
         cursor_line,
         line,

@@ -58,7 +58,7 @@ impl Exec<'_> {
         let profile: Option<HarnessProfile> = meta
             .harness
             .as_deref()
-            .and_then(|h| harness::profile(cfg, h));
+            .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = false;
         let mut info: Option<&PaneInfo> = None;
         let facts = if pane_id.is_empty() {

@@ -109,9 +109,9 @@ pub(crate) fn needs_pane(
             .ring
             .filter(|r| r.seq == t.seq)
             .map_or((0, 0), |r| (r.count, r.last));
-        files.escalated != Some(t.seq)
-            && (files.owed.is_some() || now.saturating_sub(t.at) >= cfg.grace_secs)
-            && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now)
+        let ladder_due = now.saturating_sub(t.at) >= cfg.grace_secs
+            && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now);
+        files.escalated != Some(t.seq) && (files.owed.is_some() || ladder_due)
     })
 }
 
