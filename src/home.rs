@@ -200,6 +200,10 @@ impl Home {
     pub fn watch_beat(&self) -> PathBuf {
         self.state_dir().join(".watch.beat")
     }
+    /// Output of the watcher the `--crontab` line runs (bounded there).
+    pub fn watch_log(&self) -> PathBuf {
+        self.state_dir().join("watch.log")
+    }
     pub(crate) fn archive_dir(&self) -> PathBuf {
         self.state_dir().join("archive")
     }

@@ -12,7 +12,7 @@
 //! printed reason, or fails it under `FM_REQUIRE_AGENTS=1`.
 //!
 //! ```text
-//! scripts/agents.sh && FM_REQUIRE_AGENTS=1 cargo test --release --test agents
+//! scripts/agents.sh && FM_AGENTS_SUITE=1 FM_REQUIRE_AGENTS=1 cargo test --release --test agents
 //! ```
 
 #[path = "../cli/harness.rs"]

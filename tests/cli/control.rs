@@ -36,7 +36,7 @@ pub fn project(h: &TestHome) -> PathBuf {
 
 /// A task with a worktree, meta and a stand-in running in a pane of `t`.
 #[track_caller]
-fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
+pub(crate) fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
     let proj = project(h);
     let wt = h.root().join("worktrees").join(id);
     git(
@@ -104,7 +104,7 @@ fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
 }
 
 #[track_caller]
-fn queue(h: &TestHome, id: &str, body: &str) {
+pub(crate) fn queue(h: &TestHome, id: &str, body: &str) {
     let home = firstmate::Home::at(&h.root()).unwrap();
     let cfg = firstmate::config::Config::default();
     let id = firstmate::TaskId::parse(id).unwrap();
