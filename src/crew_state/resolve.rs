@@ -115,6 +115,15 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         if regex.is_some() {
             match &f.screen {
                 None => return Err(Need::Screen),
+                Some(s)
+                    if let Some(d) = crate::tmux::screen::screen_dialog(f.profile.as_ref(), s) =>
+                {
+                    return Ok(r(
+                        State::Blocked,
+                        Source::Pane,
+                        format!("waiting in a dialog: {d}"),
+                    ));
+                }
                 Some(s) if crate::tmux::screen::screen_busy(f.profile.as_ref(), s) => {
                     return Ok(r(State::Working, Source::Pane, "busy (screen)"));
                 }

@@ -458,6 +458,14 @@ pub(crate) fn composer_text(
     }
 }
 
+/// The dialog a profile recognises on a captured screen, by name.
+pub(crate) fn screen_dialog(
+    profile: Option<&crate::harness::HarnessProfile>,
+    screen: &str,
+) -> Option<String> {
+    dialog(&rules_of(profile), &Screen::parse(screen)).map(str::to_string)
+}
+
 /// Whether the screen tail matches the profile's busy regex.
 pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
     busy(&rules_of(profile), &Screen::parse(screen))

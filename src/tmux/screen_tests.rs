@@ -151,12 +151,17 @@ mod fixtures {
         }
     }
 
+    /// Claude Code and Codex: the built-in profiles themselves.
     fn builtin(h: &str) -> Owned {
-        let (busy, composer, below, dialogs): (&str, &str, &str, &[(&str, &str)]) = match h {
-            "claude" => CLAUDE,
-            "codex" => CODEX,
-            _ => OPENCODE,
-        };
+        if let Some(p) = crate::harness::builtin(h).filter(|_| h != "opencode") {
+            return Owned {
+                busy: p.busy_regex,
+                composer: p.composer_regex,
+                below: p.composer_below_regex,
+                dialogs: p.dialogs,
+            };
+        }
+        let (busy, composer, below, dialogs): (&str, &str, &str, &[(&str, &str)]) = OPENCODE;
         let opt = |s: &str| (!s.is_empty()).then(|| re(s));
         Owned {
             busy: opt(busy),
@@ -177,46 +182,6 @@ mod fixtures {
         &'static str,
         &'static str,
         &'static [(&'static str, &'static str)],
-    );
-
-    const CLAUDE: Def = (
-        r"esc to interrupt",
-        r"^\x{276f}\x{a0}(.*)$",
-        r"^\x{2500}{3}",
-        &[
-            ("trust", r"Is this a project you created or one you trust\?"),
-            ("permission", r"^ Do you want to \S.*\?\s*$"),
-            (
-                "rewind",
-                r"^  Restore the code and/or conversation to the point before",
-            ),
-            (
-                "transcript",
-                r"Showing detailed transcript \x{b7} ctrl\+o to toggle",
-            ),
-            (
-                "history-search",
-                r"ctrl\+s to change scope \x{b7} Enter to use",
-            ),
-            ("menu", r"Enter to (confirm|continue|select) \x{b7} Esc to"),
-        ],
-    );
-
-    const CODEX: Def = (
-        r"esc to interrupt|Working \(",
-        r"^\x{203a}(?: (\d*(?:[^\d.].*|\.\S.*|\.)?))?$",
-        r"^  \S.* \x{b7} [~/]",
-        &[
-            ("trust", r"^  Trust this folder\?"),
-            ("approval", r"^  Would you like to "),
-            ("hooks-review", r"^  \d+ hooks? (is|are) new or changed\."),
-            ("ctrl-c-menu", r"^  Task is still running"),
-            ("backtrack", r"Browsing transcript \x{b7} .*esc back"),
-            ("command-center", r"^  Agent command center"),
-            ("warnings", r"^  Warnings \x{b7} \d+ of \d+"),
-            ("shortcuts", r"^  Keyboard shortcuts"),
-            ("menu", r"^\x{203a} \d+\. "),
-        ],
     );
 
     const OPENCODE: Def = (r"esc (again to )?interrupt|working\.\.\.", "", "", &[]);
