@@ -306,6 +306,37 @@ mod tests {
     }
 
     #[test]
+    fn a_dialog_is_never_typed_into_and_a_missing_composer_is_waited_for() {
+        let mut p = profile();
+        p.dialogs = vec![crate::tmux::screen::Dialog {
+            name: "trust".into(),
+            regex: regex::Regex::new("trust this folder").unwrap(),
+        }];
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.history.push("Do you trust this folder?".into()));
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Dialog);
+        assert!(f.screen("%1").calls.is_empty());
+        // No composer on the screen (an agent still booting): looked for
+        // a bounded while, then nothing typed.
+        let mut q = profile();
+        q.composer_regex = Some(regex::Regex::new("^never (.*)$").unwrap());
+        let f = FakePane::with("%1", "claude");
+        let slept = std::cell::Cell::new(0u64);
+        let cfg = Config::default().send;
+        let target = Target {
+            pane: Some("%1"),
+            profile: Some(&q),
+            busy_record: false,
+        };
+        let out = deliver(&f, &target, ": ring", &cfg, &|d| {
+            slept.set(slept.get() + d.as_millis() as u64)
+        });
+        assert_eq!(out, Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        assert_eq!(slept.get(), COMPOSER_WAIT_MS);
+    }
+
+    #[test]
     fn an_unsent_doorbell_from_before_is_pressed_not_retyped() {
         let f = FakePane::with("%1", "claude");
         f.edit("%1", |s| s.composer = ": ring".into());
