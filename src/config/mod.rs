@@ -245,7 +245,7 @@ mod tests {
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         assert_eq!(
             Config {
-                harness: Default::default(),
+                harness: std::collections::BTreeMap::default(),
                 ..c
             },
             Config::default()

@@ -229,7 +229,7 @@ mod tests {
                         seq,
                         count,
                         last: now,
-                    })
+                    });
                 }
                 Action::RingOwed { .. } => files.owed = None,
                 Action::Escalate { seq, .. }
