@@ -323,7 +323,7 @@ fn crontab(home: &Home) -> Result<u8> {
     let own = exe
         .as_ref()
         .and_then(|e| e.parent())
-        .map(|d| d.to_path_buf());
+        .map(std::path::Path::to_path_buf);
     let here = std::env::var_os("PATH").unwrap_or_default();
     for d in own.into_iter().chain(std::env::split_paths(&here)) {
         if d.is_absolute() && !dirs.contains(&d) {
@@ -335,9 +335,10 @@ fn crontab(home: &Home) -> Result<u8> {
             dirs.push(d.into());
         }
     }
-    let path = std::env::join_paths(dirs)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let path = std::env::join_paths(dirs).map_or_else(
+        |_| "/usr/bin:/bin".into(),
+        |p| p.to_string_lossy().into_owned(),
+    );
     // The watcher's output goes to a log under state/, not /dev/null; past
     // LOG_MAX bytes it moves to `watch.log.1` (one generation kept).
     let log = shell_quote(&home.watch_log().display().to_string());

@@ -329,7 +329,7 @@ mod tests {
             busy_record: false,
         };
         let out = deliver(&f, &target, ": ring", &cfg, &|d| {
-            slept.set(slept.get() + d.as_millis() as u64)
+            slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
         });
         assert_eq!(out, Outcome::Skipped);
         assert!(f.screen("%1").calls.is_empty());

@@ -230,7 +230,7 @@ fn cells_of(line: &Line, start: usize, end: usize) -> &[Cell] {
 }
 
 fn blank(s: &str) -> bool {
-    s.chars().all(|c| c.is_whitespace())
+    s.chars().all(char::is_whitespace)
 }
 
 /// What the composer shows.

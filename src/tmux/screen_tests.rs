@@ -300,7 +300,9 @@ mod fixtures {
             for e in std::fs::read_dir(dir().join(h)).unwrap() {
                 let n = e.unwrap().file_name().into_string().unwrap();
                 if let Some(stem) = n.strip_suffix(".txt")
-                    && !stem.ends_with(".ansi")
+                    && std::path::Path::new(stem)
+                        .extension()
+                        .is_none_or(|e| e != "ansi")
                 {
                     let key = format!("{h}/{stem}");
                     if !EXPECT.iter().any(|(k, _)| *k == key) {

@@ -31,8 +31,10 @@ impl Harness {
         versions
             .lines()
             .find_map(|l| l.trim().strip_prefix(&key))
-            .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
-            .unwrap_or_else(|| panic!("no {} in scripts/agents.versions", self.name()))
+            .map_or_else(
+                || panic!("no {} in scripts/agents.versions", self.name()),
+                |v| v.split_whitespace().next().unwrap_or("").to_string(),
+            )
     }
 
     fn env_var(self) -> &'static str {
@@ -92,9 +94,10 @@ impl Harness {
             self.version(),
             self.env_var()
         );
-        if std::env::var("FM_REQUIRE_AGENTS").as_deref() == Ok("1") {
-            panic!("{what} is required (FM_REQUIRE_AGENTS=1) but missing");
-        }
+        assert!(
+            std::env::var("FM_REQUIRE_AGENTS").as_deref() != Ok("1"),
+            "{what} is required (FM_REQUIRE_AGENTS=1) but missing"
+        );
         eprintln!("skipped: {what} missing (set FM_REQUIRE_AGENTS=1 to fail instead)");
         None
     }

@@ -1,5 +1,5 @@
 //! One test's world: a firstmate home whose config points the real agent
-//! at a loopback model server, a throwaway agent home (HOME, CODEX_HOME),
+//! at a loopback model server, a throwaway agent home (HOME, `CODEX_HOME`),
 //! a git project, and a private tmux server (`tmux -L fm-agents-<pid>-<n>`)
 //! that `fm-control spawn` starts and the world kills on drop.
 //!
@@ -34,7 +34,7 @@ pub struct Opts {
     pub trusted: bool,
     /// `[harness.<h>] approval`: `bypass` (the default) or `prompt`.
     pub approval: &'static str,
-    /// `[watch]` grace_secs and max_rings.
+    /// `[watch]` `grace_secs` and `max_rings`.
     pub grace_secs: u64,
     pub max_rings: u64,
 }
@@ -450,7 +450,7 @@ hide_rate_limit_model_nudge = true
     pub fn watcher_out(&self) -> String {
         self.watcher
             .as_ref()
-            .map(|w| w.stdout_so_far())
+            .map(super::harness::Started::stdout_so_far)
             .unwrap_or_default()
     }
 
@@ -458,16 +458,15 @@ hide_rate_limit_model_nudge = true
     /// view when it never does.
     #[track_caller]
     pub fn wait_for(&self, what: &str, secs: f64, mut f: impl FnMut(&World) -> bool) {
-        if !wait_until(secs, || f(self)) {
-            panic!(
-                "{}: gave up after {secs} s waiting for {what}\n--- crew state\n{}\n--- screen\n{}\n--- user turns\n{:#?}\n--- watcher\n{}",
-                self.h.name(),
-                self.crew(),
-                self.screen(),
-                self.model.user_turns(),
-                self.watcher_out()
-            );
-        }
+        assert!(
+            wait_until(secs, || f(self)),
+            "{}: gave up after {secs} s waiting for {what}\n--- crew state\n{}\n--- screen\n{}\n--- user turns\n{:#?}\n--- watcher\n{}",
+            self.h.name(),
+            self.crew(),
+            self.screen(),
+            self.model.user_turns(),
+            self.watcher_out()
+        );
     }
 
     /// Holds `f` true for `secs` (checked every 100 ms); fails at the first
@@ -476,15 +475,14 @@ hide_rate_limit_model_nudge = true
     pub fn holds_for(&self, what: &str, secs: f64, mut f: impl FnMut(&World) -> bool) {
         let end = Instant::now() + Duration::from_secs_f64(secs);
         while Instant::now() < end {
-            if !f(self) {
-                panic!(
-                    "{}: {what} stopped holding\n--- crew state\n{}\n--- screen\n{}\n--- user turns\n{:#?}",
-                    self.h.name(),
-                    self.crew(),
-                    self.screen(),
-                    self.model.user_turns()
-                );
-            }
+            assert!(
+                f(self),
+                "{}: {what} stopped holding\n--- crew state\n{}\n--- screen\n{}\n--- user turns\n{:#?}",
+                self.h.name(),
+                self.crew(),
+                self.screen(),
+                self.model.user_turns()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }

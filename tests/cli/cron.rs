@@ -56,7 +56,7 @@ fn acked(h: &TestHome, id: &str, seq: u64) -> bool {
 fn crew_state_send_and_exit_read_live_panes_under_cron_env() {
     let Some(t) = Tmux::start() else { return };
     let h = TestHome::new();
-    let (_wt, _pane) = task(&h, &t, "t1", "direct-PR");
+    let (_wt, pane) = task(&h, &t, "t1", "direct-PR");
     let idle = "state: idle \u{b7} source: pane \u{b7} agent alive, no status yet\n";
     h.fm("crew-state").arg("t1").stdout(idle).run();
     cron_tool(&h, "fm-crew-state").arg("t1").stdout(idle).run();
@@ -67,7 +67,7 @@ fn crew_state_send_and_exit_read_live_panes_under_cron_env() {
     assert!(
         wait_until(10.0, || acked(&h, "t1", 1)),
         "the stand-in never acknowledged the ring: {}",
-        t.capture(&_pane)
+        t.capture(&pane)
     );
     cron_tool(&h, "fm-control")
         .args(["t1", "exit"])
