@@ -212,6 +212,10 @@ impl Home {
     pub(crate) fn escalated(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".escalated")
     }
+    /// A doorbell held back while the agent was busy, owed at the turn's end.
+    pub(crate) fn ring_owed(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".ring-owed")
+    }
 
     // --- home-wide state ---
     pub(crate) fn events(&self) -> PathBuf {
@@ -249,6 +253,10 @@ impl Home {
     }
     pub fn watch_beat(&self) -> PathBuf {
         self.state_dir().join(".watch.beat")
+    }
+    /// Output of the watcher the `--crontab` line runs (bounded there).
+    pub fn watch_log(&self) -> PathBuf {
+        self.state_dir().join("watch.log")
     }
     pub(crate) fn archive_dir(&self) -> PathBuf {
         self.state_dir().join("archive")

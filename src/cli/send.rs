@@ -265,6 +265,9 @@ pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
         Outcome::Skipped => "doorbell skipped: the composer holds someone else's text",
         Outcome::Failed => "doorbell failed (tmux error or the Enter did not take)",
         Outcome::NoPane => "doorbell no-pane: meta records no pane for this task",
+        Outcome::Dialog => {
+            "doorbell dialog: a dialog owns the agent's keyboard and nothing was typed (fm-crew-state names it)"
+        }
     };
     Some(if fire_and_forget {
         format!(

@@ -309,6 +309,9 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
     }
 }
 
+/// The crontab line's log bound (bytes), before it moves to `.1`.
+const LOG_MAX: u64 = 1024 * 1024;
+
 fn crontab(home: &Home) -> Result<u8> {
     use crate::shq::quote as shell_quote;
     let exe = std::env::current_exe().ok();
@@ -321,9 +324,36 @@ fn crontab(home: &Home) -> Result<u8> {
         Some(p) => shell_quote(&p.display().to_string()),
         None => "fm-watch".to_string(),
     };
+    // cron's PATH is /usr/bin:/bin: the line carries this shell's (absolute
+    // entries, fm-watch's own directory first) so tmux, git and the on_wake
+    // hook's programs are found as they are here.
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    let own = exe
+        .as_ref()
+        .and_then(|e| e.parent())
+        .map(std::path::Path::to_path_buf);
+    let here = std::env::var_os("PATH").unwrap_or_default();
+    for d in own.into_iter().chain(std::env::split_paths(&here)) {
+        if d.is_absolute() && !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    for d in ["/usr/bin", "/bin"] {
+        if !dirs.iter().any(|x| x.as_os_str() == d) {
+            dirs.push(d.into());
+        }
+    }
+    let path = std::env::join_paths(dirs).map_or_else(
+        |_| "/usr/bin:/bin".into(),
+        |p| p.to_string_lossy().into_owned(),
+    );
+    // The watcher's output goes to a log under state/, not /dev/null; past
+    // LOG_MAX bytes it moves to `watch.log.1` (one generation kept).
+    let log = shell_quote(&home.watch_log().display().to_string());
     let line = format!(
-        "* * * * * FM_HOME={} {program} --once >/dev/null",
-        shell_quote(&home.root().display().to_string())
+        "* * * * * FM_HOME={} PATH={} {program} --once >>{log} 2>&1; [ \"$(wc -c <{log})\" -le {LOG_MAX} ] || mv -f {log} {log}.1",
+        shell_quote(&home.root().display().to_string()),
+        shell_quote(&path),
     );
     common::out(&cron_escape(&line))?;
     Ok(exit::OK)

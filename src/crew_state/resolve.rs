@@ -102,6 +102,22 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         return Ok(r(State::Exited, Source::Pane, which));
     }
     if alive == Some(true) {
+        // A dialog owns the keyboard whatever the busy record says (a
+        // permission prompt comes mid-turn).
+        if f.profile.as_ref().is_some_and(|p| !p.dialogs.is_empty()) {
+            match &f.screen {
+                None => return Err(Need::Screen),
+                Some(s) => {
+                    if let Some(d) = crate::tmux::screen::screen_dialog(f.profile.as_ref(), s) {
+                        return Ok(r(
+                            State::Blocked,
+                            Source::Pane,
+                            format!("waiting in a dialog: {d}"),
+                        ));
+                    }
+                }
+            }
+        }
         if let Some(b) = &f.busy
             && b.busy_since(f.last_line_at)
         {

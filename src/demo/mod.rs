@@ -203,8 +203,37 @@ fn preflight() -> Result<()> {
             });
         }
     }
+    // The demo drives the tools as separate programs, next to this one;
+    // `cargo run --bin fm` alone builds only `fm`.
+    let missing: Vec<&str> = DEMO_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !sibling_bin(t).is_absolute())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::External {
+            program: missing[0].into(),
+            msg: format!(
+                "not next to this program ({} missing): build every binary first, e.g. `cargo build --release --bins`",
+                missing.join(", ")
+            ),
+        });
+    }
     Ok(())
 }
+
+/// The programs the demo runs (itself, its stand-in workers and the watcher).
+const DEMO_TOOLS: &[&str] = &[
+    "fm-brief",
+    "fm-control",
+    "fm-send",
+    "fm-ack",
+    "fm-status",
+    "fm-watch",
+    "fm-crew-state",
+    "fm-dod",
+    "fm-stand-in",
+];
 
 /// Runs the demo; exit 0 when every expectation held.
 pub fn run(keep: bool) -> Result<u8> {

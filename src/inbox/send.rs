@@ -70,6 +70,16 @@ pub fn send(
         Ring::Now(r) => Some(r.ring(home, cfg)),
         Ring::Known(r, info) => Some(r.ring_known(home, cfg, info)),
     };
+    // Held back by a busy (or not yet ready) agent: the watcher rings it
+    // as soon as the agent is idle (SPEC §6.2, `.ring-owed`).
+    if doorbell == Some(Outcome::Queued)
+        && let Err(e) = super::ladder_files::write_owed(home, id, now)
+    {
+        crate::output::err_line(&format!(
+            "{}: warning: {id}: could not record the held-back doorbell: {e}",
+            tool.as_str()
+        ));
+    }
     if duplicate.is_none() {
         let event = Event::InboxQueued {
             seq,

@@ -12,6 +12,7 @@ mod board;
 mod brief;
 mod control;
 mod crew_state;
+mod cron;
 mod demo;
 mod dod;
 mod fm;
