@@ -196,6 +196,10 @@ impl Home {
     pub fn watch_beat(&self) -> PathBuf {
         self.state_dir().join(".watch.beat")
     }
+    /// ssh's control sockets, one per host connection (mode 0700).
+    pub fn ssh_dir(&self) -> PathBuf {
+        self.state_dir().join("ssh")
+    }
     pub(crate) fn archive_dir(&self) -> PathBuf {
         self.state_dir().join("archive")
     }

@@ -16,7 +16,8 @@
 //!   acknowledging), [`brief`] (briefs and responses), `dod` (the
 //!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
 //!   [`crew_state`], `control` (lifecycle), [`tmux`] (panes, the screen,
-//!   the doorbell), plus `doctor`, `demo` and [`stand_in`].
+//!   the doorbell), [`remote`] (tasks on other hosts over ssh), plus
+//!   `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
 //!   features' use cases and decides nothing itself.
 
@@ -42,6 +43,7 @@ pub mod home;
 pub mod inbox;
 pub mod meta;
 pub(crate) mod proc;
+pub mod remote;
 pub mod shq;
 pub mod stand_in;
 pub mod status;

@@ -56,8 +56,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     common::run_tool(TOOL, args, run)
 }
 
-/// The rows of `ids`, gathered in one pass; warnings go to stderr.
+/// The rows of `ids`, gathered in one pass while every configured host is
+/// asked for its own; warnings go to stderr.
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
+    let hosts = crate::remote::fleet::start(&ctx.home, &ctx.cfg);
     let (all, warnings) = gather::gather(
         &ctx.home,
         &ctx.cfg,
@@ -69,7 +71,9 @@ pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");
     }
-    all.iter().map(Row::from_facts).collect()
+    let mut rows: Vec<Row> = all.iter().map(Row::from_facts).collect();
+    hosts.overlay(&all, &mut rows);
+    rows
 }
 
 fn run(a: Args) -> Result<u8> {

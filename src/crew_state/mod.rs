@@ -91,6 +91,9 @@ pub(crate) struct Row {
     pub(crate) age_secs: Option<u64>,
     pub(crate) inbox_pending: usize,
     pub(crate) open_decisions: Vec<Decision>,
+    /// The host of a remote task (`host=` in meta); absent for a local one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) host: Option<String>,
 }
 
 impl Row {
@@ -110,6 +113,7 @@ impl Row {
             age_secs,
             inbox_pending: f.inbox_pending,
             open_decisions: f.fold.open.clone(),
+            host: None,
         }
     }
 }

@@ -51,13 +51,19 @@ pub(crate) fn age_cell(row: &Row) -> String {
 }
 
 /// The fleet table: a header and one row per task, columns padded to the
-/// widest cell, DETAIL last and unpadded.
+/// widest cell, DETAIL last and unpadded. A HOST column follows ID when
+/// any task is remote (`-` for a local one).
 pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
-    let header = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
-    let cells: Vec<[String; 7]> = rows
+    let hosts = rows.iter().any(|r| r.host.is_some());
+    let mut header = vec!["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
+    if hosts {
+        header.insert(1, "HOST");
+    }
+    let state_col = if hosts { 2 } else { 1 };
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
+            let mut c = vec![
                 r.id.clone(),
                 r.state.as_str().to_string(),
                 r.source.as_str().to_string(),
@@ -65,37 +71,40 @@ pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
                 r.inbox_pending.to_string(),
                 r.open_decisions.len().to_string(),
                 r.detail.clone(),
-            ]
+            ];
+            if hosts {
+                c.insert(1, r.host.clone().unwrap_or_else(|| "-".into()));
+            }
+            c
         })
         .collect();
-    let mut width = header.map(str::len);
+    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for c in &cells {
         for (w, cell) in width.iter_mut().zip(c.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let fmt = |cols: [&str; 7], state: Option<State>| {
+    let last = header.len() - 1;
+    let fmt = |cols: &[&str], state: Option<State>| {
         let mut s = String::new();
         for (i, cell) in cols.iter().enumerate() {
-            if i == 6 {
+            if i == last {
                 s.push_str(cell);
                 break;
             }
             let pad = width[i] - cell.chars().count() + 2;
-            match (i, state) {
-                (1, Some(st)) => s.push_str(&paint(cell, st, colour)),
+            match state {
+                Some(st) if i == state_col => s.push_str(&paint(cell, st, colour)),
                 _ => s.push_str(cell),
             }
             s.extend(std::iter::repeat_n(' ', pad));
         }
         s.trim_end().to_string()
     };
-    let mut out = vec![fmt(header, None)];
+    let mut out = vec![fmt(&header, None)];
     for (c, r) in cells.iter().zip(rows) {
-        out.push(fmt(
-            [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
-            Some(r.state),
-        ));
+        let cols: Vec<&str> = c.iter().map(String::as_str).collect();
+        out.push(fmt(&cols, Some(r.state)));
     }
     out
 }
@@ -114,6 +123,7 @@ mod tests {
             age_secs: Some(125),
             inbox_pending: 2,
             open_decisions: vec![],
+            host: None,
         }
     }
 
@@ -145,5 +155,24 @@ mod tests {
         );
         assert_eq!(t[1], "a        working  status-log  2m   2      0     x y");
         assert_eq!(t[2], "long-id  blocked  status-log  2m   2      0");
+    }
+
+    #[test]
+    fn a_host_column_follows_id_when_a_task_is_remote() {
+        let mut far = row("far-1", State::Working, "x");
+        far.host = Some("box".into());
+        let t = table(&[row("a", State::Idle, ""), far], true);
+        assert_eq!(
+            t[0],
+            "ID     HOST  STATE    SOURCE      AGE  INBOX  OPEN  DETAIL"
+        );
+        assert_eq!(
+            t[1],
+            "a      -     \x1b[2midle\x1b[0m     status-log  2m   2      0"
+        );
+        assert_eq!(
+            t[2],
+            "far-1  box   \x1b[32mworking\x1b[0m  status-log  2m   2      0     x"
+        );
     }
 }
