@@ -72,8 +72,13 @@ fn once(home: &Path) -> (Duration, i64, Duration) {
     // `wait4` reaps it, so `Child::wait` is not needed.
     let (rss, cpu) = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
-        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        libc::wait4(child.id().cast_signed(), &raw mut status, 0, &raw mut ru);
+        let tv = |t: libc::timeval| {
+            Duration::new(
+                t.tv_sec.unsigned_abs(),
+                u32::try_from(t.tv_usec).unwrap() * 1000,
+            )
+        };
         (ru.ru_maxrss, tv(ru.ru_utime) + tv(ru.ru_stime))
     };
     let elapsed = t.elapsed();

@@ -14,8 +14,7 @@ use jiff::Timestamp;
 pub fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The stamp format records carry: UTC, RFC 3339 to the second, `Z`.

@@ -19,6 +19,10 @@ pub(crate) enum Level {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[allow(
+    clippy::struct_field_names,
+    reason = "the field names are the keys of `fm doctor --json`"
+)]
 pub(crate) struct Check {
     pub(crate) check: &'static str,
     pub(crate) level: Level,

@@ -54,15 +54,15 @@ pub struct HarnessOverride {
 
 impl PartialEq for HarnessOverride {
     fn eq(&self, other: &Self) -> bool {
-        fn src(r: &Option<Option<Regex>>) -> Option<Option<&str>> {
-            r.as_ref().map(|r| r.as_ref().map(Regex::as_str))
+        fn src(r: Option<&Option<Regex>>) -> Option<Option<&str>> {
+            r.map(|r| r.as_ref().map(Regex::as_str))
         }
         self.launch == other.launch
             && self.interrupt == other.interrupt
             && self.exit == other.exit
-            && src(&self.busy_regex) == src(&other.busy_regex)
+            && src(self.busy_regex.as_ref()) == src(other.busy_regex.as_ref())
             && self.agent_commands == other.agent_commands
-            && src(&self.composer_regex) == src(&other.composer_regex)
+            && src(self.composer_regex.as_ref()) == src(other.composer_regex.as_ref())
     }
 }
 
@@ -86,7 +86,7 @@ fn pattern<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<Regex>>, D::
 }
 
 fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
+    v.iter().map(std::string::ToString::to_string).collect()
 }
 
 fn builtin_regex(src: &str) -> Regex {
@@ -191,22 +191,22 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
     };
     if let Some(ov) = ov {
         if let Some(v) = &ov.launch {
-            p.launch = v.clone();
+            p.launch.clone_from(v);
         }
         if let Some(v) = &ov.interrupt {
-            p.interrupt = v.clone();
+            p.interrupt.clone_from(v);
         }
         if let Some(v) = &ov.exit {
-            p.exit = v.clone();
+            p.exit.clone_from(v);
         }
         if let Some(v) = &ov.busy_regex {
-            p.busy_regex = v.clone();
+            p.busy_regex.clone_from(v);
         }
         if ov.agent_commands.is_some() {
-            p.agent_commands = ov.agent_commands.clone();
+            p.agent_commands.clone_from(&ov.agent_commands);
         }
         if let Some(v) = &ov.composer_regex {
-            p.composer_regex = v.clone();
+            p.composer_regex.clone_from(v);
         }
     }
     Some(p)
@@ -273,12 +273,12 @@ mod tests {
 
     #[test]
     fn program_lookup() {
+        use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let prog = d.path().join("agent");
         std::fs::write(&prog, "#!/bin/sh\n").unwrap();
         let path = std::ffi::OsString::from(d.path());
         assert!(!program_exists("agent", Some(&path)), "not executable yet");
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(program_exists("agent", Some(&path)));
         assert!(program_exists(prog.to_str().unwrap(), None));

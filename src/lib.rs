@@ -23,6 +23,9 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(not(all(unix, target_pointer_width = "64")))]
+compile_error!("firstmate supports 64-bit Unix targets only");
+
 pub mod board;
 pub mod brief;
 pub mod cli;

@@ -69,7 +69,7 @@ pub fn instruction(line: &str) -> Instruction {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
         ["status", rest @ ..] if rest.len() >= 2 => {
-            Instruction::Status(rest.iter().map(|s| s.to_string()).collect())
+            Instruction::Status(rest.iter().map(std::string::ToString::to_string).collect())
         }
         ["commit", file, text @ ..] => Instruction::Commit {
             file: file.to_string(),
@@ -78,10 +78,7 @@ pub fn instruction(line: &str) -> Instruction {
         ["deaf"] => Instruction::Deaf,
         ["swallow-enter"] => Instruction::SwallowEnter,
         ["ignore-exit"] => Instruction::IgnoreExit,
-        ["busy", secs] => secs
-            .parse()
-            .map(Instruction::Busy)
-            .unwrap_or(Instruction::Other),
+        ["busy", secs] => secs.parse().map_or(Instruction::Other, Instruction::Busy),
         ["exit"] => Instruction::Exit,
         _ => Instruction::Other,
     }

@@ -25,7 +25,7 @@ pub(super) fn parse<'i>(path: &Path, text: &'i str) -> Result<Spanned<DeTable<'i
             .to_string();
         Error::Config {
             path: path.to_path_buf(),
-            line: e.span().map(|s| line_of(text, s.start)).unwrap_or(1),
+            line: e.span().map_or(1, |s| line_of(text, s.start)),
             key,
             msg: e.message().trim().to_string(),
         }
@@ -50,7 +50,7 @@ pub(super) fn read(path: &Path, text: &str, tree: &Spanned<DeTable>) -> Result<C
                 .as_ref()
                 .and_then(|s| key_at(tree.get_ref(), s))
                 .unwrap_or_else(|| "(file)".into());
-            let line = span.map(|s| line_of(text, s.start)).unwrap_or(1);
+            let line = span.map_or(1, |s| line_of(text, s.start));
             err(line, key, describe(e.message()))
         })?;
     cfg.warnings = unknown

@@ -250,8 +250,8 @@ mod tests {
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         assert_eq!(
             Config {
-                harness: Default::default(),
-                hosts: Default::default(),
+                harness: std::collections::BTreeMap::default(),
+                hosts: std::collections::BTreeMap::default(),
                 ..c
             },
             Config::default()

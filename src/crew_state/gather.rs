@@ -265,7 +265,7 @@ pub fn gather(
         }
     }
     let mut tmuxes: HashMap<String, Box<dyn Pane>> = HashMap::new();
-    for (socket, slot) in sockets.iter_mut() {
+    for (socket, slot) in &mut sockets {
         let t = pane_for(socket);
         match t.list() {
             Ok(list) => *slot = Some(list.into_iter().map(|p| (p.id.clone(), p)).collect()),

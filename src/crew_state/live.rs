@@ -27,7 +27,7 @@ pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
     let Ok(mut f) = std::fs::File::open(path) else {
         return Vec::new();
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let len = f.metadata().map_or(0, |m| m.len());
     let start = len.saturating_sub(64 * 1024);
     if f.seek(SeekFrom::Start(start)).is_err() {
         return Vec::new();
@@ -116,7 +116,10 @@ mod tests {
         std::fs::write(&p, "a\nb\nc\ntorn").unwrap();
         assert_eq!(tail_lines(&p, 2), vec!["b", "c"]);
         assert!(tail_lines(&d.path().join("none"), 2).is_empty());
-        let big: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        let big: String = (0..20_000)
+            .map(|i| format!("line {i}\n"))
+            .collect::<Vec<_>>()
+            .concat();
         std::fs::write(&p, big).unwrap();
         assert_eq!(tail_lines(&p, 1), vec!["line 19999"]);
     }

@@ -46,6 +46,10 @@ fn fail(msg: impl Into<String>) -> Error {
     Error::refused(msg.into())
 }
 
+#[allow(
+    clippy::unused_self,
+    reason = "every step helper is a method, so the steps read alike"
+)]
 impl Demo {
     fn say(&mut self, text: &str) {
         self.step += 1;
@@ -169,7 +173,7 @@ impl Demo {
         if let Some(mut child) = self.watcher.take() {
             // SIGTERM, not kill(): the watcher then releases its lock cleanly.
             // The child is not reaped yet, so its pid is still ours.
-            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id().cast_signed()) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
             let _ = child.wait();

@@ -7,7 +7,7 @@ use super::*;
 /// with a single `write_all` on an append descriptor, under an exclusive
 /// lock on the file.
 ///
-/// A writer SIGKILLed inside `write` can leave a fragment: Linux copies an
+/// A writer killed (SIGKILL) inside `write` can leave a fragment: Linux copies an
 /// append page by page and stops between pages when a fatal signal is
 /// pending, so a record crossing a 4 KiB boundary may be cut there. Under
 /// the lock the file's last byte is checked, and a torn tail is ended with
@@ -24,7 +24,7 @@ pub const PAGE: u64 = 4096;
 
 /// [`append_line`] for a file that other programs append to without our
 /// lock — a status log takes plain `echo … >>` from workers. Such a writer
-/// does not look at the tail, so a fragment left by a SIGKILLed appender of
+/// does not look at the tail, so a fragment left by a killed (SIGKILL) appender of
 /// ours would swallow the start of its line. Hence a record of at most one
 /// page is kept inside one page of the file: when it would straddle a
 /// boundary, it is preceded, in the same `write`, by a filler line of

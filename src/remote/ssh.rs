@@ -169,12 +169,14 @@ fn last_line(stderr: &str, default: &str) -> String {
         .lines()
         .map(str::trim)
         .rfind(|l| !l.is_empty())
-        .map(|l| {
-            l.chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect()
-        })
-        .unwrap_or_else(|| default.to_string())
+        .map_or_else(
+            || default.to_string(),
+            |l| {
+                l.chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect()
+            },
+        )
 }
 
 #[cfg(test)]
@@ -199,11 +201,11 @@ mod tests {
     fn the_far_command_quotes_every_word() {
         assert_eq!(
             host("").command_line("fm-send", &["t1", "a b", "-"]),
-            r#"FM_HOME='/srv/it'\''s fm' exec 'fm-send' 't1' 'a b' '-'"#
+            r"FM_HOME='/srv/it'\''s fm' exec 'fm-send' 't1' 'a b' '-'"
         );
         assert_eq!(
             host("/opt/fm").command_line("fm-crew-state", &["--json"]),
-            r#"FM_HOME='/srv/it'\''s fm' exec '/opt/fm/fm-crew-state' '--json'"#
+            r"FM_HOME='/srv/it'\''s fm' exec '/opt/fm/fm-crew-state' '--json'"
         );
     }
 

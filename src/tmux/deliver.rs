@@ -173,7 +173,7 @@ pub(crate) fn deliver_to(
             None => pane.capture(id, 0),
         };
         match screen {
-            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => continue,
+            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => {}
             Ok(_) => return Outcome::Rang,
             Err(_) => return Outcome::Failed,
         }

@@ -82,7 +82,8 @@ impl Tmux {
 
     /// [`Tmux::run`] without escaping: a `";"` argument separates commands.
     fn run_raw<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
-        let cmd = Cmd::tmux(self.socket.as_deref()).args(args.iter().map(|a| a.as_ref()));
+        let cmd =
+            Cmd::tmux(self.socket.as_deref()).args(args.iter().map(std::convert::AsRef::as_ref));
         match cmd.run_ok() {
             Ok(stdout) => Ok(stdout),
             // tmux's own complaint, named by its command: `can't find
@@ -95,7 +96,7 @@ impl Tmux {
                 msg: format!(
                     "{} ({})",
                     stderr.trim(),
-                    args.first().map(|a| a.as_ref()).unwrap_or("")
+                    args.first().map_or("", std::convert::AsRef::as_ref)
                 ),
             }),
             Err(f) => Err(f.into()),
@@ -418,10 +419,10 @@ mod tests {
         for (n, utf8_server) in [(0, true), (1, false)] {
             let server = Server(format!("fm-test-{}-locale-{n}", std::process::id()));
             let mut start = std::process::Command::new("tmux");
-            if !utf8_server {
-                start.env_clear().env("PATH", &path);
-            } else {
+            if utf8_server {
                 start.env("LANG", "C.UTF-8");
+            } else {
+                start.env_clear().env("PATH", &path);
             }
             let st = start
                 .args([

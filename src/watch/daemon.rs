@@ -39,7 +39,7 @@ static STOP: AtomicUsize = AtomicUsize::new(0);
 pub fn install_signals() {
     use signal_hook::consts::{SIGINT, SIGTERM};
     for sig in [SIGTERM, SIGINT] {
-        if let Err(e) = signal_hook::flag::register_usize(sig, &STOP, sig as usize) {
+        if let Err(e) = signal_hook::flag::register_usize(sig, &STOP, sig.unsigned_abs() as usize) {
             eprintln!("fm-watch: warning: cannot catch signal {sig}: {e}");
         }
     }
@@ -101,18 +101,17 @@ pub fn try_acquire(home: &Home) -> Result<Option<Lock>> {
 /// Takes the singleton lock, or returns the holder's pid (`Err`). The
 /// caller raises [`recovered_wake`] and then calls [`Lock::record_pid`].
 pub fn acquire(home: &Home) -> Result<std::result::Result<Lock, Option<u32>>> {
-    match try_acquire(home)? {
-        Some(lock) => Ok(Ok(lock)),
-        None => {
-            // The holder may not have written its pid yet.
-            let deadline = Instant::now() + Duration::from_millis(500);
-            let mut pid = recorded_pid(home);
-            while pid.is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-                pid = recorded_pid(home);
-            }
-            Ok(Err(pid))
+    if let Some(lock) = try_acquire(home)? {
+        Ok(Ok(lock))
+    } else {
+        // The holder may not have written its pid yet.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let mut pid = recorded_pid(home);
+        while pid.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            pid = recorded_pid(home);
         }
+        Ok(Err(pid))
     }
 }
 
@@ -168,8 +167,7 @@ pub struct Options {
 fn wall_secs() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Runs passes until a signal (or, with `until_wake`, a new wake).

@@ -64,8 +64,7 @@ pub(crate) fn spawn(template: &[String], wake: &Wake) {
         Ok(out) => eprintln!(
             "fm-watch: warning: on_wake hook {program} exited {}: {}",
             out.code()
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "by signal".into()),
+                .map_or_else(|| "by signal".into(), |c| c.to_string()),
             out.stderr.trim()
         ),
         Err(f) => eprintln!("fm-watch: warning: on_wake hook {program}: {}", f.cause),
@@ -95,7 +94,7 @@ mod tests {
     fn placeholders_are_substituted_once_and_literally() {
         let t: Vec<String> = ["notify", "{task}/{kind}", "{text}", "{other}"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         let a = argv(&t, "t1", "escalation", "$(rm -rf /) {task}");
         assert_eq!(

@@ -1,6 +1,7 @@
 //! Tasks on other hosts: the ssh runner against a real sshd on loopback,
 //! logging into the far account's own firstmate home.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -85,7 +86,6 @@ fn a_far_tool_runs_in_the_far_home_with_its_body_on_stdin() {
     assert!(!r.stderr.is_empty());
 
     // The captain's side holds one master socket, in a private directory.
-    use std::os::unix::fs::PermissionsExt;
     let dir = h.path("state/ssh");
     let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);

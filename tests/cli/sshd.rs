@@ -16,6 +16,7 @@
 //! `FM_REQUIRE_SSHD=1` (CI sets it).
 
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -148,7 +149,7 @@ fn signal(pid: u32, sig: i32) {
     // SAFETY: kill(2) with a pid this fixture started (or one of its
     // descendants) and a plain signal number.
     unsafe {
-        libc::kill(pid as i32, sig);
+        libc::kill(i32::try_from(pid).expect("a pid fits in i32"), sig);
     }
 }
 
@@ -178,7 +179,6 @@ impl Sshd {
             .tempdir()
             .unwrap();
         let d = dir.path().canonicalize().unwrap();
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
         let key = |name: &str| {
             let p = d.join(name);
@@ -235,7 +235,7 @@ impl Sshd {
         for _ in 0..5 {
             let port = free_port();
             sshd.port = port;
-            sshd.write_configs(&d, port);
+            Sshd::write_configs(&d, port);
             let log = std::fs::File::create(d.join("sshd.log")).unwrap();
             let child = Command::new(SSHD)
                 .args(["-D", "-e", "-f"])
@@ -264,7 +264,7 @@ impl Sshd {
             .is_none_or(|c| c.try_wait().ok().flatten().is_some())
     }
 
-    fn write_configs(&self, d: &Path, port: u16) {
+    fn write_configs(d: &Path, port: u16) {
         let d = d.display();
         std::fs::write(
             format!("{d}/sshd_config"),
