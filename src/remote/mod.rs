@@ -12,6 +12,7 @@
 //! and a typed answer that tells "the host could not be reached" from
 //! "the tool ran and failed".
 
+pub(crate) mod doctor;
 pub(crate) mod fleet;
 pub mod host;
 pub mod ssh;

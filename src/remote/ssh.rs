@@ -123,6 +123,12 @@ impl Ssh {
         classify(cmd.run())
     }
 
+    /// Runs one fixed line of ours in the far login shell (the doctor's
+    /// probes); never a line holding anything a user wrote.
+    pub(crate) fn shell(&self, line: &str) -> std::result::Result<Reply, Unreachable> {
+        classify(self.ssh().arg(line).run())
+    }
+
     /// Closes the host's master connection, if one is up.
     pub fn close(&self) {
         let _ = self.ssh().args(["-O", "exit"]).run();

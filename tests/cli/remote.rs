@@ -240,3 +240,53 @@ fn a_host_that_is_down_or_not_configured_says_why_in_its_rows() {
         ))
         .run();
 }
+
+/// The `host …` lines of `fm doctor` in home `h`.
+#[track_caller]
+fn doctor_host_lines(h: &TestHome) -> Vec<String> {
+    let r = super::harness::Cmd::new(super::harness::bin("fm"))
+        .args(["doctor", "--home"])
+        .arg(h.root())
+        .status_any()
+        .stdout_any()
+        .run();
+    r.stdout()
+        .lines()
+        .filter(|l| l[5..].starts_with("host "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn doctor_checks_each_host_for_firstmate_tmux_and_git() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = TestHome::new();
+    let missing = sshd.host_toml("nofm", 5_000).replace(
+        &sshd.far_home.join("bin").display().to_string(),
+        "/nonexistent",
+    );
+    h.write(
+        "config/firstmate.toml",
+        sshd.host_toml("far", 5_000) + &missing,
+    );
+    let lines = doctor_host_lines(&h);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        lines[0].starts_with(&format!("ok   host far: fm {version}, tmux ")),
+        "{lines:?}"
+    );
+    assert!(lines[0].contains(", git version "), "{lines:?}");
+    assert!(
+        lines[1].starts_with("fail host nofm: firstmate not found there ("),
+        "{lines:?}"
+    );
+    sshd.kill();
+    let lines = doctor_host_lines(&h);
+    assert!(
+        lines[0].starts_with("fail host far: unreachable: ") && lines[0].contains("refused"),
+        "{lines:?}"
+    );
+}
