@@ -116,6 +116,13 @@ Other figures:
 | watcher's ladder-wake duplicate guard on a 100,000-line \`wakes.log\` (tail scan) | $(num "$(fig wakes.guard_tail)" 3) ms |
 | the same check reading and parsing the whole log (what the tail scan replaced) | $(num "$(fig wakes.guard_whole)" 1) ms |
 
+## Scaling: distinct open decisions in one status log (linear: 10× the decisions, ~10× the time)
+
+| open decisions | fold (in process) | \`fm-status <id>\` (whole process) | \`fm-crew-state <id>\` (whole process) |
+|---|---|---|---|
+| 20,000 | $(num "$(fig status.fold_open_20k)" 1) ms | $(num "$(fig status.show_open_20k)" 1) ms | $(num "$(fig status.crew_state_open_20k)" 1) ms |
+| 200,000 | $(num "$(fig status.fold_open_200k)" 1) ms | $(num "$(fig status.show_open_200k)" 1) ms | $(num "$(fig status.crew_state_open_200k)" 1) ms |
+
 ## Scaling: fleet view (\`fm-crew-state\`, whole process, 50-line status logs, no panes)
 
 | tasks | wall | CPU | peak RSS |

@@ -308,7 +308,7 @@ impl Entry {
     /// Appends and prints any warning to stderr.
     pub fn record(&self, home: &Home) {
         if let Some(w) = self.append(home) {
-            eprintln!("{w}");
+            crate::output::err_line(&w);
         }
     }
 }

@@ -10,6 +10,20 @@ use crate::task_id::TaskId;
 /// Relative location of the config file inside a home.
 pub(crate) const CONFIG_REL: &str = "config/firstmate.toml";
 
+/// Names the layout itself puts directly under `data/` or `state/`
+/// (`data/board/`, `state/archive/`, `state/events.jsonl`,
+/// `state/wakes.log`). A task whose id is one of them would share that
+/// place — `fm-control board teardown` would archive the task board — so
+/// [`TaskId::parse`] refuses them, in any letter case (a case-folding
+/// filesystem makes `Board` and `board` one name). A name added to the
+/// layout at that level is added here.
+pub(crate) const RESERVED_NAMES: &[&str] = &["board", "archive", "events", "wakes"];
+
+/// Whether `id` is one of [`RESERVED_NAMES`], ignoring ASCII case.
+pub(crate) fn is_reserved(id: &str) -> bool {
+    RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(id))
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
     root: PathBuf,

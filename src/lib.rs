@@ -9,7 +9,8 @@
 //! Three layers:
 //! - Foundations: [`home`], [`task_id`], [`fsx`], [`config`], `harness`,
 //!   [`clock`], `git`, `proc`, [`shq`], `error`, [`events`] (the audit trail, one
-//!   typed enum).
+//!   typed enum), [`output`] (the only way text reaches a terminal; it
+//!   makes every control character in it visible).
 //! - Features, each owning its file formats and its use cases: [`meta`]
 //!   (`<id>.meta`, read as one `TaskMeta`), [`status`] (the status log and
 //!   busy record), [`inbox`] (records, the ladder files, sending,
@@ -45,6 +46,7 @@ pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
 pub mod meta;
+pub mod output;
 pub(crate) mod proc;
 pub mod remote;
 pub mod shq;

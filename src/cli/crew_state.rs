@@ -69,7 +69,7 @@ pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
         gather::dod_gate,
     );
     for w in warnings {
-        eprintln!("{TOOL}: warning: {w}");
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
     let mut rows: Vec<Row> = all.iter().map(Row::from_facts).collect();
     hosts.overlay(&all, &mut rows);
@@ -101,12 +101,12 @@ fn run(a: Args) -> Result<u8> {
         if a.json {
             common::out_json(&row)?;
         } else {
-            common::out(&render::line(&row, common::colour_enabled()))?;
+            crate::output::out_text([&render::line(&row, common::colour_enabled())])?;
         }
         return Ok(0);
     }
     if a.watch {
-        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        let tty = crate::output::stdout_is_terminal();
         let colour = common::colour_enabled();
         let interval = Duration::from_secs_f64(a.interval);
         return live::run(interval, tty, || frame(&ctx, colour, a.interval));
@@ -115,7 +115,7 @@ fn run(a: Args) -> Result<u8> {
     if a.json {
         common::out_json(&rows)?;
     } else {
-        common::out(&render::table(&rows, common::colour_enabled()).join("\n"))?;
+        crate::output::out_text(&render::table(&rows, common::colour_enabled()))?;
     }
     Ok(0)
 }
@@ -138,8 +138,9 @@ fn frame(ctx: &Ctx, colour: bool, interval: f64) -> Result<String> {
         s.push_str("  (none)\n");
     }
     for w in wakes {
+        // The feed's lines are workers' words: sanitised like any cell.
         s.push_str("  ");
-        s.push_str(&w);
+        s.push_str(&crate::output::sanitize(&w));
         s.push('\n');
     }
     Ok(s)

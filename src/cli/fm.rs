@@ -97,7 +97,7 @@ fn run(a: Args) -> Result<u8> {
             let mut cmd = full_command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "fm", &mut buf);
-            common::out_bytes(&buf)?;
+            crate::output::out_generated(&buf)?;
             Ok(0)
         }
         Cmd::Man { dir } => man(&dir),

@@ -212,13 +212,13 @@ fn send_one(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], ring: Ring) -> Result
         common::out(&human(&sent))?;
     }
     if let Some(n) = sent.doorbell.and_then(|d| note(d, a.fire_and_forget)) {
-        eprintln!("{TOOL}: {id}: {n}");
+        crate::output::err_line(&format!("{TOOL}: {id}: {n}"));
     }
     for (key, e) in &unresolved {
-        eprintln!(
+        crate::output::err_line(&format!(
             "{TOOL}: warning: {id}: message recorded, but decision key {key} was not resolved: {}",
             common::describe(e)
-        );
+        ));
     }
     Ok(0)
 }
@@ -294,7 +294,7 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
                 continue;
             }
             let e = common::naming(e, r.id.as_str());
-            eprintln!("{TOOL}: error: {}", common::describe(&e));
+            crate::output::err_line(&format!("{TOOL}: error: {}", common::describe(&e)));
             code = code.max(e.exit_code());
         }
     }

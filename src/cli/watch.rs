@@ -98,11 +98,11 @@ fn run(a: Args) -> Result<u8> {
         once(&ctx, a.json, recovered)
     } else {
         if start.is_none() {
-            eprintln!(
+            crate::output::err_line(&format!(
                 "{TOOL}: watching {} (pid {}); Ctrl-C to stop",
                 ctx.home.root().display(),
                 std::process::id()
-            );
+            ));
             if let Some(w) = &recovered {
                 let _ = common::out(&wake_line(w, a.json));
             }
@@ -163,7 +163,7 @@ fn once(ctx: &Ctx, json: bool, recovered: Option<Wake>) -> Result<u8> {
 fn show_report(r: &Report, json: bool) {
     for ring in &r.rings {
         let line = if json {
-            serde_json::to_string(ring).unwrap_or_default()
+            crate::output::json_line(ring).unwrap_or_default()
         } else {
             format!(
                 "rang {} {} (attempt {}) \u{b7} {}",
@@ -182,7 +182,7 @@ fn show_report(r: &Report, json: bool) {
 
 fn wake_line(w: &Wake, json: bool) -> String {
     if json {
-        serde_json::to_string(w).unwrap_or_default()
+        crate::output::json_line(w).unwrap_or_default()
     } else {
         format!(
             "wake {} {} {} {} \u{b7} {}",

@@ -128,10 +128,10 @@ impl Ctl<'_> {
     /// the agent is already running, and a leftover file only delays rings.
     pub(super) fn restart_ladder(&self) {
         if let Err(e) = crate::inbox::ladder_files::clear(self.home, self.id) {
-            eprintln!(
+            crate::output::err_line(&format!(
                 "{TOOL}: warning: {}: could not reset the watcher's ladder: {e}",
                 self.id
-            );
+            ));
         }
     }
 

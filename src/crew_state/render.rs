@@ -2,48 +2,45 @@
 //! `state: S · source: SRC · detail` and the fleet table, both printed from
 //! the same [`Row`] that `--json` serialises. Colour (the state word only)
 //! is the caller's choice: on a terminal and never with `NO_COLOR`.
+//!
+//! Both are [`Text`]: every cell is sanitised as it goes in (a worker's
+//! status text cannot carry an escape sequence to the captain's terminal),
+//! and column widths are measured on what is printed.
 
 use super::{Row, State};
 use crate::clock;
+use crate::output::{Sgr, Text, sanitize};
 
 const SEP: &str = " \u{b7} ";
 
-/// The SGR colour of a state.
+/// The colour of a state.
 #[allow(clippy::match_same_arms, reason = "one row per state reads as a table")]
-fn colour(state: State) -> &'static str {
+fn colour(state: State) -> Sgr {
     match state {
-        State::Working => "32",
-        State::Idle => "2",
-        State::Parked => "33",
-        State::Blocked => "1;31",
-        State::Paused => "36",
-        State::Done => "34",
-        State::Failed => "31",
-        State::Exited => "35",
-        State::Unknown => "2",
-    }
-}
-
-fn paint(text: &str, state: State, on: bool) -> String {
-    if on {
-        format!("\x1b[{}m{text}\x1b[0m", colour(state))
-    } else {
-        text.to_string()
+        State::Working => Sgr::Green,
+        State::Idle => Sgr::Dim,
+        State::Parked => Sgr::Yellow,
+        State::Blocked => Sgr::BoldRed,
+        State::Paused => Sgr::Cyan,
+        State::Done => Sgr::Blue,
+        State::Failed => Sgr::Red,
+        State::Exited => Sgr::Magenta,
+        State::Unknown => Sgr::Dim,
     }
 }
 
 /// `state: <S> · source: <SRC>[ · <detail>]`.
-pub(crate) fn line(row: &Row, colour: bool) -> String {
-    let mut s = format!(
-        "state: {}{SEP}source: {}",
-        paint(row.state.as_str(), row.state, colour),
-        row.source.as_str()
-    );
+pub(crate) fn line(row: &Row, colour_on: bool) -> Text {
+    let mut t = Text::new();
+    t.push("state: ")
+        .paint(row.state.as_str(), colour(row.state), colour_on)
+        .push(SEP)
+        .push("source: ")
+        .push(row.source.as_str());
     if !row.detail.is_empty() {
-        s.push_str(SEP);
-        s.push_str(&row.detail);
+        t.push(SEP).push(&row.detail);
     }
-    s
+    t
 }
 
 /// The AGE cell: `42s`, `5m`, … or `-` without a current line.
@@ -54,11 +51,13 @@ pub(crate) fn age_cell(row: &Row) -> String {
 /// The fleet table: a header and one row per task, columns padded to the
 /// widest cell, DETAIL last and unpadded. A HOST column follows ID when
 /// any task is remote (`-` for a local one).
-pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
+pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<Text> {
     let hosts = rows.iter().any(|r| r.host.is_some());
-    let mut header = vec!["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
+    let mut header: Vec<String> = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"]
+        .map(String::from)
+        .to_vec();
     if hosts {
-        header.insert(1, "HOST");
+        header.insert(1, "HOST".into());
     }
     let state_col = if hosts { 2 } else { 1 };
     let cells: Vec<Vec<String>> = rows
@@ -76,36 +75,36 @@ pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
             if hosts {
                 c.insert(1, r.host.clone().unwrap_or_else(|| "-".into()));
             }
-            c
+            c.into_iter().map(|c| sanitize(&c).into_owned()).collect()
         })
         .collect();
-    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    let mut width: Vec<usize> = header.iter().map(String::len).collect();
     for c in &cells {
         for (w, cell) in width.iter_mut().zip(c.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let last = header.len() - 1;
-    let fmt = |cols: &[&str], state: Option<State>| {
-        let mut s = String::new();
+    let fmt = |cols: &[String], state: Option<State>| {
+        let mut t = Text::new();
         for (i, cell) in cols.iter().enumerate() {
             if i == last {
-                s.push_str(cell);
+                t.push(cell);
                 break;
             }
             let pad = width[i] - cell.chars().count() + 2;
             match state {
-                Some(st) if i == state_col => s.push_str(&paint(cell, st, colour)),
-                _ => s.push_str(cell),
-            }
-            s.extend(std::iter::repeat_n(' ', pad));
+                Some(st) if i == state_col => t.paint(cell, colour(st), colour_on),
+                _ => t.push(cell),
+            };
+            t.pad(pad);
         }
-        s.trim_end().to_string()
+        t.trim_end();
+        t
     };
     let mut out = vec![fmt(&header, None)];
     for (c, r) in cells.iter().zip(rows) {
-        let cols: Vec<&str> = c.iter().map(String::as_str).collect();
-        out.push(fmt(&cols, Some(r.state)));
+        out.push(fmt(c, Some(r.state)));
     }
     out
 }

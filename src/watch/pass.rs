@@ -204,7 +204,7 @@ fn gather(
     if let Some(e) = err
         && target.is_some()
     {
-        eprintln!("{TOOL}: warning: {id}: {e}");
+        crate::output::err_line(&format!("{TOOL}: warning: {id}: {e}"));
     }
     let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
         TaskMeta::load(home, id)?

@@ -590,3 +590,6 @@ fn symlinked_task_data_is_refused() {
         ],
     );
 }
+
+mod names;
+mod output;
