@@ -24,15 +24,19 @@ pub(crate) enum Level {
     reason = "the field names are the keys of `fm doctor --json`"
 )]
 pub(crate) struct Check {
-    pub(crate) check: &'static str,
+    pub(crate) check: std::borrow::Cow<'static, str>,
     pub(crate) level: Level,
     pub(crate) detail: String,
 }
 
 impl Check {
-    fn new(check: &'static str, level: Level, detail: impl Into<String>) -> Check {
+    fn new(
+        check: impl Into<std::borrow::Cow<'static, str>>,
+        level: Level,
+        detail: impl Into<String>,
+    ) -> Check {
         Check {
-            check,
+            check: check.into(),
             level,
             detail: detail.into(),
         }
@@ -323,6 +327,13 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
         Ok(_) => Check::new("config", Level::Ok, cfg_path.display().to_string()),
         Err(e) => Check::new("config", Level::Fail, e.to_string()),
     });
+    if let Ok(cfg) = &loaded {
+        for (name, host) in &cfg.hosts {
+            let r = crate::remote::doctor::check(home, name, host);
+            let level = if r.ok { Level::Ok } else { Level::Fail };
+            checks.push(Check::new(format!("host {name}"), level, r.detail));
+        }
+    }
     for (name, dir) in [
         ("data dir", home.data_dir()),
         ("state dir", home.state_dir()),

@@ -258,6 +258,10 @@ impl Home {
     pub fn watch_log(&self) -> PathBuf {
         self.state_dir().join("watch.log")
     }
+    /// ssh's control sockets, one per host connection (mode 0700).
+    pub fn ssh_dir(&self) -> PathBuf {
+        self.state_dir().join("ssh")
+    }
     pub(crate) fn archive_dir(&self) -> PathBuf {
         self.state_dir().join("archive")
     }

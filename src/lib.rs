@@ -19,7 +19,7 @@
 //!   [`crew_state`], [`notify`] (wakes to the captain's channels),
 //!   `control` (lifecycle), [`tmux`] (panes, the screen,
 //!   the doorbell, the moves to a worker's pane), [`top`] (the
-//!   dashboard), plus `doctor`, `demo` and [`stand_in`].
+//!   dashboard), [`remote`] (tasks on other hosts over ssh), plus `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
 //!   features' use cases and decides nothing itself.
 
@@ -50,6 +50,7 @@ pub mod meta;
 pub mod notify;
 pub mod output;
 pub(crate) mod proc;
+pub mod remote;
 pub mod shq;
 pub mod stand_in;
 pub mod status;

@@ -1,8 +1,9 @@
 //! The one runner for child processes the tools start and wait for: tmux,
-//! git, the `on_wake` hook, the demo's tools (and, later, ssh).
+//! git, ssh, the `on_wake` hook and the demo's tools.
 //!
 //! Guarantees of [`Cmd::run`]:
-//! - an argument vector, never a shell; stdin is `/dev/null`;
+//! - an argument vector, never a shell; stdin is `/dev/null` unless
+//!   [`Cmd::stdin`] gives bytes to write to it (a body sent over ssh);
 //! - bounded in time: at the bound the child is killed by its pid (which is
 //!   still ours: it is not reaped until then) and reaped, and the call
 //!   fails with [`Cause::TimedOut`];
@@ -51,6 +52,8 @@ pub struct Cmd {
     /// Variables to set (`Some`) or remove (`None`), in order.
     env: Vec<(OsString, Option<OsString>)>,
     timeout: Duration,
+    /// Bytes written to the child's stdin, then closed.
+    stdin: Option<Vec<u8>>,
 }
 
 /// What a child that ran to completion produced.
@@ -136,6 +139,7 @@ impl Cmd {
             args: Vec::new(),
             env: Vec::new(),
             timeout: GIT_TIMEOUT,
+            stdin: None,
         }
     }
 
@@ -198,6 +202,13 @@ impl Cmd {
         self
     }
 
+    /// Writes `bytes` to the child's stdin (from a thread, so a child that
+    /// does not read cannot block the caller past the time bound).
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Cmd {
+        self.stdin = Some(bytes);
+        self
+    }
+
     fn failure(&self, cause: Cause) -> Failure {
         let mut args = String::new();
         for a in &self.args {
@@ -232,7 +243,11 @@ impl Cmd {
             };
         }
         command
-            .stdin(Stdio::null())
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let child = command.spawn().map_err(|e| {
@@ -260,6 +275,13 @@ impl Cmd {
 
     fn wait(&self, mut child: Child) -> Result<Output, Failure> {
         let deadline = Instant::now() + self.timeout;
+        if let (Some(mut pipe), Some(bytes)) = (child.stdin.take(), self.stdin.clone()) {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                // A child that exits without reading gets a broken pipe.
+                let _ = pipe.write_all(&bytes);
+            });
+        }
         let (tx, rx) = mpsc::channel();
         for (stream, pipe) in [
             (
@@ -407,6 +429,15 @@ mod tests {
             killed.to_string().ends_with(": killed by a signal"),
             "{killed}"
         );
+    }
+
+    #[test]
+    fn stdin_bytes_reach_the_child_and_a_child_that_ignores_them_is_fine() {
+        let out = sh("cat; printf .").stdin(b"body\n".to_vec()).run_ok();
+        assert_eq!(out.unwrap(), "body\n.");
+        let big = vec![b'x'; 1 << 20];
+        let out = sh("exit 0").stdin(big).run().unwrap();
+        assert_eq!(out.code(), Some(0));
     }
 
     #[test]

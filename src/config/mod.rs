@@ -6,7 +6,8 @@
 //! and unknown-key warnings; [`env`] applies the overrides to every scalar
 //! key the sections serialise, so a new key gets its `FM_*` variable
 //! without further code. The `[harness.<name>]` tables are
-//! [`crate::harness`]'s type; this module only parses them.
+//! [`crate::harness`]'s type and the `[hosts.<name>]` tables
+//! [`crate::remote`]'s; this module only parses them.
 
 mod env;
 mod file;
@@ -32,6 +33,10 @@ pub struct Config {
     /// [`crate::harness::profile`].
     #[serde(skip_serializing)]
     pub harness: Overrides,
+    /// `[hosts.<name>]` tables: the other machines tasks may run on
+    /// ([`crate::remote`]).
+    #[serde(skip_serializing)]
+    pub hosts: crate::remote::Hosts,
     /// Unknown keys seen while loading; the caller prints them.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -331,6 +336,7 @@ mod tests {
         assert_eq!(
             Config {
                 harness: std::collections::BTreeMap::default(),
+                hosts: std::collections::BTreeMap::default(),
                 ..c
             },
             Config::default()

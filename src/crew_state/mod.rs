@@ -110,6 +110,9 @@ pub struct Row {
     pub pane: Option<String>,
     /// The tmux socket (`-L` name) the pane lives on; "" is the default server.
     pub tmux_socket: String,
+    /// The host of a remote task (`host=` in meta); absent for a local one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// An open decision as `--json` prints it: the fold's `{key, verb, text,
@@ -164,6 +167,7 @@ impl Row {
             tmux_socket: meta
                 .map_or(&cfg.tmux.socket[..], |m| m.socket(cfg))
                 .to_string(),
+            host: None,
         }
     }
 

@@ -56,19 +56,24 @@ pub(crate) fn waiting_cell(row: &Row) -> String {
         .map_or_else(|| "-".into(), super::attention::Attention::label)
 }
 
-const COLUMNS: usize = 8;
-
 /// The fleet table: a header and one row per task, columns padded to the
-/// widest cell, DETAIL last and unpadded.
+/// widest cell, DETAIL last and unpadded. A HOST column follows ID when
+/// any task is remote (`-` for a local one).
 pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<Text> {
-    let header = [
+    let hosts = rows.iter().any(|r| r.host.is_some());
+    let mut header: Vec<String> = [
         "ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "WAITING", "DETAIL",
     ]
-    .map(String::from);
-    let cells: Vec<[String; COLUMNS]> = rows
+    .map(String::from)
+    .to_vec();
+    if hosts {
+        header.insert(1, "HOST".into());
+    }
+    let state_col = if hosts { 2 } else { 1 };
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
+            let mut c = vec![
                 r.id.clone(),
                 r.state.as_str().to_string(),
                 r.source.as_str().to_string(),
@@ -77,26 +82,30 @@ pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<Text> {
                 r.open_decisions.len().to_string(),
                 waiting_cell(r),
                 r.detail.clone(),
-            ]
-            .map(|c| sanitize(&c).into_owned())
+            ];
+            if hosts {
+                c.insert(1, r.host.clone().unwrap_or_else(|| "-".into()));
+            }
+            c.into_iter().map(|c| sanitize(&c).into_owned()).collect()
         })
         .collect();
-    let mut width = header.clone().map(|h| h.len());
+    let mut width: Vec<usize> = header.iter().map(String::len).collect();
     for c in &cells {
         for (w, cell) in width.iter_mut().zip(c.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let fmt = |cols: &[String; COLUMNS], state: Option<State>| {
+    let last = header.len() - 1;
+    let fmt = |cols: &[String], state: Option<State>| {
         let mut t = Text::new();
         for (i, cell) in cols.iter().enumerate() {
-            if i == COLUMNS - 1 {
+            if i == last {
                 t.push(cell);
                 break;
             }
             let pad = width[i] - cell.chars().count() + 2;
-            match (i, state) {
-                (1, Some(st)) => t.paint(cell, colour(st), colour_on),
+            match state {
+                Some(st) if i == state_col => t.paint(cell, colour(st), colour_on),
                 _ => t.push(cell),
             };
             t.pad(pad);
@@ -130,6 +139,7 @@ mod tests {
             project: None,
             pane: None,
             tmux_socket: String::new(),
+            host: None,
         }
     }
 
@@ -179,6 +189,25 @@ mod tests {
         assert_eq!(
             t[1],
             "q1  idle   status-log  2m ago  2      0     1 message unread, 3 rings  agent alive, no status yet"
+        );
+    }
+
+    #[test]
+    fn a_host_column_follows_id_when_a_task_is_remote() {
+        let mut far = row("far-1", State::Working, "x");
+        far.host = Some("box".into());
+        let t = table(&[row("a", State::Idle, ""), far], true);
+        assert_eq!(
+            t[0],
+            "ID     HOST  STATE    SOURCE      AGE  INBOX  OPEN  DETAIL"
+        );
+        assert_eq!(
+            t[1],
+            "a      -     \x1b[2midle\x1b[0m     status-log  2m   2      0"
+        );
+        assert_eq!(
+            t[2],
+            "far-1  box   \x1b[32mworking\x1b[0m  status-log  2m   2      0     x"
         );
     }
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use super::*;
 
 /// An open decision: what is waiting on someone above the worker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Decision {
     pub key: String,
     pub verb: String,

@@ -1,0 +1,220 @@
+//! The fleet view across hosts (SPEC §9.1 with `[hosts.<name>]`): the rows
+//! of tasks whose meta names a host come from that host.
+//!
+//! Every configured host is asked once per view — one `fm-crew-state
+//! --json` round trip — on its own thread, started before the local rows
+//! are gathered, so the hosts and the local fleet are read at the same
+//! time and a slow host costs at most its `timeout_ms`, never the other
+//! rows. A host that gives no answer turns its tasks into `unknown ·
+//! source: none · host unreachable: <why>`; a task the host does not know,
+//! or a host that is not configured, is `unknown` too, saying so.
+
+use std::collections::{BTreeMap, HashMap};
+use std::thread::JoinHandle;
+
+use serde::Deserialize;
+
+use super::host::HostCfg;
+use super::ssh::Ssh;
+use crate::config::Config;
+use crate::crew_state::{Facts, OpenDecision, Row, Source, State};
+use crate::home::Home;
+use crate::status::Decision;
+
+/// One row as the far `fm-crew-state --json` prints it.
+#[derive(Debug, Deserialize)]
+struct FarRow {
+    id: String,
+    state: String,
+    source: String,
+    #[serde(default)]
+    detail: String,
+    #[serde(default)]
+    age_secs: Option<u64>,
+    #[serde(default)]
+    inbox_pending: usize,
+    #[serde(default)]
+    open_decisions: Vec<Decision>,
+    #[serde(default)]
+    project: Option<String>,
+}
+
+/// A host's rows by task id, or why there are none.
+type Answer = Result<HashMap<String, FarRow>, Why>;
+
+#[derive(Debug)]
+enum Why {
+    Unreachable(String),
+    Failed(String),
+}
+
+/// The hosts' answers, arriving.
+pub(crate) struct Pending {
+    hosts: BTreeMap<String, JoinHandle<Answer>>,
+}
+
+/// Starts asking every configured host; no threads when there are none.
+pub(crate) fn start(home: &Home, cfg: &Config) -> Pending {
+    let hosts = cfg
+        .hosts
+        .iter()
+        .map(|(name, host)| {
+            let (home, name2, host) = (home.clone(), name.clone(), host.clone());
+            (
+                name.clone(),
+                std::thread::spawn(move || ask(&home, &name2, &host)),
+            )
+        })
+        .collect();
+    Pending { hosts }
+}
+
+fn ask(home: &Home, name: &str, host: &HostCfg) -> Answer {
+    let ssh = Ssh::new(home, name, host).map_err(|e| Why::Failed(e.to_string()))?;
+    let reply = ssh
+        .tool("fm-crew-state", &["--json"], None)
+        .map_err(|u| Why::Unreachable(u.0))?;
+    if reply.code != 0 {
+        let why = reply.stderr.lines().rfind(|l| !l.trim().is_empty());
+        return Err(Why::Failed(format!(
+            "fm-crew-state exit {}: {}",
+            reply.code,
+            why.unwrap_or("").trim()
+        )));
+    }
+    let rows: Vec<FarRow> = serde_json::from_str(&reply.stdout)
+        .map_err(|e| Why::Failed(format!("unreadable answer: {e}")))?;
+    Ok(rows.into_iter().map(|r| (r.id.clone(), r)).collect())
+}
+
+impl Pending {
+    /// Replaces the rows of remote tasks (`facts[i]` is `rows[i]`'s) by
+    /// their host's answer, and marks them with the host.
+    pub(crate) fn overlay(self, facts: &[Facts], rows: &mut [Row]) {
+        let remote: Vec<(usize, String)> = facts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let host = f.meta.as_ref()?.host.as_deref()?.trim();
+                (!host.is_empty()).then(|| (i, host.to_string()))
+            })
+            .collect();
+        let mut answers: BTreeMap<String, Answer> = self
+            .hosts
+            .into_iter()
+            .map(|(name, h)| {
+                let answer = h
+                    .join()
+                    .unwrap_or_else(|_| Err(Why::Failed("the query panicked".into())));
+                (name, answer)
+            })
+            .collect();
+        for (i, host) in remote {
+            let row = &mut rows[i];
+            let got = match answers.get_mut(&host) {
+                None => Err(format!("host {host} is not configured")),
+                Some(Err(Why::Unreachable(why))) => Err(format!("host unreachable: {why}")),
+                Some(Err(Why::Failed(why))) => Err(format!("host {host}: {why}")),
+                Some(Ok(map)) => map
+                    .remove(&row.id)
+                    .ok_or_else(|| format!("no metadata for {} on host {host}", row.id)),
+            };
+            *row = match got {
+                Ok(far) => from_far(far),
+                Err(detail) => Row {
+                    id: row.id.clone(),
+                    state: State::Unknown,
+                    source: Source::None,
+                    detail,
+                    age_secs: None,
+                    inbox_pending: 0,
+                    open_decisions: Vec::new(),
+                    current_at: None,
+                    attention: None,
+                    project: None,
+                    pane: None,
+                    tmux_socket: String::new(),
+                    host: None,
+                },
+            };
+            row.host = Some(host);
+        }
+    }
+}
+
+const STATES: [State; 9] = [
+    State::Working,
+    State::Idle,
+    State::Parked,
+    State::Blocked,
+    State::Paused,
+    State::Done,
+    State::Failed,
+    State::Exited,
+    State::Unknown,
+];
+
+const SOURCES: [Source; 4] = [Source::Run, Source::Pane, Source::StatusLog, Source::None];
+
+fn from_far(far: FarRow) -> Row {
+    let state = STATES.into_iter().find(|s| s.as_str() == far.state);
+    let source = SOURCES
+        .into_iter()
+        .find(|s| s.as_str() == far.source)
+        .unwrap_or(Source::None);
+    let detail = match state {
+        Some(_) => far.detail,
+        // A newer far side with a state this side does not know.
+        None => format!("host says {}: {}", far.state, far.detail),
+    };
+    Row {
+        id: far.id,
+        state: state.unwrap_or(State::Unknown),
+        source,
+        detail,
+        age_secs: far.age_secs,
+        inbox_pending: far.inbox_pending,
+        open_decisions: far.open_decisions.iter().map(OpenDecision::from).collect(),
+        // The far side's attention and times are not carried over yet: the
+        // row reads the far state and detail, the captain's side ranks it.
+        current_at: None,
+        attention: None,
+        project: far.project,
+        pane: None,
+        tmux_socket: String::new(),
+        host: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_far_row_keeps_its_fields_and_an_unknown_state_says_so() {
+        let far: FarRow = serde_json::from_str(
+            r#"{"id":"t1","state":"blocked","source":"status-log","detail":"needs x","age_secs":5,"inbox_pending":2,"open_decisions":[{"key":"default","verb":"blocked","text":"needs x","at":7}],"future":1}"#,
+        )
+        .unwrap();
+        let row = from_far(far);
+        assert_eq!(
+            (
+                row.state,
+                row.source,
+                &*row.detail,
+                row.age_secs,
+                row.inbox_pending
+            ),
+            (State::Blocked, Source::StatusLog, "needs x", Some(5), 2)
+        );
+        assert_eq!(row.open_decisions[0].at, Some(7));
+        let far: FarRow =
+            serde_json::from_str(r#"{"id":"t1","state":"dreaming","source":"new","detail":"z"}"#)
+                .unwrap();
+        let row = from_far(far);
+        assert_eq!(
+            (row.state, row.source, &*row.detail),
+            (State::Unknown, Source::None, "host says dreaming: z")
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! Tasks on other hosts, reached with OpenSSH (docs/remote.md).
+//!
+//! There is no daemon of ours on the wire: every remote action is one
+//! `ssh` round trip that runs the far host's own `fm-*` tool in the far
+//! host's own home, so every local guarantee (locks, atomic records,
+//! doorbells) holds there, kept by the code that keeps it locally. Bodies
+//! travel on stdin, never on a command line.
+//!
+//! [`host`] is the `[hosts.<name>]` table; [`ssh`] the runner: one
+//! multiplexed connection per host (ControlMaster/ControlPersist in a
+//! private socket directory under `state/`), no prompts, a bound per call,
+//! and a typed answer that tells "the host could not be reached" from
+//! "the tool ran and failed".
+
+pub(crate) mod doctor;
+pub(crate) mod fleet;
+pub mod host;
+pub mod ssh;
+
+pub use host::{HostCfg, Hosts};
+pub use ssh::{Reply, Ssh, Unreachable};
