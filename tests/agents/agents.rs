@@ -79,12 +79,6 @@ impl Harness {
     /// under `FM_REQUIRE_AGENTS=1` a missing program fails the test.
     #[track_caller]
     pub fn require(self) -> Option<PathBuf> {
-        // Opt-in until the profiles, hooks and dialog outcome it checks
-        // have landed (docs/harnesses.md, "Conformance suite").
-        if std::env::var("FM_AGENTS_SUITE").as_deref() != Ok("1") {
-            eprintln!("skipped: the real-agent conformance suite runs only with FM_AGENTS_SUITE=1");
-            return None;
-        }
         if let Some(p) = self.program() {
             return Some(p);
         }

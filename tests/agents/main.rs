@@ -11,8 +11,11 @@
 //! tests under its module. A missing agent program skips a test with a
 //! printed reason, or fails it under `FM_REQUIRE_AGENTS=1`.
 //!
+//! The target is not part of a plain `cargo test` (`test = false` in
+//! Cargo.toml) until it passes: it is run by name.
+//!
 //! ```text
-//! scripts/agents.sh && FM_AGENTS_SUITE=1 FM_REQUIRE_AGENTS=1 cargo test --release --test agents
+//! scripts/agents.sh && FM_REQUIRE_AGENTS=1 cargo test --release --test agents
 //! ```
 
 #[path = "../cli/harness.rs"]

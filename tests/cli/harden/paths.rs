@@ -109,7 +109,7 @@ fn the_crontab_line_names_the_home_exactly() {
     let out = Cmd::new(bin("fm-watch"))
         .env("FM_HOME", &root)
         .arg("--crontab")
-        .stdout_regex(r"^\* \* \* \* \* FM_HOME=.* --once >/dev/null\n$")
+        .stdout_regex(r"^\* \* \* \* \* FM_HOME=.* PATH=.* --once >>.*watch\.log' 2>&1; .*\n$")
         .run();
     let line = out.stdout();
     let cmd = line
@@ -119,10 +119,10 @@ fn the_crontab_line_names_the_home_exactly() {
     // Undo cron's `%` handling (`\%` is `%`), then let sh read the
     // assignment: it must yield the home, byte for byte.
     let unescaped = cmd.replace(r"\%", "%");
-    let rest = unescaped
-        .strip_suffix(" --once >/dev/null")
-        .expect("ends with the --once run");
-    let (assign, _program) = rest.rsplit_once(' ').expect("FM_HOME=… program");
+    // The home holds no ` PATH=`, so the assignment ends where PATH's begins.
+    let (assign, _rest) = unescaped
+        .split_once(" PATH=")
+        .expect("FM_HOME=… PATH=… program");
     let got = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("{assign} printenv FM_HOME"))
