@@ -59,6 +59,7 @@ fn rows(n: usize) -> Vec<Row> {
                 project: Some("shop".into()),
                 pane: Some(format!("%{i}")),
                 tmux_socket: String::new(),
+                host: None,
             }
         })
         .collect()

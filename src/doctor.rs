@@ -257,7 +257,7 @@ fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check> {
             let program = p.launch.first().cloned().unwrap_or_default();
             let configured = overrides.contains_key(name);
             let check = |level, detail: String| Check {
-                check: "harness",
+                check: "harness".into(),
                 level,
                 detail: format!("{name}: {detail}"),
             };

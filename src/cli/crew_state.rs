@@ -59,20 +59,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// The rows of `ids`, gathered in one pass while every configured host is
 /// asked for its own; warnings go to stderr.
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let hosts = crate::remote::fleet::start(&ctx.home, &ctx.cfg);
-    let (all, warnings) = gather::gather(
-        &ctx.home,
-        &ctx.cfg,
-        ids,
-        clock::now(),
-        &gather::real_tmux,
-        gather::dod_gate,
-    );
+    let (rows, warnings) = crew_state::rows(&ctx.home, &ctx.cfg, ids, clock::now());
     for w in warnings {
         crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
-    let mut rows: Vec<Row> = all.iter().map(|f| Row::from_facts(f, &ctx.cfg)).collect();
-    hosts.overlay(&all, &mut rows);
     rows
 }
 

@@ -192,13 +192,14 @@ fn project_name(m: &TaskMeta) -> Option<String> {
 }
 
 /// The rows of `ids`, gathered in one pass at `now` with the real tmux
-/// and the done gate, and the warnings to print (tmux could not be asked).
+/// and the done gate while every configured host is asked for its own
+/// (`remote::fleet`), and the warnings to print (tmux could not be asked).
 pub fn rows(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> (Vec<Row>, Vec<String>) {
+    let hosts = crate::remote::fleet::start(home, cfg);
     let (all, warnings) = gather::gather(home, cfg, ids, now, &gather::real_tmux, gather::dod_gate);
-    (
-        all.iter().map(|f| Row::from_facts(f, cfg)).collect(),
-        warnings,
-    )
+    let mut rows: Vec<Row> = all.iter().map(|f| Row::from_facts(f, cfg)).collect();
+    hosts.overlay(&all, &mut rows);
+    (rows, warnings)
 }
 
 /// The whole fleet (every task with a meta file), as [`rows`].

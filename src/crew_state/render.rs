@@ -199,15 +199,15 @@ mod tests {
         let t = table(&[row("a", State::Idle, ""), far], true);
         assert_eq!(
             t[0],
-            "ID     HOST  STATE    SOURCE      AGE  INBOX  OPEN  DETAIL"
+            "ID     HOST  STATE    SOURCE      AGE     INBOX  OPEN  WAITING  DETAIL"
         );
         assert_eq!(
             t[1],
-            "a      -     \x1b[2midle\x1b[0m     status-log  2m   2      0"
+            "a      -     \x1b[2midle\x1b[0m     status-log  2m ago  2      0     -"
         );
         assert_eq!(
             t[2],
-            "far-1  box   \x1b[32mworking\x1b[0m  status-log  2m   2      0     x"
+            "far-1  box   \x1b[32mworking\x1b[0m  status-log  2m ago  2      0     -        x"
         );
     }
 }

@@ -19,6 +19,7 @@ pub(crate) fn row(id: &str, state: State, attention: Option<Attention>) -> Row {
         project: Some("shop".into()),
         pane: Some("%1".into()),
         tmux_socket: String::new(),
+        host: None,
     }
 }
 

@@ -29,6 +29,7 @@ fn row(id: &str, state: State, detail: &str, attention: Option<Attention>) -> Ro
         project: Some("shop".into()),
         pane: Some("%3".into()),
         tmux_socket: String::new(),
+        host: None,
     }
 }
 
