@@ -50,6 +50,18 @@ pub(crate) struct HeadFacts {
     pub common_dir: PathBuf,
 }
 
+/// The refs that count as "outside a worktree" for the done check, as
+/// they are now ([`GitFiles::refs_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RefsState {
+    /// Changes whenever a ref file or `packed-refs` does.
+    pub stamp: u64,
+    /// Some ref exists under the prefixes.
+    pub any: bool,
+    /// Every file is old enough for the stamp to be trusted later.
+    pub settled: bool,
+}
+
 /// Environment variables that change where git looks; with any set, git
 /// is asked.
 const GIT_ENV: &[&str] = &[
@@ -286,51 +298,16 @@ impl GitFiles {
         }
     }
 
+    /// The common directory of the repository whose top level is `dir`,
+    /// when its layout is a usual one (whatever its HEAD).
+    pub(crate) fn common_dir(&self, dir: &Path) -> Option<PathBuf> {
+        let (_, common_dir) = self.dirs(dir).ok()??;
+        self.common(&common_dir).usual.then_some(common_dir)
+    }
+
     fn read(&self, dir: &Path) -> Result<Head, &'static str> {
-        if !self.plain_env {
-            return Err("git environment variables set");
-        }
-        let dotgit = dir.join(".git");
-        let md = match std::fs::symlink_metadata(&dotgit) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Head::NotRepo),
-            Err(_) => return Err("unreadable .git"),
-        };
-        let wt = std::fs::metadata(dir).map_err(|_| "unreadable worktree")?;
-        if !self.owned(&md) || !self.owned(&wt) {
-            return Err("owned by another user");
-        }
-        let git_dir = if md.is_dir() {
-            dotgit
-        } else if md.is_file() {
-            let text = read_small(&dotgit)?.ok_or("unreadable .git")?;
-            let target = text
-                .trim_end_matches(['\n', '\r'])
-                .strip_prefix("gitdir: ")
-                .ok_or("not a gitdir file")?;
-            if target.is_empty() {
-                return Err("not a gitdir file");
-            }
-            dir.join(target)
-        } else {
-            return Err(".git is neither a file nor a directory");
-        };
-        let gd = std::fs::metadata(&git_dir).map_err(|_| "git directory missing")?;
-        if !gd.is_dir() {
-            return Err("git directory missing");
-        }
-        if !self.owned(&gd) {
-            return Err("owned by another user");
-        }
-        let common_dir = match read_small(&git_dir.join("commondir"))? {
-            Some(t) => {
-                let t = t.trim_end_matches(['\n', '\r']);
-                if t.is_empty() {
-                    return Err("empty commondir");
-                }
-                same_dir_normalised(&git_dir.join(t)).ok_or("unusual commondir")?
-            }
-            None => git_dir.clone(),
+        let Some((git_dir, common_dir)) = self.dirs(dir)? else {
+            return Ok(Head::NotRepo);
         };
         let common = self.common(&common_dir);
         if !common.usual {
@@ -379,6 +356,127 @@ impl GitFiles {
             }));
         }
         Err("symbolic refs nested too deep")
+    }
+
+    /// The git directory and common directory of the repository whose top
+    /// level is `dir`; `None` when `dir/.git` does not exist.
+    fn dirs(&self, dir: &Path) -> Result<Option<(PathBuf, PathBuf)>, &'static str> {
+        if !self.plain_env {
+            return Err("git environment variables set");
+        }
+        let dotgit = dir.join(".git");
+        let md = match std::fs::symlink_metadata(&dotgit) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(_) => return Err("unreadable .git"),
+        };
+        let wt = std::fs::metadata(dir).map_err(|_| "unreadable worktree")?;
+        if !self.owned(&md) || !self.owned(&wt) {
+            return Err("owned by another user");
+        }
+        let git_dir = if md.is_dir() {
+            dotgit
+        } else if md.is_file() {
+            let text = read_small(&dotgit)?.ok_or("unreadable .git")?;
+            let target = text
+                .trim_end_matches(['\n', '\r'])
+                .strip_prefix("gitdir: ")
+                .ok_or("not a gitdir file")?;
+            if target.is_empty() {
+                return Err("not a gitdir file");
+            }
+            dir.join(target)
+        } else {
+            return Err(".git is neither a file nor a directory");
+        };
+        let gd = std::fs::metadata(&git_dir).map_err(|_| "git directory missing")?;
+        if !gd.is_dir() {
+            return Err("git directory missing");
+        }
+        if !self.owned(&gd) {
+            return Err("owned by another user");
+        }
+        let common_dir = match read_small(&git_dir.join("commondir"))? {
+            Some(t) => {
+                let t = t.trim_end_matches(['\n', '\r']);
+                if t.is_empty() {
+                    return Err("empty commondir");
+                }
+                same_dir_normalised(&git_dir.join(t)).ok_or("unusual commondir")?
+            }
+            None => git_dir.clone(),
+        };
+        Ok(Some((git_dir, common_dir)))
+    }
+
+    /// What the refs under `refs/remotes/` (and `refs/heads/` when
+    /// `heads`) of a repository look like now: a stamp of every loose ref
+    /// file and of `packed-refs`, whether there is any such ref at all,
+    /// and whether every file is older than `now` by more than a second
+    /// (so an answer about these refs may be kept while the stamp holds).
+    /// `None` when the directory cannot be walked.
+    pub(crate) fn refs_state(&self, common_dir: &Path, heads: bool, now: u64) -> Option<RefsState> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        let mut st = RefsState {
+            stamp: 0,
+            any: false,
+            settled: true,
+        };
+        let settled_before = (now as i64 - 1) * 1_000_000_000;
+        let mut note = |path: &Path, md: &std::fs::Metadata, st: &mut RefsState| {
+            path.hash(&mut h);
+            (md.ino(), md.size(), md.mtime(), md.mtime_nsec()).hash(&mut h);
+            if md.mtime() * 1_000_000_000 + md.mtime_nsec() >= settled_before {
+                st.settled = false;
+            }
+        };
+        let mut prefixes = vec!["refs/remotes/"];
+        if heads {
+            prefixes.push("refs/heads/");
+        }
+        let mut todo: Vec<PathBuf> = prefixes
+            .iter()
+            .map(|p| common_dir.join(p.trim_end_matches('/')))
+            .collect();
+        while let Some(dir) = todo.pop() {
+            let rd = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(_) => return None,
+            };
+            for entry in rd {
+                let entry = entry.ok()?;
+                let path = entry.path();
+                if entry.file_type().ok()?.is_dir() {
+                    todo.push(path);
+                    continue;
+                }
+                let md = std::fs::symlink_metadata(&path).ok()?;
+                note(&path, &md, &mut st);
+                st.any = true;
+            }
+        }
+        let packed = common_dir.join("packed-refs");
+        match std::fs::symlink_metadata(&packed) {
+            Ok(md) => note(&packed, &md, &mut st),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+        let common = self.common(common_dir);
+        if common.packed.odd {
+            return None;
+        }
+        if common
+            .packed
+            .refs
+            .keys()
+            .any(|k| prefixes.iter().any(|p| k.starts_with(p)))
+        {
+            st.any = true;
+        }
+        st.stamp = h.finish();
+        Some(st)
     }
 }
 

@@ -9,7 +9,8 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{Row, gather, live, render, trace};
+use crate::crew_state::render::TableRow;
+use crate::crew_state::{FleetReader, Row, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -58,18 +59,66 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 
 /// The rows of `ids`, gathered in one pass; warnings go to stderr.
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let (all, warnings) = gather::gather(
-        &ctx.home,
-        &ctx.cfg,
-        ids,
-        clock::now(),
-        &gather::real_tmux,
-        gather::dod_gate,
-    );
+    let (rows, warnings) = FleetReader::new().tasks(&ctx.home, &ctx.cfg, ids, clock::now());
     for w in warnings {
         eprintln!("{TOOL}: warning: {w}");
     }
-    all.iter().map(Row::from_facts).collect()
+    rows
+}
+
+/// The fleet through `reader`, each row to `emit` in id order; warnings go
+/// to stderr.
+fn fleet(
+    ctx: &Ctx,
+    reader: &mut FleetReader,
+    emit: &mut dyn FnMut(Row) -> Result<()>,
+) -> Result<()> {
+    for w in reader.fleet(&ctx.home, &ctx.cfg, clock::now(), emit)? {
+        eprintln!("{TOOL}: warning: {w}");
+    }
+    Ok(())
+}
+
+/// The fleet table's rows.
+fn table_rows(ctx: &Ctx, reader: &mut FleetReader) -> Result<Vec<TableRow>> {
+    let mut rows = Vec::new();
+    fleet(ctx, reader, &mut |r| {
+        rows.push(TableRow::from(r));
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+fn write_err(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Error::ClosedPipe
+    } else {
+        Error::io("write", "<stdout>", e)
+    }
+}
+
+/// The fleet as one JSON array on one line, written row by row as the
+/// rows come (the same bytes as serialising the whole array at once).
+fn fleet_json(ctx: &Ctx) -> Result<()> {
+    use std::io::Write;
+    let mut so = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let mut first = true;
+    let mut reader = FleetReader::new();
+    fleet(ctx, &mut reader, &mut |r| {
+        so.write_all(if first { b"[" } else { b"," })
+            .map_err(write_err)?;
+        first = false;
+        serde_json::to_writer(&mut so, &r).map_err(|e| {
+            if e.is_io() {
+                write_err(e.into())
+            } else {
+                Error::io("serialize", "<stdout>", std::io::Error::other(e))
+            }
+        })
+    })?;
+    so.write_all(if first { b"[]\n" } else { b"]\n" })
+        .and_then(|()| so.flush())
+        .map_err(write_err)
 }
 
 fn run(a: Args) -> Result<u8> {
@@ -105,29 +154,37 @@ fn run(a: Args) -> Result<u8> {
         let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
         let colour = common::colour_enabled();
         let interval = Duration::from_secs_f64(a.interval);
-        return live::run(interval, tty, || frame(&ctx, colour, a.interval));
+        let mut reader = FleetReader::kept();
+        return live::run(interval, tty, || {
+            frame(&ctx, &mut reader, colour, a.interval)
+        });
     }
-    let rows = rows(&ctx, &ctx.home.task_ids_with_meta()?);
     if a.json {
-        common::out_json(&rows)?;
+        fleet_json(&ctx)?;
     } else {
-        common::out(&render::table(&rows, common::colour_enabled()).join("\n"))?;
+        let rows = table_rows(&ctx, &mut FleetReader::new())?;
+        let mut text = Vec::new();
+        render::write_table(&rows, common::colour_enabled(), &mut text)
+            .map_err(|e| Error::io("write", "<stdout>", e))?;
+        text.pop();
+        common::out(&String::from_utf8_lossy(&text))?;
     }
     Ok(0)
 }
 
-/// One frame of the live view: title, table, latest wakes.
-fn frame(ctx: &Ctx, colour: bool, interval: f64) -> Result<String> {
-    let rows = rows(ctx, &ctx.home.task_ids_with_meta()?);
+/// One frame of the live view: title, table, latest wakes. The reader is
+/// held across frames, so a frame re-reads only what changed.
+fn frame(ctx: &Ctx, reader: &mut FleetReader, colour: bool, interval: f64) -> Result<String> {
+    let rows = table_rows(ctx, reader)?;
     let mut s = format!(
         "{TOOL} \u{b7} {} \u{b7} {} tasks \u{b7} every {interval}s \u{b7} Ctrl-C to quit\n\n",
         clock::human_utc(clock::now()),
         rows.len()
     );
-    for l in render::table(&rows, colour) {
-        s.push_str(&l);
-        s.push('\n');
-    }
+    let mut table = Vec::new();
+    render::write_table(&rows, colour, &mut table)
+        .map_err(|e| Error::io("write", "<stdout>", e))?;
+    s.push_str(&String::from_utf8_lossy(&table));
     s.push_str("\nwakes:\n");
     let wakes = live::tail_lines(&ctx.home.wakes(), WAKE_LINES);
     if wakes.is_empty() {

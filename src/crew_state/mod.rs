@@ -2,19 +2,28 @@
 //! whole fleet.
 //!
 //! The work is split so the decision is testable without tmux or git:
-//! [`facts`] holds every input as plain data; [`gather`] reads them in one
-//! pass (one `tmux list-panes -a` per socket for the whole fleet, never one
-//! per task, never a shell; git only through [`crate::git`]); [`resolve`]
-//! applies the rules of §9.2 as a pure function of those facts; [`render`]
-//! prints the one-line and table forms from the same [`Row`]
+//! [`facts`] holds every input as plain data; `read` reads a task's own
+//! files, each once; `gather` adds what tmux and git say (one tmux call
+//! per socket for the whole fleet, never one per task, never a shell; git
+//! from its files, and as a process per repository, not per task, for the
+//! done check in `done_check`); [`resolve`] applies the rules of §9.2 as
+//! a pure function of those facts; [`FleetReader`] (in `fleet`) drives a
+//! view over every core, streams its rows in id order, and — held across
+//! frames by the live view or a dashboard — re-reads only what changed;
+//! `render` prints the one-line and table forms from the same [`Row`]
 //! that `--json` serialises. [`trace`] reads a delegation chain's audit
-//! trail (§11.2) and [`live`] drives the `--watch` view.
+//! trail (§11.2) and `live` drives the `--watch` view.
 //!
 //! Crew state only reads: it never writes a file under the home.
 
+mod done_check;
 pub mod facts;
+mod fleet;
 pub(crate) mod gather;
 pub(crate) mod live;
+mod read;
+#[cfg(test)]
+mod reference;
 pub(crate) mod render;
 pub(crate) mod resolve;
 pub mod trace;
@@ -24,7 +33,7 @@ use serde::Serialize;
 use crate::status::Decision;
 
 pub use facts::Facts;
-pub use gather::gather;
+pub use fleet::{FleetReader, KEEP_MAX, Stats};
 pub use resolve::{Resolution, resolve};
 
 /// What a worker is doing (SPEC §9.1).
@@ -82,7 +91,7 @@ impl Source {
 /// One task's crew state as printed and as `--json` (schema in
 /// `docs/crew-state-schema.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Row {
+pub struct Row {
     pub id: String,
     pub(crate) state: State,
     pub source: Source,
@@ -96,7 +105,11 @@ pub(crate) struct Row {
 impl Row {
     /// The row for gathered facts.
     pub(crate) fn from_facts(f: &Facts) -> Row {
-        let r = resolve(f);
+        Row::with(f, resolve(f))
+    }
+
+    /// The row for gathered facts and their resolution.
+    pub(crate) fn with(f: &Facts, r: Resolution) -> Row {
         let current = f.fold.current();
         let age_secs = current
             .as_ref()

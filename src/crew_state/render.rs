@@ -3,7 +3,7 @@
 //! the same [`Row`] that `--json` serialises. Colour (the state word only)
 //! is the caller's choice: on a terminal and never with `NO_COLOR`.
 
-use super::{Row, State};
+use super::{Row, Source, State};
 use crate::clock;
 
 const SEP: &str = " \u{b7} ";
@@ -46,64 +46,112 @@ pub(crate) fn line(row: &Row, colour: bool) -> String {
 }
 
 /// The AGE cell: `42s`, `5m`, … or `-` without a current line.
-pub(crate) fn age_cell(row: &Row) -> String {
-    row.age_secs.map(clock::age).unwrap_or_else(|| "-".into())
+fn age_of(age_secs: Option<u64>) -> String {
+    age_secs.map(clock::age).unwrap_or_else(|| "-".into())
+}
+
+/// What the fleet table shows of a row: all a fleet's table holds per
+/// task (the open decisions only counted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableRow {
+    id: String,
+    state: State,
+    source: Source,
+    age_secs: Option<u64>,
+    inbox_pending: usize,
+    open: usize,
+    detail: String,
+}
+
+impl From<Row> for TableRow {
+    fn from(r: Row) -> TableRow {
+        TableRow {
+            open: r.open_decisions.len(),
+            id: r.id,
+            state: r.state,
+            source: r.source,
+            age_secs: r.age_secs,
+            inbox_pending: r.inbox_pending,
+            detail: r.detail,
+        }
+    }
+}
+
+const HEADER: [&str; 7] = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
+
+impl TableRow {
+    fn cells(&self) -> [std::borrow::Cow<'_, str>; 7] {
+        [
+            self.id.as_str().into(),
+            self.state.as_str().into(),
+            self.source.as_str().into(),
+            age_of(self.age_secs).into(),
+            self.inbox_pending.to_string().into(),
+            self.open.to_string().into(),
+            self.detail.as_str().into(),
+        ]
+    }
 }
 
 /// The fleet table: a header and one row per task, columns padded to the
-/// widest cell, DETAIL last and unpadded.
-pub(crate) fn table(rows: &[Row], colour: bool) -> Vec<String> {
-    let header = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
-    let cells: Vec<[String; 7]> = rows
-        .iter()
-        .map(|r| {
-            [
-                r.id.clone(),
-                r.state.as_str().to_string(),
-                r.source.as_str().to_string(),
-                age_cell(r),
-                r.inbox_pending.to_string(),
-                r.open_decisions.len().to_string(),
-                r.detail.clone(),
-            ]
-        })
-        .collect();
-    let mut width = header.map(str::len);
-    for c in &cells {
-        for (w, cell) in width.iter_mut().zip(c.iter()) {
+/// widest cell, DETAIL last and unpadded; each line ends in `\n`.
+pub(crate) fn write_table(
+    rows: &[TableRow],
+    colour: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut width = HEADER.map(str::len);
+    for r in rows {
+        for (w, cell) in width.iter_mut().zip(r.cells().iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let fmt = |cols: [&str; 7], state: Option<State>| {
-        let mut s = String::new();
+    let mut line = String::new();
+    let mut fmt = |cols: [&str; 7], state: Option<State>, out: &mut dyn std::io::Write| {
+        line.clear();
         for (i, cell) in cols.iter().enumerate() {
             if i == 6 {
-                s.push_str(cell);
+                line.push_str(cell);
                 break;
             }
             let pad = width[i] - cell.chars().count() + 2;
             match (i, state) {
-                (1, Some(st)) => s.push_str(&paint(cell, st, colour)),
-                _ => s.push_str(cell),
+                (1, Some(st)) => line.push_str(&paint(cell, st, colour)),
+                _ => line.push_str(cell),
             }
-            s.extend(std::iter::repeat_n(' ', pad));
+            line.extend(std::iter::repeat_n(' ', pad));
         }
-        s.trim_end().to_string()
+        let trimmed = line.trim_end();
+        out.write_all(trimmed.as_bytes())?;
+        out.write_all(b"\n")
     };
-    let mut out = vec![fmt(header, None)];
-    for (c, r) in cells.iter().zip(rows) {
-        out.push(fmt(
+    fmt(HEADER, None, out)?;
+    for r in rows {
+        let c = r.cells();
+        fmt(
             [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
             Some(r.state),
-        ));
+            out,
+        )?;
     }
-    out
+    Ok(())
+}
+
+/// [`write_table`] as lines (without their `\n`).
+#[cfg(test)]
+pub(crate) fn table(rows: &[TableRow], colour: bool) -> Vec<String> {
+    let mut buf = Vec::new();
+    write_table(rows, colour, &mut buf).expect("writing to memory");
+    String::from_utf8(buf)
+        .expect("table text is UTF-8")
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crew_state::Source;
 
     fn row(id: &str, state: State, detail: &str) -> Row {
         Row {
@@ -134,8 +182,8 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(
             &[
-                row("a", State::Working, "x y"),
-                row("long-id", State::Blocked, ""),
+                row("a", State::Working, "x y").into(),
+                row("long-id", State::Blocked, "").into(),
             ],
             false,
         );

@@ -1,10 +1,11 @@
-//! The tmux side: what firstmate asks tmux ([`pane`]), how it reads a
-//! pane's screen ([`screen`]), the doorbell it rings in a worker's pane
+//! The tmux side: what firstmate asks tmux ([`pane`]), many panes in one
+//! call ([`batch`]), how it reads a pane's screen ([`screen`]), the doorbell it rings in a worker's pane
 //! ([`deliver`]), and a task as a doorbell target ([`recipient`]).
 //!
 //! Everything here talks to a worker's pane by its id (`%N`) on the task's
 //! `-L` socket; nothing else in the library runs tmux.
 
+pub mod batch;
 pub mod deliver;
 pub mod pane;
 pub(crate) mod recipient;
