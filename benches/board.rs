@@ -37,9 +37,10 @@ impl std::fmt::Display for Stats {
 fn children_cpu() -> Duration {
     // SAFETY: getrusage fills the zeroed struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv =
-        |t: libc::timeval| Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64);
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &raw mut ru) };
+    let tv = |t: libc::timeval| {
+        Duration::from_micros(t.tv_sec.unsigned_abs() * 1_000_000 + t.tv_usec.unsigned_abs())
+    };
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
@@ -53,7 +54,7 @@ fn populate(root: &Path) {
             1_796_000_000 + n,
         );
         t.description = "a short description\nover two lines".into();
-        t.priority = (n % 5) as i64;
+        t.priority = i64::try_from(n % 5).unwrap();
         if n % 3 == 0 {
             t.assignee = Some(format!("worker-{}", n % 17));
         }
@@ -74,7 +75,7 @@ fn time_runs(runs: usize, mut f: impl FnMut(usize)) -> Stats {
             t.elapsed()
         })
         .collect();
-    let cpu = (children_cpu() - cpu0) / runs as u32;
+    let cpu = children_cpu().checked_sub(cpu0).unwrap() / runs as u32;
     v.sort();
     Stats {
         median: v[v.len() / 2],

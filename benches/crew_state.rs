@@ -25,6 +25,7 @@ mod common;
 #[path = "common/fleet.rs"]
 mod fleet;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,8 +58,13 @@ fn once(home: &Path, path: Option<&str>) -> (Duration, i64, Duration) {
     // `wait4` reaps it, so `Child::wait` is not needed.
     let (rss, cpu) = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
-        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        libc::wait4(child.id().cast_signed(), &raw mut status, 0, &raw mut ru);
+        let tv = |t: libc::timeval| {
+            Duration::new(
+                t.tv_sec.unsigned_abs(),
+                u32::try_from(t.tv_usec).unwrap() * 1000,
+            )
+        };
         (ru.ru_maxrss, tv(ru.ru_utime) + tv(ru.ru_stime))
     };
     let elapsed = t.elapsed();
@@ -125,7 +131,6 @@ fn children(label: &str, key: &str, home: &Path) -> (usize, usize) {
             ),
         )
         .unwrap();
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let path = format!(
@@ -182,7 +187,7 @@ fn live_view(label: &str, key: &str, home: &Path, tmux_server: Option<u32>) {
     let used = cpu_ticks(child.id()) - before;
     let server_used = tmux_server.map(|p| cpu_ticks(p) - server_before.unwrap());
     // SAFETY: SIGINT to the child we spawned, which has not been reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id().cast_signed(), libc::SIGINT) };
     let _ = child.wait();
     let hz = ticks_per_sec();
     let pct = used as f64 / hz / secs as f64 * 100.0;
@@ -219,9 +224,7 @@ fn main() {
         );
     }
 
-    if !fleet::tmux_available() {
-        println!("tmux unavailable: live-pane cases skipped");
-    } else {
+    if fleet::tmux_available() {
         {
             let screens = fleet::Screens::new("sleep", &[]);
             let socket = &screens.socket;
@@ -282,6 +285,8 @@ fn main() {
             &home.root,
             Some(screens.server_pid()),
         );
+    } else {
+        println!("tmux unavailable: live-pane cases skipped");
     }
 
     if !fleet::git_available() {

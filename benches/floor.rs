@@ -47,16 +47,16 @@ fn read_file(dir: RawFd, name: &str, buf: &mut [u8], stat: bool) -> usize {
     unsafe {
         if stat {
             let mut st: libc::stat = std::mem::zeroed();
-            libc::fstat(fd, &mut st);
-            total += (st.st_mtime & 1) as usize;
+            libc::fstat(fd, &raw mut st);
+            total += usize::from(st.st_mtime & 1 == 1);
         }
         loop {
             let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
             if n <= 0 {
                 break;
             }
-            total += n as usize;
-            if (n as usize) < buf.len() {
+            total += n.cast_unsigned();
+            if n.cast_unsigned() < buf.len() {
                 break;
             }
         }
@@ -81,7 +81,7 @@ fn list_dir(dir: RawFd, name: &str, buf: &mut [u8]) -> usize {
                 break;
             }
             let mut off = 0usize;
-            while off < n as usize {
+            while off < n.cast_unsigned() as usize {
                 let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
                 entries += 1;
                 off += reclen;
@@ -107,7 +107,7 @@ fn read_fleet(home: &Path) {
     // SAFETY: opening a directory by a valid C string path.
     let dir = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
     assert!(dir >= 0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let chunk = ids.len().div_ceil(threads).max(1);
     let total: usize = std::thread::scope(|s| {
         let hs: Vec<_> = ids
@@ -154,7 +154,7 @@ fn main() {
     if std::env::var_os("FM_BENCH_QUICK").is_none() {
         sizes.push(50_000);
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     for n in sizes {
         let home = fleet::Home::new();
         fleet::plain(&home, n);

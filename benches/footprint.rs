@@ -29,7 +29,7 @@ fn measure(mut cmd: Command) -> (Duration, i64, i32) {
     // SAFETY: wait4 on our own child's pid with valid out-pointers.
     let rss = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
+        libc::wait4(child.id().cast_signed(), &raw mut status, 0, &raw mut ru);
         ru.ru_maxrss
     };
     let code = if libc::WIFEXITED(status) {

@@ -1,113 +1,57 @@
-//! Time, injected. Logic takes a [`Clock`] (or a plain `now` in epoch
-//! seconds) instead of reading the system time deep inside, so decisions can
-//! be tested at any instant without sleeping.
+//! Time: the current Unix second, the UTC stamps written into records, and
+//! the renderings a person reads.
+//!
+//! Logic takes a plain `now` (epoch seconds) as an argument instead of
+//! reading the system clock deep inside, so decisions can be tested at any
+//! instant without sleeping. Calendar arithmetic and validation are
+//! `jiff`'s: a stamp names a real instant or is refused.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub trait Clock {
-    /// Unix seconds.
-    fn now(&self) -> u64;
-}
-
-/// The real clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
-    }
-}
-
-/// A clock stopped at a given second (tests).
-#[derive(Debug, Clone, Copy)]
-pub struct FixedClock(pub u64);
-
-impl Clock for FixedClock {
-    fn now(&self) -> u64 {
-        self.0
-    }
-}
+use jiff::Timestamp;
 
 /// Current Unix seconds from the system clock.
 pub fn now() -> u64 {
-    SystemClock.now()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for Unix seconds (UTC, RFC 3339 to the second).
+/// The stamp format records carry: UTC, RFC 3339 to the second, `Z`.
+const STAMP: &str = "%Y-%m-%dT%H:%M:%SZ";
+
+/// The instant of `epoch`, clamped to the last one jiff represents (late on
+/// 9999-12-30 UTC) rather than wrapped.
+fn instant(epoch: u64) -> Timestamp {
+    i64::try_from(epoch)
+        .ok()
+        .and_then(|s| Timestamp::from_second(s).ok())
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for Unix seconds (UTC, RFC 3339 to the second):
+/// the inbox record's `at=` header, and the ISO form JSON reports carry.
 pub fn rfc3339(epoch: u64) -> String {
-    let days = (epoch / 86_400) as i64;
-    let secs = epoch % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    instant(epoch).strftime(STAMP).to_string()
 }
 
 /// `YYYY-MM-DD HH:MM UTC`, for human-facing notes.
 pub fn human_utc(epoch: u64) -> String {
-    let s = rfc3339(epoch);
-    format!("{} {} UTC", &s[..10], &s[11..16])
+    instant(epoch).strftime("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 /// Unix seconds of a `YYYY-MM-DDTHH:MM:SSZ` stamp (the form [`rfc3339`]
-/// writes); `None` for anything else.
+/// writes); `None` for any other shape, a date that does not exist
+/// (`2026-02-31`), or an instant before 1970.
 pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    // jiff reads every RFC 3339 form (offsets, fractions, lower case); the
+    // records hold only the one this module writes.
     let b = s.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
+    if b.len() != 20 || b[10] != b'T' || b[19] != b'Z' {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
-        part.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| part.parse().ok())?
-    };
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    let days = days_from_civil(y, m as u32, d as u32);
-    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
-}
-
-/// (year, month, day) → days since 1970-01-01, proleptic Gregorian.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = i64::from((m + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let t: Timestamp = s.parse().ok()?;
+    u64::try_from(t.as_second()).ok()
 }
 
 /// A short age like `42s`, `5m`, `3h`, `2d`.
@@ -117,6 +61,16 @@ pub fn age(secs: u64) -> String {
         s if s < 3600 => format!("{}m", s / 60),
         s if s < 86_400 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86_400),
+    }
+}
+
+/// How long before `now` the instant `then` was: `3m ago`; a `then` after
+/// `now` (a skewed clock, a hand-written stamp) reads `in 3m`.
+pub fn ago(then: u64, now: u64) -> String {
+    if then > now {
+        format!("in {}", age(then - now))
+    } else {
+        format!("{} ago", age(now - then))
     }
 }
 
@@ -144,10 +98,41 @@ mod tests {
     }
 
     #[test]
+    fn impossible_dates_and_other_forms_are_refused() {
+        for bad in [
+            "2026-02-31T00:00:00Z",
+            "2025-02-29T00:00:00Z",
+            "2026-04-31T12:00:00Z",
+            "2026-11-30T24:00:00Z",
+            "2026-11-30T09:60:00Z",
+            "2026-11-30t09:15:02z",
+            "2026-11-30T09:15:02+00:00",
+            "2026-11-30T09:15:02.5Z",
+            "1969-12-31T23:59:59Z",
+            "+2026-11-30T09:15:02Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+        assert_eq!(parse_rfc3339("2024-02-29T00:00:00Z"), Some(1_709_164_800));
+    }
+
+    #[test]
+    fn far_instants_are_clamped_not_wrapped() {
+        let last = rfc3339(253_402_207_200);
+        assert_eq!(last, "9999-12-30T22:00:00Z");
+        assert_eq!(parse_rfc3339(&last), Some(253_402_207_200));
+        assert_eq!(rfc3339(253_402_300_799), last);
+        assert_eq!(rfc3339(u64::MAX), last);
+    }
+
+    #[test]
     fn ages() {
         assert_eq!(age(5), "5s");
         assert_eq!(age(125), "2m");
         assert_eq!(age(7200), "2h");
         assert_eq!(age(200_000), "2d");
+        assert_eq!(ago(1000, 1180), "3m ago");
+        assert_eq!(ago(1000, 1000), "0s ago");
+        assert_eq!(ago(1300, 1000), "in 5m");
     }
 }

@@ -3,7 +3,6 @@
 //! A check is `ok`, `warn` or `fail`; only `fail` makes the exit non-zero.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use serde::Serialize;
 
@@ -20,6 +19,10 @@ pub(crate) enum Level {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[allow(
+    clippy::struct_field_names,
+    reason = "the field names are the keys of `fm doctor --json`"
+)]
 pub(crate) struct Check {
     pub(crate) check: &'static str,
     pub(crate) level: Level,
@@ -46,15 +49,13 @@ impl Check {
 }
 
 fn version_of(program: &str, arg: &str) -> Result<String, String> {
-    match Command::new(program).arg(arg).output() {
-        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_string()),
+    match crate::proc::Cmd::new(program).arg(arg).run() {
+        Ok(o) if o.success() => Ok(o.stdout.lines().next().unwrap_or("").trim().to_string()),
         Ok(o) => Err(format!("`{program} {arg}` exited with {}", o.status)),
-        Err(e) => Err(format!("not found on PATH ({e})")),
+        Err(f) => Err(match f.cause {
+            crate::proc::Cause::NotFound => "not found on PATH".to_string(),
+            cause => cause.to_string(),
+        }),
     }
 }
 
@@ -213,7 +214,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
                     ));
                 }
                 if let Some(h) = &m.harness
-                    && crate::harness::profile(cfg, h).is_none()
+                    && crate::harness::profile(&cfg.harness, h).is_none()
                 {
                     warns.push(format!("{id}: unknown harness {h:?}"));
                 }

@@ -1,20 +1,21 @@
-//! git as a bounded subprocess (SPEC §8.2, §14): always an argument vector,
-//! never a shell; every call ends within [`TIMEOUT`] (the child is killed
-//! and the call fails with [`Error::External`] when it does not).
+//! git as a bounded subprocess (SPEC §8.2, §14), run by [`crate::proc`]:
+//! always an argument vector, never a shell, with git's environment rules
+//! ([`crate::proc::Cmd::git`]); every call ends within [`TIMEOUT`] (the
+//! child is killed and the call fails with [`Error::External`] when it
+//! does not).
 //!
 //! Only the handful of read-only questions the tools ask live here.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::proc::Cmd;
 
 /// Bound on every git call.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub const TIMEOUT: Duration = crate::proc::GIT_TIMEOUT;
 
-/// What one git call produced.
+/// What one git call produced (output with trailing whitespace trimmed).
 #[derive(Debug, Clone)]
 pub struct Output {
     pub ok: bool,
@@ -28,52 +29,13 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<Output> {
     run_bounded(dir, args, TIMEOUT)
 }
 
+/// [`run`] with another time bound.
 pub fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> Result<Output> {
-    let child = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::External {
-            program: "git".into(),
-            msg: format!("cannot run git: {e}"),
-        })?;
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(timeout) {
-        Ok(res) => res.map_err(|e| Error::External {
-            program: "git".into(),
-            msg: e.to_string(),
-        })?,
-        Err(_) => {
-            // The waiting thread has not reaped the child yet, so the pid is still ours.
-            // SAFETY: kill(2) with a pid we spawned and a constant signal.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            let _ = rx.recv_timeout(Duration::from_secs(1));
-            return Err(Error::External {
-                program: "git".into(),
-                msg: format!(
-                    "git {} timed out after {}s in {}",
-                    args.join(" "),
-                    timeout.as_secs(),
-                    dir.display()
-                ),
-            });
-        }
-    };
+    let out = Cmd::git(dir).args(args).timeout(timeout).run()?;
     Ok(Output {
-        ok: out.status.success(),
-        stdout: String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
-        stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+        ok: out.success(),
+        stdout: out.stdout.trim_end().to_string(),
+        stderr: out.stderr.trim_end().to_string(),
     })
 }
 
@@ -224,7 +186,10 @@ mod tests {
         // `git -C dir hash-object --stdin` would wait on stdin forever; stdin is
         // null here, so use a command that blocks on a fifo instead.
         let fifo = d.path().join("f");
-        let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(st.success());
         let t = std::time::Instant::now();
         let err = run_bounded(

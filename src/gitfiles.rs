@@ -114,8 +114,7 @@ impl Default for GitFiles {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// Reads a small regular file, not following a symlink; `None` when it
@@ -123,12 +122,18 @@ fn euid() -> u32 {
 fn read_small(path: &Path) -> Result<Option<String>, &'static str> {
     let f = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(
+            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC)
+                .bits()
+                .cast_signed(),
+        )
         .open(path);
     let mut f = match f {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            return Ok(None);
+        }
         Err(_) => return Err("unreadable file"),
     };
     let mut s = String::new();
@@ -146,6 +151,10 @@ fn is_hex_id(s: &str) -> bool {
 
 /// A ref name this reader resolves: a branch, with no component git
 /// would refuse (`refs/heads/.invalid` is reftable's placeholder).
+#[allow(
+    clippy::case_sensitive_file_extension_comparisons,
+    reason = "git refuses a ref component ending in `.lock`, in that case only"
+)]
 fn is_branch_ref(name: &str) -> bool {
     match name.strip_prefix("refs/heads/") {
         Some(rest) => {
@@ -330,16 +339,15 @@ impl GitFiles {
             if !is_branch_ref(&name) {
                 return Err("HEAD names no branch");
             }
-            let value = match read_small(&common_dir.join(&name))? {
-                Some(v) => v.trim_end().to_string(),
-                None => {
-                    if common.packed.odd {
-                        return Err("unusual packed-refs");
-                    }
-                    match common.packed.refs.get(&name) {
-                        Some(id) => id.clone(),
-                        None => return Err("unborn branch"),
-                    }
+            let value = if let Some(v) = read_small(&common_dir.join(&name))? {
+                v.trim_end().to_string()
+            } else {
+                if common.packed.odd {
+                    return Err("unusual packed-refs");
+                }
+                match common.packed.refs.get(&name) {
+                    Some(id) => id.clone(),
+                    None => return Err("unborn branch"),
                 }
             };
             if let Some(next) = value.strip_prefix("ref:") {
@@ -423,7 +431,7 @@ impl GitFiles {
             any: false,
             settled: true,
         };
-        let settled_before = (now as i64 - 1) * 1_000_000_000;
+        let settled_before = (now.cast_signed() - 1) * 1_000_000_000;
         let mut note = |path: &Path, md: &std::fs::Metadata, st: &mut RefsState| {
             path.hash(&mut h);
             (md.ino(), md.size(), md.mtime(), md.mtime_nsec()).hash(&mut h);

@@ -5,13 +5,21 @@
 //! Built-ins exist for claude, codex, opencode, pi, shell and stand-in; a
 //! `[harness.<name>]` table in the config overrides any of their keys or
 //! defines a new profile.
+//!
+//! This module owns the `[harness.<name>]` table type ([`HarnessOverride`]):
+//! the config loader parses into it, and [`profile`] merges it over a
+//! built-in. Regexes are compiled while the config loads, so a bad one is a
+//! config error naming its line, and callers get a compiled [`Regex`].
 
-use crate::config::Config;
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use serde::{Deserialize, Deserializer};
 
 /// Commands that count as "a shell in the foreground" for liveness.
 pub const SHELLS: &[&str] = &["bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh"];
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone)]
 pub struct HarnessProfile {
     pub name: String,
     /// Argv template; `{brief}`, `{id}`, `{inbox}`, `{home}`, `{status}`
@@ -21,46 +29,68 @@ pub struct HarnessProfile {
     pub interrupt: Vec<String>,
     /// Text typed to quit the agent.
     pub exit: String,
-    pub busy_regex: Option<String>,
+    pub busy_regex: Option<Regex>,
     pub agent_commands: Option<Vec<String>>,
-    pub composer_regex: Option<String>,
+    pub composer_regex: Option<Regex>,
 }
 
-/// A `[harness.<name>]` table: every key optional.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The `[harness.<name>]` tables of a config, by name.
+pub type Overrides = BTreeMap<String, HarnessOverride>;
+
+/// A `[harness.<name>]` table: every key optional. A regex key written as
+/// `""` switches the built-in regex off (`Some(None)`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct HarnessOverride {
     pub launch: Option<Vec<String>>,
     pub interrupt: Option<Vec<String>>,
     pub exit: Option<String>,
-    pub busy_regex: Option<String>,
+    #[serde(deserialize_with = "pattern")]
+    pub busy_regex: Option<Option<Regex>>,
     pub agent_commands: Option<Vec<String>>,
-    pub composer_regex: Option<String>,
+    #[serde(deserialize_with = "pattern")]
+    pub composer_regex: Option<Option<Regex>>,
 }
 
-impl HarnessOverride {
-    pub(crate) fn set(&mut self, key: &str, v: serde_json::Value) {
-        let list = |v: &serde_json::Value| {
-            v.as_array().map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-        };
-        let s = |v: &serde_json::Value| v.as_str().map(str::to_string);
-        match key {
-            "launch" => self.launch = list(&v),
-            "interrupt" => self.interrupt = list(&v),
-            "exit" => self.exit = s(&v),
-            "busy_regex" => self.busy_regex = s(&v).filter(|s| !s.is_empty()),
-            "agent_commands" => self.agent_commands = list(&v),
-            "composer_regex" => self.composer_regex = s(&v).filter(|s| !s.is_empty()),
-            _ => {}
+impl PartialEq for HarnessOverride {
+    fn eq(&self, other: &Self) -> bool {
+        fn src(r: Option<&Option<Regex>>) -> Option<Option<&str>> {
+            r.map(|r| r.as_ref().map(Regex::as_str))
         }
+        self.launch == other.launch
+            && self.interrupt == other.interrupt
+            && self.exit == other.exit
+            && src(self.busy_regex.as_ref()) == src(other.busy_regex.as_ref())
+            && self.agent_commands == other.agent_commands
+            && src(self.composer_regex.as_ref()) == src(other.composer_regex.as_ref())
     }
 }
 
+/// A regex key: `""` is "off", anything else must compile. A regex that
+/// does not compile would silently turn busy or composer detection off, so
+/// it is refused.
+fn pattern<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<Regex>>, D::Error> {
+    let src = String::deserialize(d)?;
+    if src.is_empty() {
+        return Ok(Some(None));
+    }
+    Regex::new(&src).map(|re| Some(Some(re))).map_err(|e| {
+        // The regex crate's message ends with the one-line reason.
+        let why = e.to_string();
+        let why = why.lines().last().unwrap_or("").trim();
+        serde::de::Error::custom(format!(
+            "not a valid regular expression: {}",
+            why.trim_start_matches("error: ")
+        ))
+    })
+}
+
 fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
+    v.iter().map(std::string::ToString::to_string).collect()
+}
+
+fn builtin_regex(src: &str) -> Regex {
+    Regex::new(src).expect("built-in harness regexes compile")
 }
 
 /// Names of the built-in profiles.
@@ -70,6 +100,13 @@ const KICKOFF: &str = "Read the brief at {brief} and follow it.";
 
 /// A built-in profile by name.
 pub fn builtin(name: &str) -> Option<HarnessProfile> {
+    static BUILT: std::sync::LazyLock<Vec<HarnessProfile>> =
+        std::sync::LazyLock::new(|| BUILTINS.iter().filter_map(|n| make_builtin(n)).collect());
+    BUILT.iter().find(|p| p.name == name).cloned()
+}
+
+/// Builds (and compiles the regexes of) a built-in profile; once per process.
+fn make_builtin(name: &str) -> Option<HarnessProfile> {
     let p = |launch: Vec<String>,
              interrupt: &[&str],
              exit: &str,
@@ -81,9 +118,9 @@ pub fn builtin(name: &str) -> Option<HarnessProfile> {
             launch,
             interrupt: strs(interrupt),
             exit: exit.to_string(),
-            busy_regex: busy.map(str::to_string),
+            busy_regex: busy.map(builtin_regex),
             agent_commands: cmds.map(strs),
-            composer_regex: composer.map(str::to_string),
+            composer_regex: composer.map(builtin_regex),
         }
     };
     Some(match name {
@@ -137,8 +174,8 @@ pub fn builtin(name: &str) -> Option<HarnessProfile> {
 
 /// The profile `name` with the config's overrides applied; `None` if it is
 /// neither built in nor configured with at least a `launch`.
-pub fn profile(cfg: &Config, name: &str) -> Option<HarnessProfile> {
-    let ov = cfg.harness.get(name);
+pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
+    let ov = overrides.get(name);
     let mut p = match (builtin(name), ov) {
         (Some(p), _) => p,
         (None, Some(ov)) if ov.launch.is_some() => HarnessProfile {
@@ -154,22 +191,22 @@ pub fn profile(cfg: &Config, name: &str) -> Option<HarnessProfile> {
     };
     if let Some(ov) = ov {
         if let Some(v) = &ov.launch {
-            p.launch = v.clone();
+            p.launch.clone_from(v);
         }
         if let Some(v) = &ov.interrupt {
-            p.interrupt = v.clone();
+            p.interrupt.clone_from(v);
         }
         if let Some(v) = &ov.exit {
-            p.exit = v.clone();
+            p.exit.clone_from(v);
         }
-        if ov.busy_regex.is_some() {
-            p.busy_regex = ov.busy_regex.clone();
+        if let Some(v) = &ov.busy_regex {
+            p.busy_regex.clone_from(v);
         }
         if ov.agent_commands.is_some() {
-            p.agent_commands = ov.agent_commands.clone();
+            p.agent_commands.clone_from(&ov.agent_commands);
         }
-        if ov.composer_regex.is_some() {
-            p.composer_regex = ov.composer_regex.clone();
+        if let Some(v) = &ov.composer_regex {
+            p.composer_regex.clone_from(v);
         }
     }
     Some(p)
@@ -236,12 +273,12 @@ mod tests {
 
     #[test]
     fn program_lookup() {
+        use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let prog = d.path().join("agent");
         std::fs::write(&prog, "#!/bin/sh\n").unwrap();
         let path = std::ffi::OsString::from(d.path());
         assert!(!program_exists("agent", Some(&path)), "not executable yet");
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(program_exists("agent", Some(&path)));
         assert!(program_exists(prog.to_str().unwrap(), None));
@@ -259,12 +296,7 @@ mod tests {
         for name in BUILTINS {
             let p = builtin(name).unwrap();
             assert!(!p.launch.is_empty(), "{name}");
-            assert!(
-                p.busy_regex
-                    .as_deref()
-                    .map(|r| regex::Regex::new(r).is_ok())
-                    .unwrap_or(true)
-            );
+            assert_eq!(p.name, *name);
         }
     }
 
@@ -293,13 +325,13 @@ mod tests {
 
     #[test]
     fn config_overrides_builtins_and_adds_profiles() {
-        let mut cfg = Config::default();
+        let mut cfg = Overrides::new();
         let ov = HarnessOverride {
             exit: Some("/bye".into()),
             ..Default::default()
         };
-        cfg.harness.insert("claude".into(), ov);
-        cfg.harness.insert(
+        cfg.insert("claude".into(), ov);
+        cfg.insert(
             "mine".into(),
             HarnessOverride {
                 launch: Some(vec!["x".into()]),

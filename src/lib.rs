@@ -3,11 +3,12 @@
 //! Small binaries (`fm-*`, and `fm` as the front door) share this library,
 //! which reads and writes plain files under a home's `data/` and `state/`
 //! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
-//! that writes files and [`home::Home`] the only one that joins paths.
+//! that writes files, [`home::Home`] the only one that joins paths, and
+//! `proc` the only one that runs child processes to completion.
 //!
 //! Three layers:
 //! - Foundations: [`home`], [`task_id`], [`fsx`], [`config`], `harness`,
-//!   [`clock`], `git`, [`shq`], `error`, [`events`] (the audit trail, one
+//!   [`clock`], `git`, `proc`, [`shq`], `error`, [`events`] (the audit trail, one
 //!   typed enum).
 //! - Features, each owning its file formats and its use cases: [`meta`]
 //!   (`<id>.meta`, read as one `TaskMeta`), [`status`] (the status log and
@@ -18,6 +19,11 @@
 //!   the doorbell), plus `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
 //!   features' use cases and decides nothing itself.
+
+#![forbid(unsafe_code)]
+
+#[cfg(not(all(unix, target_pointer_width = "64")))]
+compile_error!("firstmate supports 64-bit Unix targets only");
 
 pub mod board;
 pub mod brief;
@@ -40,6 +46,7 @@ pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
 pub mod meta;
+pub(crate) mod proc;
 pub mod shq;
 pub mod stand_in;
 pub mod status;

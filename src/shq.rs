@@ -1,4 +1,4 @@
-//! Shell quoting for the commands that briefs and DoD blocks print for a
+//! Shell quoting for the commands that briefs and `DoD` blocks print for a
 //! worker to paste. Every path is single-quoted, and an apostrophe inside
 //! becomes `'\''`, so a home under `/tmp/it's here/` still yields a command
 //! a POSIX shell runs as written.

@@ -21,13 +21,16 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use crate::error::Result;
 use crate::home::Home;
 use crate::inbox;
+use crate::proc::Cmd;
 use crate::task_id::TaskId;
+
+/// Bound on each tool or git call the stand-in makes.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where the sibling `fm-*` binaries are: beside this executable, else PATH.
 pub fn sibling_bin(name: &str) -> PathBuf {
@@ -66,7 +69,7 @@ pub fn instruction(line: &str) -> Instruction {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
         ["status", rest @ ..] if rest.len() >= 2 => {
-            Instruction::Status(rest.iter().map(|s| s.to_string()).collect())
+            Instruction::Status(rest.iter().map(std::string::ToString::to_string).collect())
         }
         ["commit", file, text @ ..] => Instruction::Commit {
             file: file.to_string(),
@@ -75,10 +78,7 @@ pub fn instruction(line: &str) -> Instruction {
         ["deaf"] => Instruction::Deaf,
         ["swallow-enter"] => Instruction::SwallowEnter,
         ["ignore-exit"] => Instruction::IgnoreExit,
-        ["busy", secs] => secs
-            .parse()
-            .map(Instruction::Busy)
-            .unwrap_or(Instruction::Other),
+        ["busy", secs] => secs.parse().map_or(Instruction::Other, Instruction::Busy),
         ["exit"] => Instruction::Exit,
         _ => Instruction::Other,
     }
@@ -107,22 +107,19 @@ impl Io<'_> {
     }
 
     fn run(&mut self, program: &str, args: &[&str]) -> bool {
-        let st = Command::new(sibling_bin(program))
+        let st = Cmd::new(sibling_bin(program))
             .args(args)
             .env("FM_HOME", self.home.root())
-            .stdin(std::process::Stdio::null())
-            .output();
+            .timeout(TOOL_TIMEOUT)
+            .run();
         match st {
-            Ok(o) if o.status.success() => true,
+            Ok(o) if o.success() => true,
             Ok(o) => {
-                self.say(&format!(
-                    "{program} failed: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ));
+                self.say(&format!("{program} failed: {}", o.stderr.trim()));
                 false
             }
-            Err(e) => {
-                self.say(&format!("{program}: {e}"));
+            Err(f) => {
+                self.say(&format!("{program}: {}", f.cause));
                 false
             }
         }
@@ -137,14 +134,15 @@ impl Io<'_> {
             self.say(&format!("write {file}: {e}"));
             return;
         }
-        let ok = Command::new("git")
-            .args(["add", "--", file])
-            .output()
-            .is_ok_and(|o| o.status.success())
-            && Command::new("git")
-                .args(["commit", "-q", "-m", &format!("stand-in: {file}")])
-                .output()
-                .is_ok_and(|o| o.status.success());
+        let git = |args: &[&str]| {
+            Cmd::git(Path::new("."))
+                .args(args)
+                .timeout(TOOL_TIMEOUT)
+                .run()
+                .is_ok_and(|o| o.success())
+        };
+        let ok =
+            git(&["add", "--", file]) && git(&["commit", "-q", "-m", &format!("stand-in: {file}")]);
         self.say(&if ok {
             format!("committed {file}")
         } else {
@@ -249,34 +247,36 @@ impl Agent {
 }
 
 /// Puts the terminal in raw mode; restores it on drop.
-struct RawMode(Option<libc::termios>);
+struct RawMode(Option<rustix::termios::Termios>);
 
 impl RawMode {
     fn enable() -> RawMode {
-        // SAFETY: tcgetattr/tcsetattr on fd 0 with a properly sized struct.
-        unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(0, &mut t) != 0 {
-                return RawMode(None);
-            }
-            let saved = t;
-            t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG | libc::IEXTEN);
-            t.c_iflag &= !(libc::IXON | libc::ICRNL);
-            t.c_cc[libc::VMIN] = 1;
-            t.c_cc[libc::VTIME] = 0;
-            libc::tcsetattr(0, libc::TCSANOW, &t);
-            RawMode(Some(saved))
-        }
+        use rustix::termios::{
+            InputModes, LocalModes, OptionalActions, SpecialCodeIndex, tcgetattr, tcsetattr,
+        };
+        let stdin = std::io::stdin();
+        let Ok(saved) = tcgetattr(&stdin) else {
+            return RawMode(None);
+        };
+        let mut t = saved.clone();
+        t.local_modes &=
+            !(LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG | LocalModes::IEXTEN);
+        t.input_modes &= !(InputModes::IXON | InputModes::ICRNL);
+        t.special_codes[SpecialCodeIndex::VMIN] = 1;
+        t.special_codes[SpecialCodeIndex::VTIME] = 0;
+        let _ = tcsetattr(&stdin, OptionalActions::Now, &t);
+        RawMode(Some(saved))
     }
 }
 
 impl Drop for RawMode {
     fn drop(&mut self) {
-        if let Some(t) = self.0 {
-            // SAFETY: restoring the attributes read in `enable`.
-            unsafe {
-                libc::tcsetattr(0, libc::TCSANOW, &t);
-            }
+        if let Some(t) = &self.0 {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                t,
+            );
         }
     }
 }

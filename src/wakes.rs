@@ -97,7 +97,7 @@ fn read_from_offset(path: &Path, offset: u64) -> Result<Vec<u8>> {
 /// line's, or a torn fragment's after it (a watcher killed mid-append),
 /// so a number a fragment already shows is never handed out again.
 fn last_seq(path: &Path) -> Result<u64> {
-    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
     if len == 0 {
         return Ok(0);
     }
@@ -159,7 +159,7 @@ pub(crate) fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) 
 /// truncated) is read from its start.
 pub fn read_since(home: &Home, offset: u64) -> Result<(Vec<Wake>, u64)> {
     let path = home.wakes();
-    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let len = std::fs::metadata(&path).map_or(0, |m| m.len());
     let offset = if len < offset { 0 } else { offset };
     let bytes = read_from_offset(&path, offset)?;
     let complete = fsx::complete_lines(&bytes);

@@ -33,19 +33,19 @@ fn unescape(s: &str) -> String {
         match it.next() {
             Some('n') => out.push('\n'),
             Some('r') => out.push('\r'),
-            Some('\\') => out.push('\\'),
+            // `\\`, and a lone `\` at the end, are one backslash.
+            Some('\\') | None => out.push('\\'),
             Some(o) => {
                 out.push('\\');
                 out.push(o);
             }
-            None => out.push('\\'),
         }
     }
     out
 }
 
-fn opt(v: &Option<String>) -> String {
-    v.as_deref().map(escape).unwrap_or_default()
+fn opt(v: Option<&String>) -> String {
+    v.map(String::as_str).map(escape).unwrap_or_default()
 }
 
 /// Renders the file. `parse(&render(t)) == Ok(t)` for every task.
@@ -62,8 +62,8 @@ pub fn render(t: &Task) -> String {
     kv("subject", &escape(&t.subject));
     kv("status", t.status.as_str());
     kv("priority", &t.priority.to_string());
-    kv("assignee", &opt(&t.assignee));
-    kv("owner", &opt(&t.owner));
+    kv("assignee", &opt(t.assignee.as_ref()));
+    kv("owner", &opt(t.owner.as_ref()));
     kv("blocked_by", &deps.join(","));
     kv(
         "require_approval",
@@ -74,13 +74,13 @@ pub fn render(t: &Task) -> String {
         "dispatch_seq",
         &t.dispatch_seq.map(|n| n.to_string()).unwrap_or_default(),
     );
-    kv("result", &opt(&t.result));
-    kv("reason", &opt(&t.reason));
+    kv("result", &opt(t.result.as_ref()));
+    kv("reason", &opt(t.reason.as_ref()));
     kv(
         "progress",
         &t.progress.map(|p| p.to_string()).unwrap_or_default(),
     );
-    kv("step", &opt(&t.step));
+    kv("step", &opt(t.step.as_ref()));
     kv("created_at", &t.created_at.to_string());
     kv("updated_at", &t.updated_at.to_string());
     kv("description", &escape(&t.description));
@@ -145,12 +145,12 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Task, String> {
             "subject" => t.subject = unescape(v),
             "status" => {
                 status =
-                    Some(Status::parse(v).ok_or_else(|| format!("status: unknown status {v:?}"))?)
+                    Some(Status::parse(v).ok_or_else(|| format!("status: unknown status {v:?}"))?);
             }
             "priority" => {
                 t.priority = v
                     .parse()
-                    .map_err(|_| format!("priority: not a number: {v:?}"))?
+                    .map_err(|_| format!("priority: not a number: {v:?}"))?;
             }
             "assignee" => t.assignee = optv(v),
             "owner" => t.owner = optv(v),
@@ -162,7 +162,7 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Task, String> {
                         BoardId::parse(p.trim())
                             .map_err(|_| format!("blocked_by: bad task id {p:?}"))
                     })
-                    .collect::<std::result::Result<_, _>>()?
+                    .collect::<std::result::Result<_, _>>()?;
             }
             "require_approval" => {
                 t.require_approval = match v {
@@ -174,7 +174,7 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Task, String> {
             "dispatches" => {
                 t.dispatches = v
                     .parse()
-                    .map_err(|_| format!("dispatches: not a number: {v:?}"))?
+                    .map_err(|_| format!("dispatches: not a number: {v:?}"))?;
             }
             "dispatch_seq" => t.dispatch_seq = if v.is_empty() { None } else { Some(num(k, v)?) },
             "result" => t.result = optv(v),

@@ -91,7 +91,7 @@ fn queued(blocked_by: &[BoardId]) -> Status {
 /// Applies `op` to `t`. A refusal (exit 1) names the current status and
 /// leaves `t` as it was.
 pub(crate) fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
-    use Status::*;
+    use Status::{Cancelled, Completed, Failed, InProgress, InReview, Pending, Stale};
     let mut n = t.clone();
     match op {
         Op::Claim { by } => {
@@ -108,7 +108,7 @@ pub(crate) fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
                         by.clone()
                             .or_else(|| t.assignee.clone())
                             .unwrap_or_else(|| "captain".into()),
-                    )
+                    );
                 }
                 InProgress | Stale => {}
                 _ => return Err(refuse(t, op, "needs pending or in_progress")),
@@ -199,14 +199,14 @@ pub(crate) fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
             }
             n.progress = Some(*percent);
             if step.is_some() {
-                n.step = step.clone();
+                n.step.clone_from(step);
             }
         }
         Op::Dispatch { seq } => {
             match t.status {
                 Pending if t.assignee.is_some() => {
                     n.status = InProgress;
-                    n.owner = t.assignee.clone();
+                    n.owner.clone_from(&t.assignee);
                     n.dispatches = 1;
                 }
                 InProgress if t.dispatches > 0 => n.dispatches = t.dispatches + 1,
@@ -284,7 +284,7 @@ fn cycle_from(start: BoardId, board: &HashMap<BoardId, Vec<BoardId>>) -> Option<
     let mut path: Vec<BoardId> = vec![start];
     let mut next: Vec<usize> = vec![0];
     while let Some(&node) = path.last() {
-        let edges = board.get(&node).map(Vec::as_slice).unwrap_or(&[]);
+        let edges = board.get(&node).map_or(&[][..], Vec::as_slice);
         let i = *next.last().unwrap();
         if i == edges.len() {
             done.insert(node);

@@ -2,7 +2,7 @@
 //!
 //! [`problems`] is a pure function of the brief's text; [`check_brief`] is
 //! the entry point the lifecycle tool calls before spawning. Headings are
-//! ATX headings outside fenced code blocks (``` or ~~~), so a brief that
+//! ATX headings outside fenced code blocks (```` ``` ```` or `~~~`), so a brief that
 //! quotes Markdown in a code block cannot fake or hide a section.
 
 use std::path::PathBuf;
@@ -78,7 +78,7 @@ fn each_unfenced<'a>(lines: &[&'a str], mut f: impl FnMut(usize, &'a str)) -> bo
     fence.is_some()
 }
 
-/// Whether `text` opens a fenced code block (``` or ~~~) it never closes:
+/// Whether `text` opens a fenced code block (a ```` ``` ```` or `~~~` fence) it never closes:
 /// pasted into a brief, it would hide every heading after it.
 pub(crate) fn leaves_a_fence_open(text: &str) -> bool {
     let lines: Vec<&str> = text.lines().collect();
@@ -110,7 +110,7 @@ pub(crate) const STRUCTURAL_LEVEL: usize = 2;
 /// of splitting the brief; deeper headings and fenced code are untouched.
 pub(crate) fn escape_headings(text: &str) -> String {
     let lines: Vec<&str> = text.split('\n').collect();
-    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut out: Vec<String> = lines.iter().map(std::string::ToString::to_string).collect();
     each_unfenced(&lines, |i, line| {
         if atx(line).is_some_and(|(level, _)| level <= STRUCTURAL_LEVEL) {
             let indent = line.len() - line.trim_start_matches(' ').len();
@@ -126,8 +126,7 @@ fn body(lines: &[&str], hs: &[Heading], idx: usize) -> String {
     let end = hs[idx + 1..]
         .iter()
         .find(|n| n.level <= h.level)
-        .map(|n| n.line)
-        .unwrap_or(lines.len());
+        .map_or(lines.len(), |n| n.line);
     lines[h.line + 1..end].join("\n").trim().to_string()
 }
 

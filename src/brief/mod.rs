@@ -301,6 +301,10 @@ pub(crate) fn validate_branch(b: &str) -> Result<()> {
     if b.starts_with('/') || b.ends_with('/') || b.ends_with('.') {
         return bad("starts or ends with '/' or ends with '.'");
     }
+    #[allow(
+        clippy::case_sensitive_file_extension_comparisons,
+        reason = "git's ref-name rule is case-sensitive"
+    )]
     if b.split('/')
         .any(|c| c.starts_with('.') || c.ends_with(".lock"))
     {

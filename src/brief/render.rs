@@ -40,15 +40,15 @@ pub fn render(s: &BriefSpec) -> String {
         BriefKind::Secondmate => {
             sections.push(format!(
                 "# Charter\n\n{}",
-                text_or(&s.charter, TASK_PLACEHOLDER)
+                text_or(s.charter.as_ref(), TASK_PLACEHOLDER)
             ));
             sections.push(format!(
                 "# Routing scope\n\n{}",
-                s.scope.as_deref().map(verbatim).unwrap_or_else(|| {
+                s.scope.as_deref().map_or_else(|| {
                     "Take on the work this charter describes and route it to workers within the project clones \
                      below. Anything outside that goes up as a `needs-decision` line."
                         .to_string()
-                })
+                }, verbatim)
             ));
             sections.push(projects(s));
             sections.push(inbox(s));
@@ -76,10 +76,9 @@ fn verbatim(t: &str) -> String {
     super::check::escape_headings(&clean(t))
 }
 
-fn text_or(t: &Option<String>, placeholder: &str) -> String {
-    t.as_deref()
-        .map(verbatim)
-        .unwrap_or_else(|| placeholder.to_string())
+fn text_or(t: Option<&String>, placeholder: &str) -> String {
+    t.map(String::as_str)
+        .map_or_else(|| placeholder.to_string(), verbatim)
 }
 
 fn frontmatter(s: &BriefSpec) -> String {
@@ -130,11 +129,11 @@ fn task(s: &BriefSpec) -> Vec<String> {
         "# Task".to_string(),
         format!(
             "## Captain's intent\n\n{}",
-            text_or(&s.intent, TASK_PLACEHOLDER)
+            text_or(s.intent.as_ref(), TASK_PLACEHOLDER)
         ),
         format!(
             "## Firstmate spec\n\n{}",
-            text_or(&s.spec, SPEC_PLACEHOLDER)
+            text_or(s.spec.as_ref(), SPEC_PLACEHOLDER)
         ),
     ];
     if let Some(m) = &s.mission {

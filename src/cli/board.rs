@@ -304,9 +304,5 @@ fn change(home: HomeArg, json: bool, task: &str, op: Op, actor: &str, now: u64) 
 fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
     let outcomes = dispatch::dispatch(&ctx.home, &ctx.cfg, now)?;
     super::board_view::dispatch_report(&outcomes, json)?;
-    Ok(if outcomes.iter().any(|o| o.action == "error") {
-        1
-    } else {
-        0
-    })
+    Ok(u8::from(outcomes.iter().any(|o| o.action == "error")))
 }

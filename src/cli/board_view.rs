@@ -8,8 +8,8 @@ use crate::board::{BoardId, Status, Task, store};
 use crate::clock;
 use crate::error::Result;
 
-fn or_dash(v: &Option<String>) -> &str {
-    v.as_deref().unwrap_or("-")
+fn or_dash(v: Option<&String>) -> &str {
+    v.map_or("-", String::as_str)
 }
 
 fn deps(t: &Task) -> String {
@@ -49,8 +49,8 @@ pub(crate) fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> 
             t.id.to_string(),
             t.status.as_str(),
             t.priority,
-            or_dash(&t.assignee),
-            or_dash(&t.owner),
+            or_dash(t.assignee.as_ref()),
+            or_dash(t.owner.as_ref()),
             deps(t),
             t.subject
         );
@@ -74,8 +74,8 @@ pub(crate) fn show(t: &Task, json: bool) -> Result<u8> {
     let _ = writeln!(
         s,
         "assignee: {} \u{b7} owner: {} \u{b7} priority: {} \u{b7} approval: {approval} \u{b7} dispatches: {}",
-        or_dash(&t.assignee),
-        or_dash(&t.owner),
+        or_dash(t.assignee.as_ref()),
+        or_dash(t.owner.as_ref()),
         t.priority,
         t.dispatches
     );

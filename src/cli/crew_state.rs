@@ -186,7 +186,7 @@ fn frame(ctx: &Ctx, reader: &mut FleetReader, colour: bool, interval: f64) -> Re
         .map_err(|e| Error::io("write", "<stdout>", e))?;
     s.push_str(&String::from_utf8_lossy(&table));
     s.push_str("\nwakes:\n");
-    let wakes = live::tail_lines(&ctx.home.wakes(), WAKE_LINES);
+    let wakes = live::recent_wakes(&ctx.home.wakes(), WAKE_LINES, clock::now());
     if wakes.is_empty() {
         s.push_str("  (none)\n");
     }

@@ -5,6 +5,9 @@
 //! `--json`, from the same struct); what a command does lives in the
 //! library.
 
+// clap prints the doc comments of arguments as `--help`, exactly as written.
+#![allow(clippy::doc_markdown, reason = "doc comments here are --help text")]
+
 use std::ffi::OsString;
 use std::process::ExitCode;
 

@@ -162,8 +162,7 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
             };
             let age =
                 c.at.or(mtime)
-                    .map(|t| clock::age(now.saturating_sub(t)))
-                    .unwrap_or_else(|| "?".into());
+                    .map_or_else(|| "?".into(), |t| clock::age(now.saturating_sub(t)));
             common::out(&format!(
                 "current: {}{key} \u{b7} {} \u{b7} {age}",
                 c.verb, c.text
@@ -175,7 +174,7 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
         common::out(&format!("open: {} {} \u{b7} {}", d.key, d.verb, d.text))?;
     }
     for e in report.log.iter().flatten() {
-        let at = e.at.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+        let at = e.at.map_or_else(|| "-".into(), |t| clock::ago(t, now));
         let verb = e.verb.as_deref().unwrap_or(e.kind);
         let key = e.key.as_deref().unwrap_or("-");
         common::out(&format!(

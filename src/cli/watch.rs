@@ -87,7 +87,7 @@ fn run(a: Args) -> Result<u8> {
             Followed::Lock(lock) => lock,
         },
         (Err(pid), None) => {
-            let pid = pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
+            let pid = pid.map_or_else(|| "?".into(), |p| p.to_string());
             common::out(&format!("{TOOL}: already running (pid {pid})"))?;
             return Ok(exit::OK);
         }
@@ -133,7 +133,7 @@ fn finish_loop(end: End, json: bool) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        End::Signal(libc::SIGINT) => Ok(exit::INTERRUPTED),
+        End::Signal(signal_hook::consts::SIGINT) => Ok(exit::INTERRUPTED),
         End::Signal(_) => Ok(exit::OK),
     }
 }
@@ -260,10 +260,10 @@ fn status(ctx: &Ctx, json: bool) -> Result<u8> {
         common::out_json(&report)?;
         return Ok(exit::OK);
     }
-    let beat = report
-        .heartbeat_age_secs
-        .map(|s| format!("heartbeat {} ago", clock::age(s)))
-        .unwrap_or_else(|| "no heartbeat yet".into());
+    let beat = report.heartbeat_age_secs.map_or_else(
+        || "no heartbeat yet".into(),
+        |s| format!("heartbeat {} ago", clock::age(s)),
+    );
     let who = match (report.running, report.pid) {
         (true, Some(p)) => format!("running (pid {p})"),
         (true, None) => "running".into(),
@@ -296,7 +296,7 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
         id: id.to_string(),
         pending: seqs.len(),
         oldest_age_secs: oldest,
-        ring_count: tracked.map(|r| r.count).unwrap_or(0),
+        ring_count: tracked.map_or(0, |r| r.count),
         escalated: files.escalated.is_some_and(|s| seqs.contains(&s)),
     }
 }

@@ -130,7 +130,7 @@ impl Ctl<'_> {
     }
 
     fn profile(&self, name: &str) -> Result<HarnessProfile> {
-        harness::profile(self.cfg, name).ok_or_else(|| {
+        harness::profile(&self.cfg.harness, name).ok_or_else(|| {
             if self.cfg.harness.contains_key(name) {
                 return Error::usage(format!(
                     "harness {name:?} is defined in the config but has no `launch`: a harness that is not built in needs [harness.{name}] launch = [\"program\", …]"
@@ -144,7 +144,7 @@ impl Ctl<'_> {
     }
 
     fn meta_profile(&self, meta: &TaskMeta) -> Option<HarnessProfile> {
-        harness::profile(self.cfg, meta.harness.as_deref()?)
+        harness::profile(&self.cfg.harness, meta.harness.as_deref()?)
     }
 
     fn agent(&self, meta: &TaskMeta) -> Result<Agent> {

@@ -112,7 +112,7 @@ impl Ctl<'_> {
     /// an agent that cannot start must not leave a worktree or a window.
     pub(super) fn checked_argv(&self, profile: &HarnessProfile) -> Result<Vec<String>> {
         let argv = self.launch_argv(profile);
-        let program = argv.first().map(String::as_str).unwrap_or("");
+        let program = argv.first().map_or("", String::as_str);
         if !harness::program_exists(program, std::env::var_os("PATH").as_deref()) {
             return Err(Error::refused(format!(
                 "harness {}: program {program} not found",

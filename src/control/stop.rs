@@ -15,8 +15,7 @@ impl Ctl<'_> {
         let profile = self.meta_profile(&meta);
         let keys = profile
             .as_ref()
-            .map(|p| p.interrupt.clone())
-            .unwrap_or_else(|| vec!["C-c".into()]);
+            .map_or_else(|| vec!["C-c".into()], |p| p.interrupt.clone());
         let tmux = self.tmux(&meta);
         for k in &keys {
             tmux.press(&info.id, k)?;
@@ -62,8 +61,7 @@ impl Ctl<'_> {
         }
         let exit_text = profile
             .as_ref()
-            .map(|p| p.exit.clone())
-            .unwrap_or_else(|| "exit".into());
+            .map_or_else(|| "exit".into(), |p| p.exit.clone());
         tmux.type_text(&info.id, &exit_text)?;
         tmux.press(&info.id, "Enter")?;
         sent.push(format!("text {exit_text:?} + Enter"));
@@ -110,13 +108,16 @@ impl Ctl<'_> {
             )));
         }
         let from = meta.harness.clone().unwrap_or_default();
-        let to = harness.map(str::to_string).unwrap_or_else(|| {
-            if from.is_empty() {
-                "claude".into()
-            } else {
-                from.clone()
-            }
-        });
+        let to = harness.map_or_else(
+            || {
+                if from.is_empty() {
+                    "claude".into()
+                } else {
+                    from.clone()
+                }
+            },
+            str::to_string,
+        );
         let profile = self.profile(&to)?;
         let argv = self.checked_argv(&profile)?;
         // The old agent goes first. One that ignores the exit is killed by

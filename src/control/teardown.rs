@@ -7,6 +7,7 @@ impl Ctl<'_> {
     /// Whether the worktree's HEAD survives its removal: contained in a
     /// remote-tracking ref; a local branch also counts for local-only work
     /// and in a project with no remote at all (there is nowhere to push).
+    #[allow(clippy::unused_self, reason = "a lifecycle step like the others")]
     pub(super) fn head_reachable(&self, meta: &TaskMeta, worktree: &Path) -> Result<bool> {
         let mut scopes = vec!["refs/remotes/"];
         let no_remote = git(worktree, &["remote"])?.trim().is_empty();
@@ -80,7 +81,7 @@ impl Ctl<'_> {
                 "data".into()
             } else {
                 src.file_name()
-                    .map(|n| n.to_os_string())
+                    .map(std::ffi::OsStr::to_os_string)
                     .unwrap_or_default()
             };
             if src.symlink_metadata().is_ok() && !fsx::rename_noclobber(&src, &dest.join(&name))? {

@@ -153,19 +153,16 @@ impl DoneCheck {
         let mut by_project: BTreeMap<(PathBuf, bool), (PathBuf, Vec<Pending>)> = BTreeMap::new();
         for p in to_project {
             let project = p.check.project.clone().expect("a project");
-            match git.common_dir(&project) {
-                Some(pc) => {
-                    by_project
-                        .entry((pc, p.check.local_only))
-                        .or_insert_with(|| (project, Vec::new()))
-                        .1
-                        .push(p);
-                }
-                None => {
-                    let reach = project_reach(&p.check, &project, &p.sha);
-                    let head = HeadFact::Head(p.sha.clone());
-                    out[p.req] = Some(gate_of(p.check.verdict(&head, reach)));
-                }
+            if let Some(pc) = git.common_dir(&project) {
+                by_project
+                    .entry((pc, p.check.local_only))
+                    .or_insert_with(|| (project, Vec::new()))
+                    .1
+                    .push(p);
+            } else {
+                let reach = project_reach(&p.check, &project, &p.sha);
+                let head = HeadFact::Head(p.sha.clone());
+                out[p.req] = Some(gate_of(p.check.verdict(&head, reach)));
             }
         }
         for ((pc, heads), (project, group)) in by_project {

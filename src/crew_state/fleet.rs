@@ -313,7 +313,7 @@ impl FleetReader {
             items.into_iter().map(|i| refresh(&shared, i)).collect()
         };
         let threads = std::thread::available_parallelism()
-            .map_or(1, |t| t.get())
+            .map_or(1, std::num::NonZero::get)
             .min(MAX_THREADS)
             .min(n / BLOCK);
         if threads < 2 {

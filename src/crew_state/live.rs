@@ -17,16 +17,9 @@ use crate::error::{Error, Result, exit};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 fn install_sigint() {
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-    }
+    // Without the flag Ctrl-C would kill the view with the cursor hidden.
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, &INTERRUPTED);
 }
 
 /// The last `n` complete lines of a file, reading at most its last 64 KiB.
@@ -34,7 +27,7 @@ pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
     let Ok(mut f) = std::fs::File::open(path) else {
         return Vec::new();
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let len = f.metadata().map_or(0, |m| m.len());
     let start = len.saturating_sub(64 * 1024);
     if f.seek(SeekFrom::Start(start)).is_err() {
         return Vec::new();
@@ -50,6 +43,25 @@ pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
     let cut = lines.len().saturating_sub(n);
     lines.drain(..cut);
     lines
+}
+
+/// The last `n` lines of the wake feed as a person reads them:
+/// `3m ago  <task>  <kind>  <text>`; a line that is not a wake is shown as
+/// written.
+pub fn recent_wakes(path: &Path, n: usize, now: u64) -> Vec<String> {
+    tail_lines(path, n)
+        .into_iter()
+        .map(|l| match crate::wakes::parse_line(l.as_bytes()) {
+            Some(w) => format!(
+                "{:>8}  {}  {}  {}",
+                crate::clock::ago(w.epoch, now),
+                w.task,
+                w.kind,
+                w.text
+            ),
+            None => l,
+        })
+        .collect()
 }
 
 fn write_out(bytes: &[u8]) -> Result<()> {
@@ -104,8 +116,30 @@ mod tests {
         std::fs::write(&p, "a\nb\nc\ntorn").unwrap();
         assert_eq!(tail_lines(&p, 2), vec!["b", "c"]);
         assert!(tail_lines(&d.path().join("none"), 2).is_empty());
-        let big: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        let big: String = (0..20_000)
+            .map(|i| format!("line {i}\n"))
+            .collect::<Vec<_>>()
+            .concat();
         std::fs::write(&p, big).unwrap();
         assert_eq!(tail_lines(&p, 1), vec!["line 19999"]);
+    }
+
+    #[test]
+    fn wakes_show_their_age_not_their_epoch() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("wakes.log");
+        std::fs::write(
+            &p,
+            "1\t1000\ta\tescalation\tno ack after 3 rings\nhand note\n2\t1900\tb\tstatus\tdone: shipped\n",
+        )
+        .unwrap();
+        assert_eq!(
+            recent_wakes(&p, 5, 4600),
+            [
+                "  1h ago  a  escalation  no ack after 3 rings",
+                "hand note",
+                " 45m ago  b  status  done: shipped",
+            ]
+        );
     }
 }

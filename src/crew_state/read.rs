@@ -124,14 +124,14 @@ impl Stamp {
         Some(Stamp {
             ino: md.ino(),
             size: md.size(),
-            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
+            mtime_ns: i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec()),
         })
     }
 
     /// Whether a file with this stamp, read at `read_at` (Unix seconds),
     /// can have changed without changing its stamp.
     fn settled(self, read_at: u64) -> bool {
-        self.mtime_ns < (read_at as i128 - SETTLED_SECS) * 1_000_000_000
+        self.mtime_ns < (i128::from(read_at) - SETTLED_SECS) * 1_000_000_000
     }
 }
 
@@ -239,7 +239,7 @@ fn files(home: &Home, cfg: &Config, id: &TaskId, present: Present, now: u64) -> 
             f.brief_kind = crate::dod::gate::brief_kind(home, id);
         }
         if let Some(name) = &meta.harness {
-            f.profile = harness::profile(cfg, name);
+            f.profile = harness::profile(&cfg.harness, name);
         }
     }
     check_worktree(&mut f);

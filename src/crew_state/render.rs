@@ -9,6 +9,7 @@ use crate::clock;
 const SEP: &str = " \u{b7} ";
 
 /// The SGR colour of a state.
+#[allow(clippy::match_same_arms, reason = "one row per state reads as a table")]
 fn colour(state: State) -> &'static str {
     match state {
         State::Working => "32",
@@ -47,7 +48,7 @@ pub(crate) fn line(row: &Row, colour: bool) -> String {
 
 /// The AGE cell: `42s`, `5m`, … or `-` without a current line.
 fn age_of(age_secs: Option<u64>) -> String {
-    age_secs.map(clock::age).unwrap_or_else(|| "-".into())
+    age_secs.map_or_else(|| "-".into(), clock::age)
 }
 
 /// What the fleet table shows of a row: all a fleet's table holds per

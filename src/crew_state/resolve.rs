@@ -217,7 +217,7 @@ fn run_rule(f: &Facts) -> Option<Resolution> {
         "passed" | "checks-passed" => {
             let mut d = format!("run {st}");
             if !run.pr.is_empty() {
-                d.push_str(&format!(" \u{b7} PR {}", run.pr));
+                d = format!("{d} \u{b7} PR {}", run.pr);
             }
             r(State::Done, Source::Run, d)
         }

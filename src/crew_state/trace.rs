@@ -65,6 +65,7 @@ fn ts(m: &Map<String, Value>) -> u64 {
 /// The chain's events from the bytes of `events.jsonl`: filtered to
 /// `tasks`, identical records dropped (the first occurrence wins), in
 /// time order.
+#[allow(clippy::implicit_hasher, reason = "callers build a std HashSet")]
 pub fn entries(bytes: &[u8], tasks: &HashSet<&str>) -> Vec<Map<String, Value>> {
     let mut seen = HashSet::new();
     let mut out: Vec<Map<String, Value>> = fsx::complete_lines(bytes)

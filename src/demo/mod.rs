@@ -10,24 +10,20 @@
 //! tmux server it started and the temporary home) unless `--keep`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
+use crate::proc::Cmd;
 use crate::stand_in::sibling_bin;
 use crate::task_id::TaskId;
-use crate::tmux::pane::{Pane, Tmux, run_bounded};
+use crate::tmux::pane::{Pane, Tmux};
 use crate::{fsx, inbox};
 
 mod steps;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
 
 struct Demo {
     root: PathBuf,
@@ -50,6 +46,10 @@ fn fail(msg: impl Into<String>) -> Error {
     Error::refused(msg.into())
 }
 
+#[allow(
+    clippy::unused_self,
+    reason = "every step helper is a method, so the steps read alike"
+)]
 impl Demo {
     fn say(&mut self, text: &str) {
         self.step += 1;
@@ -90,15 +90,13 @@ impl Demo {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let mut cmd = Command::new(sibling_bin(&format!("fm-{tool}")));
-        cmd.args(args)
+        let ran = Cmd::new(sibling_bin(&format!("fm-{tool}")))
+            .args(args)
             .env("FM_HOME", &self.root)
-            .env_remove("NO_COLOR");
-        let (code, out, err) =
-            run_bounded(cmd, Duration::from_secs(60)).map_err(|msg| Error::External {
-                program: format!("fm-{tool}"),
-                msg,
-            })?;
+            .env_remove("NO_COLOR")
+            .timeout(Duration::from_secs(60))
+            .run()?;
+        let (code, out, err) = (ran.code(), ran.stdout, ran.stderr);
         for l in out.lines() {
             println!("          {l}");
         }
@@ -118,20 +116,17 @@ impl Demo {
     }
 
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C").arg(dir).args(args);
-        let (code, out, err) =
-            run_bounded(cmd, Duration::from_secs(30)).map_err(|msg| Error::External {
-                program: "git".into(),
-                msg,
-            })?;
-        if code != Some(0) {
+        let ran = Cmd::git(dir)
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .run()?;
+        if !ran.success() {
             return Err(Error::External {
                 program: "git".into(),
-                msg: format!("git {}: {}", args.join(" "), err.trim()),
+                msg: format!("git {}: {}", args.join(" "), ran.stderr.trim()),
             });
         }
-        Ok(out)
+        Ok(ran.stdout)
     }
 
     /// Polls `f` every 100 ms for up to `secs`.
@@ -176,9 +171,10 @@ impl Demo {
 
     fn cleanup(&mut self, keep: bool) {
         if let Some(mut child) = self.watcher.take() {
-            // SAFETY: signalling the child this process started, by its pid.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            // SIGTERM, not kill(): the watcher then releases its lock cleanly.
+            // The child is not reaped yet, so its pid is still ours.
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id().cast_signed()) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
             let _ = child.wait();
         }
@@ -197,11 +193,7 @@ impl Demo {
 
 fn preflight() -> Result<()> {
     for (program, arg) in [("tmux", "-V"), ("git", "--version")] {
-        let ok = Command::new(program)
-            .arg(arg)
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
+        let ok = Cmd::new(program).arg(arg).run().is_ok_and(|o| o.success());
         if !ok {
             return Err(Error::External {
                 program: program.into(),
@@ -217,10 +209,8 @@ fn preflight() -> Result<()> {
 /// Runs the demo; exit 0 when every expectation held.
 pub fn run(keep: bool) -> Result<u8> {
     preflight()?;
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-    }
+    // Ctrl-C ends the demo at the next step, after its cleanup.
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, &INTERRUPTED);
     let stamp = crate::clock::now();
     let root = std::env::temp_dir().join(format!("fm-demo-{}-{stamp}", std::process::id()));
     fsx::ensure_dir(&root)?;

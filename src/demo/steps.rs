@@ -5,6 +5,7 @@
 //! otherwise.
 
 use super::*;
+use std::process::Command;
 
 impl Demo {
     pub(super) fn setup(&mut self) -> Result<()> {

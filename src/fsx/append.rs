@@ -7,7 +7,7 @@ use super::*;
 /// with a single `write_all` on an append descriptor, under an exclusive
 /// lock on the file.
 ///
-/// A writer SIGKILLed inside `write` can leave a fragment: Linux copies an
+/// A writer killed (SIGKILL) inside `write` can leave a fragment: Linux copies an
 /// append page by page and stops between pages when a fatal signal is
 /// pending, so a record crossing a 4 KiB boundary may be cut there. Under
 /// the lock the file's last byte is checked, and a torn tail is ended with
@@ -24,7 +24,7 @@ pub const PAGE: u64 = 4096;
 
 /// [`append_line`] for a file that other programs append to without our
 /// lock — a status log takes plain `echo … >>` from workers. Such a writer
-/// does not look at the tail, so a fragment left by a SIGKILLed appender of
+/// does not look at the tail, so a fragment left by a killed (SIGKILL) appender of
 /// ours would swallow the start of its line. Hence a record of at most one
 /// page is kept inside one page of the file: when it would straddle a
 /// boundary, it is preceded, in the same `write`, by a filler line of
@@ -46,7 +46,7 @@ fn append_locked(path: &Path, line: &[u8], in_page: bool) -> Result<()> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
         .map_err(io_err("open for append", path))?;
     f.lock().map_err(io_err("lock", path))?;
@@ -130,20 +130,12 @@ fn append_whole(mut f: &File, line: &[u8]) -> io::Result<()> {
 /// preallocate falls back to the write and [`untear`].
 #[cfg(target_os = "linux")]
 fn reserve(f: &File, len: usize) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
+    use rustix::fs::FallocateFlags;
+    use rustix::io::Errno;
     let size = f.metadata()?.len();
-    let (Ok(off), Ok(len)) = (libc::off_t::try_from(size), libc::off_t::try_from(len)) else {
-        return Ok(());
-    };
-    // SAFETY: the descriptor is open for writing for the whole call.
-    let rc = unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, off, len) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::ENOSPC) | Some(libc::EDQUOT) => Err(e),
-        _ => Ok(()),
+    match rustix::fs::fallocate(f, FallocateFlags::KEEP_SIZE, size, len as u64) {
+        Err(e @ (Errno::NOSPC | Errno::DQUOT)) => Err(e.into()),
+        Ok(()) | Err(_) => Ok(()),
     }
 }
 

@@ -47,7 +47,7 @@ fn open_lock_file(path: &Path) -> Result<File> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
         .map_err(io_err("open lock", path))
 }

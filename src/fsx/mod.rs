@@ -38,9 +38,13 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
+/// `O_NOFOLLOW` for `OpenOptions::custom_flags`: opening a symlink fails
+/// with `ELOOP` instead of following it.
+const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits().cast_signed();
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
     move |e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
             Error::Symlink(path.to_path_buf())
         } else {
             Error::io(op, path, e)
@@ -96,13 +100,13 @@ mod tests {
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
+        use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("f");
         atomic_write(&p, b"one").unwrap();
         atomic_write(&p, b"two").unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"two");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
-        use std::os::unix::fs::PermissionsExt;
         assert_eq!(
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
             0o600
@@ -193,11 +197,11 @@ mod tests {
         std::os::unix::fs::symlink(d.path().join("a"), d.path().join("l")).unwrap();
         let names: Vec<String> = ["a", "gone", "b", "l"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         let mut seen = Vec::new();
         read_each_in(d.path(), &names, |i, r| {
-            seen.push((i, r.map(|b| b.len()).map_err(|_| ())))
+            seen.push((i, r.map(<[u8]>::len).map_err(|_| ())));
         })
         .unwrap();
         assert_eq!(seen, vec![(0, Ok(5)), (2, Ok(200_000)), (3, Err(()))]);

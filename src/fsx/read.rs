@@ -8,7 +8,7 @@ use super::*;
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     let mut f = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
     {
         Ok(f) => f,
@@ -25,7 +25,7 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
     let mut f = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
     {
         Ok(f) => f,
@@ -68,34 +68,23 @@ pub fn read_each_in(
     names: &[String],
     mut f: impl FnMut(usize, io::Result<&[u8]>),
 ) -> Result<()> {
-    use std::ffi::CString;
-    use std::os::fd::{AsRawFd, FromRawFd};
-    use std::os::unix::ffi::OsStrExt;
+    use rustix::fs::{Mode, OFlags};
     refuse_symlink(dir)?;
     let d = File::open(dir).map_err(io_err("open directory", dir))?;
     let mut buf = vec![0u8; 64 * 1024];
     for (i, name) in names.iter().enumerate() {
-        let Ok(c) = CString::new(std::ffi::OsStr::new(name).as_bytes()) else {
-            f(i, Err(io::ErrorKind::InvalidInput.into()));
-            continue;
-        };
-        // SAFETY: `d` is an open directory descriptor and `c` a valid C string.
-        let fd = unsafe {
-            libc::openat(
-                d.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::NotFound {
-                f(i, Err(e));
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut file = match rustix::fs::openat(&d, name.as_str(), flags, Mode::empty()) {
+            Ok(fd) => File::from(fd),
+            Err(e) => {
+                // A name with a NUL byte is `EINVAL` (InvalidInput).
+                let e = io::Error::from(e);
+                if e.kind() != io::ErrorKind::NotFound {
+                    f(i, Err(e));
+                }
+                continue;
             }
-            continue;
-        }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        let mut file = unsafe { File::from_raw_fd(fd) };
+        };
         let mut len = 0;
         let res = loop {
             match file.read(&mut buf[len..]) {

@@ -13,7 +13,7 @@ pub fn touch(path: &Path) -> Result<()> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
         .map_err(io_err("open", path))?;
     f.set_modified(std::time::SystemTime::now())
@@ -50,7 +50,7 @@ pub(super) fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(NOFOLLOW)
             .open(&tmp)
             .map_err(io_err("create temp file for", target))?;
         // Errors name the file the user asked for, not the temp beside it.
@@ -88,7 +88,7 @@ pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<()> {
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(&tmp)
         .map_err(io_err("create temp file", &tmp))
         .and_then(|mut f| f.write_all(bytes).map_err(io_err("write", &tmp)))
@@ -101,13 +101,8 @@ pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Flushes the filesystem holding `dir` (one `syncfs` for many writes).
 pub fn sync_filesystem(dir: &Path) -> Result<()> {
-    use std::os::fd::AsRawFd;
     let f = File::open(dir).map_err(io_err("open directory", dir))?;
-    // SAFETY: a valid open descriptor for the duration of the call.
-    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
-        return Err(Error::io("syncfs", dir, io::Error::last_os_error()));
-    }
-    Ok(())
+    rustix::fs::syncfs(&f).map_err(|e| Error::io("syncfs", dir, e.into()))
 }
 
 /// Renames `from` to `to` unless `to` exists. Returns `Ok(false)` (and
@@ -122,28 +117,13 @@ pub fn rename_noclobber(from: &Path, to: &Path) -> Result<bool> {
 
 #[cfg(target_os = "linux")]
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
-    let (f, t) = (c(from)?, c(to)?);
-    // SAFETY: both pointers are valid NUL-terminated strings for the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            f.as_ptr(),
-            libc::AT_FDCWD,
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
+    use rustix::fs::{CWD, RenameFlags};
+    use rustix::io::Errno;
+    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
         // Filesystems without RENAME_NOREPLACE: fall back to link + unlink.
-        Some(libc::EINVAL) | Some(libc::ENOSYS) => link_then_unlink(from, to),
-        _ => Err(err),
+        Err(Errno::INVAL | Errno::NOSYS) => link_then_unlink(from, to),
+        Err(e) => Err(e.into()),
     }
 }
 

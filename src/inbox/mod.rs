@@ -128,7 +128,7 @@ pub struct Queued {
 
 /// Validates a body against SPEC §5.4 (exit 2 on refusal).
 pub(crate) fn validate_body(cfg: &Config, body: &[u8]) -> Result<()> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
+    if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::usage("empty message body"));
     }
     if body.len() as u64 > cfg.send.max_body_bytes {

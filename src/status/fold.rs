@@ -59,7 +59,7 @@ impl Fold {
             }
         }
         f.open = open.iter().map(LineRef::decision).collect();
-        f.last_state = last_state.map(|l| l.to_owned_line());
+        f.last_state = last_state.map(super::parse::LineRef::to_owned_line);
         f
     }
 

@@ -121,7 +121,7 @@ mod tests {
         let l = line("Working [at=1700000000] [key=a]: compiling");
         assert_eq!(
             (l.verb.as_str(), l.key.as_str(), l.text.as_str(), l.at),
-            ("working", "a", "compiling", Some(1700000000))
+            ("working", "a", "compiling", Some(1_700_000_000))
         );
         let l = line("done: shipped: all of it");
         assert_eq!(l.text, "shipped: all of it");

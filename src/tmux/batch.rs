@@ -21,10 +21,10 @@
 //! that output (see [`Capture::still`]).
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use super::pane::{PaneInfo, TMUX_TIMEOUT, Tmux, parse_list};
 use crate::error::{Error, Result};
+use crate::proc::Cmd;
 
 const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
 
@@ -140,18 +140,12 @@ pub fn snapshot(tmux: &Tmux, list: bool, captures: &[&str], now: u64) -> Result<
                 "display-message -p '{cut}{k}'\ncapture-pane -p -J -t '{pane}' -S -0\n"
             ));
         }
-        let mut cmd = Command::new("tmux");
-        if let Some(s) = &tmux.socket {
-            cmd.args(["-L", s]);
-        }
-        cmd.args(["source-file", "-"]);
-        let (code, stdout, stderr) =
-            run_with_input(cmd, script.as_bytes(), TMUX_TIMEOUT).map_err(|msg| {
-                Error::External {
-                    program: "tmux".into(),
-                    msg,
-                }
-            })?;
+        let out = Cmd::tmux(tmux.socket.as_deref())
+            .args(["source-file", "-"])
+            .timeout(TMUX_TIMEOUT)
+            .input(script)
+            .run()?;
+        let (code, stdout, stderr) = (out.code(), out.stdout, out.stderr);
         let stderr = stderr.trim();
         let (head, parts) = split_markers(&stdout, &cut);
         if parts.is_empty() && code != Some(0) && (head.is_empty() || !list) {
@@ -208,11 +202,13 @@ impl Snapshot {
         self.panes
             .as_ref()
             .and_then(|ps| ps.iter().find(|p| p.info.id == pane))
-            .map(|p| p.key.clone())
-            .unwrap_or(ScreenKey {
-                shape: String::new(),
-                activity: u64::MAX,
-            })
+            .map_or_else(
+                || ScreenKey {
+                    shape: String::new(),
+                    activity: u64::MAX,
+                },
+                |p| p.key.clone(),
+            )
     }
 }
 
@@ -243,56 +239,6 @@ fn split_markers<'a>(out: &'a str, cut: &str) -> (&'a str, Vec<&'a str>) {
         parts.push(r);
     }
     (head, parts)
-}
-
-/// Runs `cmd` with `input` on its stdin and a time bound; returns (exit
-/// code, stdout, stderr). A missing program or a timeout is an `Err`.
-fn run_with_input(
-    mut cmd: Command,
-    input: &[u8],
-    limit: std::time::Duration,
-) -> std::result::Result<(Option<i32>, String, String), String> {
-    use std::io::{Read, Write};
-    use std::process::Stdio;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            "not installed (not found on PATH)".to_string()
-        } else {
-            e.to_string()
-        }
-    })?;
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input = input.to_vec();
-    let t_in = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let mut so = child.stdout.take().expect("piped stdout");
-    let mut se = child.stderr.take().expect("piped stderr");
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = se.read_to_end(&mut b);
-        b
-    });
-    let (tx, rx) = std::sync::mpsc::channel();
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = so.read_to_end(&mut b);
-        let _ = tx.send(());
-        b
-    });
-    if rx.recv_timeout(limit).is_err() {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(format!("timed out after {}s", limit.as_secs()));
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    let _ = t_in.join();
-    let out = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
-    let err = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
-    Ok((status.code(), out, err))
 }
 
 #[cfg(test)]

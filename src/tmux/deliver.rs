@@ -173,7 +173,7 @@ pub(crate) fn deliver_to(
             None => pane.capture(id, 0),
         };
         match screen {
-            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => continue,
+            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => {}
             Ok(_) => return Outcome::Rang,
             Err(_) => return Outcome::Failed,
         }
@@ -190,8 +190,8 @@ mod tests {
     fn profile() -> HarnessProfile {
         let mut p = crate::harness::builtin("claude").unwrap();
         p.agent_commands = Some(vec!["claude".into()]);
-        p.composer_regex = Some(r"^> ?(.*)$".into());
-        p.busy_regex = Some("esc to interrupt".into());
+        p.composer_regex = Some(regex::Regex::new(r"^> ?(.*)$").unwrap());
+        p.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
         p
     }
 

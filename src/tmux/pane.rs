@@ -4,20 +4,20 @@
 //! Guarantees of [`Tmux`]: tmux always runs with an argument vector (never a
 //! shell), on the configured `-L` socket, and targets panes only by their id
 //! (`%N`) — never by window name, because tmux falls back to another window
-//! when a name is gone. Every call is bounded in time.
+//! when a name is gone. Every call is bounded in time and runs as a UTF-8
+//! client ([`crate::proc::Cmd::tmux`]), whatever the caller's locale.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::proc::{Cause, Cmd, Failure};
 
 /// Longest a single tmux call may take.
-pub const TMUX_TIMEOUT: Duration = Duration::from_secs(5);
+pub const TMUX_TIMEOUT: Duration = crate::proc::TMUX_TIMEOUT;
 
 /// What tmux says about one pane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -82,27 +82,25 @@ impl Tmux {
 
     /// [`Tmux::run`] without escaping: a `";"` argument separates commands.
     fn run_raw<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
-        let mut cmd = Command::new("tmux");
-        if let Some(s) = &self.socket {
-            cmd.args(["-L", s]);
-        }
-        cmd.args(args.iter().map(|a| a.as_ref()));
-        let (code, stdout, stderr) =
-            run_bounded(cmd, TMUX_TIMEOUT).map_err(|msg| Error::External {
-                program: "tmux".into(),
-                msg,
-            })?;
-        if code != Some(0) {
-            return Err(Error::External {
+        let cmd =
+            Cmd::tmux(self.socket.as_deref()).args(args.iter().map(std::convert::AsRef::as_ref));
+        match cmd.run_ok() {
+            Ok(stdout) => Ok(stdout),
+            // tmux's own complaint, named by its command: `can't find
+            // pane: %9 (display-message)`, as [`no_server`] and callers read it.
+            Err(Failure {
+                cause: Cause::Exit { stderr, .. },
+                ..
+            }) => Err(Error::External {
                 program: "tmux".into(),
                 msg: format!(
                     "{} ({})",
                     stderr.trim(),
-                    args.first().map(|a| a.as_ref()).unwrap_or("")
+                    args.first().map_or("", std::convert::AsRef::as_ref)
                 ),
-            });
+            }),
+            Err(f) => Err(f.into()),
         }
-        Ok(stdout)
     }
 }
 
@@ -203,52 +201,6 @@ impl Pane for Tmux {
     fn press(&self, pane: &str, key: &str) -> Result<()> {
         self.run(&["send-keys", "-t", pane, key]).map(drop)
     }
-}
-
-/// Runs `cmd` with a time bound; returns (exit code, stdout, stderr).
-/// A missing program or a timeout is an `Err(message)`.
-pub fn run_bounded(
-    mut cmd: Command,
-    limit: Duration,
-) -> std::result::Result<(Option<i32>, String, String), String> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            "not installed (not found on PATH)".to_string()
-        } else {
-            e.to_string()
-        }
-    })?;
-    let mut so = child.stdout.take().expect("piped stdout");
-    let mut se = child.stderr.take().expect("piped stderr");
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = so.read_to_end(&mut b);
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = se.read_to_end(&mut b);
-        b
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("timed out after {}s", limit.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    let out = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
-    let err = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
-    Ok((status.code(), out, err))
 }
 
 /// One pane of the [`FakePane`].
@@ -427,13 +379,122 @@ mod tests {
         assert!(f.type_text("%9", "x").is_err());
     }
 
+    /// A private tmux server for one test, killed on drop.
+    struct Server(String);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("tmux")
+                .args(["-L", &self.0, "kill-server"])
+                .output();
+        }
+    }
+
+    fn tmux_installed() -> bool {
+        let found = std::process::Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok();
+        if !found {
+            assert!(
+                std::env::var("FM_REQUIRE_TMUX").as_deref() != Ok("1"),
+                "tmux is required (FM_REQUIRE_TMUX=1) but not installed"
+            );
+            eprintln!("skipped: tmux not installed");
+        }
+        found
+    }
+
+    /// Without a locale (as under cron) a tmux client prints the tabs of
+    /// `list-panes -F` as `_`, and every pane read finds nothing. The read
+    /// is done by a copy of this test binary started with no `LANG`/`LC_*`
+    /// at all ([`pane_reads_in_the_stripped_environment`]), against servers
+    /// started with and without a UTF-8 locale.
     #[test]
-    fn bounded_run_reports_missing_programs() {
-        let err = run_bounded(
-            Command::new("definitely-not-a-program-fm"),
-            Duration::from_secs(1),
-        )
-        .unwrap_err();
-        assert!(err.contains("not installed"));
+    fn panes_are_read_without_a_locale() {
+        if !tmux_installed() {
+            return;
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        for (n, utf8_server) in [(0, true), (1, false)] {
+            let server = Server(format!("fm-test-{}-locale-{n}", std::process::id()));
+            let mut start = std::process::Command::new("tmux");
+            if utf8_server {
+                start.env("LANG", "C.UTF-8");
+            } else {
+                start.env_clear().env("PATH", &path);
+            }
+            let st = start
+                .args([
+                    "-L",
+                    &server.0,
+                    "-f",
+                    "/dev/null",
+                    "new-session",
+                    "-d",
+                    "sleep 300",
+                ])
+                .status()
+                .unwrap();
+            assert!(st.success());
+            // The test's own path, without the crate name, so it survives a move.
+            let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+            let name = format!("{module}::pane_reads_in_the_stripped_environment");
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    &name,
+                    "--include-ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env_clear()
+                .env("PATH", &path)
+                .env("FM_TEST_LOCALE_SOCKET", &server.0)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&child.stdout);
+            assert!(
+                child.status.success() && said.contains("1 passed"),
+                "server started {}: {said}{}",
+                if utf8_server {
+                    "in UTF-8"
+                } else {
+                    "under env -i"
+                },
+                String::from_utf8_lossy(&child.stderr)
+            );
+        }
+    }
+
+    /// Run only by [`panes_are_read_without_a_locale`], in an environment
+    /// without `LANG`/`LC_*`.
+    #[test]
+    #[ignore = "run by panes_are_read_without_a_locale in a stripped environment"]
+    fn pane_reads_in_the_stripped_environment() {
+        let socket = std::env::var("FM_TEST_LOCALE_SOCKET").expect("FM_TEST_LOCALE_SOCKET");
+        for k in ["LANG", "LC_ALL", "LC_CTYPE"] {
+            assert!(std::env::var_os(k).is_none(), "{k} is set");
+        }
+        // The environment does show the bug: a plain client's read is garbled.
+        let plain = std::process::Command::new("tmux")
+            .args(["-L", &socket, "list-panes", "-a", "-F", LIST_FORMAT])
+            .output()
+            .unwrap();
+        let plain = String::from_utf8_lossy(&plain.stdout);
+        assert!(plain.starts_with('%') && !plain.contains('\t'), "{plain:?}");
+        assert!(parse_list(&plain).is_empty(), "{plain:?}");
+        // Through the runner, the pane is there and its agent alive.
+        let tmux = Tmux::new(&socket);
+        let panes = tmux.list().unwrap();
+        assert_eq!(panes.len(), 1, "{panes:?}");
+        let p = &panes[0];
+        assert_eq!(
+            (p.command.as_str(), p.dead, p.in_mode),
+            ("sleep", false, false)
+        );
+        let claude = crate::harness::builtin("claude").unwrap();
+        assert!(claude.is_alive(p.dead, &p.command));
+        assert_eq!(tmux.info(&p.id).unwrap().as_ref(), Some(p));
     }
 }

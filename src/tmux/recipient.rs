@@ -51,7 +51,7 @@ impl Recipient {
             profile: meta
                 .harness
                 .as_deref()
-                .and_then(|h| harness::profile(cfg, h)),
+                .and_then(|h| harness::profile(&cfg.harness, h)),
         }
     }
 

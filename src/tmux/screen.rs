@@ -20,7 +20,7 @@ fn last_nonblank_lines(screen: &str, n: usize) -> Vec<&str> {
 
 /// The composer's current text, if the profile can read it.
 pub(crate) fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
-    let re = regex::Regex::new(profile?.composer_regex.as_deref()?).ok()?;
+    let re = profile?.composer_regex.as_ref()?;
     last_nonblank_lines(screen, TAIL_LINES)
         .iter()
         .rev()
@@ -35,10 +35,7 @@ pub(crate) fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> O
 
 /// Whether the screen tail matches the profile's busy regex.
 pub(crate) fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
-    let Some(re) = profile
-        .and_then(|p| p.busy_regex.as_deref())
-        .and_then(|r| regex::Regex::new(r).ok())
-    else {
+    let Some(re) = profile.and_then(|p| p.busy_regex.as_ref()) else {
         return false;
     };
     last_nonblank_lines(screen, TAIL_LINES)

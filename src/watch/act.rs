@@ -58,7 +58,7 @@ impl Exec<'_> {
         let profile: Option<HarnessProfile> = meta
             .harness
             .as_deref()
-            .and_then(|h| harness::profile(cfg, h));
+            .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = false;
         let mut info: Option<&PaneInfo> = None;
         let facts = if pane_id.is_empty() {
@@ -216,23 +216,21 @@ impl Exec<'_> {
     /// already logged it.
     fn ladder_wake(&mut self, id: &TaskId, wake: LadderWake, text: &str, seq: u64, since: u64) {
         let kind = wake.kind();
-        match wakes::exists_since(self.home, id.as_str(), kind, text, since) {
-            Ok(true) => {}
-            _ => {
-                if !self.wake(id, kind, text) {
-                    // Not logged: leave `.escalated` unwritten so the next
-                    // pass tries again (never lose a ladder wake).
-                    return;
-                }
-                let event = match wake {
-                    LadderWake::Escalation => Event::WatchEscalation { seq },
-                    LadderWake::Overdue => Event::WatchOverdue { seq },
-                    LadderWake::DeadAgent => Event::WatchDeadAgent { seq },
-                };
-                Entry::new(self.now, Tool::Watch, id.as_str(), event)
-                    .by(ACTOR)
-                    .record(self.home);
+        if let Ok(true) = wakes::exists_since(self.home, id.as_str(), kind, text, since) {
+        } else {
+            if !self.wake(id, kind, text) {
+                // Not logged: leave `.escalated` unwritten so the next
+                // pass tries again (never lose a ladder wake).
+                return;
             }
+            let event = match wake {
+                LadderWake::Escalation => Event::WatchEscalation { seq },
+                LadderWake::Overdue => Event::WatchOverdue { seq },
+                LadderWake::DeadAgent => Event::WatchDeadAgent { seq },
+            };
+            Entry::new(self.now, Tool::Watch, id.as_str(), event)
+                .by(ACTOR)
+                .record(self.home);
         }
         if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
             self.unwritable(id, self.home.escalated(id), e, None, since);

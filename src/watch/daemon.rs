@@ -19,7 +19,7 @@ use std::collections::HashSet;
 
 use notify::Watcher;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -32,22 +32,16 @@ use crate::tmux::pane::{Pane, Tmux};
 use crate::wakes::{self, Wake};
 
 /// The signal that asked us to stop (0 = none yet).
-static STOP: AtomicI32 = AtomicI32::new(0);
+static STOP: AtomicUsize = AtomicUsize::new(0);
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    STOP.store(sig, Ordering::SeqCst);
-}
-
-/// Routes SIGTERM and SIGINT to a flag the loop checks.
+/// Routes SIGTERM and SIGINT to a flag the loop checks (the signal's
+/// number is stored), instead of ending the process mid-pass.
 pub fn install_signals() {
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe; the sigaction struct is fully initialised.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGTERM, SIGINT] {
+        if let Err(e) = signal_hook::flag::register_usize(sig, &STOP, sig.unsigned_abs() as usize) {
+            eprintln!("fm-watch: warning: cannot catch signal {sig}: {e}");
+        }
     }
 }
 
@@ -55,7 +49,7 @@ pub fn install_signals() {
 pub fn stop_signal() -> Option<i32> {
     match STOP.load(Ordering::SeqCst) {
         0 => None,
-        s => Some(s),
+        s => i32::try_from(s).ok(),
     }
 }
 
@@ -107,18 +101,17 @@ pub fn try_acquire(home: &Home) -> Result<Option<Lock>> {
 /// Takes the singleton lock, or returns the holder's pid (`Err`). The
 /// caller raises [`recovered_wake`] and then calls [`Lock::record_pid`].
 pub fn acquire(home: &Home) -> Result<std::result::Result<Lock, Option<u32>>> {
-    match try_acquire(home)? {
-        Some(lock) => Ok(Ok(lock)),
-        None => {
-            // The holder may not have written its pid yet.
-            let deadline = Instant::now() + Duration::from_millis(500);
-            let mut pid = recorded_pid(home);
-            while pid.is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-                pid = recorded_pid(home);
-            }
-            Ok(Err(pid))
+    if let Some(lock) = try_acquire(home)? {
+        Ok(Ok(lock))
+    } else {
+        // The holder may not have written its pid yet.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let mut pid = recorded_pid(home);
+        while pid.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            pid = recorded_pid(home);
         }
+        Ok(Err(pid))
     }
 }
 
@@ -174,8 +167,7 @@ pub struct Options {
 fn wall_secs() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Runs passes until a signal (or, with `until_wake`, a new wake).

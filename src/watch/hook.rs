@@ -6,7 +6,6 @@
 //! stdout show. Hooks run beside the watcher, bounded in time; a failure is
 //! logged on stderr and never stops the watcher.
 
-use std::process::Command;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -55,22 +54,21 @@ pub(crate) fn spawn(template: &[String], wake: &Wake) {
     let Some((program, args)) = argv.split_first() else {
         return;
     };
-    let mut cmd = Command::new(program);
-    cmd.args(args);
+    // The caller's environment as it is: the hook is the user's program.
+    let cmd = crate::proc::Cmd::new(program)
+        .args(args)
+        .timeout(HOOK_TIMEOUT);
     let program = program.clone();
-    let handle =
-        std::thread::spawn(
-            move || match crate::tmux::pane::run_bounded(cmd, HOOK_TIMEOUT) {
-                Ok((Some(0), _, _)) => {}
-                Ok((code, _, stderr)) => eprintln!(
-                    "fm-watch: warning: on_wake hook {program} exited {}: {}",
-                    code.map(|c| c.to_string())
-                        .unwrap_or_else(|| "by signal".into()),
-                    stderr.trim()
-                ),
-                Err(msg) => eprintln!("fm-watch: warning: on_wake hook {program}: {msg}"),
-            },
-        );
+    let handle = std::thread::spawn(move || match cmd.run() {
+        Ok(out) if out.success() => {}
+        Ok(out) => eprintln!(
+            "fm-watch: warning: on_wake hook {program} exited {}: {}",
+            out.code()
+                .map_or_else(|| "by signal".into(), |c| c.to_string()),
+            out.stderr.trim()
+        ),
+        Err(f) => eprintln!("fm-watch: warning: on_wake hook {program}: {}", f.cause),
+    });
     if let Ok(mut v) = RUNNING.lock() {
         v.retain(|h| !h.is_finished());
         v.push(handle);
@@ -96,7 +94,7 @@ mod tests {
     fn placeholders_are_substituted_once_and_literally() {
         let t: Vec<String> = ["notify", "{task}/{kind}", "{text}", "{other}"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         let a = argv(&t, "t1", "escalation", "$(rm -rf /) {task}");
         assert_eq!(

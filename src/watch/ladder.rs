@@ -207,7 +207,7 @@ mod tests {
                         seq,
                         count,
                         last: now,
-                    })
+                    });
                 }
                 Action::Escalate { seq, .. }
                 | Action::Overdue { seq, .. }

@@ -45,10 +45,11 @@ impl Offsets {
     }
 
     pub fn render(&self) -> String {
-        self.map
-            .iter()
-            .map(|(t, (o, i))| format!("{t}\t{o}\t{i}\n"))
-            .collect()
+        use std::fmt::Write as _;
+        self.map.iter().fold(String::new(), |mut out, (t, (o, i))| {
+            let _ = writeln!(out, "{t}\t{o}\t{i}");
+            out
+        })
     }
 
     pub(crate) fn load(home: &Home) -> Result<Offsets> {

@@ -54,11 +54,11 @@ fn line(h: &TestHome, id: &str) -> String {
 }
 
 fn state(parts: &[&str]) -> String {
-    format!("state: {}{DOT}source: {}", parts[0], parts[1])
-        + &parts[2..]
-            .iter()
-            .map(|p| format!("{DOT}{p}"))
-            .collect::<String>()
+    let mut s = format!("state: {}{DOT}source: {}", parts[0], parts[1]);
+    for p in &parts[2..] {
+        s = s + DOT + p;
+    }
+    s
 }
 
 fn now() -> u64 {
@@ -267,7 +267,7 @@ fn pane_meta(h: &TestHome, t: &Tmux, id: &str, pane: &str, extra: &[&str]) {
         format!("pane={pane}"),
         format!("tmux_socket={}", t.socket),
     ];
-    lines.extend(extra.iter().map(|s| s.to_string()));
+    lines.extend(extra.iter().map(std::string::ToString::to_string));
     meta(h, id, &lines);
 }
 

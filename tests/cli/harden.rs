@@ -5,7 +5,7 @@
 //! refused (exit 1) and never followed.
 //!
 //! The read-only and full-disk tests mount a small tmpfs, which needs root
-//! or CAP_SYS_ADMIN. Without it they print why and are skipped, unless
+//! or `CAP_SYS_ADMIN`. Without it they print why and are skipped, unless
 //! `FM_REQUIRE_MOUNT=1` (CI sets it), which makes them fail. Root ignores
 //! file modes, so read-only means a read-only mount, never a chmod.
 
@@ -200,7 +200,11 @@ fn seed(root: &Path) -> PathBuf {
 /// Every writing command, as (label, tool, args). `fresh` names a task
 /// with no files yet, so its writes need new space.
 fn writing_commands(home: &Path) -> Vec<(&'static str, &'static str, Vec<String>)> {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let s = |v: &[&str]| {
+        v.iter()
+            .map(std::string::ToString::to_string)
+            .collect::<Vec<_>>()
+    };
     vec![
         ("status append", "status", s(&["t2", "working", "more"])),
         ("status --busy", "status", s(&["t1", "--busy"])),

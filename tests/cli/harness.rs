@@ -214,6 +214,10 @@ fn whole(pattern: &str) -> Regex {
 
 /// A command under test, with what it must do.
 #[must_use = "a Cmd does nothing until run()"]
+#[allow(
+    clippy::struct_field_names,
+    reason = "a command builder around its command"
+)]
 pub struct Cmd {
     cmd: Command,
     stdin: Option<Vec<u8>>,
@@ -372,7 +376,7 @@ impl Cmd {
         });
         let mut child = match self.cmd.spawn() {
             Ok(c) => c,
-            Err(e) => panic!("spawn {:?}: {e}", self.cmd.get_program()),
+            Err(e) => panic!("spawn {}: {e}", self.cmd.get_program().display()),
         };
         if let Some(bytes) = self.stdin.take() {
             let mut si = child.stdin.take().unwrap();
@@ -447,7 +451,7 @@ impl Started {
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill(2) on the pid of a child this harness spawned and
         // has not reaped yet.
-        unsafe { libc::kill(self.child.id() as i32, sig) };
+        unsafe { libc::kill(self.child.id().cast_signed(), sig) };
     }
 
     /// Its exit code if it has ended (-1 for a signal), without waiting.
@@ -495,9 +499,13 @@ impl Started {
         }
         bad.extend(self.expect_stdout.check("stdout", &output.stdout_bytes));
         bad.extend(self.expect_stderr.check("stderr", &output.stderr_bytes));
-        if !bad.is_empty() {
-            panic!("{}:\n{}\n{}", self.label, bad.join("\n"), output.context());
-        }
+        assert!(
+            bad.is_empty(),
+            "{}:\n{}\n{}",
+            self.label,
+            bad.join("\n"),
+            output.context()
+        );
         output
     }
 

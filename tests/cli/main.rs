@@ -1,6 +1,12 @@
 //! Integration tests: the real binaries, driven in temporary homes, with
 //! private tmux servers and real git repositories where they matter.
 
+#![allow(
+    clippy::case_sensitive_file_extension_comparisons,
+    clippy::many_single_char_names,
+    reason = "fixture file names are ours, lower-case; a, b, c … name fixture tasks"
+)]
+
 mod ack;
 mod board;
 mod brief;

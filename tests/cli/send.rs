@@ -8,7 +8,7 @@ use crate::harness::{Cmd, TestHome, Tmux, bin, have_python, wait_for, wait_until
 
 /// A stand-in agent: raw terminal, logs every byte it receives, draws a
 /// composer line `stand-in> <text>`, swallows the first N Enters.
-const STANDIN: &str = r#"
+const STANDIN: &str = r"
 import os, sys, tty
 log = open(sys.argv[1], 'ab', 0)
 swallow = int(sys.argv[2])
@@ -33,7 +33,7 @@ while True:
         else:
             buf += bytes([c])
     draw()
-"#;
+";
 
 /// The real python interpreter (so the pane's foreground command is
 /// stable); `None` when python3 is missing and not required.
@@ -469,7 +469,7 @@ fn killed_senders_never_leave_a_partial_record() {
     meta(&h, "t1", "");
     let body: Vec<u8> = (0..1_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
     h.write("big.bin", &body);
-    let mut seed = std::process::id() as u64;
+    let mut seed = u64::from(std::process::id());
     for _ in 0..30 {
         let mut child = Command::new(bin("fm-send"))
             .env("FM_HOME", h.root())
@@ -480,8 +480,8 @@ fn killed_senders_never_leave_a_partial_record() {
             .spawn()
             .unwrap();
         seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         std::thread::sleep(std::time::Duration::from_micros((seed >> 33) % 15_000));
         let _ = child.kill();
         let _ = child.wait();

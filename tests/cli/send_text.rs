@@ -254,7 +254,7 @@ fn a_plain_shell_pane_is_never_typed_over_and_the_doorbell_is_a_no_op() {
     assert!(wait_until(5.0, || t
         .capture(&pane)
         .trim_end()
-        .ends_with("$")
+        .ends_with('$')
         && t.capture(&pane).contains("$ cd ")));
     h.fm("send")
         .args(["t1", "now"])

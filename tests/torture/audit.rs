@@ -43,7 +43,7 @@ pub struct Tally {
 }
 
 /// A line whose content ends exactly at a 4 KiB boundary: where Linux
-/// stops an append when the writer is SIGKILLed between pages.
+/// stops an append when the writer is `SIGKILLed` between pages.
 fn page_cut(start: u64, content_len: usize) -> bool {
     (start + content_len as u64).is_multiple_of(4096)
 }
@@ -276,7 +276,7 @@ impl<'a> Audit<'a> {
         }
     }
 
-    /// A dot-temp file may only be left by a process we SIGKILLed.
+    /// A dot-temp file may only be left by a process we `SIGKILLed`.
     fn temp_files(&mut self, dir: &Path) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;
@@ -449,7 +449,7 @@ impl<'a> Audit<'a> {
 
     /// The wakes log: intact, seqs strictly increasing; every wake-worthy
     /// line surfaced as one `status` wake — a second copy only when a
-    /// watcher was SIGKILLed between the two copies while the line lay
+    /// watcher was `SIGKILLed` between the two copies while the line lay
     /// past its saved offset (appended, offset not yet saved); ladder
     /// wakes never repeated; a `watcher-recovered` wake for every watcher
     /// that died holding the lock, and for no other.

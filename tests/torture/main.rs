@@ -64,8 +64,8 @@ fn torture() {
         let appenders: Vec<_> = (0..2)
             .map(|n| s.spawn(move || appender(w, n, n == 1, seed ^ (n as u64 + 11), stop)))
             .collect();
-        let ackers: Vec<_> = (0..2)
-            .map(|n| s.spawn(move || acker(w, seed ^ (n as u64 + 21), stop)))
+        let ackers: Vec<_> = (0..2u64)
+            .map(|n| s.spawn(move || acker(w, seed ^ (n + 21), stop)))
             .collect();
         let watch = s.spawn(move || watchers(w, seed ^ 31, stop));
         std::thread::sleep(Duration::from_secs(secs));
@@ -129,6 +129,6 @@ fn torture() {
             let kept = world.home.dir.keep();
             eprintln!("torture: home kept at {}", kept.display());
         }
-        panic!("torture audit failed: {} problem(s), seed {seed}", failures);
+        panic!("torture audit failed: {failures} problem(s), seed {seed}");
     }
 }

@@ -1,7 +1,7 @@
 //! The participants: real `fm-send`, `fm-status`, `sh -c 'echo >>'`,
 //! `fm-ack` and `fm-watch` processes, each loop running until the stop
 //! flag, each recording exactly what it asked for and what came back.
-//! Any of them may be SIGKILLed mid-run; the watcher loop also races
+//! Any of them may be `SIGKILLed` mid-run; the watcher loop also races
 //! daemons and `--once` for the singleton and records a boundary
 //! (wakes seq, saved offsets, lock holder) after every kill.
 
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::world::{Ran, Rng, World, run};
 
-/// How often (percent) a participant is SIGKILLed.
+/// How often (percent) a participant is `SIGKILLed`.
 pub const KILL_PCT: u64 = 12;
 
 fn kill_delay(rng: &mut Rng, max_ms: u64) -> Option<Duration> {
@@ -343,7 +343,7 @@ pub struct WatcherRun {
     pub output: String,
 }
 
-/// The state right after a SIGKILLed watcher was reaped, with no other
+/// The state right after a `SIGKILLed` watcher was reaped, with no other
 /// watcher alive: what a restarted watcher will start from.
 #[derive(Debug, Clone)]
 pub struct Boundary {
@@ -413,7 +413,7 @@ fn reap(world: &World, mut l: Live, log: &mut WatchLog) -> u32 {
 
 fn signal(l: &mut Live, sig: i32) {
     // SAFETY: kill(2) on our own unreaped child's pid.
-    unsafe { libc::kill(l.child.id() as i32, sig) };
+    unsafe { libc::kill(l.child.id().cast_signed(), sig) };
     l.signal = Some(sig);
 }
 
@@ -500,7 +500,7 @@ pub fn watchers(world: &World, seed: u64, stop: &AtomicBool) -> WatchLog {
         } else {
             libc::SIGKILL
         };
-        for l in live.iter_mut() {
+        for l in &mut live {
             signal(l, sig);
         }
         for l in live.drain(..) {

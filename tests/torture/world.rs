@@ -164,6 +164,7 @@ impl World {
 
     /// `sh -c 'echo "$1" >> "$2"'`: a worker appending by hand. The line
     /// and path are arguments, never interpolated into the script.
+    #[allow(clippy::unused_self, reason = "called on the world like its siblings")]
     pub fn echo_append(&self, line: &str, path: &Path) -> Command {
         let mut c = Cmd::new("sh").into_command();
         c.args(["-c", "echo \"$1\" >> \"$2\"", "sh", line])
@@ -214,7 +215,7 @@ pub fn run(
         std::thread::sleep(d);
         if child.try_wait().unwrap().is_none() {
             // SAFETY: kill(2) on our own unreaped child's pid.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            unsafe { libc::kill(pid.cast_signed(), libc::SIGKILL) };
         }
     }
     let out = child.wait_with_output().unwrap();

@@ -235,6 +235,10 @@ const DONE: &str =
 const WORKING: &str = "working [at=1700000000]: on it\n";
 
 /// Every layout and rule the fast path shortcuts, on one fleet.
+#[allow(
+    clippy::many_single_char_names,
+    reason = "one letter per repository of the fixture"
+)]
 fn build(f: &Fleet, tmux: Option<&Server>) {
     let p = f.project("p");
     let q = f.project("q");

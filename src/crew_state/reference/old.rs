@@ -116,7 +116,7 @@ fn read_files(
             };
         }
         if let Some(name) = &meta.harness {
-            f.profile = harness::profile(cfg, name);
+            f.profile = harness::profile(&cfg.harness, name);
         }
     }
     Ok(f)
@@ -259,7 +259,7 @@ pub(super) fn gather(
         }
     }
     let mut tmuxes: HashMap<String, Box<dyn Pane>> = HashMap::new();
-    for (socket, slot) in sockets.iter_mut() {
+    for (socket, slot) in &mut sockets {
         let t = pane_for(socket);
         match t.list() {
             Ok(list) => *slot = Some(list.into_iter().map(|p| (p.id.clone(), p)).collect()),
