@@ -1,5 +1,9 @@
-//! Status log benchmarks: folding a 10,000-line log in process, and one
-//! `fm-status` append as a whole process. Run with `cargo bench --bench status`.
+//! Status log benchmarks: folding a 10,000-line log in process, one
+//! `fm-status` append as a whole process, and logs of 20,000 and 200,000
+//! distinct open decisions (folded in process, shown by `fm-status` and by
+//! `fm-crew-state <id>`), which show the fold is linear: ten times the
+//! decisions cost about ten times the time. Run with
+//! `cargo bench --bench status`.
 //!
 //! A tiny harness (median of repeated runs) keeps the build light; figures go
 //! in BENCHMARKS.md.
@@ -36,7 +40,71 @@ fn log_of(n: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// `n` distinct decisions, all left open.
+fn open_decisions(n: usize) -> Vec<u8> {
+    let mut s = String::with_capacity(n * 48);
+    for i in 0..n {
+        s.push_str(&format!(
+            "needs-decision [at={}] [key=k{i}]: question {i}\n",
+            1_700_000_000 + i
+        ));
+    }
+    s.into_bytes()
+}
+
+/// Median wall time of `runs` runs of `tool args…` in `home`.
+fn process(home: &Path, tool: &str, args: &[&str], runs: usize) -> Duration {
+    let exe = Path::new(env!("CARGO_BIN_EXE_fm")).with_file_name(tool);
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                let out = Command::new(&exe)
+                    .arg("--home")
+                    .arg(home)
+                    .args(args)
+                    .output()
+                    .expect("run the tool");
+                assert!(out.status.success(), "{tool} {args:?} failed");
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn open_decision_figures() {
+    for (n, label, runs) in [(20_000, "20k", 20), (200_000, "200k", 5)] {
+        let log = open_decisions(n);
+        let fold = median(
+            (0..runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    let f = Fold::from_bytes(std::hint::black_box(&log), "paused");
+                    assert_eq!(f.open.len(), n);
+                    t.elapsed()
+                })
+                .collect(),
+        );
+        println!("fold {n} distinct open decisions: median {fold:?} ({runs} runs)");
+        common::fig_ms(&format!("status.fold_open_{label}"), fold);
+
+        let home = tempfile::tempdir().expect("temp home");
+        std::fs::create_dir_all(home.path().join("config")).unwrap();
+        std::fs::create_dir_all(home.path().join("state")).unwrap();
+        std::fs::write(home.path().join("config/firstmate.toml"), "").unwrap();
+        std::fs::write(home.path().join("state/q.meta"), "kind=ship\n").unwrap();
+        std::fs::write(home.path().join("state/q.status"), &log).unwrap();
+        let show = process(home.path(), "fm-status", &["q"], runs);
+        println!("fm-status show, {n} open decisions (whole process): median {show:?}");
+        common::fig_ms(&format!("status.show_open_{label}"), show);
+        let crew = process(home.path(), "fm-crew-state", &["q"], runs);
+        println!("fm-crew-state one task, {n} open decisions (whole process): median {crew:?}");
+        common::fig_ms(&format!("status.crew_state_open_{label}"), crew);
+    }
+}
+
 fn main() {
+    open_decision_figures();
     let log = log_of(10_000);
     let runs: Vec<Duration> = (0..50)
         .map(|_| {

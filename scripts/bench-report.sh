@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 out=target/bench-report
 mkdir -p "$out"
-benches=(status brief send crew_state floor board watch wakes footprint)
+benches=(status brief send crew_state floor board watch wakes footprint top)
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -105,6 +105,8 @@ EOF
     row "fleet view peak memory, 1,000 tasks, 100 live panes" "≤ 20 MB" crew.panes100.rss 19.07 MiB 1
     row "\`fm-board list\`, 10,000 tasks" "≤ 50 ms" board.list 50 ms 1
     row "\`fm-board claim\`, 10,000-task board" "≤ 5 ms" board.claim 5 ms 2
+    row "\`fm top\` redraw, 1,000 tasks, 200×50 (median of 200 frames)" "≤ 16 ms" top.redraw_1000 16 ms 2
+    row "\`fm top\` idle CPU, 100 tasks" "≤ 1 %" top.idle_cpu 1 "% of a core" 3
     row "\`fm demo\`, whole loop" "< 60 s" demo.secs 60 s 1
 
     cat <<EOF
@@ -113,6 +115,7 @@ Other figures:
 
 | what | measured |
 |---|---|
+| \`fm top\` redraw, 1,000 tasks, worst of 200 frames | $(num "$(fig top.redraw_1000_worst)" 2) ms |
 | \`fm-brief\` filled ship brief, fastest of 200 | $(num "$(fig brief.write_min)" 2) ms |
 | \`fm-brief --check\` | $(num "$(fig brief.check)" 2) ms |
 | \`fm-board list --json\`, 10,000 tasks | $(num "$(fig board.list_json)" 1) ms |
@@ -122,6 +125,13 @@ Other figures:
 | \`fm-send\` ringing a live pane, settle/enter waits 0 | $(num "$(fig send.live_pane)" 2) ms |
 | watcher's ladder-wake duplicate guard on a 100,000-line \`wakes.log\` (tail scan) | $(num "$(fig wakes.guard_tail)" 3) ms |
 | the same check reading and parsing the whole log (what the tail scan replaced) | $(num "$(fig wakes.guard_whole)" 1) ms |
+
+## Scaling: distinct open decisions in one status log (linear: 10× the decisions, ~10× the time)
+
+| open decisions | fold (in process) | \`fm-status <id>\` (whole process) | \`fm-crew-state <id>\` (whole process) |
+|---|---|---|---|
+| 20,000 | $(num "$(fig status.fold_open_20k)" 1) ms | $(num "$(fig status.show_open_20k)" 1) ms | $(num "$(fig status.crew_state_open_20k)" 1) ms |
+| 200,000 | $(num "$(fig status.fold_open_200k)" 1) ms | $(num "$(fig status.show_open_200k)" 1) ms | $(num "$(fig status.crew_state_open_200k)" 1) ms |
 
 ## Scaling: fleet view (\`fm-crew-state\`, whole process, 50-line status logs, no panes)
 

@@ -108,14 +108,23 @@ pub(crate) fn tmux_check(line: &str) -> Check {
 /// is one `fail home: …` line.
 pub fn run(home: std::result::Result<&Home, String>) -> Vec<Check> {
     let mut checks = Vec::new();
-    checks.push(match version_of("tmux", "-V") {
+    let tmux = version_of("tmux", "-V");
+    let tmux_found = tmux.is_ok();
+    checks.push(match tmux {
         Ok(v) => tmux_check(&v),
         Err(e) => Check::new("tmux", Level::Fail, e),
     });
+    checks.push(tmux_locale_check(tmux_found));
     checks.push(match version_of("git", "--version") {
         Ok(v) => Check::new("git", Level::Ok, v),
         Err(e) => Check::new("git", Level::Fail, e),
     });
+    let overrides = home
+        .as_ref()
+        .ok()
+        .and_then(|h| Config::load(&h.config_file()).ok())
+        .map(|c| c.harness)
+        .unwrap_or_default();
     match home {
         Ok(home) => home_checks(home, &mut checks),
         Err(e) => checks.push(Check::new("home", Level::Fail, e)),
@@ -134,7 +143,168 @@ pub fn run(home: std::result::Result<&Home, String>) -> Vec<Check> {
             ),
         },
     );
+    checks.extend(harness_checks(&overrides));
     checks
+}
+
+/// The format firstmate's pane reads depend on: tab-separated fields and a
+/// non-ASCII character. A client without a UTF-8 locale gets `_` for both.
+const LOCALE_PROBE: &str = "#{session_name}\t#{window_index}\t\u{2713}";
+
+/// Starts a private tmux server and reads [`LOCALE_PROBE`] through the same
+/// runner every pane read uses, in this environment (cron's, if doctor runs
+/// from cron). Fails when the read comes back mangled: every live worker
+/// would then read as gone.
+fn tmux_locale_check(tmux_found: bool) -> Check {
+    const NAME: &str = "tmux locale";
+    if !tmux_found {
+        return Check::new(NAME, Level::Warn, "not probed (no tmux)");
+    }
+    let socket = format!("fm-doctor-{}", std::process::id());
+    let tmux = || {
+        crate::proc::Cmd::tmux(Some(&socket))
+            .arg("-f")
+            .arg("/dev/null")
+    };
+    let started = tmux()
+        .args(["new-session", "-d", "-s", "probe", "-x", "80", "-y", "5"])
+        .args(["sleep", "30"])
+        .run();
+    let read = tmux()
+        .args(["display-message", "-p", "-t", "probe", LOCALE_PROBE])
+        .run();
+    let _ = tmux().arg("kill-server").run();
+    let env = match crate::proc::utf8_locale(|k| std::env::var_os(k)) {
+        None => "the locale is UTF-8".to_string(),
+        Some((var, value)) => {
+            format!("the locale is not UTF-8 here; firstmate runs tmux with -u and {var}={value}")
+        }
+    };
+    match (started, read) {
+        (Ok(s), _) if !s.success() => Check::new(
+            NAME,
+            Level::Warn,
+            format!(
+                "not probed: a private tmux server did not start ({})",
+                s.stderr.trim()
+            ),
+        ),
+        (Err(f), _) | (_, Err(f)) => {
+            Check::new(NAME, Level::Warn, format!("not probed: {}", f.cause))
+        }
+        (Ok(_), Ok(r)) => {
+            let got = r.stdout.trim_end_matches('\n');
+            if got == "probe\t0\t\u{2713}" {
+                Check::new(
+                    NAME,
+                    Level::Ok,
+                    format!("tab-separated reads survive ({env})"),
+                )
+            } else {
+                Check::new(
+                    NAME,
+                    Level::Fail,
+                    format!(
+                        "tmux prints {got:?} for {:?}: every live pane would read as gone ({env}); set LANG=C.UTF-8",
+                        "probe\t0\t\u{2713}"
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// The versions the real-agent suite pins (`name=version` lines).
+const PINNED: &str = include_str!("../scripts/agents.versions");
+
+fn pinned(name: &str) -> Option<&'static str> {
+    PINNED.lines().find_map(|l| {
+        let v = l.trim().strip_prefix(name)?.strip_prefix('=')?;
+        v.split_whitespace().next()
+    })
+}
+
+/// Harnesses the conformance suite (tests/agents) drives.
+const SUITE_HARNESSES: &[&str] = &["claude", "codex"];
+
+/// The first word of `text` that looks like a version (`2.1.332`).
+fn version_word(text: &str) -> Option<&str> {
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .map(|w| w.trim_start_matches('v'))
+        .find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// One line per agent harness (the built-in agent profiles and every
+/// `[harness.<name>]` table): its program, whether it is installed, and its
+/// version against the one the conformance suite pins. A built-in nobody
+/// installed is fine (`ok`); a configured one that is missing warns.
+fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check> {
+    let mut names: Vec<&str> = ["claude", "codex", "opencode", "pi"].to_vec();
+    for n in overrides.keys() {
+        if !names.contains(&n.as_str()) && n != "shell" && n != "stand-in" {
+            names.push(n);
+        }
+    }
+    let path = std::env::var_os("PATH");
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let p = crate::harness::profile(overrides, name)?;
+            let program = p.launch.first().cloned().unwrap_or_default();
+            let configured = overrides.contains_key(name);
+            let check = |level, detail: String| Check {
+                check: "harness",
+                level,
+                detail: format!("{name}: {detail}"),
+            };
+            if !crate::harness::program_exists(&program, path.as_deref()) {
+                let level = if configured { Level::Warn } else { Level::Ok };
+                return Some(check(level, format!("`{program}` not installed")));
+            }
+            let suite = SUITE_HARNESSES.contains(&name);
+            let Some(want) = pinned(name).filter(|_| suite) else {
+                return Some(check(
+                    Level::Ok,
+                    format!("`{program}` installed; no conformance suite verifies this profile"),
+                ));
+            };
+            Some(match program_version(&program) {
+                Ok(v) if version_word(&v) == Some(want) => {
+                    check(Level::Ok, format!("`{program}` {want} (the version the profile is built for)"))
+                }
+                Ok(v) => check(
+                    Level::Warn,
+                    format!("`{program}` reports {:?}; the profile is built for {want} (scripts/agents.versions)", v.trim()),
+                ),
+                Err(e) => check(Level::Warn, format!("`{program} --version`: {e}")),
+            })
+        })
+        .collect()
+}
+
+/// `program --version` in a throwaway home: some agents write their
+/// config directory on any start.
+fn program_version(program: &str) -> Result<String, String> {
+    let h = std::env::temp_dir().join(format!("fm-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&h).map_err(|e| e.to_string())?;
+    let out = crate::proc::Cmd::new(program)
+        .arg("--version")
+        .env("HOME", &h)
+        .env("CODEX_HOME", h.join(".codex"))
+        .env("CLAUDE_CONFIG_DIR", h.join(".claude"))
+        .env("DISABLE_AUTOUPDATER", "1")
+        .run();
+    let _ = std::fs::remove_dir_all(&h);
+    let out = out.map_err(|f| f.cause.to_string())?;
+    if !out.success() {
+        return Err(format!("exit {}", out.status));
+    }
+    Ok(out
+        .stdout
+        .lines()
+        .find(|l| !l.starts_with("WARNING"))
+        .unwrap_or("")
+        .to_string())
 }
 
 fn home_checks(home: &Home, checks: &mut Vec<Check>) {

@@ -33,6 +33,9 @@ pub enum Tool {
     Watch,
     #[serde(rename = "fm-board")]
     Board,
+    /// The dashboard (`fm top`): messages, answers.
+    #[serde(rename = "fm-top")]
+    Top,
 }
 
 impl Tool {
@@ -45,6 +48,7 @@ impl Tool {
             Tool::Control => "fm-control",
             Tool::Watch => "fm-watch",
             Tool::Board => "fm-board",
+            Tool::Top => "fm-top",
         }
     }
 }
@@ -308,7 +312,7 @@ impl Entry {
     /// Appends and prints any warning to stderr.
     pub fn record(&self, home: &Home) {
         if let Some(w) = self.append(home) {
-            eprintln!("{w}");
+            crate::output::err_line(&w);
         }
     }
 }

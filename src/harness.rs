@@ -32,6 +32,12 @@ pub struct HarnessProfile {
     pub busy_regex: Option<Regex>,
     pub agent_commands: Option<Vec<String>>,
     pub composer_regex: Option<Regex>,
+    /// The line the agent always draws right under its composer (Claude
+    /// Code's box rule, Codex's status line): the composer counts only
+    /// with it below, at the bottom of the screen.
+    pub composer_below_regex: Option<Regex>,
+    /// Modal screens (SPEC §5.3), tried in order: never typed into.
+    pub dialogs: Vec<crate::tmux::screen::Dialog>,
 }
 
 /// The `[harness.<name>]` tables of a config, by name.
@@ -121,9 +127,11 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             busy_regex: busy.map(builtin_regex),
             agent_commands: cmds.map(strs),
             composer_regex: composer.map(builtin_regex),
+            composer_below_regex: None,
+            dialogs: Vec::new(),
         }
     };
-    Some(match name {
+    let mut prof = match name {
         "claude" => p(
             strs(&["claude", KICKOFF]),
             &["Escape"],
@@ -133,7 +141,7 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             // named after its version (`2.1.34`), which tmux shows as the
             // pane's command; any foreground command but a shell is alive.
             None,
-            Some(r"^\s*>\s?(.*)$"),
+            Some(r"^\x{276f}\x{a0}(.*)$"),
         ),
         "codex" => p(
             strs(&["codex", KICKOFF]),
@@ -141,7 +149,7 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             "/quit",
             Some(r"esc to interrupt|Working \("),
             Some(&["codex", "node"]),
-            Some(r"^\s*›\s?(.*)$"),
+            Some(r"^\x{203a}(?: (\d*(?:[^\d.].*|\.\S.*|\.)?))?$"),
         ),
         "opencode" => p(
             strs(&["opencode", "--prompt", KICKOFF]),
@@ -169,7 +177,61 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             Some(r"^stand-in> ?(.*)$"),
         ),
         _ => return None,
-    })
+    };
+    if let Some((below, dialogs)) = screen_layout(name) {
+        prof.composer_below_regex = Some(builtin_regex(below));
+        prof.dialogs = dialogs
+            .iter()
+            .map(|(n, r)| crate::tmux::screen::Dialog {
+                name: n.to_string(),
+                regex: builtin_regex(r),
+            })
+            .collect();
+    }
+    Some(prof)
+}
+
+/// The line under the composer and the dialogs of the real agents, as
+/// captured from Claude Code 2.1.332 and Codex CLI 0.169.0
+/// (docs/harnesses.md; checked over `tests/fixtures/screens/`).
+fn screen_layout(name: &str) -> Option<(&'static str, &'static [(&'static str, &'static str)])> {
+    match name {
+        "claude" => Some((
+            r"^\x{2500}{3}",
+            &[
+                ("trust", r"Is this a project you created or one you trust\?"),
+                ("permission", r"^ Do you want to \S.*\?\s*$"),
+                (
+                    "rewind",
+                    r"^  Restore the code and/or conversation to the point before",
+                ),
+                (
+                    "transcript",
+                    r"Showing detailed transcript \x{b7} ctrl\+o to toggle",
+                ),
+                (
+                    "history-search",
+                    r"ctrl\+s to change scope \x{b7} Enter to use",
+                ),
+                ("menu", r"Enter to (confirm|continue|select) \x{b7} Esc to"),
+            ],
+        )),
+        "codex" => Some((
+            r"^  \S.* \x{b7} [~/]",
+            &[
+                ("trust", r"^  Trust this folder\?"),
+                ("approval", r"^  Would you like to "),
+                ("hooks-review", r"^  \d+ hooks? (is|are) new or changed\."),
+                ("ctrl-c-menu", r"^  Task is still running"),
+                ("backtrack", r"Browsing transcript \x{b7} .*esc back"),
+                ("command-center", r"^  Agent command center"),
+                ("warnings", r"^  Warnings \x{b7} \d+ of \d+"),
+                ("shortcuts", r"^  Keyboard shortcuts"),
+                ("menu", r"^\x{203a} \d+\. "),
+            ],
+        )),
+        _ => None,
+    }
 }
 
 /// The profile `name` with the config's overrides applied; `None` if it is
@@ -186,6 +248,8 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
             busy_regex: None,
             agent_commands: None,
             composer_regex: None,
+            composer_below_regex: None,
+            dialogs: Vec::new(),
         },
         _ => return None,
     };
@@ -213,6 +277,16 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
 }
 
 impl HarnessProfile {
+    /// How to read this harness's screen.
+    pub fn rules(&self) -> crate::tmux::screen::Rules<'_> {
+        crate::tmux::screen::Rules {
+            busy: self.busy_regex.as_ref(),
+            composer: self.composer_regex.as_ref(),
+            composer_below: self.composer_below_regex.as_ref(),
+            dialogs: &self.dialogs,
+        }
+    }
+
     /// Liveness (SPEC §10.2) from what tmux says about the pane.
     pub fn is_alive(&self, pane_dead: bool, foreground: &str) -> bool {
         if pane_dead {

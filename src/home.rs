@@ -10,6 +10,46 @@ use crate::task_id::TaskId;
 /// Relative location of the config file inside a home.
 pub(crate) const CONFIG_REL: &str = "config/firstmate.toml";
 
+/// Names the layout itself puts directly under `data/` or `state/`
+/// (`data/board/`, `state/archive/`, `state/events.jsonl`,
+/// `state/wakes.log`). A task whose id is one of them would share that
+/// place — `fm-control board teardown` would archive the task board — so
+/// [`TaskId::parse`] refuses them, in any letter case (a case-folding
+/// filesystem makes `Board` and `board` one name). A name added to the
+/// layout at that level is added here.
+pub(crate) const RESERVED_NAMES: &[&str] = &["board", "archive", "events", "wakes"];
+
+/// Whether `id` is one of [`RESERVED_NAMES`], ignoring ASCII case.
+pub(crate) fn is_reserved(id: &str) -> bool {
+    RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(id))
+}
+
+/// Refuses a path holding a control character (a newline, a tab, an
+/// escape, DEL, a C1 control). Such a path cannot be written into a
+/// generated command line (a crontab entry, the doorbell) or shown to the
+/// captain as itself: a newline would start a second cron job, and the
+/// output layer would show a name that does not exist. `what` says which
+/// path it is (`home`, `paths.worktrees`).
+pub(crate) fn refuse_control(what: &str, path: &Path) -> Result<()> {
+    if let Some(c) = control_char(path) {
+        return Err(Error::refused(format!(
+            "{what} path {} holds the control character U+{:04X}; \
+             rename it to a path without control characters",
+            path.display(),
+            c as u32
+        )));
+    }
+    Ok(())
+}
+
+/// The first control character in `path`, if any.
+pub(crate) fn control_char(path: &Path) -> Option<char> {
+    use std::os::unix::ffi::OsStrExt;
+    String::from_utf8_lossy(path.as_os_str().as_bytes())
+        .chars()
+        .find(|c| c.is_control())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
     root: PathBuf,
@@ -53,13 +93,17 @@ impl Home {
     }
 
     /// A home rooted at an existing directory, made absolute and physical.
+    /// A path with a control character in it is refused
+    /// ([`refuse_control`]), as given and as resolved.
     pub fn at(dir: &Path) -> Result<Home> {
+        refuse_control("home", dir)?;
         let root = dir
             .canonicalize()
             .map_err(|_| Error::NoHome(dir.to_path_buf()))?;
         if !root.is_dir() {
             return Err(Error::NoHome(dir.to_path_buf()));
         }
+        refuse_control("home", &root)?;
         Ok(Home { root })
     }
 
@@ -168,6 +212,10 @@ impl Home {
     pub(crate) fn escalated(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".escalated")
     }
+    /// A doorbell held back while the agent was busy, owed at the turn's end.
+    pub(crate) fn ring_owed(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".ring-owed")
+    }
 
     // --- home-wide state ---
     pub(crate) fn events(&self) -> PathBuf {
@@ -186,6 +234,16 @@ impl Home {
     pub(crate) fn wakes_cursor_lock(&self) -> PathBuf {
         self.state_dir().join(".wakes.cursor.lock")
     }
+    /// `fm top`'s own cursor into `wakes.log`: what the `w` view marked
+    /// seen (a byte offset; `--drain`'s cursor is another file).
+    pub(crate) fn top_cursor(&self) -> PathBuf {
+        self.state_dir().join(".top.cursor")
+    }
+    /// A notification channel's cursor into `wakes.log`: `<offset> <seq>`
+    /// of the last wake it delivered or passed over.
+    pub(crate) fn notify_cursor(&self, channel: &str) -> PathBuf {
+        self.state_dir().join(format!(".notify-{channel}.cursor"))
+    }
     /// Per-task read offsets of status logs already surfaced as wakes.
     pub(crate) fn watch_offsets(&self) -> PathBuf {
         self.state_dir().join(".watch.offsets")
@@ -195,6 +253,10 @@ impl Home {
     }
     pub fn watch_beat(&self) -> PathBuf {
         self.state_dir().join(".watch.beat")
+    }
+    /// Output of the watcher the `--crontab` line runs (bounded there).
+    pub fn watch_log(&self) -> PathBuf {
+        self.state_dir().join("watch.log")
     }
     pub(crate) fn archive_dir(&self) -> PathBuf {
         self.state_dir().join("archive")

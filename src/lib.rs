@@ -9,14 +9,17 @@
 //! Three layers:
 //! - Foundations: [`home`], [`task_id`], [`fsx`], [`config`], `harness`,
 //!   [`clock`], `git`, `proc`, [`shq`], `error`, [`events`] (the audit trail, one
-//!   typed enum).
+//!   typed enum), [`output`] (the only way text reaches a terminal; it
+//!   makes every control character in it visible).
 //! - Features, each owning its file formats and its use cases: [`meta`]
 //!   (`<id>.meta`, read as one `TaskMeta`), [`status`] (the status log and
 //!   busy record), [`inbox`] (records, the ladder files, sending,
 //!   acknowledging), [`brief`] (briefs and responses), `dod` (the
 //!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
-//!   [`crew_state`], `control` (lifecycle), [`tmux`] (panes, the screen,
-//!   the doorbell), plus `doctor`, `demo` and [`stand_in`].
+//!   [`crew_state`], [`notify`] (wakes to the captain's channels),
+//!   `control` (lifecycle), [`tmux`] (panes, the screen,
+//!   the doorbell, the moves to a worker's pane), [`top`] (the
+//!   dashboard), plus `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
 //!   features' use cases and decides nothing itself.
 
@@ -46,12 +49,15 @@ pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
 pub mod meta;
+pub mod notify;
+pub mod output;
 pub(crate) mod proc;
 pub mod shq;
 pub mod stand_in;
 pub mod status;
 pub mod task_id;
 pub mod tmux;
+pub mod top;
 pub mod wakes;
 pub mod watch;
 

@@ -1,6 +1,7 @@
 //! Task ids (SPEC §1.3): the only names that ever become path components
 //! under `data/` and `state/`. A [`TaskId`] can only be built by validation,
-//! so holding one proves the string is safe to join into a path.
+//! so holding one proves the string is safe to join into a path and names
+//! none of the home's own places ([`crate::home::RESERVED_NAMES`]).
 
 use std::fmt;
 
@@ -14,7 +15,8 @@ pub(crate) const MAX_LEN: usize = 64;
 pub struct TaskId(String);
 
 impl TaskId {
-    /// Validates `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` without `..`.
+    /// Validates `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` without `..`, and
+    /// refuses the names the home reserves, in any letter case.
     pub fn parse(raw: &str) -> Result<TaskId> {
         let bad = |reason| {
             Err(Error::InvalidId {
@@ -40,6 +42,11 @@ impl TaskId {
         }
         if raw.contains("..") {
             return bad("must not contain '..'");
+        }
+        if crate::home::is_reserved(raw) {
+            return bad(
+                "reserved: the home uses that name itself (data/board/, state/archive/, state/events.jsonl, state/wakes.log)",
+            );
         }
         Ok(TaskId(raw.to_string()))
     }
@@ -92,6 +99,20 @@ mod tests {
         ] {
             let err = TaskId::parse(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_the_names_the_home_reserves_in_any_case() {
+        for bad in [
+            "board", "Board", "BOARD", "archive", "events", "wakes", "WAKES",
+        ] {
+            let err = TaskId::parse(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+            assert!(err.to_string().contains("reserved"), "{err}");
+        }
+        for ok in ["board1", "my-board", "events.x", "archived"] {
+            assert!(TaskId::parse(ok).is_ok(), "{ok}");
         }
     }
 }

@@ -126,7 +126,7 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
     let _guard = store::lock(home)?;
     let (tasks, warnings) = store::load_all(home)?;
     for w in warnings {
-        eprintln!("fm-board: warning: skipped {w}");
+        crate::output::err_line(&format!("fm-board: warning: skipped {w}"));
     }
     let mut out = Vec::new();
     let mut any_failed = false;

@@ -149,11 +149,11 @@ fn list(ctx: &Ctx, id: &TaskId, json: bool) -> Result<u8> {
         }
     }
     for (seq, e) in &listing.bad {
-        eprintln!(
+        crate::output::err_line(&format!(
             "{TOOL}: warning: {} not listed: {}",
             record_name(*seq),
             common::describe(e)
-        );
+        ));
     }
     Ok(u8::from(!listing.bad.is_empty()))
 }
@@ -174,7 +174,7 @@ fn read(ctx: &Ctx, id: &TaskId, seq: Option<u64>, json: bool) -> Result<u8> {
         l.body = Some(String::from_utf8_lossy(&rec.body).into_owned());
         common::out_json(&l)?;
     } else {
-        common::out_bytes(&rec.body)?;
+        crate::output::out_body(&rec.body)?;
     }
     Ok(0)
 }
@@ -199,13 +199,13 @@ fn acknowledge(
             Ok(AckOutcome::Already) => "already",
             Ok(AckOutcome::Missing) => {
                 if !quiet_missing {
-                    eprintln!("no message {seq}");
+                    crate::output::err_line(&format!("no message {seq}"));
                     code = 1;
                 }
                 continue;
             }
             Err(e) if e.exit_code() == 1 => {
-                eprintln!("{TOOL}: error: {e}");
+                crate::output::err_line(&format!("{TOOL}: error: {e}"));
                 code = 1;
                 continue;
             }

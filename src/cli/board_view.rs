@@ -27,14 +27,11 @@ fn deps(t: &Task) -> String {
 pub(crate) fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> {
     let (tasks, warnings) = store::load_all(&ctx.home)?;
     for w in &warnings {
-        eprintln!("fm-board: warning: skipped {w}");
+        crate::output::err_line(&format!("fm-board: warning: skipped {w}"));
     }
     let tasks = store::filter(tasks, status);
     if json {
-        let mut s = serde_json::to_string(&tasks)
-            .map_err(|e| crate::Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
-        s.push('\n');
-        return common::out_bytes(s.as_bytes()).map(|()| 0);
+        return common::out_json(&tasks).map(|()| 0);
     }
     let mut s = String::with_capacity(64 + tasks.len() * 96);
     let _ = writeln!(
@@ -55,7 +52,7 @@ pub(crate) fn list(ctx: &Ctx, status: Option<Status>, json: bool) -> Result<u8> 
             t.subject
         );
     }
-    common::out_bytes(s.as_bytes()).map(|()| 0)
+    crate::output::out_block(&s).map(|()| 0)
 }
 
 /// `show`: the task object, or a few labelled lines.
@@ -117,7 +114,7 @@ pub(crate) fn show(t: &Task, json: bool) -> Result<u8> {
             c.text
         );
     }
-    common::out_bytes(s.as_bytes()).map(|()| 0)
+    crate::output::out_block(&s).map(|()| 0)
 }
 
 /// `dispatch`: one line per task acted on.
@@ -160,5 +157,5 @@ pub(crate) fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
     if s.is_empty() {
         s.push_str("nothing to dispatch\n");
     }
-    common::out_bytes(s.as_bytes())
+    crate::output::out_block(&s)
 }

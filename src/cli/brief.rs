@@ -180,7 +180,7 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
         common::out(&format!("ok: {}", report.path.display()))?;
     }
     for p in &report.problems {
-        eprintln!("{TOOL}: error: {p}");
+        crate::output::err_line(&format!("{TOOL}: error: {p}"));
     }
     Ok(u8::from(!report.ok))
 }
@@ -195,7 +195,7 @@ fn revoke(a: &Args, id: &TaskId) -> Result<u8> {
 /// mode=<m>; replace <placeholders>)`, then the history and the notice.
 fn print_report(a: &Args, r: &apply::Report) -> Result<u8> {
     for w in &r.warnings {
-        eprintln!("{TOOL}: warning: {w}");
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
     if a.json {
         common::out_json(r)?;

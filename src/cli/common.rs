@@ -3,7 +3,6 @@
 //! one place errors become `<tool>: error: …` plus an exit code (SPEC §14).
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,7 +31,7 @@ impl HomeArg {
         let home = Home::resolve(self.home.as_deref())?;
         let cfg = Config::load(&home.config_file())?;
         for w in &cfg.warnings {
-            eprintln!("{tool}: warning: {w}");
+            crate::output::err_line(&format!("{tool}: warning: {w}"));
         }
         Ok(Ctx { home, cfg })
     }
@@ -49,7 +48,7 @@ pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, Exi
             return ExitCode::from(crate::error::exit::OK);
         }
         let tool = T::command().get_name().to_string();
-        eprint!("{}", prefix_error(&tool, &e.render().to_string()));
+        crate::output::err_block(&prefix_error(&tool, &e.render().to_string()));
         ExitCode::from(crate::error::exit::USAGE)
     })
 }
@@ -149,51 +148,17 @@ pub fn finish(tool: &str, result: Result<u8>) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(Error::ClosedPipe) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{tool}: error: {}", describe(&e));
+            crate::output::error(tool, &describe(&e));
             ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// Prints one line to stdout; a closed pipe becomes [`Error::ClosedPipe`].
-pub(crate) fn out(line: &str) -> Result<()> {
-    let mut so = std::io::stdout().lock();
-    let res = so
-        .write_all(line.as_bytes())
-        .and_then(|()| so.write_all(b"\n"))
-        .and_then(|()| so.flush());
-    res.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Error::ClosedPipe
-        } else {
-            Error::io("write", "<stdout>", e)
-        }
-    })
-}
-
-/// Prints raw bytes to stdout (message bodies are byte-exact).
-pub(crate) fn out_bytes(bytes: &[u8]) -> Result<()> {
-    let mut so = std::io::stdout().lock();
-    so.write_all(bytes).and_then(|()| so.flush()).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Error::ClosedPipe
-        } else {
-            Error::io("write", "<stdout>", e)
-        }
-    })
-}
-
-/// Prints a value as one line of JSON.
-pub(crate) fn out_json<T: serde::Serialize>(value: &T) -> Result<()> {
-    let s = serde_json::to_string(value)
-        .map_err(|e| Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
-    out(&s)
-}
+pub(crate) use crate::output::{out, out_json};
 
 /// Whether stdout is a terminal and colour is allowed (SPEC §14).
 pub(crate) fn colour_enabled() -> bool {
-    use std::io::IsTerminal;
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && crate::output::stdout_is_terminal()
 }
 
 #[cfg(test)]

@@ -9,8 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::render::TableRow;
-use crate::crew_state::{FleetReader, Row, live, render, trace};
+use crate::crew_state::{self, FleetReader, Row, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -59,9 +58,9 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 
 /// The rows of `ids`, gathered in one pass; warnings go to stderr.
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let (rows, warnings) = FleetReader::new().tasks(&ctx.home, &ctx.cfg, ids, clock::now());
+    let (rows, warnings) = crew_state::rows(&ctx.home, &ctx.cfg, ids, clock::now());
     for w in warnings {
-        eprintln!("{TOOL}: warning: {w}");
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
     rows
 }
@@ -74,51 +73,27 @@ fn fleet(
     emit: &mut dyn FnMut(Row) -> Result<()>,
 ) -> Result<()> {
     for w in reader.fleet(&ctx.home, &ctx.cfg, clock::now(), emit)? {
-        eprintln!("{TOOL}: warning: {w}");
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
     Ok(())
 }
 
-/// The fleet table's rows.
-fn table_rows(ctx: &Ctx, reader: &mut FleetReader) -> Result<Vec<TableRow>> {
+/// The fleet's rows, in id order.
+fn fleet_rows(ctx: &Ctx, reader: &mut FleetReader) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     fleet(ctx, reader, &mut |r| {
-        rows.push(TableRow::from(r));
+        rows.push(r);
         Ok(())
     })?;
     Ok(rows)
 }
 
-fn write_err(e: std::io::Error) -> Error {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        Error::ClosedPipe
-    } else {
-        Error::io("write", "<stdout>", e)
-    }
-}
-
 /// The fleet as one JSON array on one line, written row by row as the
 /// rows come (the same bytes as serialising the whole array at once).
 fn fleet_json(ctx: &Ctx) -> Result<()> {
-    use std::io::Write;
-    let mut so = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    let mut first = true;
-    let mut reader = FleetReader::new();
-    fleet(ctx, &mut reader, &mut |r| {
-        so.write_all(if first { b"[" } else { b"," })
-            .map_err(write_err)?;
-        first = false;
-        serde_json::to_writer(&mut so, &r).map_err(|e| {
-            if e.is_io() {
-                write_err(e.into())
-            } else {
-                Error::io("serialize", "<stdout>", std::io::Error::other(e))
-            }
-        })
-    })?;
-    so.write_all(if first { b"[]\n" } else { b"]\n" })
-        .and_then(|()| so.flush())
-        .map_err(write_err)
+    let mut out = crate::output::JsonArray::new();
+    fleet(ctx, &mut FleetReader::new(), &mut |r| out.push(&r))?;
+    out.finish()
 }
 
 fn run(a: Args) -> Result<u8> {
@@ -146,12 +121,12 @@ fn run(a: Args) -> Result<u8> {
         if a.json {
             common::out_json(&row)?;
         } else {
-            common::out(&render::line(&row, common::colour_enabled()))?;
+            crate::output::out_text([&render::line(&row, common::colour_enabled())])?;
         }
         return Ok(0);
     }
     if a.watch {
-        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        let tty = crate::output::stdout_is_terminal();
         let colour = common::colour_enabled();
         let interval = Duration::from_secs_f64(a.interval);
         let mut reader = FleetReader::kept();
@@ -162,12 +137,8 @@ fn run(a: Args) -> Result<u8> {
     if a.json {
         fleet_json(&ctx)?;
     } else {
-        let rows = table_rows(&ctx, &mut FleetReader::new())?;
-        let mut text = Vec::new();
-        render::write_table(&rows, common::colour_enabled(), &mut text)
-            .map_err(|e| Error::io("write", "<stdout>", e))?;
-        text.pop();
-        common::out(&String::from_utf8_lossy(&text))?;
+        let rows = fleet_rows(&ctx, &mut FleetReader::new())?;
+        crate::output::out_text(&render::table(&rows, common::colour_enabled()))?;
     }
     Ok(0)
 }
@@ -175,24 +146,25 @@ fn run(a: Args) -> Result<u8> {
 /// One frame of the live view: title, table, latest wakes. The reader is
 /// held across frames, so a frame re-reads only what changed.
 fn frame(ctx: &Ctx, reader: &mut FleetReader, colour: bool, interval: f64) -> Result<String> {
-    let rows = table_rows(ctx, reader)?;
+    let rows = fleet_rows(ctx, reader)?;
     let mut s = format!(
         "{TOOL} \u{b7} {} \u{b7} {} tasks \u{b7} every {interval}s \u{b7} Ctrl-C to quit\n\n",
         clock::human_utc(clock::now()),
         rows.len()
     );
-    let mut table = Vec::new();
-    render::write_table(&rows, colour, &mut table)
-        .map_err(|e| Error::io("write", "<stdout>", e))?;
-    s.push_str(&String::from_utf8_lossy(&table));
+    for l in render::table(&rows, colour) {
+        s.push_str(l.as_str());
+        s.push('\n');
+    }
     s.push_str("\nwakes:\n");
     let wakes = live::recent_wakes(&ctx.home.wakes(), WAKE_LINES, clock::now());
     if wakes.is_empty() {
         s.push_str("  (none)\n");
     }
     for w in wakes {
+        // The feed's lines are workers' words: sanitised like any cell.
         s.push_str("  ");
-        s.push_str(&w);
+        s.push_str(&crate::output::sanitize(&w));
         s.push('\n');
     }
     Ok(s)

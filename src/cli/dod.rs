@@ -92,7 +92,7 @@ fn run(a: Args) -> Result<u8> {
             &serde_json::json!({"task": id, "mode": mode, "branch": branch, "block": block}),
         )?;
     } else {
-        common::out_bytes(block.as_bytes())?;
+        crate::output::out_block(&block)?;
     }
     Ok(0)
 }

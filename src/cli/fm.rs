@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../config/firstmate.tom
 #[command(
     name = "fm",
     version,
-    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board\n\nExamples:\n  fm init ~/fleet\n  fm demo\n  fm status fix-login --json\n  fm doctor"
+    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board, top\n\nExamples:\n  fm init ~/fleet\n  fm demo\n  fm top\n  fm peek fix-login --lines 20\n  fm attach fix-login\n  fm status fix-login --json\n  fm doctor"
 )]
 struct Args {
     #[command(subcommand)]
@@ -51,6 +51,34 @@ enum Cmd {
     },
     /// Write man pages (fm.1 and fm-<tool>.1) into DIR
     Man { dir: PathBuf },
+    /// Go to a worker's pane: switch your tmux client there, or attach to it
+    #[command(
+        after_help = "Inside tmux on the worker's server, your client switches to the worker's pane; anywhere else this runs `tmux -L <socket> attach-session -t <pane>` (detach with the tmux prefix, then d).\n\nExample:\n  fm attach fix-login"
+    )]
+    Attach {
+        /// Task id
+        #[arg(value_name = "ID")]
+        id: OsString,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Print a worker's screen (escape sequences stripped)
+    #[command(
+        after_help = "Examples:\n  fm peek fix-login\n  fm peek fix-login --lines 200 | less"
+    )]
+    Peek {
+        /// Task id
+        #[arg(value_name = "ID")]
+        id: OsString,
+        /// The last N lines, reaching into the scrollback (default: the visible screen)
+        #[arg(long, value_name = "N")]
+        lines: Option<usize>,
+        /// {task, pane, tmux_socket, lines[]}
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        home: HomeArg,
+    },
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -97,11 +125,18 @@ fn run(a: Args) -> Result<u8> {
             let mut cmd = full_command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "fm", &mut buf);
-            common::out_bytes(&buf)?;
+            crate::output::out_generated(&buf)?;
             Ok(0)
         }
         Cmd::Man { dir } => man(&dir),
         Cmd::Demo { keep } => crate::demo::run(keep),
+        Cmd::Attach { id, home } => super::visit::attach(&home, &id),
+        Cmd::Peek {
+            id,
+            lines,
+            json,
+            home,
+        } => super::visit::peek(&home, &id, lines, json),
     }
 }
 
@@ -117,6 +152,7 @@ fn full_command() -> clap::Command {
 fn init(dir: Option<&Path>) -> Result<u8> {
     let cwd = std::env::current_dir().map_err(|e| Error::io("get current directory", ".", e))?;
     let root = cwd.join(dir.unwrap_or(Path::new(".")));
+    crate::home::refuse_control("home", &root)?;
     fsx::ensure_dir(&root)?;
     let home = Home::at(&root)?;
     let cfg = home.config_file();

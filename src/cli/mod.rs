@@ -22,6 +22,8 @@ pub mod dod;
 pub mod fm;
 pub mod send;
 pub mod status;
+pub mod top;
+pub(crate) mod visit;
 pub mod watch;
 
 /// A tool reachable as `fm-<name>` and as `fm <name>`.
@@ -87,6 +89,12 @@ pub const TOOLS: &[Tool] = &[
         about: "task board with claims and dependencies",
         main: board::main,
         command: board::command,
+    },
+    Tool {
+        name: "top",
+        about: "the fleet dashboard, attention first",
+        main: top::main,
+        command: top::command,
     },
 ];
 

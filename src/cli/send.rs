@@ -212,13 +212,13 @@ fn send_one(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], ring: Ring) -> Result
         common::out(&human(&sent))?;
     }
     if let Some(n) = sent.doorbell.and_then(|d| note(d, a.fire_and_forget)) {
-        eprintln!("{TOOL}: {id}: {n}");
+        crate::output::err_line(&format!("{TOOL}: {id}: {n}"));
     }
     for (key, e) in &unresolved {
-        eprintln!(
+        crate::output::err_line(&format!(
             "{TOOL}: warning: {id}: message recorded, but decision key {key} was not resolved: {}",
             common::describe(e)
-        );
+        ));
     }
     Ok(0)
 }
@@ -233,15 +233,15 @@ fn resolve_keys(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], now: u64) -> Vec<
     if a.resolve_key.is_empty() {
         return failed;
     }
-    let head = String::from_utf8_lossy(&body[..body.len().min(120)])
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>();
-    let text = format!("answered: {}", head.trim());
     for k in &a.resolve_key {
-        let appended =
-            status::Append::new("resolved", now, Some(k), &text, &ctx.cfg.brief.paused_verb)
-                .and_then(|line| line.write(&ctx.home, id, Tool::Send, &a.from, now));
+        let paused = &ctx.cfg.brief.paused_verb;
+        let answer = status::Answer {
+            key: k,
+            body,
+            tool: Tool::Send,
+            actor: &a.from,
+        };
+        let appended = status::resolve_answered(&ctx.home, paused, id, &answer, now);
         if let Err(e) = appended {
             failed.push((k.clone(), e));
         }
@@ -265,6 +265,9 @@ pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
         Outcome::Skipped => "doorbell skipped: the composer holds someone else's text",
         Outcome::Failed => "doorbell failed (tmux error or the Enter did not take)",
         Outcome::NoPane => "doorbell no-pane: meta records no pane for this task",
+        Outcome::Dialog => {
+            "doorbell dialog: a dialog owns the agent's keyboard and nothing was typed (fm-crew-state names it)"
+        }
     };
     Some(if fire_and_forget {
         format!(
@@ -294,7 +297,7 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
                 continue;
             }
             let e = common::naming(e, r.id.as_str());
-            eprintln!("{TOOL}: error: {}", common::describe(&e));
+            crate::output::err_line(&format!("{TOOL}: error: {}", common::describe(&e)));
             code = code.max(e.exit_code());
         }
     }

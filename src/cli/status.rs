@@ -153,6 +153,7 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
                 .ok()
                 .map(|d| d.as_secs())
         });
+    let mut lines = Vec::with_capacity(1 + report.open.len());
     match &report.current {
         Some(c) => {
             let key = if c.key == "default" {
@@ -163,25 +164,27 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
             let age =
                 c.at.or(mtime)
                     .map_or_else(|| "?".into(), |t| clock::age(now.saturating_sub(t)));
-            common::out(&format!(
+            lines.push(format!(
                 "current: {}{key} \u{b7} {} \u{b7} {age}",
                 c.verb, c.text
-            ))?;
+            ));
         }
-        None => common::out("current: none")?,
+        None => lines.push("current: none".to_string()),
     }
     for d in &report.open {
-        common::out(&format!("open: {} {} \u{b7} {}", d.key, d.verb, d.text))?;
+        lines.push(format!("open: {} {} \u{b7} {}", d.key, d.verb, d.text));
     }
     for e in report.log.iter().flatten() {
         let at = e.at.map_or_else(|| "-".into(), |t| clock::ago(t, now));
         let verb = e.verb.as_deref().unwrap_or(e.kind);
         let key = e.key.as_deref().unwrap_or("-");
-        common::out(&format!(
+        lines.push(format!(
             "{:>5} {:<8} {verb} {key} {at} {}",
             e.n, e.kind, e.text
-        ))?;
+        ));
     }
+    // One write for the whole report, every line sanitised.
+    crate::output::out_lines(&lines)?;
     Ok(0)
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Result, exit};
 use crate::home::Home;
+use crate::notify::Notifier;
 use crate::task_id::TaskId;
 use crate::wakes::{self, Wake};
 use crate::watch::daemon::{self, End, Followed, Options};
@@ -92,17 +93,20 @@ fn run(a: Args) -> Result<u8> {
             return Ok(exit::OK);
         }
     };
+    // Before any wake of this run, so a channel's first cursor is not
+    // placed past them.
+    let notifier = Notifier::start(&ctx.home, &ctx.cfg);
     let recovered = daemon::recovered_wake(&ctx.home, &ctx.cfg, &lock);
     lock.record_pid()?;
     let result = if a.once {
         once(&ctx, a.json, recovered)
     } else {
         if start.is_none() {
-            eprintln!(
+            crate::output::err_line(&format!(
                 "{TOOL}: watching {} (pid {}); Ctrl-C to stop",
                 ctx.home.root().display(),
                 std::process::id()
-            );
+            ));
             if let Some(w) = &recovered {
                 let _ = common::out(&wake_line(w, a.json));
             }
@@ -114,12 +118,16 @@ fn run(a: Args) -> Result<u8> {
         let quiet = start.is_some();
         let json = a.json;
         let mut show = |r: &Report| {
+            if !r.wakes.is_empty() {
+                notifier.poke();
+            }
             if !quiet {
                 show_report(r, json);
             }
         };
         daemon::run(&ctx.home, &ctx.cfg, &opts, &mut show).and_then(|end| finish_loop(end, json))
     };
+    notifier.finish();
     lock.release();
     crate::watch::hook::wait_all();
     result
@@ -163,7 +171,7 @@ fn once(ctx: &Ctx, json: bool, recovered: Option<Wake>) -> Result<u8> {
 fn show_report(r: &Report, json: bool) {
     for ring in &r.rings {
         let line = if json {
-            serde_json::to_string(ring).unwrap_or_default()
+            crate::output::json_line(ring).unwrap_or_default()
         } else {
             format!(
                 "rang {} {} (attempt {}) \u{b7} {}",
@@ -182,7 +190,7 @@ fn show_report(r: &Report, json: bool) {
 
 fn wake_line(w: &Wake, json: bool) -> String {
     if json {
-        serde_json::to_string(w).unwrap_or_default()
+        crate::output::json_line(w).unwrap_or_default()
     } else {
         format!(
             "wake {} {} {} {} \u{b7} {}",
@@ -301,6 +309,9 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
     }
 }
 
+/// The crontab line's log bound (bytes), before it moves to `.1`.
+const LOG_MAX: u64 = 1024 * 1024;
+
 fn crontab(home: &Home) -> Result<u8> {
     use crate::shq::quote as shell_quote;
     let exe = std::env::current_exe().ok();
@@ -313,9 +324,36 @@ fn crontab(home: &Home) -> Result<u8> {
         Some(p) => shell_quote(&p.display().to_string()),
         None => "fm-watch".to_string(),
     };
+    // cron's PATH is /usr/bin:/bin: the line carries this shell's (absolute
+    // entries, fm-watch's own directory first) so tmux, git and the on_wake
+    // hook's programs are found as they are here.
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    let own = exe
+        .as_ref()
+        .and_then(|e| e.parent())
+        .map(std::path::Path::to_path_buf);
+    let here = std::env::var_os("PATH").unwrap_or_default();
+    for d in own.into_iter().chain(std::env::split_paths(&here)) {
+        if d.is_absolute() && !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    for d in ["/usr/bin", "/bin"] {
+        if !dirs.iter().any(|x| x.as_os_str() == d) {
+            dirs.push(d.into());
+        }
+    }
+    let path = std::env::join_paths(dirs).map_or_else(
+        |_| "/usr/bin:/bin".into(),
+        |p| p.to_string_lossy().into_owned(),
+    );
+    // The watcher's output goes to a log under state/, not /dev/null; past
+    // LOG_MAX bytes it moves to `watch.log.1` (one generation kept).
+    let log = shell_quote(&home.watch_log().display().to_string());
     let line = format!(
-        "* * * * * FM_HOME={} {program} --once >/dev/null",
-        shell_quote(&home.root().display().to_string())
+        "* * * * * FM_HOME={} PATH={} {program} --once >>{log} 2>&1; [ \"$(wc -c <{log})\" -le {LOG_MAX} ] || mv -f {log} {log}.1",
+        shell_quote(&home.root().display().to_string()),
+        shell_quote(&path),
     );
     common::out(&cron_escape(&line))?;
     Ok(exit::OK)

@@ -27,6 +27,7 @@ pub struct Config {
     pub send: SendCfg,
     pub watch: WatchCfg,
     pub control: ControlCfg,
+    pub notify: NotifyCfg,
     /// `[harness.<name>]` tables as written; merged over the built-ins by
     /// [`crate::harness::profile`].
     #[serde(skip_serializing)]
@@ -94,6 +95,68 @@ pub struct WatchCfg {
     #[serde(deserialize_with = "uint")]
     pub unhandled_max_secs: u64,
     pub on_wake: Vec<String>,
+}
+
+/// `[notify]`: which wakes reach the captain, and through which channels
+/// ([`crate::notify`]). Every channel is off until configured.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, expecting = "a [section] table")]
+pub struct NotifyCfg {
+    /// Events that notify: a `status` wake's verb, or any other wake's kind.
+    pub events: Vec<String>,
+    /// A message and a bell in every client attached to the workers' server.
+    pub tmux: bool,
+    /// How long the tmux message stays up (0: until a key is pressed).
+    #[serde(deserialize_with = "uint")]
+    pub tmux_display_ms: u64,
+    /// A desktop notification through `notify-send`, when it is installed.
+    pub desktop: bool,
+    /// An HTTP POST of the text to this URL (ntfy style); "" is off.
+    pub url: String,
+    #[serde(deserialize_with = "uint")]
+    pub url_timeout_ms: u64,
+    /// An argv run per notification, without a shell.
+    pub command: Vec<String>,
+    /// Notifications per channel per minute; wakes beyond it wait and go
+    /// out together.
+    #[serde(deserialize_with = "uint")]
+    pub per_minute: u64,
+    /// The first retry after a failure; each further one doubles, up to
+    /// `retry_max_secs`.
+    #[serde(deserialize_with = "uint")]
+    pub retry_secs: u64,
+    #[serde(deserialize_with = "uint")]
+    pub retry_max_secs: u64,
+    /// A wake older than this is no longer sent (and the skip is logged).
+    #[serde(deserialize_with = "uint")]
+    pub max_age_secs: u64,
+}
+
+impl Default for NotifyCfg {
+    fn default() -> Self {
+        NotifyCfg {
+            events: [
+                "needs-decision",
+                "blocked",
+                "failed",
+                "escalation",
+                "dead-agent",
+                "dialog",
+            ]
+            .map(String::from)
+            .to_vec(),
+            tmux: false,
+            tmux_display_ms: 5000,
+            desktop: false,
+            url: String::new(),
+            url_timeout_ms: 5000,
+            command: Vec::new(),
+            per_minute: 6,
+            retry_secs: 5,
+            retry_max_secs: 300,
+            max_age_secs: 3600,
+        }
+    }
 }
 
 impl Default for TmuxCfg {
@@ -213,10 +276,32 @@ impl Config {
         let mut tree = file::parse(path, text)?;
         let cfg = file::read(path, text, &tree)?;
         if !env::merge(tree.get_mut(), env)? {
-            return Ok(cfg);
+            return check_paths(path, text, cfg);
         }
-        file::read(path, text, &tree)
+        check_paths(path, text, file::read(path, text, &tree)?)
     }
+}
+
+/// `paths.worktrees` becomes part of every worktree path, which briefs
+/// and spawn commands carry: a control character in it is refused, as in a
+/// home path ([`crate::home::refuse_control`]).
+fn check_paths(path: &Path, text: &str, cfg: Config) -> Result<Config> {
+    if let Some(c) = crate::home::control_char(Path::new(&cfg.paths.worktrees)) {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with("worktrees"))
+            .map_or(1, |i| i + 1);
+        return Err(Error::Config {
+            path: path.to_path_buf(),
+            line,
+            key: "paths.worktrees".into(),
+            msg: format!(
+                "holds the control character U+{:04X}; use a path without control characters",
+                c as u32
+            ),
+        });
+    }
+    Ok(cfg)
 }
 
 #[cfg(test)]
@@ -414,6 +499,7 @@ mod tests {
                 let raw = match value {
                     toml::Value::Integer(n) => (n + 7).to_string(),
                     toml::Value::String(s) => format!("{s}-env"),
+                    toml::Value::Boolean(b) => (!b).to_string(),
                     toml::Value::Array(_) => continue,
                     other => panic!("{section}.{key}: a scalar of a new type: {other:?}"),
                 };
@@ -438,7 +524,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 17, "scalar keys in the sections");
+        assert_eq!(seen, 26, "scalar keys in the sections");
     }
 
     #[test]

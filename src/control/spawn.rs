@@ -35,9 +35,12 @@ impl Ctl<'_> {
         Ok(())
     }
 
-    /// Opens window `fm-<id>` in the configured session (created if
-    /// needed) running `argv` in `worktree`, with `remain-on-exit` so the
-    /// pane outlives its agent; returns the new pane id.
+    /// Opens window `fm-<id>` in the configured session running `argv` in
+    /// `worktree`, with `remain-on-exit` so the pane outlives its agent;
+    /// returns the new pane id. A session that does not exist yet is
+    /// created *with* this window as its first one, so no stray shell
+    /// window is left beside it; a concurrent spawn that creates the
+    /// session first makes this one fall back to a new window in it.
     ///
     /// The window first runs a placeholder (`cat`, waiting on its terminal)
     /// so the pane exists while `remain-on-exit` is set on it alone; then
@@ -54,29 +57,42 @@ impl Ctl<'_> {
             tmux.run(&["has-session", "-t", &format!("={session}")])
                 .is_ok()
         };
-        // A concurrent spawn may create the session first: that is fine.
-        if !has_session()
-            && let Err(e) = tmux.run(&["new-session", "-d", "-s", session, "-x", "220", "-y", "50"])
-            && !has_session()
-        {
-            return Err(e);
-        }
-        let env = format!("FM_HOME={}", self.home.root().display());
-        let mut args: Vec<String> = ["new-window", "-d", "-P", "-F", "#{pane_id}", "-t"]
-            .map(String::from)
-            .to_vec();
-        args.extend([
-            format!("={session}:"),
-            "-n".into(),
-            format!("fm-{}", self.id),
+        // No `-e FM_HOME=…` here: the placeholder needs none, `respawn`
+        // gives it to the agent (and `new-session -e` needs tmux 3.2).
+        let window = format!("fm-{}", self.id);
+        let tail = [
+            "-n".to_string(),
+            window,
             "-c".into(),
             worktree.into(),
-            "-e".into(),
-            env,
+            "-P".into(),
+            "-F".into(),
+            "#{pane_id}".into(),
             "--".into(),
             "cat".into(),
-        ]);
-        let pane = tmux.run(&args)?.trim().to_string();
+        ];
+        let new_window = || {
+            let mut args: Vec<String> = ["new-window", "-d", "-t"].map(String::from).to_vec();
+            args.push(format!("={session}:"));
+            args.extend(tail.iter().cloned());
+            tmux.run(&args)
+        };
+        let out = if has_session() {
+            new_window()?
+        } else {
+            let mut args: Vec<String> =
+                ["new-session", "-d", "-s", session, "-x", "220", "-y", "50"]
+                    .map(String::from)
+                    .to_vec();
+            args.extend(tail.iter().cloned());
+            match tmux.run(&args) {
+                Ok(out) => out,
+                // Someone else created the session meanwhile: join it.
+                Err(_) if has_session() => new_window()?,
+                Err(e) => return Err(e),
+            }
+        };
+        let pane = out.trim().to_string();
         let started = tmux
             .run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])
             .and_then(|_| self.respawn(tmux, &pane, worktree, argv));
@@ -124,14 +140,27 @@ impl Ctl<'_> {
 
     /// A new agent has heard none of the pending records: the watcher's
     /// ladder files (`.ring-state`, `.escalated`) left from the previous
-    /// agent would keep it from ringing this one, so they go. Best effort:
-    /// the agent is already running, and a leftover file only delays rings.
+    /// agent would keep it from ringing this one, so they go — and with
+    /// records pending, a doorbell is owed to it as soon as it is idle
+    /// (after its first turn). Best effort: the agent is already running,
+    /// and a leftover file only delays rings.
     pub(super) fn restart_ladder(&self) {
-        if let Err(e) = crate::inbox::ladder_files::clear(self.home, self.id) {
-            eprintln!(
+        use crate::inbox::ladder_files;
+        let pending = !crate::inbox::pending(self.home, self.id)
+            .unwrap_or_default()
+            .is_empty();
+        let reset = ladder_files::clear(self.home, self.id).and_then(|()| {
+            if pending {
+                ladder_files::write_owed(self.home, self.id, clock::now())
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = reset {
+            crate::output::err_line(&format!(
                 "{TOOL}: warning: {}: could not reset the watcher's ladder: {e}",
                 self.id
-            );
+            ));
         }
     }
 

@@ -105,6 +105,23 @@ pub struct Facts {
     /// The gate's verdict on the current `done` line, once asked.
     pub gate: Option<Gate>,
     pub(crate) inbox_pending: usize,
+    /// The watcher escalated a message that is still pending.
+    pub(crate) escalated: Option<Escalation>,
+    /// The harness is waiting in a dialog (a permission prompt, a trust
+    /// question …), named as the screen check reported it. Nothing fills it
+    /// yet; the attention model already reads it.
+    pub(crate) dialog: Option<String>,
+}
+
+/// `.escalated` naming a pending record (SPEC §6.2 step 5), with the rings
+/// `.ring-state` counted for that record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Escalation {
+    /// The record name, such as `003.msg`.
+    pub record: String,
+    pub rings: u64,
+    /// When the marker was written (its mtime).
+    pub at: Option<u64>,
 }
 
 impl Facts {
@@ -129,6 +146,8 @@ impl Facts {
             screen: None,
             gate: None,
             inbox_pending: 0,
+            escalated: None,
+            dialog: None,
         }
     }
 

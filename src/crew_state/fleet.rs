@@ -142,7 +142,7 @@ fn refresh(s: &Shared, item: Item) -> Done {
     let row = if has_pane {
         None
     } else {
-        step(&f).ok().map(|r| Row::with(&f, r))
+        step(&f).ok().map(|r| Row::with(&f, r, s.cfg))
     };
     let keep_facts = row.is_none() || (s.keep && f.error.is_none());
     Done {
@@ -413,7 +413,7 @@ impl FleetReader {
         }
         for d in held.iter_mut().filter(|d| d.row.is_none()) {
             if let Some(f) = &d.facts {
-                d.row = Some(Row::from_facts(f));
+                d.row = Some(Row::from_facts(f, cfg));
             }
         }
     }

@@ -8,12 +8,12 @@
 //! terminal each frame is printed in full, followed by a blank line, so the
 //! view can be piped or tested.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result, exit};
+use crate::error::{Result, exit};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -65,14 +65,7 @@ pub fn recent_wakes(path: &Path, n: usize, now: u64) -> Vec<String> {
 }
 
 fn write_out(bytes: &[u8]) -> Result<()> {
-    let mut so = std::io::stdout().lock();
-    so.write_all(bytes).and_then(|()| so.flush()).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Error::ClosedPipe
-        } else {
-            Error::io("write", "<stdout>", e)
-        }
-    })
+    crate::output::terminal(bytes)
 }
 
 /// Redraws `frame()` every `interval` until Ctrl-C; returns the exit code.

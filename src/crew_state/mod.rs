@@ -16,6 +16,7 @@
 //!
 //! Crew state only reads: it never writes a file under the home.
 
+pub mod attention;
 mod done_check;
 pub mod facts;
 mod fleet;
@@ -30,8 +31,14 @@ pub mod trace;
 
 use serde::Serialize;
 
+use crate::clock;
+use crate::config::Config;
+use crate::home::Home;
+use crate::meta::TaskMeta;
 use crate::status::Decision;
+use crate::task_id::TaskId;
 
+pub use attention::{Attention, Urgency};
 pub use facts::Facts;
 pub use fleet::{FleetReader, KEEP_MAX, Stats};
 pub use resolve::{Resolution, resolve};
@@ -89,40 +96,128 @@ impl Source {
 }
 
 /// One task's crew state as printed and as `--json` (schema in
-/// `docs/crew-state-schema.json`).
+/// `docs/crew-state-schema.json`). Times a person reads are rendered as
+/// ages (`3m ago`); `--json` carries Unix seconds and RFC 3339 stamps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Row {
     pub id: String,
-    pub(crate) state: State,
+    pub state: State,
     pub source: Source,
-    pub(crate) detail: String,
+    pub detail: String,
     /// Seconds since the current status line (its `at=`, else the log's mtime).
-    pub(crate) age_secs: Option<u64>,
-    pub(crate) inbox_pending: usize,
-    pub(crate) open_decisions: Vec<Decision>,
+    pub age_secs: Option<u64>,
+    pub inbox_pending: usize,
+    pub open_decisions: Vec<OpenDecision>,
+    /// When the current line was written (what `age_secs` counts from).
+    #[serde(serialize_with = "iso")]
+    pub current_at: Option<u64>,
+    /// Why the worker waits on the captain, if it does.
+    pub attention: Option<Attention>,
+    /// The project: meta `repo`, else the last component of `project`.
+    pub project: Option<String>,
+    /// The pane id meta records (`%N`).
+    pub pane: Option<String>,
+    /// The tmux socket (`-L` name) the pane lives on; "" is the default server.
+    pub tmux_socket: String,
+}
+
+/// An open decision as `--json` prints it: the fold's `{key, verb, text,
+/// at}` and the same time as an RFC 3339 stamp.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenDecision {
+    pub key: String,
+    pub verb: String,
+    pub text: String,
+    pub at: Option<u64>,
+    #[serde(serialize_with = "iso")]
+    pub opened_at: Option<u64>,
+}
+
+impl From<&Decision> for OpenDecision {
+    fn from(d: &Decision) -> Self {
+        OpenDecision {
+            key: d.key.clone(),
+            verb: d.verb.clone(),
+            text: d.text.clone(),
+            at: d.at,
+            opened_at: d.at,
+        }
+    }
+}
+
+// serde's `serialize_with` hands the field by reference.
+#[allow(clippy::ref_option)]
+fn iso<S: serde::Serializer>(t: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    t.map(clock::rfc3339).serialize(s)
 }
 
 impl Row {
     /// The row for gathered facts.
-    pub(crate) fn from_facts(f: &Facts) -> Row {
-        Row::with(f, resolve(f))
+    pub fn from_facts(f: &Facts, cfg: &Config) -> Row {
+        Row::with(f, resolve(f), cfg)
     }
 
     /// The row for gathered facts and their resolution.
-    pub(crate) fn with(f: &Facts, r: Resolution) -> Row {
-        let current = f.fold.current();
-        let age_secs = current
-            .as_ref()
-            .and_then(|c| c.at.or(f.log_mtime))
-            .map(|t| f.now.saturating_sub(t));
+    pub(crate) fn with(f: &Facts, r: Resolution, cfg: &Config) -> Row {
+        let attention = attention::of(f, &r);
+        let current_at = f.fold.current().and_then(|c| c.at.or(f.log_mtime));
+        let meta = f.meta.as_ref();
         Row {
             id: f.id.to_string(),
             state: r.state,
             source: r.source,
             detail: r.detail,
-            age_secs,
+            age_secs: current_at.map(|t| f.now.saturating_sub(t)),
             inbox_pending: f.inbox_pending,
-            open_decisions: f.fold.open.clone(),
+            open_decisions: f.fold.open.iter().map(OpenDecision::from).collect(),
+            current_at,
+            attention,
+            project: meta.and_then(project_name),
+            pane: meta.and_then(|m| m.pane.clone()),
+            tmux_socket: meta
+                .map_or(&cfg.tmux.socket[..], |m| m.socket(cfg))
+                .to_string(),
         }
     }
+
+    /// Where the row sorts in the attention-first order.
+    pub fn urgency(&self) -> Urgency {
+        Urgency::new(
+            self.attention.as_ref(),
+            self.state,
+            self.current_at,
+            &self.id,
+        )
+    }
+}
+
+fn project_name(m: &TaskMeta) -> Option<String> {
+    m.repo.clone().or_else(|| {
+        m.project
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+    })
+}
+
+/// The rows of `ids` (in the order given), read by a one-view
+/// [`FleetReader`] at `now` with the real tmux and the done gate, and the
+/// warnings to print (tmux could not be asked).
+pub fn rows(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> (Vec<Row>, Vec<String>) {
+    FleetReader::new().tasks(home, cfg, ids, now)
+}
+
+/// The whole fleet (every task with a meta file, in id order), as [`rows`].
+pub fn fleet(home: &Home, cfg: &Config, now: u64) -> crate::Result<(Vec<Row>, Vec<String>)> {
+    let mut rows = Vec::new();
+    let warnings = FleetReader::new().fleet(home, cfg, now, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    Ok((rows, warnings))
+}
+
+/// Sorts rows attention first ([`Row::urgency`]).
+pub fn sort_by_urgency(rows: &mut [Row]) {
+    rows.sort_by_cached_key(Row::urgency);
 }

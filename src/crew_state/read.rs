@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::facts::{Facts, RunRecord, WorktreeFact};
+use super::facts::{Escalation, Facts, RunRecord, WorktreeFact};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::home::Home;
@@ -144,6 +144,10 @@ pub(crate) struct Stamps {
     busy: Option<Stamp>,
     run: Option<Stamp>,
     inbox: Option<Stamp>,
+    /// The inbox's `.escalated` and `.ring-state` (files inside it: a
+    /// rewrite in place need not change the inbox's own stamp).
+    escalated: Option<Stamp>,
+    ring_state: Option<Stamp>,
     /// The brief (read only when meta has no `kind`); `None` when not
     /// taken because the facts do not depend on it.
     brief: Option<Option<Stamp>>,
@@ -169,6 +173,8 @@ impl Stamps {
             busy: take(Present::BUSY, &home.busy(id)),
             run: take(Present::RUN, &home.run(id)),
             inbox: take(Present::INBOX, &home.inbox(id)),
+            escalated: take(Present::INBOX, &home.escalated(id)),
+            ring_state: take(Present::INBOX, &home.ring_state(id)),
             brief: brief.then(|| Stamp::of(&home.brief(id))),
             read_at: now,
         }
@@ -188,6 +194,8 @@ impl Stamps {
             && same(self.busy, now.busy)
             && same(self.run, now.run)
             && same(self.inbox, now.inbox)
+            && same(self.escalated, now.escalated)
+            && same(self.ring_state, now.ring_state)
             && match (self.brief, now.brief) {
                 (Some(a), Some(b)) => same(a, b),
                 (_, None) => true,
@@ -232,7 +240,11 @@ fn files(home: &Home, cfg: &Config, id: &TaskId, present: Present, now: u64) -> 
         read_if(present, Present::BUSY, &home.busy(id))?.and_then(|(b, _)| BusyRecord::parse(&b));
     f.run = read_if(present, Present::RUN, &home.run(id))?.map(|(b, m)| RunRecord::parse(&b, m));
     if present.has(Present::INBOX) {
-        f.inbox_pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?.len();
+        let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?;
+        f.inbox_pending = pending.len();
+        if !pending.is_empty() {
+            f.escalated = escalation(home, id, &pending)?;
+        }
     }
     if let Some(meta) = &f.meta {
         if meta.kind.is_none() {
@@ -244,6 +256,29 @@ fn files(home: &Home, cfg: &Config, id: &TaskId, present: Present, now: u64) -> 
     }
     check_worktree(&mut f);
     Ok(f)
+}
+
+/// `.escalated` when it names one of the `pending` records, with the
+/// rings `.ring-state` counted for it (0 when it tracks another record).
+fn escalation(home: &Home, id: &TaskId, pending: &[u64]) -> Result<Option<Escalation>> {
+    let Some((bytes, at)) = fsx::read_optional_mtime(&home.escalated(id))? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(record) = text.split_whitespace().next() else {
+        return Ok(None);
+    };
+    if !fsx::parse_numbered(record, inbox::EXT).is_some_and(|n| pending.contains(&n)) {
+        return Ok(None);
+    }
+    let rings = inbox::ladder_files::read_ring_state(home, id)?
+        .filter(|r| r.record == record)
+        .map_or(0, |r| r.count);
+    Ok(Some(Escalation {
+        record: record.to_string(),
+        rings,
+        at,
+    }))
 }
 
 /// Rule 1's look at the worktree meta names (asked on every read: it can

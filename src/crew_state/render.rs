@@ -2,157 +2,119 @@
 //! `state: S · source: SRC · detail` and the fleet table, both printed from
 //! the same [`Row`] that `--json` serialises. Colour (the state word only)
 //! is the caller's choice: on a terminal and never with `NO_COLOR`.
+//!
+//! Both are [`Text`]: every cell is sanitised as it goes in (a worker's
+//! status text cannot carry an escape sequence to the captain's terminal),
+//! and column widths are measured on what is printed.
 
-use super::{Row, Source, State};
+use super::{Row, State};
 use crate::clock;
+use crate::output::{Sgr, Text, sanitize};
 
 const SEP: &str = " \u{b7} ";
 
-/// The SGR colour of a state.
+/// The colour of a state.
 #[allow(clippy::match_same_arms, reason = "one row per state reads as a table")]
-fn colour(state: State) -> &'static str {
+fn colour(state: State) -> Sgr {
     match state {
-        State::Working => "32",
-        State::Idle => "2",
-        State::Parked => "33",
-        State::Blocked => "1;31",
-        State::Paused => "36",
-        State::Done => "34",
-        State::Failed => "31",
-        State::Exited => "35",
-        State::Unknown => "2",
-    }
-}
-
-fn paint(text: &str, state: State, on: bool) -> String {
-    if on {
-        format!("\x1b[{}m{text}\x1b[0m", colour(state))
-    } else {
-        text.to_string()
+        State::Working => Sgr::Green,
+        State::Idle => Sgr::Dim,
+        State::Parked => Sgr::Yellow,
+        State::Blocked => Sgr::BoldRed,
+        State::Paused => Sgr::Cyan,
+        State::Done => Sgr::Blue,
+        State::Failed => Sgr::Red,
+        State::Exited => Sgr::Magenta,
+        State::Unknown => Sgr::Dim,
     }
 }
 
 /// `state: <S> · source: <SRC>[ · <detail>]`.
-pub(crate) fn line(row: &Row, colour: bool) -> String {
-    let mut s = format!(
-        "state: {}{SEP}source: {}",
-        paint(row.state.as_str(), row.state, colour),
-        row.source.as_str()
-    );
+pub(crate) fn line(row: &Row, colour_on: bool) -> Text {
+    let mut t = Text::new();
+    t.push("state: ")
+        .paint(row.state.as_str(), colour(row.state), colour_on)
+        .push(SEP)
+        .push("source: ")
+        .push(row.source.as_str());
     if !row.detail.is_empty() {
-        s.push_str(SEP);
-        s.push_str(&row.detail);
+        t.push(SEP).push(&row.detail);
     }
-    s
+    t
 }
 
-/// The AGE cell: `42s`, `5m`, … or `-` without a current line.
-fn age_of(age_secs: Option<u64>) -> String {
-    age_secs.map_or_else(|| "-".into(), clock::age)
+/// The AGE cell: `42s ago`, `5m ago`, … or `-` without a current line.
+pub(crate) fn age_cell(row: &Row) -> String {
+    row.age_secs
+        .map_or_else(|| "-".into(), |a| format!("{} ago", clock::age(a)))
 }
 
-/// What the fleet table shows of a row: all a fleet's table holds per
-/// task (the open decisions only counted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TableRow {
-    id: String,
-    state: State,
-    source: Source,
-    age_secs: Option<u64>,
-    inbox_pending: usize,
-    open: usize,
-    detail: String,
+/// The WAITING cell: what the captain is needed for, or `-`.
+pub(crate) fn waiting_cell(row: &Row) -> String {
+    row.attention
+        .as_ref()
+        .map_or_else(|| "-".into(), super::attention::Attention::label)
 }
 
-impl From<Row> for TableRow {
-    fn from(r: Row) -> TableRow {
-        TableRow {
-            open: r.open_decisions.len(),
-            id: r.id,
-            state: r.state,
-            source: r.source,
-            age_secs: r.age_secs,
-            inbox_pending: r.inbox_pending,
-            detail: r.detail,
-        }
-    }
-}
-
-const HEADER: [&str; 7] = ["ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "DETAIL"];
-
-impl TableRow {
-    fn cells(&self) -> [std::borrow::Cow<'_, str>; 7] {
-        [
-            self.id.as_str().into(),
-            self.state.as_str().into(),
-            self.source.as_str().into(),
-            age_of(self.age_secs).into(),
-            self.inbox_pending.to_string().into(),
-            self.open.to_string().into(),
-            self.detail.as_str().into(),
-        ]
-    }
-}
+const COLUMNS: usize = 8;
 
 /// The fleet table: a header and one row per task, columns padded to the
-/// widest cell, DETAIL last and unpadded; each line ends in `\n`.
-pub(crate) fn write_table(
-    rows: &[TableRow],
-    colour: bool,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    let mut width = HEADER.map(str::len);
-    for r in rows {
-        for (w, cell) in width.iter_mut().zip(r.cells().iter()) {
+/// widest cell, DETAIL last and unpadded.
+pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<Text> {
+    let header = [
+        "ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "WAITING", "DETAIL",
+    ]
+    .map(String::from);
+    let cells: Vec<[String; COLUMNS]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.id.clone(),
+                r.state.as_str().to_string(),
+                r.source.as_str().to_string(),
+                age_cell(r),
+                r.inbox_pending.to_string(),
+                r.open_decisions.len().to_string(),
+                waiting_cell(r),
+                r.detail.clone(),
+            ]
+            .map(|c| sanitize(&c).into_owned())
+        })
+        .collect();
+    let mut width = header.clone().map(|h| h.len());
+    for c in &cells {
+        for (w, cell) in width.iter_mut().zip(c.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut line = String::new();
-    let mut fmt = |cols: [&str; 7], state: Option<State>, out: &mut dyn std::io::Write| {
-        line.clear();
+    let fmt = |cols: &[String; COLUMNS], state: Option<State>| {
+        let mut t = Text::new();
         for (i, cell) in cols.iter().enumerate() {
-            if i == 6 {
-                line.push_str(cell);
+            if i == COLUMNS - 1 {
+                t.push(cell);
                 break;
             }
             let pad = width[i] - cell.chars().count() + 2;
             match (i, state) {
-                (1, Some(st)) => line.push_str(&paint(cell, st, colour)),
-                _ => line.push_str(cell),
-            }
-            line.extend(std::iter::repeat_n(' ', pad));
+                (1, Some(st)) => t.paint(cell, colour(st), colour_on),
+                _ => t.push(cell),
+            };
+            t.pad(pad);
         }
-        let trimmed = line.trim_end();
-        out.write_all(trimmed.as_bytes())?;
-        out.write_all(b"\n")
+        t.trim_end();
+        t
     };
-    fmt(HEADER, None, out)?;
-    for r in rows {
-        let c = r.cells();
-        fmt(
-            [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
-            Some(r.state),
-            out,
-        )?;
+    let mut out = vec![fmt(&header, None)];
+    for (c, r) in cells.iter().zip(rows) {
+        out.push(fmt(c, Some(r.state)));
     }
-    Ok(())
-}
-
-/// [`write_table`] as lines (without their `\n`).
-#[cfg(test)]
-pub(crate) fn table(rows: &[TableRow], colour: bool) -> Vec<String> {
-    let mut buf = Vec::new();
-    write_table(rows, colour, &mut buf).expect("writing to memory");
-    String::from_utf8(buf)
-        .expect("table text is UTF-8")
-        .lines()
-        .map(str::to_string)
-        .collect()
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crew_state::Source;
 
     fn row(id: &str, state: State, detail: &str) -> Row {
         Row {
@@ -163,6 +125,11 @@ mod tests {
             age_secs: Some(125),
             inbox_pending: 2,
             open_decisions: vec![],
+            current_at: Some(1_000),
+            attention: None,
+            project: None,
+            pane: None,
+            tmux_socket: String::new(),
         }
     }
 
@@ -183,16 +150,35 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(
             &[
-                row("a", State::Working, "x y").into(),
-                row("long-id", State::Blocked, "").into(),
+                row("a", State::Working, "x y"),
+                row("long-id", State::Blocked, ""),
             ],
             false,
         );
         assert_eq!(
             t[0],
-            "ID       STATE    SOURCE      AGE  INBOX  OPEN  DETAIL"
+            "ID       STATE    SOURCE      AGE     INBOX  OPEN  WAITING  DETAIL"
         );
-        assert_eq!(t[1], "a        working  status-log  2m   2      0     x y");
-        assert_eq!(t[2], "long-id  blocked  status-log  2m   2      0");
+        assert_eq!(
+            t[1],
+            "a        working  status-log  2m ago  2      0     -        x y"
+        );
+        assert_eq!(t[2], "long-id  blocked  status-log  2m ago  2      0     -");
+    }
+
+    #[test]
+    fn table_says_why_a_worker_waits() {
+        let mut r = row("q1", State::Idle, "agent alive, no status yet");
+        r.attention = Some(crate::crew_state::Attention::Escalated {
+            record: "001.msg".into(),
+            unread: 1,
+            rings: 3,
+            at: None,
+        });
+        let t = table(&[r], false);
+        assert_eq!(
+            t[1],
+            "q1  idle   status-log  2m ago  2      0     1 message unread, 3 rings  agent alive, no status yet"
+        );
     }
 }

@@ -102,6 +102,22 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         return Ok(r(State::Exited, Source::Pane, which));
     }
     if alive == Some(true) {
+        // A dialog owns the keyboard whatever the busy record says (a
+        // permission prompt comes mid-turn).
+        if f.profile.as_ref().is_some_and(|p| !p.dialogs.is_empty()) {
+            match &f.screen {
+                None => return Err(Need::Screen),
+                Some(s) => {
+                    if let Some(d) = crate::tmux::screen::screen_dialog(f.profile.as_ref(), s) {
+                        return Ok(r(
+                            State::Blocked,
+                            Source::Pane,
+                            format!("waiting in a dialog: {d}"),
+                        ));
+                    }
+                }
+            }
+        }
         if let Some(b) = &f.busy
             && b.busy_since(f.last_line_at)
         {
@@ -224,17 +240,20 @@ fn run_rule(f: &Facts) -> Option<Resolution> {
         "failed" | "cancelled" => r(State::Failed, Source::Run, format!("run {st}")),
         _ => return None,
     };
-    // The log's current line is an open decision the run has moved past:
-    // the run record was written after the decision was raised.
-    if let Some(d) = f.fold.open.last() {
-        let raised = d.at.or(f.log_mtime);
-        if let (Some(raised), Some(run_at)) = (raised, run.mtime)
-            && run_at > raised
-        {
-            res.detail.push_str(" \u{b7} status-log superseded");
-        }
+    if run_moved_past_decision(f) {
+        res.detail.push_str(" \u{b7} status-log superseded");
     }
     Some(res)
+}
+
+/// The log's current line is an open decision the run has moved past: the
+/// run record was written after the decision was raised.
+pub(crate) fn run_moved_past_decision(f: &Facts) -> bool {
+    let (Some(d), Some(run)) = (f.fold.open.last(), &f.run) else {
+        return false;
+    };
+    let raised = d.at.or(f.log_mtime);
+    matches!((raised, run.mtime), (Some(raised), Some(run_at)) if run_at > raised)
 }
 
 #[cfg(test)]

@@ -355,3 +355,22 @@ fn unreadable_state_reads_unknown() {
         "unknown \u{b7} none \u{b7} unreadable: refusing to follow symlink (x)"
     );
 }
+
+#[test]
+fn rule4_a_dialog_reads_blocked_even_mid_turn() {
+    let mut f = live();
+    f.busy = Some(BusyRecord {
+        busy: true,
+        at: NOW - 1,
+        source: "prompt-hook".into(),
+    });
+    f.screen = None;
+    assert_eq!(step(&f), Err(Need::Screen));
+    f.screen = Some(" Bash command\n Do you want to proceed?\n \u{276f} 1. Yes\n   4. No\n".into());
+    assert_eq!(
+        says(&f),
+        "blocked \u{b7} pane \u{b7} waiting in a dialog: permission"
+    );
+    f.screen = Some("done\n".into());
+    assert_eq!(says(&f), "working \u{b7} pane \u{b7} busy (prompt-hook)");
+}

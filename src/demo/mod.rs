@@ -53,15 +53,15 @@ fn fail(msg: impl Into<String>) -> Error {
 impl Demo {
     fn say(&mut self, text: &str) {
         self.step += 1;
-        println!(
+        crate::output::out_say(&format!(
             "\n[{:>4.1}s] {}. {text}",
             self.started.elapsed().as_secs_f64(),
             self.step
-        );
+        ));
     }
 
     fn ok(&self, text: &str) {
-        println!("        ok: {text}");
+        crate::output::out_say(&format!("        ok: {text}"));
     }
 
     fn check_interrupt(&self) -> Result<()> {
@@ -79,7 +79,7 @@ impl Demo {
     /// Runs `fm-<tool> args…` against the demo home and echoes the command.
     fn fm(&self, tool: &str, args: &[&str]) -> Result<Ran> {
         self.check_interrupt()?;
-        println!(
+        crate::output::out_say(&format!(
             "        $ fm-{tool} {}",
             args.iter()
                 .map(|a| if a.contains(' ') {
@@ -89,7 +89,7 @@ impl Demo {
                 })
                 .collect::<Vec<_>>()
                 .join(" ")
-        );
+        ));
         let ran = Cmd::new(sibling_bin(&format!("fm-{tool}")))
             .args(args)
             .env("FM_HOME", &self.root)
@@ -98,7 +98,7 @@ impl Demo {
             .run()?;
         let (code, out, err) = (ran.code(), ran.stdout, ran.stderr);
         for l in out.lines() {
-            println!("          {l}");
+            crate::output::out_say(&format!("          {l}"));
         }
         Ok(Ran { code, out, err })
     }
@@ -179,11 +179,11 @@ impl Demo {
             let _ = child.wait();
         }
         if keep {
-            println!(
+            crate::output::out_say(&format!(
                 "\nkept: home {} · attach with: tmux -L {} attach",
                 self.root.display(),
                 self.socket
-            );
+            ));
             return;
         }
         let _ = self.tmux().run(&["kill-server"]);
@@ -203,8 +203,37 @@ fn preflight() -> Result<()> {
             });
         }
     }
+    // The demo drives the tools as separate programs, next to this one;
+    // `cargo run --bin fm` alone builds only `fm`.
+    let missing: Vec<&str> = DEMO_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !sibling_bin(t).is_absolute())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::External {
+            program: missing[0].into(),
+            msg: format!(
+                "not next to this program ({} missing): build every binary first, e.g. `cargo build --release --bins`",
+                missing.join(", ")
+            ),
+        });
+    }
     Ok(())
 }
+
+/// The programs the demo runs (itself, its stand-in workers and the watcher).
+const DEMO_TOOLS: &[&str] = &[
+    "fm-brief",
+    "fm-control",
+    "fm-send",
+    "fm-ack",
+    "fm-status",
+    "fm-watch",
+    "fm-crew-state",
+    "fm-dod",
+    "fm-stand-in",
+];
 
 /// Runs the demo; exit 0 when every expectation held.
 pub fn run(keep: bool) -> Result<u8> {
@@ -225,7 +254,7 @@ pub fn run(keep: bool) -> Result<u8> {
         step: 0,
         watcher: None,
     };
-    println!("firstmate demo: the whole loop, unattended, on a private tmux server");
+    crate::output::out_say("firstmate demo: the whole loop, unattended, on a private tmux server");
     let result = (|| {
         demo.setup()?;
         demo.brief_and_spawn(
@@ -242,14 +271,14 @@ pub fn run(keep: bool) -> Result<u8> {
     demo.cleanup(keep);
     match result {
         Ok(()) => {
-            println!(
+            crate::output::out_say(&format!(
                 "\ndemo passed: every expectation held ({:.1}s)",
                 demo.started.elapsed().as_secs_f64()
-            );
+            ));
             Ok(0)
         }
         Err(e) => {
-            println!("\ndemo FAILED at step {}: {e}", demo.step);
+            crate::output::out_say(&format!("\ndemo FAILED at step {}: {e}", demo.step));
             Err(e)
         }
     }

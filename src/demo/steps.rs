@@ -109,7 +109,7 @@ impl Demo {
     /// Starts `fm-watch` as a daemon (filesystem events plus polling).
     pub(super) fn start_watcher(&mut self) -> Result<()> {
         self.say("Start the watcher daemon (fm-watch): it re-rings unread messages and feeds the captain");
-        println!("        $ fm-watch &");
+        crate::output::out_say("        $ fm-watch &");
         let child = Command::new(sibling_bin("fm-watch"))
             .env("FM_HOME", &self.root)
             .stdin(std::process::Stdio::null())
@@ -226,7 +226,9 @@ impl Demo {
         self.ok("the gate refused; crew-state reads blocked, not done");
 
         self.say("Push the branch; now the gate accepts and the worker reads done");
-        println!("        $ git push origin {branch}   (in the worker's worktree)");
+        crate::output::out_say(&format!(
+            "        $ git push origin {branch}   (in the worker's worktree)"
+        ));
         self.git(
             &worktree,
             &["push", "-q", "origin", &format!("{branch}:{branch}")],

@@ -46,10 +46,17 @@ fn append_locked(path: &Path, line: &[u8], in_page: bool) -> Result<()> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(NOFOLLOW)
+        .custom_flags(NOFOLLOW_NONBLOCK)
         .open(path)
         .map_err(io_err("open for append", path))?;
-    f.lock().map_err(io_err("lock", path))?;
+    regular(&f, path)?;
+    // Bounded like every lock wait (SPEC §2): a foreign `flock` on an
+    // append target times out naming the file, and nothing is written.
+    wait_bounded(path, LOCK_WAIT, || match f.try_lock() {
+        Ok(()) => Ok(Some(())),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+    })?;
     let res = (|| {
         let len = f.metadata().map_err(io_err("stat", path))?.len();
         let mut last = [b'\n'];

@@ -67,11 +67,22 @@ pub fn try_lock(path: &Path) -> Result<Option<LockGuard>> {
 
 /// Waits at most `wait` for the lock; a timeout is [`Error::LockTimeout`].
 pub fn lock(path: &Path, wait: Duration) -> Result<LockGuard> {
+    wait_bounded(path, wait, || try_lock(path))
+}
+
+/// Calls `attempt` until it yields a value, for at most `wait`; a timeout
+/// is [`Error::LockTimeout`] naming `path`. The one wait loop of every
+/// lock, on a lock file or on an append target.
+pub(super) fn wait_bounded<T>(
+    path: &Path,
+    wait: Duration,
+    mut attempt: impl FnMut() -> Result<Option<T>>,
+) -> Result<T> {
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_micros(200);
     loop {
-        if let Some(g) = try_lock(path)? {
-            return Ok(g);
+        if let Some(v) = attempt()? {
+            return Ok(v);
         }
         if Instant::now() >= deadline {
             return Err(Error::LockTimeout {

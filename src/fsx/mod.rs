@@ -42,6 +42,52 @@ use crate::error::{Error, Result};
 /// with `ELOOP` instead of following it.
 const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits().cast_signed();
 
+/// [`NOFOLLOW`] plus `O_NONBLOCK`, for every open of a file the tools read
+/// or append to: a FIFO in place of a record opens at once instead of
+/// waiting for a writer, and [`regular`] then refuses it. On a regular
+/// file `O_NONBLOCK` changes nothing.
+const NOFOLLOW_NONBLOCK: i32 =
+    (rustix::fs::OFlags::NOFOLLOW.bits() | rustix::fs::OFlags::NONBLOCK.bits()).cast_signed();
+
+/// What a non-regular file is, for the error that refuses it.
+fn file_kind(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The error refusing a file of type `ft` where a regular file is
+/// expected, or `None` for a regular file (or a directory, which the read
+/// itself reports).
+fn not_regular(ft: fs::FileType) -> Option<io::Error> {
+    (!ft.is_file() && !ft.is_dir()).then(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} where a regular file is expected", file_kind(ft)),
+        )
+    })
+}
+
+/// Refuses an open file that is not a regular file (SPEC §1.2): reading a
+/// FIFO would wait for a writer forever, and appending to one would report
+/// success for bytes nobody keeps.
+fn regular(f: &File, path: &Path) -> Result<fs::Metadata> {
+    let md = f.metadata().map_err(io_err("stat", path))?;
+    if let Some(e) = not_regular(md.file_type()) {
+        return Err(Error::refused(format!("refusing {} ({e})", path.display())));
+    }
+    Ok(md)
+}
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
     move |e| {
         if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {

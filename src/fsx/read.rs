@@ -8,13 +8,14 @@ use super::*;
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     let mut f = match OpenOptions::new()
         .read(true)
-        .custom_flags(NOFOLLOW)
+        .custom_flags(NOFOLLOW_NONBLOCK)
         .open(path)
     {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err("open", path)(e)),
     };
+    regular(&f, path)?;
     let mut buf = Vec::new();
     f.read_to_end(&mut buf).map_err(io_err("read", path))?;
     Ok(Some(buf))
@@ -25,14 +26,14 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
     let mut f = match OpenOptions::new()
         .read(true)
-        .custom_flags(NOFOLLOW)
+        .custom_flags(NOFOLLOW_NONBLOCK)
         .open(path)
     {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err("open", path)(e)),
     };
-    let md = f.metadata().map_err(io_err("stat", path))?;
+    let md = regular(&f, path)?;
     let mtime = md
         .modified()
         .ok()
@@ -73,7 +74,7 @@ pub fn read_each_in(
     let d = File::open(dir).map_err(io_err("open directory", dir))?;
     let mut buf = vec![0u8; 64 * 1024];
     for (i, name) in names.iter().enumerate() {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let mut file = match rustix::fs::openat(&d, name.as_str(), flags, Mode::empty()) {
             Ok(fd) => File::from(fd),
             Err(e) => {
@@ -99,6 +100,21 @@ pub fn read_each_in(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Err(e),
             }
+        };
+        // Opened `O_NONBLOCK`, a FIFO reads as empty (no writer) or
+        // `EAGAIN`: only then is the type checked, so a regular file costs
+        // no extra `stat`.
+        let suspect = match &res {
+            Ok(()) => len == 0,
+            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+        };
+        let res = if suspect {
+            match file.metadata() {
+                Ok(m) => not_regular(m.file_type()).map_or(res, Err),
+                Err(e) => Err(e),
+            }
+        } else {
+            res
         };
         match res {
             Ok(()) => f(i, Ok(&buf[..len])),

@@ -4,8 +4,13 @@
 //!
 //! - `state/<id>.inbox/.ring-state`: one line `<NNN.msg>\t<count>\t<last_epoch>`.
 //! - `state/<id>.inbox/.escalated`: the record name the ladder escalated.
+//! - `state/<id>.inbox/.ring-owed`: `<epoch>` — a ring found the agent busy
+//!   (or its composer not up yet) and typed nothing; the doorbell is owed
+//!   as soon as the agent is idle, whatever the grace period says. Written
+//!   by whoever rang (`fm-send`, the watcher), removed by the next ring
+//!   that was not held back.
 //!
-//! Both are written by atomic replace with a trailing newline; readers
+//! All are written by atomic replace with a trailing newline; readers
 //! accept them with or without it and treat anything unreadable as absent
 //! (a fresh ladder), never as an error.
 
@@ -68,10 +73,28 @@ pub(crate) fn write_escalated(home: &Home, id: &TaskId, record: &str) -> Result<
     fsx::atomic_write(&home.escalated(id), format!("{record}\n").as_bytes())
 }
 
-/// Removes both files (ladder rule 1: nothing pending).
+/// Reads `.ring-owed`: when the doorbell was held back; `None` when
+/// missing or unreadable.
+pub(crate) fn read_owed(home: &Home, id: &TaskId) -> Result<Option<u64>> {
+    Ok(fsx::read_optional(&home.ring_owed(id))?
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok()))
+}
+
+/// Records that a doorbell is owed (held back at `now`).
+pub(crate) fn write_owed(home: &Home, id: &TaskId, now: u64) -> Result<()> {
+    fsx::atomic_write(&home.ring_owed(id), format!("{now}\n").as_bytes())
+}
+
+/// The doorbell is no longer owed.
+pub(crate) fn clear_owed(home: &Home, id: &TaskId) -> Result<()> {
+    fsx::remove_optional(&home.ring_owed(id)).map(drop)
+}
+
+/// Removes every ladder file (ladder rule 1: nothing pending).
 pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
     fsx::remove_optional(&home.ring_state(id))?;
     fsx::remove_optional(&home.escalated(id))?;
+    fsx::remove_optional(&home.ring_owed(id))?;
     Ok(())
 }
 
@@ -134,7 +157,10 @@ mod tests {
         clear_if_names(&home, &id, "002.msg").unwrap();
         assert_eq!(read_escalated(&home, &id).unwrap(), None);
         write_ring_state(&home, &id, &st).unwrap();
+        write_owed(&home, &id, 9).unwrap();
+        assert_eq!(read_owed(&home, &id).unwrap(), Some(9));
         clear(&home, &id).unwrap();
         assert!(!home.ring_state(&id).exists());
+        assert_eq!(read_owed(&home, &id).unwrap(), None);
     }
 }

@@ -70,12 +70,22 @@ pub fn send(
         Ring::Now(r) => Some(r.ring(home, cfg)),
         Ring::Known(r, info) => Some(r.ring_known(home, cfg, info)),
     };
+    // Held back by a busy (or not yet ready) agent: the watcher rings it
+    // as soon as the agent is idle (SPEC §6.2, `.ring-owed`).
+    if doorbell == Some(Outcome::Queued)
+        && let Err(e) = super::ladder_files::write_owed(home, id, now)
+    {
+        crate::output::err_line(&format!(
+            "{}: warning: {id}: could not record the held-back doorbell: {e}",
+            tool.as_str()
+        ));
+    }
     if duplicate.is_none() {
         let event = Event::InboxQueued {
             seq,
-            // fm-send records the body's size; the notices fm-brief and
-            // fm-board queue never did.
-            bytes: (tool == Tool::Send).then_some(msg.body.len()),
+            // fm-send and fm top record the body's size; the notices
+            // fm-brief and fm-board queue never did.
+            bytes: matches!(tool, Tool::Send | Tool::Top).then_some(msg.body.len()),
             doorbell: doorbell.map(Outcome::as_str),
             delivery: msg.fire_and_forget.then_some("fire-and-forget"),
         };

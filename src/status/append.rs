@@ -1,6 +1,8 @@
 //! Appending to the status log (SPEC §3.4): the line `fm-status` and
 //! `fm-send --resolve-key` append, validated before anything is written,
 //! and the one place that writes it with its `status.appended` event.
+//! [`resolve_answered`] is the captain answering a decision (`fm-send
+//! --resolve-key`, `fm top`'s `r`): `resolved [key=K]: answered: <head>`.
 
 use super::*;
 use crate::error::{Error, Result};
@@ -106,4 +108,37 @@ impl Append {
             .record(home);
         Ok(())
     }
+}
+
+/// The text of a `resolved` line for an answer: `answered: ` and the
+/// answer's first 120 bytes, control characters as spaces.
+pub(crate) fn answered_text(answer: &[u8]) -> String {
+    let head = String::from_utf8_lossy(&answer[..answer.len().min(120)])
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>();
+    format!("answered: {}", head.trim())
+}
+
+/// The captain's answer to one decision, and who gives it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Answer<'a> {
+    pub key: &'a str,
+    /// The answer as sent; the line keeps its head ([`answered_text`]).
+    pub body: &'a [u8],
+    pub tool: Tool,
+    pub actor: &'a str,
+}
+
+/// Closes the answered decision of `id` with `resolved [at=now] [key=K]:
+/// answered: <head of the answer>`.
+pub(crate) fn resolve_answered(
+    home: &Home,
+    paused: &str,
+    id: &TaskId,
+    a: &Answer,
+    now: u64,
+) -> Result<()> {
+    Append::new("resolved", now, Some(a.key), &answered_text(a.body), paused)?
+        .write(home, id, a.tool, a.actor, now)
 }

@@ -1,4 +1,12 @@
 //! The fold (SPEC §3.3): open decisions by key and the current line.
+//!
+//! Linear in the size of the log: open decisions sit in slots in the
+//! order they were (re)opened, with an index from key to slot, so opening,
+//! reopening and resolving cost the same however many decisions are open.
+//! A log of 200,000 distinct open decisions folds as fast, per line, as a
+//! log with one.
+
+use std::collections::HashMap;
 
 use super::*;
 
@@ -35,7 +43,10 @@ impl Fold {
         let text = String::from_utf8_lossy(crate::fsx::complete_lines(bytes));
         let paused_lower = paused.to_lowercase();
         let mut f = Fold::default();
-        let mut open: Vec<LineRef> = Vec::new();
+        // Slots in (re)opening order; a closed or reopened decision leaves
+        // an empty slot behind. `by_key` points at each open key's slot.
+        let mut slots: Vec<Option<LineRef>> = Vec::new();
+        let mut by_key: HashMap<&str, usize> = HashMap::new();
         let mut last_state: Option<LineRef> = None;
         for line in text.split('\n') {
             if line.bytes().all(|b| b.is_ascii_whitespace()) {
@@ -46,11 +57,14 @@ impl Fold {
                 ParsedRef::Line(l) => {
                     f.lines += 1;
                     f.last_at = l.at;
-                    if l.kind.opens() || l.kind == Verb::Resolved {
-                        open.retain(|d| d.key != l.key);
+                    if (l.kind.opens() || l.kind == Verb::Resolved)
+                        && let Some(i) = by_key.remove(l.key)
+                    {
+                        slots[i] = None;
                     }
                     if l.kind.opens() {
-                        open.push(l);
+                        by_key.insert(l.key, slots.len());
+                        slots.push(Some(l));
                     }
                     if l.kind.is_state() {
                         last_state = Some(l);
@@ -58,7 +72,7 @@ impl Fold {
                 }
             }
         }
-        f.open = open.iter().map(LineRef::decision).collect();
+        f.open = slots.iter().flatten().map(LineRef::decision).collect();
         f.last_state = last_state.map(super::parse::LineRef::to_owned_line);
         f
     }

@@ -124,7 +124,7 @@ fn is_pane_id(pane: &str) -> bool {
 }
 
 /// Lists the server's panes (when `list`) and captures `captures` (their
-/// visible screens, `capture-pane -p -J`) in one tmux call. `now` is the
+/// visible screens, `capture-pane -p -e -J`) in one tmux call. `now` is the
 /// current second, recorded with each capture.
 pub fn snapshot(tmux: &Tmux, list: bool, captures: &[&str], now: u64) -> Result<Snapshot> {
     let mut snap = Snapshot::default();
@@ -137,7 +137,7 @@ pub fn snapshot(tmux: &Tmux, list: bool, captures: &[&str], now: u64) -> Result<
         }
         for (k, pane) in batched.iter().enumerate() {
             script.push_str(&format!(
-                "display-message -p '{cut}{k}'\ncapture-pane -p -J -t '{pane}' -S -0\n"
+                "display-message -p '{cut}{k}'\ncapture-pane -p -e -J -t '{pane}' -S -0\n"
             ));
         }
         let out = Cmd::tmux(tmux.socket.as_deref())

@@ -13,7 +13,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::pane::{Pane, PaneInfo};
-use super::screen::{composer_text, holds_doorbell, holds_input, screen_busy, unsent};
+use super::screen::{
+    Composer, Screen, busy, composer, dialog, holds_doorbell, holds_input, rules_of,
+    unsent_plain as unsent,
+};
 use crate::config::SendCfg;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
@@ -30,6 +33,8 @@ pub enum Outcome {
     Dead,
     NoPane,
     Quiet,
+    /// A dialog owns the agent's keyboard: nothing was typed or pressed.
+    Dialog,
 }
 
 impl Outcome {
@@ -42,6 +47,7 @@ impl Outcome {
             Outcome::Dead => "dead",
             Outcome::NoPane => "no-pane",
             Outcome::Quiet => "quiet",
+            Outcome::Dialog => "dialog",
         }
     }
 }
@@ -121,20 +127,36 @@ pub(crate) fn deliver_to(
     if info.in_mode {
         return Outcome::Skipped;
     }
-    let Ok(screen) = pane.capture(id, 0) else {
-        return Outcome::Failed;
+    let rules = rules_of(target.profile);
+    let has_composer = rules.composer.is_some();
+    // A composer not on screen yet (an agent still booting) is waited for,
+    // a bounded while; a dialog is never typed into.
+    let mut waited = 0;
+    let screen = loop {
+        let Ok(captured) = pane.capture(id, 0) else {
+            return Outcome::Failed;
+        };
+        let screen = Screen::parse(&captured);
+        if dialog(&rules, &screen).is_some() {
+            return Outcome::Dialog;
+        }
+        if target.busy_record || busy(&rules, &screen) {
+            return Outcome::Queued;
+        }
+        if !has_composer || composer(&rules, &screen) != Composer::Absent {
+            break screen;
+        }
+        if waited >= COMPOSER_WAIT_MS {
+            // Nothing recognisable owns the keyboard: type nothing.
+            return Outcome::Skipped;
+        }
+        sleep(Duration::from_millis(COMPOSER_POLL_MS));
+        waited += COMPOSER_POLL_MS;
     };
-    if target.busy_record || screen_busy(target.profile, &screen) {
-        return Outcome::Queued;
-    }
-    let has_composer = target
-        .profile
-        .and_then(|p| p.composer_regex.as_ref())
-        .is_some();
     // A doorbell left unsent by an earlier ring is pressed, never retyped.
     let mut typed_before = false;
     if has_composer {
-        if let Some(text) = composer_text(target.profile, &screen)
+        if let Composer::Holds(text) = composer(&rules, &screen)
             && !text.is_empty()
         {
             if !holds_doorbell(&text, line) {
@@ -181,6 +203,11 @@ pub(crate) fn deliver_to(
     Outcome::Failed
 }
 
+/// How long a ring waits for a composer that is not on screen yet (an
+/// agent still booting), and how often it looks.
+const COMPOSER_WAIT_MS: u64 = 3000;
+const COMPOSER_POLL_MS: u64 = 200;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +218,8 @@ mod tests {
         let mut p = crate::harness::builtin("claude").unwrap();
         p.agent_commands = Some(vec!["claude".into()]);
         p.composer_regex = Some(regex::Regex::new(r"^> ?(.*)$").unwrap());
+        p.composer_below_regex = None;
+        p.dialogs.clear();
         p.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
         p
     }
@@ -274,6 +303,37 @@ mod tests {
             ),
             Outcome::NoPane
         );
+    }
+
+    #[test]
+    fn a_dialog_is_never_typed_into_and_a_missing_composer_is_waited_for() {
+        let mut p = profile();
+        p.dialogs = vec![crate::tmux::screen::Dialog {
+            name: "trust".into(),
+            regex: regex::Regex::new("trust this folder").unwrap(),
+        }];
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.history.push("Do you trust this folder?".into()));
+        assert_eq!(ring(&f, Some(&p), false), Outcome::Dialog);
+        assert!(f.screen("%1").calls.is_empty());
+        // No composer on the screen (an agent still booting): looked for
+        // a bounded while, then nothing typed.
+        let mut q = profile();
+        q.composer_regex = Some(regex::Regex::new("^never (.*)$").unwrap());
+        let f = FakePane::with("%1", "claude");
+        let slept = std::cell::Cell::new(0u64);
+        let cfg = Config::default().send;
+        let target = Target {
+            pane: Some("%1"),
+            profile: Some(&q),
+            busy_record: false,
+        };
+        let out = deliver(&f, &target, ": ring", &cfg, &|d| {
+            slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
+        });
+        assert_eq!(out, Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        assert_eq!(slept.get(), COMPOSER_WAIT_MS);
     }
 
     #[test]

@@ -169,7 +169,8 @@ impl Pane for Tmux {
 
     fn capture(&self, pane: &str, history: usize) -> Result<String> {
         let start = format!("-{history}");
-        self.run(&["capture-pane", "-p", "-J", "-t", pane, "-S", &start])
+        // -e: dim text (a composer's placeholder) is told from typed text.
+        self.run(&["capture-pane", "-p", "-e", "-J", "-t", pane, "-S", &start])
     }
 
     fn cursor_line(&self, pane: &str) -> Result<Option<String>> {

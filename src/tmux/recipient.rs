@@ -131,7 +131,7 @@ pub(crate) fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo
         let meta = match TaskMeta::load(home, &id) {
             Ok(m) => m.unwrap_or_default(),
             Err(e) => {
-                eprintln!("fm-send: warning: {id}: skipped: {e}");
+                crate::output::err_line(&format!("fm-send: warning: {id}: skipped: {e}"));
                 continue;
             }
         };

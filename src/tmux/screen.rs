@@ -1,46 +1,345 @@
 //! Reading a pane's screen (SPEC §5.3, §9.2): whether the harness shows
-//! the agent busy, what its composer holds, whether a typed doorbell still
-//! sits unsent, whether the line under the cursor holds someone's input.
+//! the agent busy, whether a dialog owns the keyboard, what the composer
+//! holds, whether a typed doorbell still sits unsent, whether the line
+//! under the cursor holds someone's input.
 //!
-//! Pure functions of the captured text and the harness profile, so the ring
-//! protocol ([`super::deliver`]), the watcher and crew state decide from
-//! the same reading, and every rule is tested without tmux.
+//! Pure functions of the captured text and the harness's reading rules
+//! ([`Rules`]), so the ring protocol ([`super::deliver`]), the watcher,
+//! `fm-control` and crew state decide from the same reading, and every rule
+//! is tested without tmux — over the real agents' captured screens in
+//! `tests/fixtures/screens/` among others.
+//!
+//! The screen is read as `capture-pane -e` gives it: SGR escapes are kept
+//! so that *dim* (faint, SGR 2) text can be told from typed text — the
+//! real agents draw their composer placeholder ("Ask Codex to do
+//! anything", "Press up to edit queued messages") dim, and in plain text a
+//! placeholder is indistinguishable from someone's half-typed words. A
+//! screen without escapes (a plain capture, a test's text) reads the same
+//! with nothing dim.
+//!
+//! The composer is recognised positively or not at all: the last line
+//! matching the profile's `composer_regex`, and — when the profile has a
+//! `composer_below_regex` — only when that line is followed, at the bottom
+//! of the screen, by the line the agent always draws under its composer
+//! (Claude Code's box rule, Codex's status line). Anything else (a dialog,
+//! an overlay, a screen still booting) means "no composer": nothing may be
+//! typed and no Enter pressed.
 
-use crate::harness::HarnessProfile;
+use regex::Regex;
 
-/// Lines of the screen read for busy/composer checks.
+/// Lines of the screen read for busy checks and, without a
+/// `composer_below_regex`, for the composer line.
 const TAIL_LINES: usize = 12;
 
-fn last_nonblank_lines(screen: &str, n: usize) -> Vec<&str> {
-    let mut v: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
-    let cut = v.len().saturating_sub(n);
-    v.drain(..cut);
-    v
+/// How many lines the composer's continuation lines and the blank lines
+/// after them may span before the line below the composer must come.
+const BELOW_WITHIN: usize = 3;
+
+/// Non-blank lines the agent may draw under the line below its composer
+/// (footers, hints) for the composer still to count as at the bottom.
+const UNDER_BELOW_MAX: usize = 3;
+
+/// A modal screen a harness can show (SPEC §5.3): typed text never reaches
+/// the composer while it is up and Enter answers it, so a doorbell is
+/// never typed into one. `name` is what the captain is told.
+#[derive(Debug, Clone)]
+pub struct Dialog {
+    pub name: String,
+    pub regex: Regex,
 }
 
-/// The composer's current text, if the profile can read it.
-pub(crate) fn composer_text(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
-    let re = profile?.composer_regex.as_ref()?;
-    last_nonblank_lines(screen, TAIL_LINES)
-        .iter()
+impl PartialEq for Dialog {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.regex.as_str() == other.regex.as_str()
+    }
+}
+
+impl serde::Serialize for Dialog {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Dialog", 2)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("regex", self.regex.as_str())?;
+        st.end()
+    }
+}
+
+/// What a harness profile says about reading its screen.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rules<'a> {
+    /// Matched against the last [`TAIL_LINES`] non-blank lines.
+    pub busy: Option<&'a Regex>,
+    /// The composer line; capture group 1 is its text.
+    pub composer: Option<&'a Regex>,
+    /// The line drawn right under the composer (after its continuation
+    /// lines); when set, the composer counts only with it below.
+    pub composer_below: Option<&'a Regex>,
+    /// Modal screens, tried in order; any line of the screen may match.
+    pub dialogs: &'a [Dialog],
+}
+
+/// One character cell of a captured line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cell {
+    ch: char,
+    dim: bool,
+    reverse: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Line {
+    /// The plain characters (escapes removed).
+    text: String,
+    cells: Vec<Cell>,
+}
+
+/// A captured screen, escapes parsed away.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Screen {
+    lines: Vec<Line>,
+}
+
+impl Screen {
+    /// Parses `capture-pane` output, with or without `-e` escapes. Only
+    /// SGR (`ESC [ … m`) is interpreted (dim and reverse video); other
+    /// escape sequences are dropped. Attributes carry over from one line
+    /// to the next: tmux writes only the changes from the previous cell.
+    pub fn parse(captured: &str) -> Screen {
+        let mut style = (false, false);
+        Screen {
+            lines: captured
+                .split('\n')
+                .map(|l| parse_line(l, &mut style))
+                .collect(),
+        }
+    }
+
+    /// The screen as plain text, one `\n`-terminated line per line.
+    pub fn plain(&self) -> String {
+        let mut out = String::new();
+        for l in &self.lines {
+            out.push_str(&l.text);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn plain_lines(&self) -> impl DoubleEndedIterator<Item = &str> {
+        self.lines.iter().map(|l| l.text.as_str())
+    }
+}
+
+/// Parses one line; `style` is the (dim, reverse) state going in and out.
+fn parse_line(raw: &str, style: &mut (bool, bool)) -> Line {
+    let mut line = Line::default();
+    let (mut dim, mut reverse) = *style;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' {
+            continue;
+        }
+        if c != '\x1b' {
+            line.text.push(c);
+            line.cells.push(Cell {
+                ch: c,
+                dim,
+                reverse,
+            });
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                let mut params = String::new();
+                let mut fin = None;
+                for d in chars.by_ref() {
+                    if ('\x40'..='\x7e').contains(&d) {
+                        fin = Some(d);
+                        break;
+                    }
+                    params.push(d);
+                }
+                if fin == Some('m') {
+                    apply_sgr(&params, &mut dim, &mut reverse);
+                }
+            }
+            Some(']') => {
+                // OSC: up to BEL or ESC \.
+                while let Some(d) = chars.next() {
+                    if d == '\x07' {
+                        break;
+                    }
+                    if d == '\x1b' {
+                        chars.next_if_eq(&'\\');
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    *style = (dim, reverse);
+    line
+}
+
+/// Applies one SGR parameter list to the dim / reverse state.
+fn apply_sgr(params: &str, dim: &mut bool, reverse: &mut bool) {
+    let ps: Vec<&str> = params.split([';', ':']).collect();
+    let mut i = 0;
+    while i < ps.len() {
+        match ps[i] {
+            "" | "0" => (*dim, *reverse) = (false, false),
+            "2" => *dim = true,
+            "22" => *dim = false,
+            "7" => *reverse = true,
+            "27" => *reverse = false,
+            // Colours: skip their arguments (5;n or 2;r;g;b).
+            "38" | "48" | "58" => {
+                i += match ps.get(i + 1) {
+                    Some(&"5") => 2,
+                    Some(&"2") => 4,
+                    _ => 0,
+                };
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// The typed text of composer cells: dim characters are a placeholder, and
+/// so is a reverse-video cell directly followed by a dim one (the
+/// placeholder's first letter under the cursor). No-break spaces read as
+/// spaces. Trailing blanks (the cursor cell among them) are dropped.
+fn typed(cells: &[Cell]) -> String {
+    let mut out = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        if c.dim || (c.reverse && cells.get(i + 1).is_some_and(|n| n.dim)) {
+            continue;
+        }
+        out.push(if c.ch == '\u{a0}' { ' ' } else { c.ch });
+    }
+    out.trim_end().to_string()
+}
+
+/// The cells of `line` that hold bytes `start..end` of its text (char
+/// boundaries, as a regex match gives them).
+fn cells_of(line: &Line, start: usize, end: usize) -> &[Cell] {
+    let first = line.text[..start].chars().count();
+    let last = line.text[..end].chars().count();
+    &line.cells[first..last]
+}
+
+fn blank(s: &str) -> bool {
+    s.chars().all(char::is_whitespace)
+}
+
+/// What the composer shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Composer {
+    /// The profile cannot read a composer (no `composer_regex`).
+    Unknown,
+    /// No composer is recognised on the screen: a dialog or overlay, a
+    /// screen still booting, or one the profile does not know.
+    Absent,
+    /// The composer, holding this text (`""` = empty; placeholders do not
+    /// count; continuation lines joined with `\n`).
+    Holds(String),
+}
+
+/// Reads the composer (see the module doc).
+pub fn composer(rules: &Rules, screen: &Screen) -> Composer {
+    let Some(re) = rules.composer else {
+        return Composer::Unknown;
+    };
+    let lines = &screen.lines;
+    let Some(i) = (0..lines.len())
         .rev()
-        .find_map(|l| {
-            re.captures(l).map(|c| {
-                c.get(1)
-                    .map(|m| m.as_str().trim().to_string())
-                    .unwrap_or_default()
-            })
-        })
+        .find(|&i| re.is_match(&lines[i].text))
+    else {
+        return Composer::Absent;
+    };
+    let first_line = |line: &Line| {
+        let caps = re.captures(&line.text)?;
+        let g = caps.get(1)?;
+        Some(typed(cells_of(line, g.start(), g.end())))
+    };
+    let Some(below) = rules.composer_below else {
+        // No marker below: the composer must be among the last lines.
+        let tail_start = nonblank_tail_start(screen, TAIL_LINES);
+        if i < tail_start {
+            return Composer::Absent;
+        }
+        return Composer::Holds(first_line(&lines[i]).unwrap_or_default().trim().into());
+    };
+    let mut text = first_line(&lines[i]).unwrap_or_default();
+    let mut j = i + 1;
+    // Continuation lines: indented two columns, not the marker itself.
+    while j < lines.len()
+        && lines[j].text.starts_with("  ")
+        && !blank(&lines[j].text)
+        && !below.is_match(&lines[j].text)
+    {
+        let cells = lines[j].cells.get(2..).unwrap_or(&[]);
+        text.push('\n');
+        text.push_str(&typed(cells));
+        j += 1;
+    }
+    let marker = (j..lines.len().min(j + BELOW_WITHIN))
+        .take_while(|&k| below.is_match(&lines[k].text) || blank(&lines[k].text))
+        .find(|&k| below.is_match(&lines[k].text));
+    let Some(k) = marker else {
+        return Composer::Absent;
+    };
+    let under = lines[k + 1..].iter().filter(|l| !blank(&l.text)).count();
+    if under > UNDER_BELOW_MAX {
+        return Composer::Absent;
+    }
+    Composer::Holds(text.trim().to_string())
 }
 
-/// Whether the screen tail matches the profile's busy regex.
-pub(crate) fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
-    let Some(re) = profile.and_then(|p| p.busy_regex.as_ref()) else {
+/// Index of the first of the last `n` non-blank lines.
+fn nonblank_tail_start(screen: &Screen, n: usize) -> usize {
+    let mut seen = 0;
+    for (i, l) in screen.lines.iter().enumerate().rev() {
+        if !blank(&l.text) {
+            seen += 1;
+            if seen == n {
+                return i;
+            }
+        }
+    }
+    0
+}
+
+/// The dialog the screen shows, if any (the first of the profile's
+/// dialogs whose regex matches a line).
+pub fn dialog<'r>(rules: &Rules<'r>, screen: &Screen) -> Option<&'r str> {
+    rules
+        .dialogs
+        .iter()
+        .find(|d| screen.plain_lines().any(|l| d.regex.is_match(l)))
+        .map(|d| d.name.as_str())
+}
+
+/// Whether the screen's tail matches the profile's busy regex.
+pub fn busy(rules: &Rules, screen: &Screen) -> bool {
+    let Some(re) = rules.busy else {
         return false;
     };
-    last_nonblank_lines(screen, TAIL_LINES)
-        .iter()
-        .any(|l| re.is_match(l))
+    let mut seen = 0;
+    for l in screen.plain_lines().rev() {
+        if blank(l) {
+            continue;
+        }
+        if re.is_match(l) {
+            return true;
+        }
+        seen += 1;
+        if seen == TAIL_LINES {
+            break;
+        }
+    }
+    false
 }
 
 /// Shortest piece of the doorbell that counts as the doorbell itself: a
@@ -49,23 +348,37 @@ pub(crate) fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> boo
 /// Enter on them would send it.
 const DOORBELL_PIECE: usize = 20;
 
-/// Whether `piece` is (part of) the doorbell `door`: it holds the whole
-/// doorbell (once or more), or is a start or an end of it at least
-/// [`DOORBELL_PIECE`] bytes long (or all of a shorter doorbell).
+/// Whether `piece` is (part of) the doorbell `door`: the whole doorbell
+/// (once or more, and nothing else), or a start or an end of it at least
+/// [`DOORBELL_PIECE`] bytes long (or all of a shorter doorbell). Someone's
+/// text with the doorbell glued to it is not: Enter would send theirs too.
 fn is_doorbell_piece(piece: &str, door: &str) -> bool {
     if piece.is_empty() || door.is_empty() {
         return false;
     }
     if piece.contains(door) {
-        return true;
+        return piece.replace(door, "").trim().is_empty();
     }
     piece.len() >= DOORBELL_PIECE.min(door.len())
         && (door.starts_with(piece) || door.ends_with(piece))
 }
 
-/// Whether composer text is (part of) the doorbell.
-pub(crate) fn holds_doorbell(text: &str, line: &str) -> bool {
-    is_doorbell_piece(text.trim(), line.trim())
+/// Whether composer text is (part of) the doorbell: as typed, or with the
+/// composer's line breaks (a wrapped doorbell, or the newline a swallowed
+/// Enter left after it) taken out.
+pub fn holds_doorbell(text: &str, line: &str) -> bool {
+    let door = line.trim();
+    let text = text.trim();
+    is_doorbell_piece(text, door)
+        || (text.contains('\n') && {
+            let joined: String = text.split('\n').map(str::trim).collect::<Vec<_>>().join("");
+            let spaced: String = text
+                .split('\n')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            is_doorbell_piece(joined.trim(), door) || is_doorbell_piece(spaced.trim(), door)
+        })
 }
 
 /// Prompt endings a bare cursor line may show with nothing typed after.
@@ -97,13 +410,13 @@ pub(crate) fn holds_input(cursor_line: &str) -> bool {
 /// (when tmux reports it) or else the last non-blank line still ending in
 /// the doorbell — or holding its wrapped tail — means unsent.
 pub(crate) fn unsent(
-    profile: Option<&HarnessProfile>,
-    screen: &str,
+    rules: &Rules,
+    screen: &Screen,
     cursor_line: Option<&str>,
     line: &str,
 ) -> bool {
-    if profile.and_then(|p| p.composer_regex.as_ref()).is_some() {
-        return composer_text(profile, screen).is_some_and(|t| holds_doorbell(&t, line));
+    if rules.composer.is_some() {
+        return matches!(composer(rules, screen), Composer::Holds(t) if holds_doorbell(&t, line));
     }
     let door = line.trim();
     // The cursor may sit after the doorbell's wrapped tail, however short:
@@ -115,52 +428,60 @@ pub(crate) fn unsent(
     };
     match cursor_line {
         Some(l) => shows(l),
-        None => last_nonblank_lines(screen, 1)
-            .first()
-            .is_some_and(|l| shows(l)),
+        None => screen
+            .plain_lines()
+            .rev()
+            .find(|l| !blank(l))
+            .is_some_and(shows),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+#[path = "screen_tests.rs"]
+mod tests;
 
-    #[test]
-    fn without_a_composer_regex_the_cursor_line_decides() {
-        assert!(unsent(None, "", Some("$ : ring"), ": ring"));
-        assert!(unsent(None, "", Some("ng"), ": ring"));
-        assert!(!unsent(None, ": ring\n", Some(""), ": ring"));
-        assert!(unsent(None, "x\n: ring\n\n", None, ": ring"));
-    }
+/// The reading rules of a profile (none without one).
+pub(crate) fn rules_of(profile: Option<&crate::harness::HarnessProfile>) -> Rules<'_> {
+    profile
+        .map(crate::harness::HarnessProfile::rules)
+        .unwrap_or_default()
+}
 
-    #[test]
-    fn cursor_lines_with_input_are_told_from_bare_prompts() {
-        for free in [
-            "",
-            "   ",
-            "$ ",
-            "user@host:~/src$ ",
-            "# ",
-            "> ",
-            "% ",
-            "\u{276f} ",
-            "\u{2503}  \u{2503}",
-            "(venv) me@box ~ % ",
-        ] {
-            assert!(!holds_input(free), "{free:?}");
-        }
-        for busy in [
-            "$ echo HALF",
-            "> half a thought",
-            "Loading",
-            "\u{276f} git sta",
-            // Commands that happen to end in a prompt mark.
-            "user@host:~$ echo HALF >",
-            "$ echo HALF>",
-            "root@box:/# make all #",
-            "me@box ~ % ls %",
-        ] {
-            assert!(holds_input(busy), "{busy:?}");
-        }
+/// The composer's current text, if the profile can read it.
+pub(crate) fn composer_text(
+    profile: Option<&crate::harness::HarnessProfile>,
+    screen: &str,
+) -> Option<String> {
+    match composer(&rules_of(profile), &Screen::parse(screen)) {
+        Composer::Holds(t) => Some(t),
+        Composer::Absent | Composer::Unknown => None,
     }
+}
+
+/// The dialog a profile recognises on a captured screen, by name.
+pub(crate) fn screen_dialog(
+    profile: Option<&crate::harness::HarnessProfile>,
+    screen: &str,
+) -> Option<String> {
+    dialog(&rules_of(profile), &Screen::parse(screen)).map(str::to_string)
+}
+
+/// Whether the screen tail matches the profile's busy regex.
+pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
+    busy(&rules_of(profile), &Screen::parse(screen))
+}
+
+/// [`unsent`] for a profile and a plain screen.
+pub(crate) fn unsent_plain(
+    profile: Option<&crate::harness::HarnessProfile>,
+    screen: &str,
+    cursor_line: Option<&str>,
+    line: &str,
+) -> bool {
+    unsent(
+        &rules_of(profile),
+        &Screen::parse(screen),
+        cursor_line,
+        line,
+    )
 }

@@ -19,7 +19,7 @@ use crate::home::Home;
 use crate::inbox::{self, Record};
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
-use crate::tmux::deliver::{self, Target};
+use crate::tmux::deliver::{self, Outcome, Target};
 use crate::tmux::pane::{Pane, PaneInfo};
 use crate::wakes;
 use crate::{clock, fsx};
@@ -87,13 +87,18 @@ impl Exec<'_> {
             .entry(socket.clone())
             .or_insert_with(|| panes(&socket));
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
-        if let (Action::Ring { .. }, PaneFacts::Alive { busy: false }) = (action, facts)
+        if let (Action::Ring { .. } | Action::RingOwed { .. }, PaneFacts::Alive { busy: false }) =
+            (action, facts)
             && profile.as_ref().is_some_and(|p| p.busy_regex.is_some())
             && let Ok(screen) = backend.capture(pane_id, 0)
             && crate::tmux::screen::screen_busy(profile.as_ref(), &screen)
         {
             let busy = PaneFacts::Alive { busy: true };
             action = ladder::decide(&t.pending, &t.files, busy, now, &cfg.watch);
+            if t.files.owed.is_some() {
+                // The turn may end any moment: look again soon.
+                self.due(now + OWED_RECHECK_SECS);
+            }
         }
         let id = &t.id;
         // When the tracked record was queued: a ladder wake logged before
@@ -104,10 +109,46 @@ impl Exec<'_> {
             .as_ref()
             .map(|r| r.first_line().chars().take(120).collect::<String>())
             .unwrap_or_default();
+        let ring = |ex: &mut Self, seq: u64, count: u64| {
+            let target = Target {
+                pane: (!pane_id.is_empty()).then_some(pane_id),
+                profile: profile.as_ref(),
+                busy_record: busy_rec,
+            };
+            let line = deliver::doorbell(home, id);
+            let outcome = match info {
+                // The pass's listing already holds the pane: no second query.
+                Some(p) => {
+                    deliver::deliver_to(backend.as_ref(), &target, p, &line, &cfg.send, ex.sleep)
+                }
+                None => deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, ex.sleep),
+            };
+            // A ring held back by a busy agent is owed at the turn's end.
+            if outcome == Outcome::Queued
+                && let Err(e) = ladder_io::set_owed(home, id, Some(now))
+            {
+                ex.state.warn(format!("{id}: {e}"));
+            }
+            let event = Event::WatchRang {
+                seq,
+                count,
+                doorbell: outcome.as_str(),
+            };
+            Entry::new(now, Tool::Watch, id.as_str(), event)
+                .by(ACTOR)
+                .record(home);
+            ex.due(now + cfg.watch.grace_secs);
+            ex.report.rings.push(Ring {
+                task: id.to_string(),
+                seq,
+                count,
+                outcome,
+            });
+        };
         match action {
             Action::Wait { until } => {
                 if let Some(u) = until {
-                    self.report.next_due = Some(self.report.next_due.map_or(u, |d| d.min(u)));
+                    self.due(u);
                 }
             }
             Action::Quiet { .. } => {}
@@ -126,47 +167,16 @@ impl Exec<'_> {
                     self.unwritable(id, home.ring_state(id), e, Some(seq), since);
                     return;
                 }
-                let target = Target {
-                    pane: (!pane_id.is_empty()).then_some(pane_id),
-                    profile: profile.as_ref(),
-                    busy_record: busy_rec,
-                };
-                let line = deliver::doorbell(home, id);
-                let outcome = match info {
-                    // The pass's listing already holds the pane: no second query.
-                    Some(p) => deliver::deliver_to(
-                        backend.as_ref(),
-                        &target,
-                        p,
-                        &line,
-                        &cfg.send,
-                        self.sleep,
-                    ),
-                    None => {
-                        deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, self.sleep)
-                    }
-                };
-                let event = Event::WatchRang {
-                    seq,
-                    count,
-                    doorbell: outcome.as_str(),
-                };
-                Entry::new(now, Tool::Watch, id.as_str(), event)
-                    .by(ACTOR)
-                    .record(home);
-                self.report.next_due = Some(
-                    self.report
-                        .next_due
-                        .map_or(now + cfg.watch.grace_secs, |d| {
-                            d.min(now + cfg.watch.grace_secs)
-                        }),
-                );
-                self.report.rings.push(Ring {
-                    task: id.to_string(),
-                    seq,
-                    count,
-                    outcome,
-                });
+                ring(self, seq, count);
+            }
+            Action::RingOwed { seq } => {
+                // Cleared before typing: a crash in between loses this
+                // ring (the ladder's own rings follow), never doubles it.
+                if let Err(e) = ladder_io::set_owed(home, id, None) {
+                    self.unwritable(id, home.ring_owed(id), e, None, since);
+                    return;
+                }
+                ring(self, seq, 0);
             }
             Action::Escalate { seq, rings } => {
                 let text = format!(
@@ -193,6 +203,11 @@ impl Exec<'_> {
                 self.ladder_wake(id, LadderWake::DeadAgent, &text, seq, since);
             }
         }
+    }
+
+    /// Asks for a pass at `at` (or earlier, if one is due already).
+    fn due(&mut self, at: u64) {
+        self.report.next_due = Some(self.report.next_due.map_or(at, |d| d.min(at)));
     }
 
     /// Appends a wake, runs the hook, and reports it; false when the wake
@@ -257,6 +272,9 @@ impl Exec<'_> {
         }
     }
 }
+
+/// How soon a pass looks again at a busy agent that is owed a doorbell.
+const OWED_RECHECK_SECS: u64 = 2;
 
 /// The actor of every event the watcher records.
 const ACTOR: &str = "watcher";

@@ -40,7 +40,9 @@ pub fn install_signals() {
     use signal_hook::consts::{SIGINT, SIGTERM};
     for sig in [SIGTERM, SIGINT] {
         if let Err(e) = signal_hook::flag::register_usize(sig, &STOP, sig.unsigned_abs() as usize) {
-            eprintln!("fm-watch: warning: cannot catch signal {sig}: {e}");
+            crate::output::err_line(&format!(
+                "fm-watch: warning: cannot catch signal {sig}: {e}"
+            ));
         }
     }
 }
@@ -126,7 +128,7 @@ pub fn recovered_wake(home: &Home, cfg: &Config, lock: &Lock) -> Option<Wake> {
             Some(wake)
         }
         Err(e) => {
-            eprintln!("fm-watch: warning: cannot append wake: {e}");
+            crate::output::err_line(&format!("fm-watch: warning: cannot append wake: {e}"));
             None
         }
     }
@@ -180,10 +182,10 @@ pub fn run(
 ) -> Result<End> {
     let (tx, rx) = mpsc::channel::<()>();
     let mut watcher = if opts.no_notify {
-        eprintln!(
+        crate::output::err_line(&format!(
             "fm-watch: warning: filesystem events disabled; polling every {}s",
             cfg.watch.poll_secs.max(1)
-        );
+        ));
         None
     } else {
         start_notify(home, tx)
@@ -199,7 +201,7 @@ pub fn run(
         let report = match pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("fm-watch: warning: pass failed: {e}");
+                crate::output::err_line(&format!("fm-watch: warning: pass failed: {e}"));
                 Report::default()
             }
         };
@@ -269,7 +271,9 @@ fn start_notify(home: &Home, tx: mpsc::Sender<()>) -> Option<notify::Recommended
     match started {
         Ok(w) => Some(w),
         Err(e) => {
-            eprintln!("fm-watch: warning: filesystem events unavailable ({e}); polling instead");
+            crate::output::err_line(&format!(
+                "fm-watch: warning: filesystem events unavailable ({e}); polling instead"
+            ));
             None
         }
     }

@@ -61,13 +61,16 @@ pub(crate) fn spawn(template: &[String], wake: &Wake) {
     let program = program.clone();
     let handle = std::thread::spawn(move || match cmd.run() {
         Ok(out) if out.success() => {}
-        Ok(out) => eprintln!(
+        Ok(out) => crate::output::err_line(&format!(
             "fm-watch: warning: on_wake hook {program} exited {}: {}",
             out.code()
                 .map_or_else(|| "by signal".into(), |c| c.to_string()),
             out.stderr.trim()
-        ),
-        Err(f) => eprintln!("fm-watch: warning: on_wake hook {program}: {}", f.cause),
+        )),
+        Err(f) => crate::output::err_line(&format!(
+            "fm-watch: warning: on_wake hook {program}: {}",
+            f.cause
+        )),
     });
     if let Ok(mut v) = RUNNING.lock() {
         v.retain(|h| !h.is_finished());

@@ -6,6 +6,12 @@
 //! tracked; fire-and-forget records before it are skipped, never hide it.
 //! The ladder always ends: every ring attempt counts whatever its outcome,
 //! and after `max_rings` of them comes one escalation, then quiet.
+//!
+//! A doorbell held back because the agent was busy (`.ring-owed`) is rung
+//! as soon as the agent is idle, grace or no grace: the message was queued
+//! during a turn and the turn's end is when the agent can read it. That
+//! ring is not one of the ladder's (it spends no count): it is the ring the
+//! send could not make.
 
 use serde::Serialize;
 
@@ -34,11 +40,13 @@ pub(crate) struct LadderFiles {
     pub(crate) ring: Option<RingState>,
     /// The record `.escalated` names.
     pub(crate) escalated: Option<u64>,
+    /// `.ring-owed`: when a ring was held back by a busy agent.
+    pub(crate) owed: Option<u64>,
 }
 
 impl LadderFiles {
     pub(crate) fn is_empty(&self) -> bool {
-        self.ring.is_none() && self.escalated.is_none()
+        self.ring.is_none() && self.escalated.is_none() && self.owed.is_none()
     }
 }
 
@@ -67,6 +75,8 @@ pub(crate) enum Action {
     Wait { until: Option<u64> },
     /// Ring the doorbell; this is attempt `count`.
     Ring { seq: u64, count: u64 },
+    /// Ring the doorbell a busy agent was owed (spends no count).
+    RingOwed { seq: u64 },
     /// `max_rings` attempts went unanswered: one `escalation` wake.
     Escalate { seq: u64, rings: u64 },
     /// Busy too long: one `overdue` wake.
@@ -99,9 +109,9 @@ pub(crate) fn needs_pane(
             .ring
             .filter(|r| r.seq == t.seq)
             .map_or((0, 0), |r| (r.count, r.last));
-        files.escalated != Some(t.seq)
-            && now.saturating_sub(t.at) >= cfg.grace_secs
-            && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now)
+        let ladder_due = now.saturating_sub(t.at) >= cfg.grace_secs
+            && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now);
+        files.escalated != Some(t.seq) && (files.owed.is_some() || ladder_due)
     })
 }
 
@@ -124,6 +134,18 @@ pub(crate) fn decide(
         return Action::Quiet { seq: t.seq };
     }
     let age = now.saturating_sub(t.at);
+    if files.owed.is_some() {
+        match pane {
+            PaneFacts::Alive { busy: false } => return Action::RingOwed { seq: t.seq },
+            PaneFacts::Alive { busy: true } if age <= cfg.unhandled_max_secs => {
+                return Action::Wait {
+                    until: Some(t.at + cfg.unhandled_max_secs + 1),
+                };
+            }
+            // Busy too long, or no agent to owe it to: the ladder's rules.
+            _ => {}
+        }
+    }
     if age < cfg.grace_secs {
         return Action::Wait {
             until: Some(t.at + cfg.grace_secs),
@@ -209,6 +231,7 @@ mod tests {
                         last: now,
                     });
                 }
+                Action::RingOwed { .. } => files.owed = None,
                 Action::Escalate { seq, .. }
                 | Action::Overdue { seq, .. }
                 | Action::DeadAgent { seq, .. } => files.escalated = Some(seq),
@@ -239,6 +262,7 @@ mod tests {
                 last: 270,
             }),
             escalated: None,
+            owed: None,
         };
         let cfg = cfg();
         assert!(needs_pane(&[rec(1, 0)], &files, 285, &cfg));
@@ -295,6 +319,7 @@ mod tests {
                 last: 50,
             }),
             escalated: Some(1),
+            owed: None,
         };
         let a = decide(&[rec(2, 0)], &files, ALIVE, 100, &cfg());
         assert_eq!(a, Action::Ring { seq: 2, count: 1 });
@@ -314,6 +339,7 @@ mod tests {
                 last: 180,
             }),
             escalated: None,
+            owed: None,
         };
         assert_eq!(
             decide(&[rec(1, 0)], &files, ALIVE, 200, &cfg()),
@@ -323,6 +349,52 @@ mod tests {
             decide(&[rec(1, 0)], &files, ALIVE, 270, &cfg()),
             Action::Ring { seq: 1, count: 3 }
         );
+    }
+
+    #[test]
+    fn an_owed_ring_waits_for_the_turn_to_end_then_rings_at_once() {
+        let cfg = cfg();
+        let owed = LadderFiles {
+            owed: Some(5),
+            ..LadderFiles::default()
+        };
+        let busy = PaneFacts::Alive { busy: true };
+        // Younger than grace and busy: nothing to do yet, but tmux is asked.
+        assert!(needs_pane(&[rec(1, 5)], &owed, 10, &cfg));
+        assert_eq!(
+            decide(&[rec(1, 5)], &owed, busy, 10, &cfg),
+            Action::Wait { until: Some(906) }
+        );
+        // Idle again: rung now, not 90 s after the send.
+        assert_eq!(
+            decide(&[rec(1, 5)], &owed, ALIVE, 11, &cfg),
+            Action::RingOwed { seq: 1 }
+        );
+        // The count it spends is none: the ladder's own rings follow.
+        let got = simulate(&[rec(1, 0)], ALIVE, 2000);
+        assert_eq!(got.len(), 4);
+        // Busy too long is overdue as ever; a dead agent is a dead agent.
+        assert_eq!(
+            decide(&[rec(1, 0)], &owed, busy, 901, &cfg),
+            Action::Overdue { seq: 1, age: 901 }
+        );
+        assert_eq!(
+            decide(&[rec(1, 0)], &owed, PaneFacts::Dead, 90, &cfg),
+            Action::DeadAgent {
+                seq: 1,
+                gone: false
+            }
+        );
+        // Escalated stays quiet; nothing pending clears the owed ring too.
+        let esc = LadderFiles {
+            escalated: Some(1),
+            ..owed
+        };
+        assert_eq!(
+            decide(&[rec(1, 0)], &esc, ALIVE, 95, &cfg),
+            Action::Quiet { seq: 1 }
+        );
+        assert_eq!(decide(&[], &owed, ALIVE, 95, &cfg), Action::Clear);
     }
 
     proptest::proptest! {

@@ -43,7 +43,21 @@ pub(crate) fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Erro
             None
         }
     };
-    (LadderFiles { ring, escalated }, err)
+    let owed = match shared::read_owed(home, id) {
+        Ok(o) => o,
+        Err(e) => {
+            err.get_or_insert(e);
+            None
+        }
+    };
+    (
+        LadderFiles {
+            ring,
+            escalated,
+            owed,
+        },
+        err,
+    )
 }
 
 /// Records a ring attempt (not fsynced here; see the module doc).
@@ -62,6 +76,14 @@ pub(crate) fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> 
 
 pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
     shared::clear(home, id)
+}
+
+/// Records (or, with `None`, clears) an owed doorbell.
+pub(crate) fn set_owed(home: &Home, id: &TaskId, owed: Option<u64>) -> Result<()> {
+    match owed {
+        Some(now) => shared::write_owed(home, id, now),
+        None => shared::clear_owed(home, id),
+    }
 }
 
 #[cfg(test)]

@@ -204,7 +204,7 @@ fn gather(
     if let Some(e) = err
         && target.is_some()
     {
-        eprintln!("{TOOL}: warning: {id}: {e}");
+        crate::output::err_line(&format!("{TOOL}: warning: {id}: {e}"));
     }
     let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
         TaskMeta::load(home, id)?
@@ -239,8 +239,8 @@ fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
         Err(e) => return Err(Error::io("read directory", dir, e)),
     };
-    let (ring, esc) = (home.ring_state(id), home.escalated(id));
-    let ladder_names = [ring.file_name(), esc.file_name()];
+    let (ring, esc, owed) = (home.ring_state(id), home.escalated(id), home.ring_owed(id));
+    let ladder_names = [ring.file_name(), esc.file_name(), owed.file_name()];
     for entry in rd.flatten() {
         let name = entry.file_name();
         if ladder_names.contains(&Some(name.as_os_str())) {

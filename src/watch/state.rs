@@ -39,7 +39,7 @@ impl State {
 
     pub(super) fn warn(&mut self, msg: String) {
         if self.warned.insert(msg.clone()) {
-            eprintln!("{TOOL}: warning: {msg}");
+            crate::output::err_line(&format!("{TOOL}: warning: {msg}"));
         }
     }
 }

@@ -36,7 +36,7 @@ pub fn project(h: &TestHome) -> PathBuf {
 
 /// A task with a worktree, meta and a stand-in running in a pane of `t`.
 #[track_caller]
-fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
+pub(crate) fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, String) {
     let proj = project(h);
     let wt = h.root().join("worktrees").join(id);
     git(
@@ -104,7 +104,7 @@ fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
 }
 
 #[track_caller]
-fn queue(h: &TestHome, id: &str, body: &str) {
+pub(crate) fn queue(h: &TestHome, id: &str, body: &str) {
     let home = firstmate::Home::at(&h.root()).unwrap();
     let cfg = firstmate::config::Config::default();
     let id = firstmate::TaskId::parse(id).unwrap();
@@ -399,6 +399,10 @@ fn spawn_refuses_a_scaffold_then_spawns_a_stand_in_that_acks() {
         "#{pane_id} #{window_name} #{pane_current_command}",
     ]);
     assert!(listed.contains(&format!("{pane} fm-s1 ")), "{listed}");
+    // The session spawn created holds the worker's window and nothing else
+    // (no stray shell window beside it).
+    let windows = t.run(["list-windows", "-t", "=fm", "-F", "#{window_name}"]);
+    assert_eq!(windows, "fm-s1\n");
     assert!(
         wait_until(10.0, || t.capture(&pane).contains("stand-in>")),
         "{}",

@@ -567,6 +567,8 @@ fn json_validates_against_the_documented_schema() {
     );
     h.write("state/a.inbox/001.msg", "schema=fm-inbox.v1\n--\nhi");
     meta(&h, "b", &["kind=secondmate".into()]);
+    escalated(&h, "c");
+    dead(&h, "d");
     let one = h
         .fm("crew-state")
         .args(["a", "--json"])
@@ -585,12 +587,136 @@ fn json_validates_against_the_documented_schema() {
         .json();
     check(&schema, &schema, &ghost, "$");
     let fleet = h.fm("crew-state").arg("--json").stdout_json().run().json();
-    assert_eq!(fleet.as_array().unwrap().len(), 2);
+    assert_eq!(fleet.as_array().unwrap().len(), 4);
+    let kinds: Vec<Option<&str>> = fleet
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["attention"]["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some("blocked"), None, Some("escalated"), Some("dead-agent")]
+    );
     check(&schema, &schema, &fleet, "$");
     // The checker can fail.
     let mut bad = one.clone();
     bad["state"] = "sleeping".into();
     assert!(std::panic::catch_unwind(|| check(&schema, &schema, &bad, "$")).is_err());
+}
+
+/// A task whose one pending message the watcher escalated after 3 rings.
+fn escalated(h: &TestHome, id: &str) {
+    meta(h, id, &["kind=secondmate".into()]);
+    h.write(
+        &format!("state/{id}.inbox/001.msg"),
+        "schema=fm-inbox.v1\n--\nhi",
+    );
+    h.write(
+        &format!("state/{id}.inbox/.ring-state"),
+        format!("001.msg\t3\t{}\n", now() - 30),
+    );
+    h.write(&format!("state/{id}.inbox/.escalated"), "001.msg\n");
+}
+
+/// A task whose pane is gone (its tmux server does not even run).
+fn dead(h: &TestHome, id: &str) {
+    meta(
+        h,
+        id,
+        &[
+            "kind=secondmate".into(),
+            "pane=%999".into(),
+            format!("tmux_socket=fm-test-{}-none", std::process::id()),
+        ],
+    );
+}
+
+#[test]
+fn table_and_json_say_why_a_worker_waits() {
+    let h = TestHome::new();
+    let t = now();
+    meta(&h, "q1", &["kind=secondmate".into(), "repo=shop".into()]);
+    log(
+        &h,
+        "q1",
+        &format!(
+            "needs-decision [at={}] [key=schema]: postgres or sqlite?\n",
+            t - 180
+        ),
+    );
+    escalated(&h, "q2");
+    dead(&h, "q3");
+    meta(&h, "q4", &["kind=secondmate".into()]);
+    log(&h, "q4", &format!("working [at={}]: typing\n", t - 65));
+    // An escalation that names a record no longer pending is over.
+    escalated(&h, "q5");
+    std::fs::remove_file(h.path("state/q5.inbox/001.msg")).unwrap();
+    let table = h.fm("crew-state").stdout_any().run().stdout();
+    let lines: Vec<&str> = table.lines().collect();
+    let cols = columns(lines[0]);
+    let waiting = lines[0].find("WAITING").expect("a WAITING column");
+    assert!(cols[5] < waiting && waiting < cols[6], "{}", lines[0]);
+    let cell = |row: &str| row[waiting..cols[6]].trim().to_string();
+    let of = |id: &str| *lines.iter().find(|l| l.starts_with(id)).unwrap();
+    assert_eq!(cell(of("q1")), "decision schema");
+    assert_eq!(cell(of("q2")), "1 message unread, 3 rings");
+    assert_eq!(cell(of("q3")), "dead agent");
+    assert_eq!(cell(of("q4")), "-");
+    assert_eq!(cell(of("q5")), "-");
+    assert!(of("q1").contains(" 3m ago "), "{}", of("q1"));
+    assert!(of("q4").contains(" 1m ago "), "{}", of("q4"));
+    let j = h
+        .fm("crew-state")
+        .args(["q1", "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(
+        j["attention"]["reason"],
+        "needs decision: schema \u{2014} postgres or sqlite?"
+    );
+    assert_eq!(j["attention"]["key"], "schema");
+    assert_eq!(j["project"], "shop");
+    let iso = firstmate::clock::rfc3339(t - 180);
+    assert_eq!(j["attention"]["since"], iso.as_str());
+    assert_eq!(j["current_at"], iso.as_str());
+    assert_eq!(j["open_decisions"][0]["opened_at"], iso.as_str());
+    assert_eq!(j["age_secs"].as_u64().map(|a| a >= 180), Some(true));
+    let j = h
+        .fm("crew-state")
+        .args(["q2", "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(
+        j["state"], "unknown",
+        "no pane, no log: only the escalation is known"
+    );
+    assert_eq!(j["attention"]["reason"], "1 message unread after 3 rings");
+    assert_eq!(
+        (
+            j["attention"]["rings"].as_u64(),
+            j["attention"]["unread"].as_u64()
+        ),
+        (Some(3), Some(1))
+    );
+    assert_eq!(j["attention"]["record"], "001.msg");
+    let j = h
+        .fm("crew-state")
+        .args(["q3", "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(j["attention"]["reason"], "dead agent: pane gone");
+    assert_eq!(j["pane"], "%999");
+    // The one-line form keeps its SPEC §9.1 shape.
+    h.fm("crew-state")
+        .arg("q2")
+        .stdout(format!(
+            "state: unknown{DOT}source: none{DOT}no current-state source available\n"
+        ))
+        .run();
 }
 
 #[test]

@@ -56,13 +56,18 @@ fn doctor_on_a_fresh_home_reports_every_check() {
         names,
         [
             "tmux",
+            "tmux locale",
             "git",
             "config",
             "data dir",
             "state dir",
             "tasks",
             "watcher",
-            "inotify"
+            "inotify",
+            "harness",
+            "harness",
+            "harness",
+            "harness"
         ],
         "{out}"
     );
@@ -82,7 +87,7 @@ fn doctor_on_a_fresh_home_reports_every_check() {
         .stdout_json()
         .run()
         .json();
-    assert_eq!(j.as_array().unwrap().len(), 8);
+    assert_eq!(j.as_array().unwrap().len(), 13);
     assert_eq!(j[0]["check"], "tmux");
 }
 
@@ -233,11 +238,12 @@ fn completions_and_man_pages() {
     Cmd::new(bin("fm"))
         .arg("man")
         .arg(&dir)
-        .stdout(format!("wrote 10 man pages to {}\n", dir.display()))
+        .stdout(format!("wrote 11 man pages to {}\n", dir.display()))
         .run();
     let page = std::fs::read_to_string(dir.join("fm.1")).unwrap();
     assert!(page.contains(".TH fm"));
     assert!(dir.join("fm-status.1").is_file());
+    assert!(dir.join("fm-top.1").is_file());
 }
 
 #[test]
@@ -290,7 +296,21 @@ fn doctor_without_a_home_still_checks_the_machine_and_fails_home() {
         .lines()
         .map(|l| l[5..].split(':').next().unwrap())
         .collect();
-    assert_eq!(names, ["tmux", "git", "home", "inotify"], "{out}");
+    assert_eq!(
+        names,
+        [
+            "tmux",
+            "tmux locale",
+            "git",
+            "home",
+            "inotify",
+            "harness",
+            "harness",
+            "harness",
+            "harness"
+        ],
+        "{out}"
+    );
     assert!(out.contains("fail home: "), "{out}");
 }
 
@@ -323,4 +343,80 @@ fn doctor_warns_about_a_watcher_whose_heartbeat_stopped() {
         "{}",
         r.stdout()
     );
+}
+
+/// The tmux probe runs in doctor's own environment: under cron's (`env -i`,
+/// no locale) it still reads tab-separated fields, through the runner's
+/// locale fix.
+#[test]
+fn doctor_probes_tmux_reads_in_cron_env() {
+    if !crate::harness::have_tmux() {
+        return;
+    }
+    let h = TestHome::new();
+    let path = std::env::var_os("PATH").unwrap();
+    let tmux_dir = std::env::split_paths(&path)
+        .find(|d| d.join("tmux").is_file())
+        .unwrap();
+    let r = doctor(
+        Cmd::new("env")
+            .arg("-i")
+            .arg(format!("HOME={}", h.root().display()))
+            .arg(format!("PATH=/usr/bin:/bin:{}", tmux_dir.display()))
+            .arg(format!("FM_HOME={}", h.root().display()))
+            .arg(bin("fm"))
+            .arg("doctor"),
+    );
+    let out = r.stdout();
+    assert!(
+        out.contains("ok   tmux locale: tab-separated reads survive (the locale is not UTF-8 here; firstmate runs tmux with -u and LC_CTYPE=C.UTF-8)\n"),
+        "{out}"
+    );
+}
+
+/// Each agent harness is named with its program and version: the pinned
+/// one is `ok`, another warns, a missing built-in is fine, a missing
+/// configured one warns, and an unverified profile says so.
+#[test]
+fn doctor_names_each_harness_and_its_version() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = TestHome::new();
+    let bin_dir = h.root().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let fake = |name: &str, says: &str| {
+        let p = bin_dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\necho '{says}'\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let versions = include_str!("../../scripts/agents.versions");
+    let claude = versions
+        .lines()
+        .find_map(|l| l.strip_prefix("claude="))
+        .unwrap()
+        .trim();
+    fake("claude", &format!("{claude} (Claude Code)"));
+    fake("codex", "codex-cli 0.1.0");
+    fake("opencode", "1.0.0");
+    h.write(
+        "config/firstmate.toml",
+        "[harness.mine]\nlaunch = [\"my-agent\"]\n",
+    );
+    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    let r = doctor(h.fm("fm").arg("doctor").env("PATH", &path));
+    let out = r.stdout();
+    let has = |line: &str| assert!(out.contains(&format!("{line}\n")), "{line}\n---\n{out}");
+    has(&format!(
+        "ok   harness: claude: `claude` {claude} (the version the profile is built for)"
+    ));
+    has(&format!(
+        "warn harness: codex: `codex` reports \"codex-cli 0.1.0\"; the profile is built for {} (scripts/agents.versions)",
+        versions
+            .lines()
+            .find_map(|l| l.strip_prefix("codex="))
+            .unwrap()
+            .trim()
+    ));
+    has("ok   harness: opencode: `opencode` installed; no conformance suite verifies this profile");
+    has("ok   harness: pi: `pi` not installed");
+    has("warn harness: mine: `my-agent` not installed");
 }

@@ -590,3 +590,9 @@ fn symlinked_task_data_is_refused() {
         ],
     );
 }
+
+mod fifos;
+mod locks;
+mod names;
+mod output;
+mod paths;

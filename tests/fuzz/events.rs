@@ -20,6 +20,9 @@ fn event_lines_and_task_ids() {
             prop_assert_eq!(std::path::Path::new(id.as_str()).components().count(), 1);
             prop_assert!(!id.as_str().contains("..") && !id.as_str().contains('/'));
             prop_assert!(id.as_str().len() <= 64 && !id.as_str().starts_with('.'));
+            // Never one of the home's own names under data/ or state/.
+            let lower = id.as_str().to_ascii_lowercase();
+            prop_assert!(!["board", "archive", "events", "wakes"].contains(&lower.as_str()));
         }
         Ok(())
     });

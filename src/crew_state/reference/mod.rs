@@ -18,7 +18,7 @@ use crate::tmux::pane::Tmux;
 fn old_rows(home: &Home, cfg: &Config, now: u64) -> Vec<Row> {
     let ids = home.task_ids_with_meta().unwrap();
     let (facts, _) = old::gather(home, cfg, &ids, now, &old::real_tmux, old::dod_gate);
-    facts.iter().map(Row::from_facts).collect()
+    facts.iter().map(|f| Row::from_facts(f, cfg)).collect()
 }
 
 fn new_rows(reader: &mut FleetReader, home: &Home, cfg: &Config, now: u64) -> Vec<Row> {
@@ -62,7 +62,7 @@ impl Server {
                 std::env::var_os("FM_REQUIRE_TMUX").is_none(),
                 "tmux is required (FM_REQUIRE_TMUX) but missing"
             );
-            eprintln!("skipped: tmux is not installed");
+            crate::output::err_line("skipped: tmux is not installed");
             return None;
         }
         let socket = format!("fm-test-{tag}-{}", std::process::id());

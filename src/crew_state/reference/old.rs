@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::super::facts::{Facts, Gate, GitFacts, PaneFact, RunRecord, WorktreeFact};
+use super::super::facts::{Escalation, Facts, Gate, GitFacts, PaneFact, RunRecord, WorktreeFact};
 use super::super::resolve::{Need, step};
 use crate::config::Config;
 use crate::harness;
@@ -79,6 +79,29 @@ fn read_if(idx: Option<&StateIndex>, path: &Path) -> crate::Result<Option<(Vec<u
     fsx::read_optional_mtime(path)
 }
 
+/// `.escalated` when it names one of the `pending` records, with the
+/// rings `.ring-state` counted for it (0 when it tracks another record).
+fn escalation(home: &Home, id: &TaskId, pending: &[u64]) -> crate::Result<Option<Escalation>> {
+    let Some((bytes, at)) = fsx::read_optional_mtime(&home.escalated(id))? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(record) = text.split_whitespace().next() else {
+        return Ok(None);
+    };
+    if !fsx::parse_numbered(record, inbox::EXT).is_some_and(|n| pending.contains(&n)) {
+        return Ok(None);
+    }
+    let rings = inbox::ladder_files::read_ring_state(home, id)?
+        .filter(|r| r.record == record)
+        .map_or(0, |r| r.count);
+    Ok(Some(Escalation {
+        record: record.to_string(),
+        rings,
+        at,
+    }))
+}
+
 /// Reads the per-task files; no tmux, no git.
 fn read_files(
     home: &Home,
@@ -100,7 +123,11 @@ fn read_files(
     f.run = read_if(idx, &home.run(id))?.map(|(b, m)| RunRecord::parse(&b, m));
     let inbox = home.inbox(id);
     if StateIndex::may_exist(idx, &inbox) {
-        f.inbox_pending = fsx::list_numbered(&inbox, inbox::EXT)?.len();
+        let pending = fsx::list_numbered(&inbox, inbox::EXT)?;
+        f.inbox_pending = pending.len();
+        if !pending.is_empty() {
+            f.escalated = escalation(home, id, &pending)?;
+        }
     }
     if let Some(meta) = &f.meta {
         if meta.kind.is_none() {

@@ -1,0 +1,26 @@
+//! `fm top`: the captain's cockpit, a full-screen fleet dashboard.
+//!
+//! Its rows are crew state's ([`crate::crew_state::fleet`]), sorted
+//! attention first with the reason in words ([`crate::crew_state::attention`]);
+//! its actions are the library's use cases — [`crate::inbox::send`] for a
+//! message, the status log's `resolved` line for an answer, the pane moves
+//! of [`crate::tmux::visit`] for peeking and jumping — so the dashboard
+//! decides nothing the plain tools would decide differently.
+//!
+//! - [`app`]: the state and what each key does (no terminal, no I/O).
+//! - [`view`]: one frame, drawn from the app (snapshot-tested).
+//! - [`palette`]: colours per state, or monochrome (`NO_COLOR`).
+//! - [`seen`]: the dashboard's own "seen" cursor over the wakes feed.
+//! - [`source`]: the reader thread and the filesystem watcher.
+//! - [`run`]: the terminal, the loop and the actions.
+
+pub mod app;
+pub mod palette;
+mod run;
+pub mod seen;
+pub mod source;
+pub mod view;
+
+pub use app::App;
+pub use palette::Palette;
+pub use run::{Options, run};

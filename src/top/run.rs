@@ -1,0 +1,387 @@
+//! The dashboard's loop: the terminal (raw mode, alternate screen, hidden
+//! cursor — restored on every way out: a key, a signal, an error, a panic),
+//! the events it waits on, and the actions keys ask for.
+//!
+//! The loop waits at most [`SLICE`] for a key, then takes what the reader
+//! thread and the filesystem watcher sent ([`super::source`]). A change
+//! under `state/` asks for a fresh read after [`DEBOUNCE`] (a burst of
+//! writes is one read); a read is also asked every `poll` (the fallback,
+//! and what notices a pane that died, which writes no file). The frame is
+//! drawn only when something changed or once a [`TICK`] (the ages move);
+//! ratatui writes only the cells that differ, so an unchanged frame costs
+//! no output and nothing flickers.
+//!
+//! Sending and answering ring the doorbell, which waits for the pane
+//! (`settle_ms`, `enter_wait_ms`), so they run on a thread and report
+//! back; peeking and switching the client are quick and run in place.
+//! Attaching hands the terminal to `tmux attach` and takes it back when the
+//! captain detaches.
+
+use std::io::{IsTerminal, Stdout};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::{cursor, execute, terminal};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+use super::app::{App, Effect};
+use super::palette::Palette;
+use super::source::{Msg, Source};
+use super::{seen, view};
+use crate::clock;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::events::Tool;
+use crate::home::Home;
+use crate::inbox::{self, Outgoing, Ring};
+use crate::task_id::TaskId;
+use crate::tmux::recipient::Recipient;
+use crate::tmux::visit::{self, Jump, Location};
+
+/// Longest wait for a key before looking at the other events.
+pub const SLICE: Duration = Duration::from_millis(100);
+/// How long a burst of file changes may settle before one read.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// The redraw tick (ages, a peeked screen).
+pub const TICK: Duration = Duration::from_secs(1);
+
+/// How the dashboard refreshes.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Fresh read at least this often.
+    pub poll: Duration,
+    /// Use filesystem events (else poll only).
+    pub events: bool,
+}
+
+fn io_err(e: std::io::Error) -> Error {
+    Error::io("drive the terminal", "<tty>", e)
+}
+
+/// Puts the terminal back as the shell had it.
+fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        std::io::stdout(),
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
+}
+
+/// The terminal while the dashboard owns it; dropping it restores it.
+struct Screen {
+    term: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl Screen {
+    fn enter() -> Result<Screen> {
+        terminal::enable_raw_mode().map_err(io_err)?;
+        let screen = Screen {
+            term: Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(io_err)?,
+        };
+        execute!(
+            std::io::stdout(),
+            terminal::EnterAlternateScreen,
+            cursor::Hide
+        )
+        .map_err(io_err)?;
+        Ok(screen)
+    }
+
+    /// Gives the terminal back for a while (an attached tmux client).
+    /// Taking the screen mutably keeps the hand-over with its owner.
+    #[allow(clippy::unused_self)]
+    fn suspend(&mut self) {
+        restore();
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        terminal::enable_raw_mode().map_err(io_err)?;
+        execute!(
+            std::io::stdout(),
+            terminal::EnterAlternateScreen,
+            cursor::Hide
+        )
+        .map_err(io_err)?;
+        self.term.clear().map_err(io_err)
+    }
+
+    fn draw(&mut self, app: &mut App, now: u64, p: Palette) -> Result<()> {
+        let size = self.term.size().map_err(io_err)?;
+        app.scroll_into_view(view::list_height(view::main_height(size.height)));
+        self.term
+            .draw(|f| view::draw(f, app, now, p))
+            .map_err(io_err)?;
+        Ok(())
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Runs the dashboard until `q`, Ctrl-C (130), SIGTERM or SIGHUP.
+pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(Error::usage(
+            "fm top needs a terminal; for a plain live view use fm-crew-state --watch",
+        ));
+    }
+    let palette = Palette::from_env(
+        std::env::var("NO_COLOR").ok().as_deref(),
+        std::env::var("TERM").ok().as_deref(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| Error::io("install signal handler", "<signals>", e))?;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+    watchdog(Arc::clone(&stop));
+    let mut screen = Screen::enter()?;
+    let (tx, rx) = mpsc::channel();
+    let source = Source::start(home, cfg, &tx, opts.events);
+    source.refresh();
+    let mut app = App::new(home.root().display().to_string());
+    if let Some(why) = &source.events_off {
+        app.warn(format!(
+            "filesystem events unavailable ({why}); refreshing every {}s",
+            opts.poll.as_secs_f64()
+        ));
+    }
+    let mut dirty = true;
+    let mut next_tick = Instant::now() + TICK;
+    let mut next_poll = Instant::now() + opts.poll;
+    let mut read_due: Option<Instant> = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(0);
+        }
+        if dirty {
+            screen.draw(&mut app, clock::now(), palette)?;
+            dirty = false;
+        }
+        if event::poll(SLICE).map_err(io_err)? {
+            match event::read().map_err(io_err)? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    if let Some(effect) = app.key(k) {
+                        if let Effect::Quit(code) = effect {
+                            return Ok(code);
+                        }
+                        let ctx = Ctx { home, cfg, tx: &tx };
+                        ctx.apply(effect, &mut app, &mut screen);
+                        source.refresh();
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+        }
+        while let Ok(msg) = rx.try_recv() {
+            match msg {
+                Msg::Rows {
+                    rows,
+                    warnings,
+                    new_wakes,
+                } => {
+                    app.set_rows(rows);
+                    app.new_wakes = new_wakes;
+                    if let Some(w) = warnings.first() {
+                        app.warn(format!("warning: {w}"));
+                    }
+                    dirty = true;
+                }
+                Msg::Changed => {
+                    read_due.get_or_insert(Instant::now() + DEBOUNCE);
+                }
+                Msg::Done { text, error } => {
+                    if error {
+                        app.warn(text);
+                    } else {
+                        app.say(text);
+                    }
+                    dirty = true;
+                }
+            }
+        }
+        let now = Instant::now();
+        if read_due.is_some_and(|t| now >= t) || now >= next_poll {
+            read_due = None;
+            next_poll = now + opts.poll;
+            source.refresh();
+        }
+        if now >= next_tick {
+            next_tick = now + TICK;
+            if let Some(id) = app.peeking().map(str::to_string) {
+                Ctx { home, cfg, tx: &tx }.peek(&id, &mut app);
+            }
+            dirty = true;
+        }
+    }
+}
+
+/// How long the loop has to answer a stop before the watchdog ends the
+/// process.
+const GRACE: Duration = Duration::from_millis(600);
+
+/// Once the terminal is hung up (its emulator or tmux server went away),
+/// crossterm's reader can spin inside `event::poll` (the tty reads as
+/// ready with nothing in it) and the loop never sees a signal's flag. This
+/// thread notices a hung-up terminal (its attributes can no longer be
+/// read) and a stop the loop has not answered within [`GRACE`], and ends
+/// the process itself after restoring what it can.
+fn watchdog(stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut since: Option<Instant> = None;
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            if rustix::termios::tcgetattr(std::io::stdin()).is_err() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            if stop.load(Ordering::SeqCst)
+                && since.get_or_insert_with(Instant::now).elapsed() >= GRACE
+            {
+                restore();
+                std::process::exit(0);
+            }
+        }
+    });
+}
+
+/// What an action needs.
+struct Ctx<'a> {
+    home: &'a Home,
+    cfg: &'a Config,
+    tx: &'a Sender<Msg>,
+}
+
+impl Ctx<'_> {
+    fn location(&self, id: &str) -> Result<Location> {
+        Location::load(self.home, self.cfg, &TaskId::parse(id)?)
+    }
+
+    fn apply(&self, effect: Effect, app: &mut App, screen: &mut Screen) {
+        match effect {
+            Effect::Quit(_) => {}
+            Effect::Jump { id } => match self.jump(&id, screen) {
+                Ok(msg) => app.say(msg),
+                Err(e) => app.warn(format!("{id}: {e}")),
+            },
+            Effect::Peek { id } => self.peek(&id, app),
+            Effect::OpenWakes => match seen::open(self.home) {
+                Ok(lines) => app.show_wakes(lines),
+                Err(e) => app.warn(format!("cannot read the wakes feed: {e}")),
+            },
+            Effect::Send { id, body } => {
+                app.say(format!("sending to {id}\u{2026}"));
+                self.background(move |home, cfg| {
+                    let sent = send(home, cfg, &id, &body)?;
+                    Ok(format!("{id}: {sent}"))
+                });
+            }
+            Effect::Resolve { id, key, answer } => {
+                app.say(format!("answering {id} [{key}]\u{2026}"));
+                self.background(move |home, cfg| {
+                    let body = format!("decision {key}: {answer}");
+                    let sent = send(home, cfg, &id, &body)?;
+                    let answered = crate::status::Answer {
+                        key: &key,
+                        body: answer.as_bytes(),
+                        tool: Tool::Top,
+                        actor: "captain",
+                    };
+                    let id_ = TaskId::parse(&id)?;
+                    let paused = &cfg.brief.paused_verb;
+                    crate::status::resolve_answered(home, paused, &id_, &answered, clock::now())?;
+                    Ok(format!("{id}: {sent} \u{b7} resolved {key}"))
+                });
+            }
+        }
+    }
+
+    fn peek(&self, id: &str, app: &mut App) {
+        let lines = self
+            .location(id)
+            .and_then(|loc| visit::peek(&loc.tmux(), &loc.pane, None));
+        match lines {
+            Ok(lines) => app.show_peek(id, lines),
+            Err(e) => {
+                app.mode = super::app::Mode::List;
+                app.warn(format!("{id}: cannot peek: {e}"));
+            }
+        }
+    }
+
+    fn jump(&self, id: &str, screen: &mut Screen) -> Result<String> {
+        let loc = self.location(id)?;
+        loc.info()?;
+        match visit::plan_for(&loc)? {
+            Jump::Switch => {
+                visit::switch(&loc)?;
+                Ok(format!("switched your client to {id} ({})", loc.pane))
+            }
+            Jump::Attach => {
+                screen.suspend();
+                let status = visit::attach_command(&loc).status();
+                screen.resume()?;
+                let status = status.map_err(|e| Error::External {
+                    program: "tmux".into(),
+                    msg: e.to_string(),
+                })?;
+                if status.success() {
+                    Ok(format!("back from {id}"))
+                } else {
+                    Err(Error::External {
+                        program: "tmux".into(),
+                        msg: format!("attach exited with {status}"),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Runs `job` on a thread; its answer becomes the notice.
+    fn background(&self, job: impl FnOnce(&Home, &Config) -> Result<String> + Send + 'static) {
+        let (home, cfg, tx) = (self.home.clone(), self.cfg.clone(), self.tx.clone());
+        std::thread::spawn(move || {
+            let msg = match job(&home, &cfg) {
+                Ok(text) => Msg::Done { text, error: false },
+                Err(e) => Msg::Done {
+                    text: e.to_string(),
+                    error: true,
+                },
+            };
+            let _ = tx.send(msg);
+        });
+    }
+}
+
+/// `fm-send <id> <body>`'s use case; returns `queued NNN.msg · doorbell X`.
+fn send(home: &Home, cfg: &Config, id: &str, body: &str) -> Result<String> {
+    let id = TaskId::parse(id)?;
+    inbox::validate_body(cfg, body.as_bytes())?;
+    let r = Recipient::load(home, cfg, &id)?;
+    let msg = Outgoing {
+        from: "captain",
+        body: body.as_bytes(),
+        fire_and_forget: false,
+        dedupe: false,
+    };
+    let sent = inbox::send(home, cfg, Tool::Top, &id, &msg, Ring::Now(&r), clock::now())?;
+    Ok(format!(
+        "queued {} \u{b7} doorbell {}",
+        inbox::record_name(sent.seq),
+        sent.doorbell.map_or("quiet", |d| d.as_str())
+    ))
+}

@@ -1,0 +1,361 @@
+//! Drawing one frame of the dashboard from an [`App`] at `now`: a title
+//! line, the main area (the fleet list, a peeked screen or the wakes feed,
+//! with the decision picker or the help as pop-ups), a notice or input
+//! line, and the key hints. Pure: the same app and `now` draw the same
+//! frame, which is what the snapshot tests and the redraw benchmark use.
+//! Only the rows in view are built, so a frame costs the window, not the
+//! fleet.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TRow, Table};
+
+use super::app::{App, Mode, Purpose};
+use super::palette::Palette;
+use crate::clock;
+use crate::crew_state::Row;
+
+/// The time a row's AGE shows: when its wait began, else its current line.
+fn row_time(r: &Row) -> Option<u64> {
+    r.attention
+        .as_ref()
+        .and_then(super::super::crew_state::attention::Attention::since)
+        .or(r.current_at)
+}
+
+fn ago(t: Option<u64>, now: u64) -> String {
+    match t {
+        Some(t) if t > now => format!("in {}", clock::age(t - now)),
+        Some(t) => format!("{} ago", clock::age(now - t)),
+        None => "-".into(),
+    }
+}
+
+/// Rows of the list window for a main area of `height` lines (one is the
+/// column header).
+pub fn list_height(area_height: u16) -> usize {
+    usize::from(area_height.saturating_sub(1))
+}
+
+/// The main area's height for a terminal of `height` lines.
+pub fn main_height(height: u16) -> u16 {
+    height.saturating_sub(3)
+}
+
+/// Draws the whole frame.
+pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
+    let [title, main, notice, keys] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    f.render_widget(Paragraph::new(title_line(app, now, p)), title);
+    match &app.mode {
+        Mode::Peek { id, lines } => peek(f, main, app, id, lines, p),
+        Mode::Wakes { lines, scroll } => wakes(f, main, lines, *scroll, now, p),
+        _ => list(f, main, app, now, p),
+    }
+    match &app.mode {
+        Mode::PickKey { id, keys, at } => pick(f, main, id, keys, *at, p),
+        Mode::Help => help(f, main, p),
+        _ => {}
+    }
+    f.render_widget(Paragraph::new(notice_line(app, p)), notice);
+    f.render_widget(
+        Paragraph::new(Line::styled(hints(&app.mode), p.dim())),
+        keys,
+    );
+}
+
+fn title_line(app: &App, now: u64, p: Palette) -> Line<'static> {
+    let n = app.rows().len();
+    let mut spans = vec![
+        Span::styled("fm top", p.title()),
+        Span::raw(format!(
+            " \u{b7} {} \u{b7} {n} task{}",
+            app.title,
+            plural(n)
+        )),
+    ];
+    let need = app.needing();
+    if need > 0 {
+        spans.push(Span::raw(" \u{b7} "));
+        spans.push(Span::styled(format!("{need} need you"), p.new_mark()));
+    }
+    if app.new_wakes > 0 {
+        spans.push(Span::raw(" \u{b7} "));
+        spans.push(Span::styled(
+            format!("{} new wake{} (w)", app.new_wakes, plural(app.new_wakes)),
+            p.new_mark(),
+        ));
+    }
+    if !app.filter.is_empty() {
+        spans.push(Span::raw(format!(
+            " \u{b7} filter \"{}\": {} shown",
+            app.filter,
+            app.visible_len()
+        )));
+    }
+    spans.push(Span::styled(
+        format!(" \u{b7} {}", &clock::human_utc(now)[11..]),
+        p.dim(),
+    ));
+    Line::from(spans)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn width_of<'a>(cells: impl Iterator<Item = &'a str>, min: usize, max: usize) -> u16 {
+    let w = cells.map(|c| c.chars().count()).max().unwrap_or(0);
+    w.clamp(min, max) as u16
+}
+
+fn list(f: &mut Frame, area: Rect, app: &App, now: u64, p: Palette) {
+    if !app.loaded {
+        f.render_widget(Paragraph::new("reading the fleet\u{2026}"), area);
+        return;
+    }
+    if app.visible_len() == 0 {
+        let msg = if app.rows().is_empty() {
+            "no tasks yet: write a brief and spawn a worker (fm-brief, fm-control spawn)"
+        } else {
+            "no task matches the filter (Esc clears it)"
+        };
+        f.render_widget(Paragraph::new(msg), area);
+        return;
+    }
+    let height = list_height(area.height);
+    let cursor = app.cursor();
+    let window: Vec<(usize, &Row)> = app
+        .visible()
+        .enumerate()
+        .skip(app.offset)
+        .take(height)
+        .collect();
+    let widths = [
+        Constraint::Length(1),
+        Constraint::Length(width_of(window.iter().map(|(_, r)| r.id.as_str()), 2, 28)),
+        Constraint::Length(7),
+        Constraint::Length(width_of(
+            window
+                .iter()
+                .map(|(_, r)| r.project.as_deref().unwrap_or("-")),
+            7,
+            20,
+        )),
+        Constraint::Length(8),
+        Constraint::Length(5),
+        Constraint::Length(4),
+        Constraint::Fill(1),
+    ];
+    let rows = window.iter().map(|&(i, r)| {
+        let (why, why_style) = match &r.attention {
+            Some(a) => (a.reason(), p.attention(a)),
+            None => (r.detail.clone(), Style::new()),
+        };
+        let selected = cursor == Some(i);
+        let row = TRow::new(vec![
+            Span::raw(if selected { "\u{203a}" } else { " " }),
+            Span::raw(r.id.clone()),
+            Span::styled(r.state.as_str(), p.state(r.state)),
+            Span::raw(r.project.clone().unwrap_or_else(|| "-".into())),
+            Span::raw(ago(row_time(r), now)),
+            Span::raw(r.inbox_pending.to_string()),
+            Span::raw(r.open_decisions.len().to_string()),
+            Span::styled(why, why_style),
+        ]);
+        if selected {
+            row.style(p.selected())
+        } else {
+            row
+        }
+    });
+    let header = TRow::new(vec![
+        "", "ID", "STATE", "PROJECT", "AGE", "INBOX", "OPEN", "WHY",
+    ])
+    .style(p.header());
+    f.render_widget(Table::new(rows, widths).header(header), area);
+}
+
+fn peek(f: &mut Frame, area: Rect, app: &App, id: &str, lines: &[String], p: Palette) {
+    let pane = app
+        .rows()
+        .iter()
+        .find(|r| r.id == id)
+        .and_then(|r| r.pane.clone())
+        .unwrap_or_default();
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .title(Line::styled(format!(" peek {id} {pane} "), p.title()));
+    let inner = block.inner(area);
+    let fit = usize::from(inner.height);
+    let from = lines.len().saturating_sub(fit);
+    let text: Vec<Line> = lines[from..].iter().map(|l| Line::raw(l.clone())).collect();
+    f.render_widget(Paragraph::new(text).block(block), area);
+}
+
+fn wakes(
+    f: &mut Frame,
+    area: Rect,
+    lines: &[super::seen::FeedLine],
+    scroll: usize,
+    now: u64,
+    p: Palette,
+) {
+    let block = Block::new().borders(Borders::TOP).title(Line::styled(
+        " wakes (\u{25cf} new since you last looked) ",
+        p.title(),
+    ));
+    let inner = block.inner(area);
+    let end = scroll.min(lines.len());
+    let from = end.saturating_sub(usize::from(inner.height));
+    let shown = &lines[from..end];
+    let task_w = shown
+        .iter()
+        .map(|l| l.wake.task.chars().count())
+        .max()
+        .unwrap_or(0);
+    let kind_w = shown
+        .iter()
+        .map(|l| l.wake.kind.chars().count())
+        .max()
+        .unwrap_or(0);
+    let text: Vec<Line> = shown
+        .iter()
+        .map(|l| {
+            let w = &l.wake;
+            Line::from(vec![
+                if l.new {
+                    Span::styled("\u{25cf} ", p.new_mark())
+                } else {
+                    Span::raw("  ")
+                },
+                Span::styled(format!("{:>8}  ", ago(Some(w.epoch), now)), p.dim()),
+                Span::raw(format!("{:<task_w$}  ", w.task)),
+                Span::styled(format!("{:<kind_w$}  ", w.kind), p.title()),
+                Span::raw(w.text.clone()),
+            ])
+        })
+        .collect();
+    if text.is_empty() {
+        f.render_widget(Paragraph::new("no wakes yet").block(block), area);
+    } else {
+        f.render_widget(Paragraph::new(text).block(block), area);
+    }
+}
+
+/// A centred pop-up of `w`×`h` inside `area`.
+fn popup(area: Rect, w: u16, h: u16) -> Rect {
+    let [v] = Layout::vertical([Constraint::Length(h.min(area.height))])
+        .flex(Flex::Center)
+        .areas(area);
+    let [r] = Layout::horizontal([Constraint::Length(w.min(area.width))])
+        .flex(Flex::Center)
+        .areas(v);
+    r
+}
+
+fn pick(f: &mut Frame, area: Rect, id: &str, keys: &[(String, String)], at: usize, p: Palette) {
+    let lines: Vec<Line> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, (k, t))| {
+            let l = Line::raw(format!(" {k} \u{2014} {t}"));
+            if i == at { l.style(p.selected()) } else { l }
+        })
+        .collect();
+    let w = lines.iter().map(Line::width).max().unwrap_or(20) as u16 + 4;
+    let r = popup(area, w.max(40), keys.len() as u16 + 2);
+    f.render_widget(Clear, r);
+    let block = Block::bordered().title(format!(" answer which decision of {id}? "));
+    f.render_widget(Paragraph::new(lines).block(block), r);
+}
+
+const HELP: &[(&str, &str)] = &[
+    (
+        "\u{2191}/\u{2193} j/k",
+        "move (PgUp/PgDn, g/G: page, first, last)",
+    ),
+    (
+        "Enter",
+        "jump into the worker's pane (switch-client, or attach)",
+    ),
+    ("p", "peek at the worker's screen (Esc back)"),
+    ("s", "send the worker a message (as fm-send)"),
+    (
+        "r",
+        "answer an open decision: pick the key, type the answer",
+    ),
+    ("w", "the wakes feed; marks it seen"),
+    ("/", "filter rows (id, project, state, reason); Esc clears"),
+    ("?", "this help"),
+    ("q", "quit (Ctrl-C too)"),
+];
+
+fn help(f: &mut Frame, area: Rect, p: Palette) {
+    let mut lines = vec![Line::styled(
+        "rows that need you come first: decision, blocked, approval, dialog, escalated, dead agent, failed",
+        p.dim(),
+    )];
+    lines.push(Line::raw(""));
+    for (k, what) in HELP {
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {k:<12}"), p.title()),
+            Span::raw(*what),
+        ]));
+    }
+    let w = lines.iter().map(Line::width).max().unwrap_or(40) as u16 + 2;
+    let r = popup(area, w, lines.len() as u16 + 2);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(" keys (any key closes) ")),
+        r,
+    );
+}
+
+fn notice_line(app: &App, p: Palette) -> Line<'static> {
+    if let Mode::Input { purpose, text } = &app.mode {
+        let prompt = match purpose {
+            Purpose::Send { id } => format!("send to {id} \u{203a} "),
+            Purpose::Answer { id, key } => format!("answer {id} [{key}] \u{203a} "),
+            Purpose::Filter { .. } => "filter \u{203a} ".to_string(),
+        };
+        return Line::from(vec![
+            Span::styled(prompt, p.title()),
+            Span::raw(text.clone()),
+            Span::styled("\u{2588}", p.dim()),
+        ]);
+    }
+    match &app.notice {
+        Some(n) if n.error => Line::styled(n.text.clone(), p.error()),
+        Some(n) => Line::raw(n.text.clone()),
+        None => Line::raw(""),
+    }
+}
+
+fn hints(mode: &Mode) -> &'static str {
+    match mode {
+        Mode::List => {
+            "\u{2191}\u{2193} move \u{b7} \u{23ce} jump \u{b7} p peek \u{b7} s send \u{b7} r resolve \u{b7} w wakes \u{b7} / filter \u{b7} ? help \u{b7} q quit"
+        }
+        Mode::Peek { .. } => {
+            "Esc back \u{b7} \u{23ce} jump \u{b7} s send \u{b7} r resolve (the screen refreshes every second)"
+        }
+        Mode::Input { .. } => "\u{23ce} send \u{b7} Esc cancel \u{b7} Ctrl-U clear",
+        Mode::PickKey { .. } => {
+            "\u{2191}\u{2193} choose \u{b7} \u{23ce} answer it \u{b7} Esc cancel"
+        }
+        Mode::Wakes { .. } => "\u{2191}\u{2193} scroll \u{b7} Esc back",
+        Mode::Help => "any key closes",
+    }
+}
+
+#[cfg(test)]
+#[path = "view_tests.rs"]
+mod tests;

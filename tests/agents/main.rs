@@ -1,0 +1,60 @@
+//! The real-harness conformance suite: the pinned Claude Code and Codex CLI
+//! (`scripts/agents.sh`, versions in `scripts/agents.versions`) driven
+//! through `fm-control`, `fm-send`, `fm-crew-state` and `fm-watch` in a
+//! private tmux server, their model replaced by the loopback server in
+//! `tests/model_server/` — nothing reaches the network. Each test checks
+//! what the model received: every doorbell exactly one user text block,
+//! nothing glued to it, nothing lost.
+//!
+//! Every scenario runs once per harness (`claude::<scenario>`,
+//! `codex::<scenario>`), so the pass count per harness is the number of
+//! tests under its module. A missing agent program skips a test with a
+//! printed reason, or fails it under `FM_REQUIRE_AGENTS=1`.
+//!
+//! The target is not part of a plain `cargo test` (`test = false` in
+//! Cargo.toml) until it passes: it is run by name.
+//!
+//! ```text
+//! scripts/agents.sh && FM_REQUIRE_AGENTS=1 cargo test --release --test agents
+//! ```
+
+#[path = "../cli/harness.rs"]
+mod harness;
+
+mod agents;
+mod model;
+mod scenarios;
+mod world;
+
+pub use agents::Harness;
+
+/// One `#[test]` per scenario and harness.
+macro_rules! conformance {
+    ($($scenario:ident),* $(,)?) => {
+        mod claude {
+            $(#[test] fn $scenario() { crate::scenarios::$scenario(crate::Harness::Claude) })*
+        }
+        mod codex {
+            $(#[test] fn $scenario() { crate::scenarios::$scenario(crate::Harness::Codex) })*
+        }
+    };
+}
+
+conformance!(
+    spawn_to_prompt_then_idle,
+    one_send,
+    three_quick_sends,
+    half_typed_text_is_never_sent,
+    ack_loop,
+    busy_while_streaming,
+    busy_while_silent,
+    send_while_busy_rings_when_the_turn_ends,
+    rering_then_escalation,
+    interrupt_while_busy,
+    interrupt_twice_while_idle,
+    exit,
+    relaunch_then_send,
+    dialog_folder_trust,
+    dialog_permission,
+    dialog_history,
+);

@@ -1,0 +1,436 @@
+//! The scenarios, each run against both harnesses (see `main.rs`).
+
+use std::time::Instant;
+
+use crate::Harness;
+use crate::world::{ID, Opts, Reply, World};
+
+const IDLE: &str = "state: idle · source: pane · agent alive, no status yet";
+
+fn world(h: Harness) -> Option<World> {
+    World::new(h, Opts::default())
+}
+
+/// Spawn: one window in a new session, the kickoff prompt is the model's
+/// first user turn, the hooks report the turn's end, the worktree stays
+/// clean, and the agent reads idle — and stays idle.
+pub fn spawn_to_prompt_then_idle(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    assert_eq!(
+        w.tmux(&["list-windows", "-t", "=fm", "-F", "#{window_name}"]),
+        format!("fm-{ID}\n"),
+        "the session holds the worker's window only"
+    );
+    let turns = w.model.user_turns();
+    let brief = w.home.path(&format!("data/{ID}/brief.md"));
+    assert_eq!(
+        turns.first().map(|t| t.join("")),
+        Some(format!(
+            "Read the brief at {} and follow it.",
+            brief.display()
+        )),
+        "{turns:?}"
+    );
+    // The agent's own hook wrote the record when the turn ended.
+    w.wait_for("an idle record from the agent's hook", 10.0, |w| {
+        let rec = w.home.read_string(&format!("state/{ID}.busy"));
+        rec.starts_with("idle ") && rec.trim_end().ends_with(" hook")
+    });
+    assert_eq!(
+        crate::harness::git(&w.worktree(), &["status", "--porcelain"]),
+        "",
+        "the launch left the worktree clean"
+    );
+    w.holds_for("reading idle", 3.0, |w| w.crew() == IDLE);
+}
+
+/// One send: rung at once, one user turn holding exactly the doorbell.
+pub fn one_send(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    assert_eq!(w.send("hello there"), "rang");
+    w.wait_for("the doorbell to reach the model", 20.0, |w| {
+        w.doorbells_received() == 1
+    });
+    assert!(w.last_turn_is_the_doorbell(), "{:#?}", w.model.user_turns());
+    w.wait_idle(20.0);
+    w.holds_for("one doorbell only", 2.0, |w| w.doorbells_received() == 1);
+    assert!(w.home.exists(&format!("state/{ID}.inbox/001.msg")));
+}
+
+/// Three sends in a row: each rung or held for the turn's end, never two
+/// doorbells in one block, and every message read in the end.
+pub fn three_quick_sends(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.reply(Reply::Ack);
+    w.start_watcher();
+    let mut rang = 0;
+    for n in 1..=3 {
+        match w.send(&format!("message {n}")).as_str() {
+            "rang" => rang += 1,
+            "queued" => {}
+            other => panic!("send {n}: doorbell {other}"),
+        }
+    }
+    assert!(rang >= 1);
+    w.wait_for("all three messages acknowledged", 60.0, |w| {
+        (1..=3).all(|n| {
+            w.home
+                .exists(&format!("state/{ID}.inbox/handled/{n:03}.msg"))
+        })
+    });
+    w.wait_idle(20.0);
+    let got = w.doorbells_received();
+    assert!((1..=3).contains(&got), "{got} doorbells for 3 sends");
+}
+
+/// The captain's half-typed text: the doorbell is skipped, the text is
+/// left exactly as it was and never submitted; once the captain clears it,
+/// the watcher rings.
+pub fn half_typed_text_is_never_sent(h: Harness) {
+    let Some(mut w) = World::new(
+        h,
+        Opts {
+            grace_secs: 2,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    w.spawn_ready();
+    w.type_text("half typed text");
+    w.wait_for("the text in the composer", 5.0, |w| {
+        w.screen().contains("half typed text")
+    });
+    assert_eq!(w.send("ring while the captain types"), "skipped");
+    w.start_watcher();
+    w.holds_for("the captain's text untouched", 4.0, |w| {
+        let s = w.screen();
+        s.contains("half typed text") && !s.contains("firstmate inbox")
+    });
+    assert_eq!(w.doorbells_received(), 0);
+    w.keys(&["C-u"]);
+    w.wait_for("the watcher's ring to reach the model", 30.0, |w| {
+        w.doorbells_received() == 1
+    });
+    assert!(
+        w.model
+            .requests()
+            .iter()
+            .all(|r| !r.to_string().contains("half typed")),
+        "the captain's text reached the model"
+    );
+}
+
+/// The ack loop: the model reads the doorbell and acknowledges with
+/// `fm-ack`; the record moves to handled/ and the ladder is cleared.
+pub fn ack_loop(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.reply(Reply::Ack);
+    assert_eq!(w.send("please acknowledge"), "rang");
+    w.wait_for("the model to acknowledge", 30.0, |w| {
+        w.home.exists(&format!("state/{ID}.inbox/handled/001.msg"))
+    });
+    assert!(!w.home.exists(&format!("state/{ID}.inbox/001.msg")));
+    assert_eq!(w.doorbells_received(), 1);
+    w.fm("ack")
+        .args([ID, "--list", "--json"])
+        .stdout("[]\n")
+        .run();
+}
+
+fn busy_during(w: &mut World, reply: Reply) {
+    w.spawn_ready();
+    w.reply(reply);
+    assert_eq!(w.send("take your time"), "rang");
+    w.wait_for("the doorbell to reach the model", 20.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.holds_for("reading working during the turn", 4.0, |w| {
+        w.crew()
+            .starts_with("state: working · source: pane · busy (")
+    });
+    // A send now is held for the turn's end, never typed into it.
+    assert_eq!(w.send("while you work"), "queued");
+    w.wait_idle(30.0);
+    assert_eq!(w.doorbells_received(), 1);
+}
+
+/// Busy while the answer streams (Codex shows nothing on screen then).
+pub fn busy_while_streaming(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    busy_during(&mut w, Reply::Stream(8));
+}
+
+/// Busy while the model is silent before its first token.
+pub fn busy_while_silent(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    busy_during(&mut w, Reply::Silent(8));
+}
+
+/// A send while busy is rung as soon as the turn ends (the hook's idle
+/// record wakes the watcher), not a grace period later.
+pub fn send_while_busy_rings_when_the_turn_ends(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.start_watcher();
+    w.reply(Reply::Silent(6));
+    assert_eq!(w.send("first"), "rang");
+    w.wait_for("the first doorbell at the model", 20.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.reply(Reply::Text);
+    assert_eq!(w.send("second, while busy"), "queued");
+    let busy_until = Instant::now();
+    w.wait_for("the held doorbell rung after the turn", 30.0, |w| {
+        w.doorbells_received() == 2
+    });
+    // The turn took ~6 s; grace_secs is an hour: this was the turn's end.
+    assert!(busy_until.elapsed().as_secs() < 20);
+    assert!(w.last_turn_is_the_doorbell(), "{:#?}", w.model.user_turns());
+}
+
+/// An unread message is re-rung by the watcher, then escalated once.
+pub fn rering_then_escalation(h: Harness) {
+    let Some(mut w) = World::new(
+        h,
+        Opts {
+            grace_secs: 3,
+            max_rings: 2,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    w.spawn_ready();
+    assert_eq!(w.send("are you reading?"), "rang");
+    w.start_watcher();
+    w.wait_for("one escalation wake", 60.0, |w| {
+        w.wakes("escalation").len() == 1
+    });
+    assert_eq!(w.doorbells_received(), 3, "fm-send's ring and two re-rings");
+    w.holds_for("no more rings after the escalation", 4.0, |w| {
+        w.doorbells_received() == 3 && w.wakes("escalation").len() == 1
+    });
+}
+
+/// Interrupting a busy agent: it stops, reads idle, its composer is
+/// empty, and the next doorbell is its own turn.
+pub fn interrupt_while_busy(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.reply(Reply::Silent(60));
+    assert_eq!(w.send("a long one"), "rang");
+    w.wait_for("the agent busy", 20.0, |w| {
+        w.crew().starts_with("state: working")
+    });
+    w.fm("control")
+        .args([ID, "interrupt"])
+        .stdout(format!("interrupt-delivered {ID} harness={}\n", h.name()))
+        .run();
+    w.wait_idle(10.0);
+    w.reply(Reply::Text);
+    assert_eq!(w.send("after the interrupt"), "rang");
+    w.wait_for("the next doorbell as its own turn", 20.0, |w| {
+        w.last_turn_is_the_doorbell() && w.model.main_requests().len() >= 3
+    });
+}
+
+/// Interrupting an idle agent twice: nothing to stop, so nothing is
+/// pressed — no exit, no dialog — and a doorbell still lands.
+pub fn interrupt_twice_while_idle(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    for _ in 0..2 {
+        w.fm("control")
+            .args([ID, "interrupt"])
+            .stdout(format!(
+                "interrupt-skipped {ID} harness={} (not busy)\n",
+                h.name()
+            ))
+            .run();
+    }
+    w.holds_for("the agent alive and idle", 2.0, |w| w.crew() == IDLE);
+    assert_eq!(w.send("still there?"), "rang");
+    w.wait_for("the doorbell at the model", 20.0, |w| {
+        w.doorbells_received() == 1
+    });
+}
+
+/// Exit: the agent quits on its exit command within seconds, not killed.
+pub fn exit(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    let t = Instant::now();
+    w.fm("control")
+        .args([ID, "exit"])
+        .stdout(format!("stopped {ID}\n"))
+        .run();
+    assert!(
+        t.elapsed().as_secs_f64() < 5.0,
+        "exit took {:?}",
+        t.elapsed()
+    );
+    assert!(w.pane_state().starts_with('1'), "{}", w.pane_state());
+    assert_eq!(w.crew(), "state: exited · source: pane · agent exited");
+}
+
+/// Relaunch, then a send right away: the new agent gets the doorbell
+/// exactly once — never a false `rang` into a booting screen.
+pub fn relaunch_then_send(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    let pane = w.spawn_ready();
+    w.start_watcher();
+    let t = Instant::now();
+    w.fm("control")
+        .args([ID, "relaunch", "--note", "carry on"])
+        .stdout(format!("relaunched {ID} harness={0} from={0}\n", h.name()))
+        .run();
+    assert!(
+        t.elapsed().as_secs_f64() < 8.0,
+        "relaunch took {:?}",
+        t.elapsed()
+    );
+    let outcome = w.send("right after the relaunch");
+    assert!(
+        outcome == "rang" || outcome == "queued",
+        "doorbell {outcome}"
+    );
+    w.wait_for("the doorbell in the new session", 60.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.wait_idle(30.0);
+    assert_eq!(w.doorbells_received(), 1);
+    let meta = w.home.read_string(&format!("state/{ID}.meta"));
+    assert!(meta.contains(&format!("pane={pane}\n")), "{meta}");
+}
+
+/// What every dialog must get: a send reports `dialog` and types nothing,
+/// crew state reads blocked naming it, the watcher raises one `dialog`
+/// wake (not one per pass), and the agent stays as it was.
+#[track_caller]
+fn never_typed_into(w: &World, name: &str) {
+    let requests = w.model.main_requests().len();
+    assert_eq!(w.send("anyone there?"), "dialog");
+    assert_eq!(
+        w.crew(),
+        format!("state: blocked · source: pane · waiting in a dialog: {name}")
+    );
+    // Older than grace_secs (1 s), so the watcher would ring it.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for _ in 0..2 {
+        w.fm("watch").arg("--once").stdout_any().stderr_any().run();
+    }
+    assert_eq!(w.wakes("dialog").len(), 1, "one dialog wake");
+    assert!(
+        w.wakes("dialog")[0].contains(name),
+        "{:?}",
+        w.wakes("dialog")
+    );
+    assert_eq!(
+        w.model.main_requests().len(),
+        requests,
+        "nothing reached the model"
+    );
+    assert!(!w.screen().contains("firstmate inbox"), "{}", w.screen());
+    assert!(
+        w.pane_state().starts_with('0'),
+        "the agent is still running"
+    );
+}
+
+fn dialog_world(h: Harness, trusted: bool, approval: &'static str) -> Option<World> {
+    World::new(
+        h,
+        Opts {
+            trusted,
+            approval,
+            grace_secs: 1,
+            ..Opts::default()
+        },
+    )
+}
+
+/// The folder-trust dialog (its preselected answer exits Claude Code):
+/// never answered by a doorbell; once the captain trusts, the watcher rings.
+pub fn dialog_folder_trust(h: Harness) {
+    let Some(mut w) = dialog_world(h, false, "bypass") else {
+        return;
+    };
+    w.spawn();
+    w.wait_for("the trust dialog", 30.0, |w| {
+        w.crew().ends_with("waiting in a dialog: trust")
+    });
+    never_typed_into(&w, "trust");
+    match h {
+        // "No, exit" is preselected.
+        Harness::Claude => w.keys(&["Down", "Enter"]),
+        Harness::Codex => w.keys(&["Enter"]),
+    }
+    w.start_watcher();
+    w.wait_for("the doorbell after the captain trusted", 60.0, |w| {
+        w.doorbells_received() == 1
+    });
+}
+
+/// A permission (approval) prompt: the doorbell's Enter must never
+/// approve it.
+pub fn dialog_permission(h: Harness) {
+    let Some(mut w) = dialog_world(h, true, "prompt") else {
+        return;
+    };
+    w.spawn_ready();
+    let probe = w.worktree().join("approved.txt");
+    let cmd: &'static str = Box::leak(format!("echo yes > {}", probe.display()).into_boxed_str());
+    w.reply(Reply::Command(cmd));
+    assert_eq!(w.send("run it"), "rang");
+    let name = match h {
+        Harness::Claude => "permission",
+        Harness::Codex => "approval",
+    };
+    w.wait_for("the permission prompt", 30.0, |w| {
+        w.crew().ends_with(&format!("waiting in a dialog: {name}"))
+    });
+    w.reply(Reply::Text);
+    never_typed_into(&w, name);
+    assert!(!probe.exists(), "nobody approved the command");
+    w.keys(&["Escape"]);
+    w.wait_idle(20.0);
+    assert!(!probe.exists(), "nobody approved the command");
+}
+
+/// History dialogs the keyboard can open on an idle agent: Claude Code's
+/// rewind (Esc Esc) and transcript (Ctrl-O); Codex's backtrack (Esc Esc).
+pub fn dialog_history(h: Harness) {
+    let Some(mut w) = dialog_world(h, true, "bypass") else {
+        return;
+    };
+    w.spawn_ready();
+    let (name, keys): (&str, &[&str]) = match h {
+        Harness::Claude => ("rewind", &["Escape", "Escape"]),
+        Harness::Codex => ("backtrack", &["Escape", "Escape"]),
+    };
+    w.keys(keys);
+    w.wait_for("the dialog", 10.0, |w| {
+        w.crew().ends_with(&format!("waiting in a dialog: {name}"))
+    });
+    never_typed_into(&w, name);
+    w.keys(&["Escape"]);
+    if h == Harness::Claude {
+        w.wait_idle(10.0);
+        w.keys(&["C-o"]);
+        w.wait_for("the transcript", 10.0, |w| {
+            w.crew().ends_with("waiting in a dialog: transcript")
+        });
+        assert_eq!(w.send("and now?"), "dialog");
+        w.keys(&["Escape"]);
+    }
+    w.wait_idle(10.0);
+    w.start_watcher();
+    w.wait_for("the doorbell once the dialog closed", 30.0, |w| {
+        w.doorbells_received() == 1
+    });
+}

@@ -1,0 +1,529 @@
+//! One test's world: a firstmate home whose config points the real agent
+//! at a loopback model server, a throwaway agent home (HOME, `CODEX_HOME`),
+//! a git project, and a private tmux server (`tmux -L fm-agents-<pid>-<n>`)
+//! that `fm-control spawn` starts and the world kills on drop.
+//!
+//! Everything the agent needs to run offline lives in the agent home (what
+//! a captain's own `~/.claude.json` or `~/.codex/config.toml` would hold:
+//! onboarding done, the model provider, a trusted worktree); everything
+//! firstmate adds at launch — the approval posture, the busy/idle hooks —
+//! comes from firstmate's own profile, which the test leaves at its
+//! defaults except for the program path and the environment.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::agents::Harness;
+use crate::harness::{Cmd, Started, TestHome, bin, git, wait_until};
+use crate::model::ModelServer;
+
+/// The task every test works on.
+pub const ID: &str = "t1";
+
+/// Claude Code remembers an approved API key by its last 20 characters.
+const API_KEY: &str = "sk-ant-fm-loopback-test-key-000000000000";
+
+/// How the world is set up.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    /// The worktree is trusted in the agent's own config (no trust dialog).
+    pub trusted: bool,
+    /// `[harness.<h>] approval`: `bypass` (the default) or `prompt`.
+    pub approval: &'static str,
+    /// `[watch]` `grace_secs` and `max_rings`.
+    pub grace_secs: u64,
+    pub max_rings: u64,
+}
+
+impl Default for Opts {
+    fn default() -> Opts {
+        Opts {
+            trusted: true,
+            approval: "bypass",
+            grace_secs: 3600,
+            max_rings: 3,
+        }
+    }
+}
+
+/// What the model answers a doorbell with.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A short text; the message stays unread.
+    Text,
+    /// Runs `fm-ack t1 --through …` through its shell tool, then answers.
+    Ack,
+    /// Silent this many seconds before the first token, then answers.
+    Silent(u32),
+    /// Streams its answer over this many seconds.
+    Stream(u32),
+    /// Runs this command through its shell tool (escalated for Codex).
+    Command(&'static str),
+}
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+pub struct World {
+    pub h: Harness,
+    pub home: TestHome,
+    pub socket: String,
+    pub model: ModelServer,
+    pub agent_home: PathBuf,
+    pub project: PathBuf,
+    pub pane: String,
+    watcher: Option<Started>,
+    _scratch: tempfile::TempDir,
+}
+
+impl World {
+    /// A world for `h`, or `None` when the program (or tmux, python3) is
+    /// missing and not required.
+    #[track_caller]
+    pub fn new(h: Harness, opts: Opts) -> Option<World> {
+        let program = h.require()?;
+        if !crate::harness::have_tmux() || !crate::harness::have_python() {
+            return None;
+        }
+        let scratch = tempfile::Builder::new()
+            .prefix("fm-agents-")
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path().canonicalize().unwrap();
+        let home = TestHome::new();
+        let socket = format!(
+            "fm-agents-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let model = ModelServer::start(&dir, &rules(&Reply::Text));
+        let agent_home = dir.join("agent-home");
+        std::fs::create_dir_all(&agent_home).unwrap();
+        let project = dir.join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        std::fs::write(project.join("README.md"), "a project\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "init"]);
+        let w = World {
+            h,
+            home,
+            socket,
+            model,
+            agent_home,
+            project,
+            pane: String::new(),
+            watcher: None,
+            _scratch: scratch,
+        };
+        w.write_agent_home(&opts);
+        w.write_config(&program, &opts);
+        Some(w)
+    }
+
+    /// The worktree `fm-control spawn` creates for the task.
+    pub fn worktree(&self) -> PathBuf {
+        self.home.root().join("worktrees").join(ID)
+    }
+
+    fn write_agent_home(&self, opts: &Opts) {
+        let wt = self.worktree().display().to_string();
+        match self.h {
+            Harness::Claude => {
+                let mut projects = serde_json::Map::new();
+                if opts.trusted {
+                    projects.insert(
+                        wt,
+                        json!({"hasTrustDialogAccepted": true,
+                               "hasCompletedProjectOnboarding": true,
+                               "allowedTools": []}),
+                    );
+                }
+                let state = json!({
+                    "hasCompletedOnboarding": true,
+                    "lastOnboardingVersion": self.h.version(),
+                    "lastReleaseNotesSeen": self.h.version(),
+                    "numStartups": 1,
+                    "theme": "dark",
+                    "autoUpdates": false,
+                    "customApiKeyResponses": {"approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []},
+                    "projects": projects,
+                });
+                std::fs::write(
+                    self.agent_home.join(".claude.json"),
+                    serde_json::to_vec_pretty(&state).unwrap(),
+                )
+                .unwrap();
+                std::fs::create_dir_all(self.agent_home.join(".claude")).unwrap();
+                std::fs::write(
+                    self.agent_home.join(".claude/settings.json"),
+                    r#"{"autoUpdates": false, "includeCoAuthoredBy": false}"#,
+                )
+                .unwrap();
+            }
+            Harness::Codex => {
+                let ch = self.agent_home.join(".codex");
+                std::fs::create_dir_all(&ch).unwrap();
+                let mut cfg = format!(
+                    r#"model = "gpt-5.5"
+model_provider = "fmloop"
+check_for_update_on_startup = false
+model_reasoning_effort = "low"
+
+[model_providers.fmloop]
+name = "fm loopback"
+base_url = "http://127.0.0.1:{port}/v1"
+env_key = "FM_LOOPBACK_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+supports_websockets = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[notice]
+hide_full_access_warning = true
+hide_rate_limit_model_nudge = true
+
+[notice.model_migrations]
+"gpt-5.5" = "gpt-6-sol"
+"#,
+                    port = self.model.port
+                );
+                if opts.trusted {
+                    cfg.push_str(&format!(
+                        "\n[projects.\"{wt}\"]\ntrust_level = \"trusted\"\n"
+                    ));
+                }
+                std::fs::write(ch.join("config.toml"), cfg).unwrap();
+            }
+        }
+    }
+
+    /// The agent's environment: its throwaway home and the loopback model.
+    fn agent_env(&self) -> Vec<String> {
+        let home = self.agent_home.display().to_string();
+        let mut env = vec![format!("HOME={home}"), "LANG=C.UTF-8".into()];
+        match self.h {
+            Harness::Claude => env.extend([
+                format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{}", self.model.port),
+                format!("ANTHROPIC_API_KEY={API_KEY}"),
+                "DISABLE_AUTOUPDATER=1".into(),
+                "DISABLE_TELEMETRY=1".into(),
+                "DISABLE_ERROR_REPORTING=1".into(),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into(),
+                "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1".into(),
+                "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1".into(),
+            ]),
+            Harness::Codex => env.extend([
+                format!("CODEX_HOME={home}/.codex"),
+                format!("FM_LOOPBACK_API_KEY={API_KEY}"),
+            ]),
+        }
+        env
+    }
+
+    fn write_config(&self, program: &Path, opts: &Opts) {
+        let toml_list = |v: &[String]| {
+            let items: Vec<String> = v.iter().map(|s| toml_str(s)).collect();
+            format!("[{}]", items.join(", "))
+        };
+        let mut launch = vec![program.display().to_string()];
+        if self.h == Harness::Codex {
+            launch.push("--no-daemon".into());
+        }
+        launch.push("Read the brief at {brief} and follow it.".into());
+        let cfg = format!(
+            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\nenv = {env}\napproval = {approval}\n",
+            socket = toml_str(&self.socket),
+            grace = opts.grace_secs,
+            rings = opts.max_rings,
+            name = self.h.name(),
+            launch = toml_list(&launch),
+            env = toml_list(&self.agent_env()),
+            approval = toml_str(opts.approval),
+        );
+        self.home.write("config/firstmate.toml", cfg);
+    }
+
+    /// PATH for every tool and the agent: the built binaries first.
+    fn path() -> String {
+        let bins = bin("fm").parent().unwrap().display().to_string();
+        format!("{bins}:/usr/local/bin:/usr/bin:/bin")
+    }
+
+    /// `fm-<tool>` against this world's home.
+    pub fn fm(&self, tool: &str) -> Cmd {
+        Cmd::new(bin(&format!("fm-{tool}")))
+            .env("FM_HOME", self.home.root())
+            .env("PATH", Self::path())
+    }
+
+    /// Writes the brief and spawns the agent; returns the pane id.
+    #[track_caller]
+    pub fn spawn(&mut self) -> String {
+        self.fm("brief")
+            .args([
+                ID,
+                "conformance",
+                "--mode",
+                "local-only",
+                "--force",
+                "--intent",
+                "answer the captain",
+                "--spec",
+                "nothing to build",
+            ])
+            .stdout_any()
+            .run();
+        let out = self
+            .fm("control")
+            .args([ID, "spawn", "--project"])
+            .arg(&self.project)
+            .args(["--harness", self.h.name()])
+            .stdout_regex(&format!(
+                r"^spawned {ID} pane=%\d+ worktree=\S+ harness={}\n$",
+                self.h.name()
+            ))
+            .run()
+            .stdout();
+        self.pane = out
+            .split("pane=")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .unwrap()
+            .to_string();
+        self.pane.clone()
+    }
+
+    /// Spawns and waits until the agent answered its kickoff prompt and
+    /// reads idle.
+    #[track_caller]
+    pub fn spawn_ready(&mut self) -> String {
+        let pane = self.spawn();
+        self.wait_for("the kickoff prompt to reach the model", 60.0, |w| {
+            w.model
+                .user_blocks()
+                .iter()
+                .any(|b| b.starts_with("Read the brief at "))
+        });
+        self.wait_idle(30.0);
+        pane
+    }
+
+    /// Waits until `fm-crew-state` reads idle.
+    #[track_caller]
+    pub fn wait_idle(&self, secs: f64) {
+        self.wait_for("the agent to read idle", secs, |w| {
+            w.crew().starts_with("state: idle")
+        });
+    }
+
+    /// `fm-crew-state t1`, one line.
+    pub fn crew(&self) -> String {
+        self.fm("crew-state")
+            .arg(ID)
+            .stdout_any()
+            .run()
+            .stdout()
+            .trim_end()
+            .to_string()
+    }
+
+    /// `fm-send t1 <text>`: returns the doorbell outcome it reported.
+    #[track_caller]
+    pub fn send(&self, text: &str) -> String {
+        let out = self
+            .fm("send")
+            .args([ID, text])
+            .stdout_regex(&format!(r"^queued {ID} \d{{3}}\.msg · doorbell [a-z-]+\n$"))
+            .stderr_any()
+            .run()
+            .stdout();
+        out.trim_end().rsplit(' ').next().unwrap().to_string()
+    }
+
+    /// The doorbell line firstmate types for the task.
+    pub fn doorbell(&self) -> String {
+        let home = firstmate::Home::at(&self.home.root()).unwrap();
+        firstmate::tmux::deliver::doorbell(&home, &firstmate::TaskId::parse(ID).unwrap())
+    }
+
+    /// How many user text blocks of the conversation are the doorbell.
+    /// Fails the test if any block holds the doorbell with anything else
+    /// (glued to other text) or a piece of it.
+    #[track_caller]
+    pub fn doorbells_received(&self) -> usize {
+        let door = self.doorbell();
+        let blocks = self.model.user_blocks();
+        for b in &blocks {
+            if b.contains("firstmate inbox") {
+                assert_eq!(b.trim(), door, "a user block holds more than the doorbell");
+            }
+        }
+        blocks.iter().filter(|b| b.trim() == door).count()
+    }
+
+    /// The last user turn is exactly one doorbell.
+    pub fn last_turn_is_the_doorbell(&self) -> bool {
+        let door = self.doorbell();
+        self.model
+            .user_turns()
+            .last()
+            .is_some_and(|t| t.len() == 1 && t[0].trim() == door)
+    }
+
+    /// Sets what the model answers a doorbell with.
+    pub fn reply(&self, r: Reply) {
+        self.model.set_rules(&rules(&r));
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The pane's visible screen, plain.
+    pub fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-J", "-t", &self.pane])
+    }
+
+    /// Types `text` into the pane as the captain would.
+    pub fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", &self.pane, "-l", text]);
+    }
+
+    /// Presses keys in the pane as the captain would.
+    pub fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.tmux(&["send-keys", "-t", &self.pane, k]);
+        }
+    }
+
+    /// `pane_dead pane_current_command` of the task's pane.
+    pub fn pane_state(&self) -> String {
+        self.tmux(&[
+            "display-message",
+            "-p",
+            "-t",
+            &self.pane,
+            "#{pane_dead} #{pane_current_command}",
+        ])
+        .trim()
+        .to_string()
+    }
+
+    /// The lines of `state/wakes.log` of `kind`.
+    pub fn wakes(&self, kind: &str) -> Vec<String> {
+        let path = self.home.path("state/wakes.log");
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.split('\t').nth(3) == Some(kind))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Starts the watcher daemon (stopped on drop).
+    pub fn start_watcher(&mut self) {
+        let w = self
+            .fm("watch")
+            .stdout_any()
+            .stderr_any()
+            .status_any()
+            .start();
+        self.watcher = Some(w);
+    }
+
+    /// The watcher daemon's output so far.
+    pub fn watcher_out(&self) -> String {
+        self.watcher
+            .as_ref()
+            .map(super::harness::Started::stdout_so_far)
+            .unwrap_or_default()
+    }
+
+    /// Polls `f` until it holds, failing with the screen and the model's
+    /// view when it never does.
+    #[track_caller]
+    pub fn wait_for(&self, what: &str, secs: f64, mut f: impl FnMut(&World) -> bool) {
+        assert!(
+            wait_until(secs, || f(self)),
+            "{}: gave up after {secs} s waiting for {what}\n--- crew state\n{}\n--- screen\n{}\n--- user turns\n{:#?}\n--- watcher\n{}",
+            self.h.name(),
+            self.crew(),
+            self.screen(),
+            self.model.user_turns(),
+            self.watcher_out()
+        );
+    }
+
+    /// Holds `f` true for `secs` (checked every 100 ms); fails at the first
+    /// moment it is false.
+    #[track_caller]
+    pub fn holds_for(&self, what: &str, secs: f64, mut f: impl FnMut(&World) -> bool) {
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < end {
+            assert!(
+                f(self),
+                "{}: {what} stopped holding\n--- crew state\n{}\n--- screen\n{}\n--- user turns\n{:#?}",
+                self.h.name(),
+                self.crew(),
+                self.screen(),
+                self.model.user_turns()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if let Some(w) = self.watcher.take() {
+            w.signal(libc::SIGTERM);
+            drop(w);
+        }
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// A TOML basic string.
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// The model's rule file: the kickoff prompt gets a short answer; a
+/// doorbell gets `r`.
+pub fn rules(r: &Reply) -> Value {
+    let ack = format!("fm-ack {ID} --through 999999");
+    let doorbell = match r {
+        Reply::Text => json!({"text": "noted"}),
+        Reply::Ack => json!({"command": ack, "then": "acked"}),
+        Reply::Silent(s) => json!({"silent": s, "text": "finished after silence"}),
+        Reply::Stream(s) => json!({"stream_secs": s, "chunks": s * 4,
+            "text": "Streaming line one of the answer.\nLine two goes on with more words.\nLine three.\nLine four.\nLine five ends it."}),
+        Reply::Command(c) => json!({"command": c, "sandbox_permissions": "require_escalated",
+            "justification": "the test asks for it", "then": "ran it"}),
+    };
+    json!({
+        "default": {"text": "ok"},
+        "side_default": {"text": "A title"},
+        "rules": [
+            {"name": "doorbell", "match": "firstmate inbox: new mail in", "action": doorbell},
+            {"name": "kickoff", "match": "Read the brief at ", "action": {"text": "read it"}},
+        ]
+    })
+}

@@ -1,0 +1,375 @@
+//! Notifications: the watcher's wakes reach a loopback HTTP receiver the
+//! test runs, a real tmux client (a pane of a second private server
+//! running `tmux attach`), a command and a desktop notifier on `PATH` —
+//! once per wake, retried after a failure, never holding up the watcher.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::harness::{Cmd, Started, TestHome, Tmux, wait_for, wait_until};
+
+const SECS: f64 = 15.0;
+
+/// What the receiver answers each request, in order; the last one is
+/// repeated.
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    Fail,
+    Ok,
+    /// Read the request, never answer.
+    Hang,
+}
+
+/// A loopback HTTP receiver recording every request's head and body.
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl Receiver {
+    fn start(answers: &[Answer]) -> Receiver {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/fleet", l.local_addr().unwrap());
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&got);
+        let answers = answers.to_vec();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for (n, conn) in l.incoming().enumerate() {
+                let Ok(mut s) = conn else { continue };
+                let (head, body) = read_request(&mut s);
+                sink.lock().unwrap().push((head, body));
+                match answers[n.min(answers.len() - 1)] {
+                    Answer::Fail => {
+                        let _ = s.write_all(b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n");
+                    }
+                    Answer::Ok => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+                    }
+                    Answer::Hang => held.push(s),
+                }
+            }
+        });
+        Receiver { url, got }
+    }
+
+    fn requests(&self) -> Vec<(String, String)> {
+        self.got.lock().unwrap().clone()
+    }
+}
+
+fn read_request(s: &mut std::net::TcpStream) -> (String, String) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..i]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < i + 4 + len {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let body = String::from_utf8_lossy(&buf[i + 4..]).into_owned();
+            return (head, body);
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return (String::from_utf8_lossy(&buf).into_owned(), String::new()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// A home whose `[notify]` section is `notify`, with `notify-send` and a
+/// command that each append what they were given to a file.
+struct Setup {
+    h: TestHome,
+    bin: PathBuf,
+}
+
+impl Setup {
+    fn new(socket: &str, notify: &str) -> Setup {
+        let h = TestHome::new();
+        let bin = h.path("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let ns = bin.join("notify-send");
+        std::fs::write(
+            &ns,
+            format!(
+                "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {}\n",
+                h.path("desktop.out").display(),
+                h.path("desktop.out").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&ns, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let out = h.path("command.out");
+        h.write(
+            "config/firstmate.toml",
+            format!(
+                "[tmux]\nsocket = \"{socket}\"\n[notify]\ncommand = [\"sh\", \"-c\", \"printf '%s|%s|%s\\\\n' \\\"$1\\\" \\\"$2\\\" \\\"$3\\\" >> {}\", \"sh\", \"{{task}}\", \"{{kind}}\", \"{{text}}\"]\n{notify}",
+                out.display()
+            ),
+        );
+        Setup { h, bin }
+    }
+
+    fn watch(&self) -> Cmd {
+        let path = format!(
+            "{}:{}",
+            self.bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        self.h
+            .fm("watch")
+            .env("PATH", path)
+            .env("FM_WATCH_POLL_SECS", "30")
+    }
+
+    fn daemon(&self) -> Started {
+        let d = self.watch().stdout_any().stderr_any().start();
+        wait_for("the watcher to start", SECS, || {
+            d.stderr_so_far().contains("watching")
+        });
+        d
+    }
+
+    fn status(&self, id: &str, line: &str) {
+        let rel = format!("state/{id}.status");
+        let mut log = if self.h.exists(&rel) {
+            self.h.read_string(&rel)
+        } else {
+            String::new()
+        };
+        log.push_str(line);
+        log.push('\n');
+        self.h.write(&rel, log);
+    }
+
+    fn lines(&self, rel: &str) -> Vec<String> {
+        if !self.h.exists(rel) {
+            return Vec::new();
+        }
+        self.h.read_string(rel).lines().map(String::from).collect()
+    }
+}
+
+fn now() -> u64 {
+    firstmate::clock::now()
+}
+
+#[test]
+fn a_decision_reaches_every_channel_once_and_a_failure_is_retried() {
+    let Some(workers) = Tmux::start() else { return };
+    let Some(outer) = Tmux::start() else { return };
+    // The captain's client: attached to the workers' server, shown in a
+    // pane of another server.
+    let client = outer.window(
+        "captain",
+        &[
+            "env",
+            "-u",
+            "TMUX",
+            "tmux",
+            "-L",
+            &workers.socket,
+            "attach-session",
+            "-t",
+            "fm-test",
+        ],
+    );
+    wait_for("the client to attach", SECS, || {
+        !workers.run(["list-clients"]).trim().is_empty()
+    });
+    let r = Receiver::start(&[Answer::Fail, Answer::Ok]);
+    let s = Setup::new(
+        &workers.socket,
+        &format!(
+            "tmux = true\ntmux_display_ms = 0\ndesktop = true\nurl = \"{}\"\nurl_timeout_ms = 3000\nretry_secs = 1\n",
+            r.url
+        ),
+    );
+    let d = s.daemon();
+    s.status(
+        "schema",
+        &format!(
+            "needs-decision [at={}] [key=db]: postgres or sqlite?",
+            now()
+        ),
+    );
+    // The receiver failed the first POST; the retry a second later lands.
+    wait_for("the retried POST", SECS, || r.requests().len() >= 2);
+    let reqs = r.requests();
+    for (head, body) in &reqs {
+        assert!(head.starts_with("POST /fleet HTTP/1.1\r\n"), "{head}");
+        assert!(
+            head.contains("\r\nTitle: firstmate: schema needs-decision"),
+            "{head}"
+        );
+        assert_eq!(body, "needs-decision key=db: postgres or sqlite?");
+    }
+    wait_for("the command", SECS, || !s.lines("command.out").is_empty());
+    assert_eq!(
+        s.lines("command.out"),
+        ["schema|needs-decision|needs-decision key=db: postgres or sqlite?"]
+    );
+    wait_for("the desktop notification", SECS, || {
+        !s.lines("desktop.out").is_empty()
+    });
+    assert_eq!(
+        s.lines("desktop.out"),
+        [
+            "-a|firstmate|firstmate: schema needs-decision|needs-decision key=db: postgres or sqlite?|"
+        ]
+    );
+    wait_for("the message in the captain's client", SECS, || {
+        outer
+            .capture(&client)
+            .contains("firstmate: schema needs-decision: needs-decision key=db")
+    });
+    wait_for("the bell in the captain's terminal", SECS, || {
+        outer
+            .run([
+                "display-message",
+                "-p",
+                "-t",
+                &client,
+                "#{window_bell_flag}",
+            ])
+            .trim()
+            == "1"
+    });
+    // A done is not asked for; a blocked is, and only it goes out.
+    s.status("docs", &format!("done [at={}]: shipped", now()));
+    s.status(
+        "schema",
+        &format!("blocked [at={}] [key=net]: no network", now()),
+    );
+    wait_for("the second command", SECS, || {
+        s.lines("command.out").len() >= 2
+    });
+    wait_until(1.0, || false);
+    assert_eq!(
+        s.lines("command.out")[1..],
+        ["schema|blocked|blocked key=net: no network"]
+    );
+    assert_eq!(r.requests().len(), 3, "one POST per wake after the retry");
+    let d = {
+        d.signal(libc::SIGTERM);
+        d.wait(10.0)
+    };
+    let err = d.stderr();
+    assert!(
+        err.contains(
+            "fm-watch: warning: notify http failed (attempt 1): the server answered \"HTTP/1.1 500 Oops\"; 1 wake(s) kept, retrying in 1s"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("notify http failed").count(), 1, "{err}");
+    // A new watcher resumes from each channel's cursor: nothing again.
+    let d = s.daemon();
+    wait_until(2.5, || false);
+    d.signal(libc::SIGTERM);
+    d.wait(10.0);
+    assert_eq!(s.lines("command.out").len(), 2);
+    assert_eq!(s.lines("desktop.out").len(), 2);
+    assert_eq!(r.requests().len(), 3);
+    for c in ["tmux", "desktop", "http", "command"] {
+        assert!(s.h.exists(&format!("state/.notify-{c}.cursor")), "{c}");
+    }
+}
+
+#[test]
+fn a_hanging_receiver_never_holds_the_watcher_and_cron_runs_deliver() {
+    let Some(workers) = Tmux::start() else { return };
+    let r = Receiver::start(&[Answer::Hang]);
+    let s = Setup::new(
+        &workers.socket,
+        &format!("url = \"{}\"\nurl_timeout_ms = 4000\n", r.url),
+    );
+    let d = s.daemon();
+    s.status("a", &format!("failed [at={}]: gave up", now()));
+    wait_for("the POST", SECS, || r.requests().len() == 1);
+    // While the POST hangs, the watcher's passes go on.
+    s.status("b", &format!("blocked [at={}]: stuck", now()));
+    let wakes = || s.h.read_string("state/wakes.log");
+    wait_for("b's wake while the POST hangs", 2.0, || {
+        wakes().contains("\tb\tstatus\t")
+    });
+    assert_eq!(r.requests().len(), 1, "still the first POST");
+    // The command channel delivered both meanwhile.
+    wait_for("both commands", SECS, || s.lines("command.out").len() == 2);
+    wait_for("the timeout and the logged failure", SECS, || {
+        d.stderr_so_far()
+            .contains("notify http failed (attempt 1): no answer within 4000ms")
+    });
+    d.signal(libc::SIGTERM);
+    d.wait(10.0);
+    // fm-watch --once (cron) delivers what the daemon could not.
+    let ok = Receiver::start(&[Answer::Ok]);
+    s.watch()
+        .env("FM_NOTIFY_URL", &ok.url)
+        .arg("--once")
+        .stdout_any()
+        .stderr("")
+        .run();
+    let reqs = ok.requests();
+    assert_eq!(reqs.len(), 1, "one POST for the two kept wakes");
+    assert!(
+        reqs[0].0.contains("\r\nTitle: firstmate: 2 wakes"),
+        "{}",
+        reqs[0].0
+    );
+    assert_eq!(
+        reqs[0].1,
+        "a failed: failed: gave up\nb blocked: blocked: stuck"
+    );
+    s.watch()
+        .env("FM_NOTIFY_URL", &ok.url)
+        .arg("--once")
+        .stdout_any()
+        .stderr("")
+        .run();
+    assert_eq!(ok.requests().len(), 1, "nothing twice");
+}
+
+#[test]
+fn a_wake_past_its_age_is_dropped_with_a_log_line_and_a_first_run_skips_history() {
+    let Some(workers) = Tmux::start() else { return };
+    let s = Setup::new(&workers.socket, "max_age_secs = 60\n");
+    // History from before notifications were on: not replayed.
+    s.h.write(
+        "state/wakes.log",
+        format!("1\t{}\told\tstatus\tfailed: long ago\n", now() - 30),
+    );
+    s.watch().arg("--once").stdout_any().stderr("").run();
+    assert!(s.h.exists("state/.notify-command.cursor"));
+    assert_eq!(s.lines("command.out"), Vec::<String>::new());
+    // A wake this run raises is new, and goes out.
+    s.status("new", &format!("failed [at={}]: just now", now()));
+    s.watch().arg("--once").stdout_any().stderr("").run();
+    assert_eq!(s.lines("command.out"), ["new|failed|failed: just now"]);
+    // A wake the watcher logged an hour ago but never delivered.
+    let mut log = s.h.read_string("state/wakes.log");
+    let seq = log.lines().count() + 1;
+    log.push_str(&format!(
+        "{seq}\t{}\tstale\tescalation\t001.msg after 3 rings\n",
+        now() - 3600
+    ));
+    s.h.write("state/wakes.log", log);
+    s.watch()
+        .arg("--once")
+        .stdout_any()
+        .stderr(format!(
+            "fm-watch: warning: notify command: 1 wake(s) older than 60s not sent (seq {seq})\n"
+        ))
+        .run();
+    assert_eq!(s.lines("command.out"), ["new|failed|failed: just now"]);
+}
