@@ -1,18 +1,32 @@
 //! Crew-state benchmarks: the fleet view as a whole process over generated
-//! homes. Run with `cargo bench --bench crew_state`.
+//! homes, and the live view's idle CPU. Run with `cargo bench --bench
+//! crew_state` (`FM_BENCH_LIVE_SECS` shortens the 30 s live-view
+//! measurements; `FM_BENCH_QUICK=1` skips the 50,000-task fleet).
 //!
-//! Fixtures: every task has a meta file (`kind=secondmate`, so rule 1 needs
-//! no worktree and no git repository per task), a 50-line status log and
-//! one pending inbox record. The live-pane case adds a private tmux server
-//! with 100 windows running `sleep`; those tasks record `pane=` and the
-//! server's socket and name no harness (liveness from tmux alone, no screen
-//! capture). Reported: median wall time of the whole `fm-crew-state`
-//! process and its peak RSS (from `wait4`).
+//! Fixtures (`common/fleet.rs`):
+//! - pane-less fleets of 10 … 50,000 tasks: `kind=secondmate` metas (rule
+//!   1 needs no worktree), 50-line status logs, one pending record each;
+//! - the 1,000-task fleet of which 100 record panes running `sleep` and no
+//!   harness (liveness from tmux alone, no screen read);
+//! - 100 live claude panes, each drawing Claude Code's captured idle
+//!   screen, so rule 4 reads every screen against the busy regex;
+//! - 1,000 ships in worktrees of 4 real projects (`git worktree add`), each
+//!   with a run record naming its branch and HEAD;
+//! - the same 1,000 worktrees, 500 of whose logs end in a `done` with a PR:
+//!   250 pushed (the gate accepts), 250 not (blocked).
+//!
+//! Reported: median wall time and CPU (the process and the git and tmux
+//! processes it ran) and peak RSS, from `wait4`; for the pane and git
+//! fleets also how many tmux and git processes one view starts (counted by
+//! wrappers first on `PATH`, in separate runs so timing stays clean).
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "common/fleet.rs"]
+mod fleet;
 
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,52 +35,24 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn fixture(root: &Path, n: usize, panes: &[String], socket: &str) {
-    for d in ["config", "state"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    std::fs::write(root.join("config/firstmate.toml"), "").unwrap();
-    for i in 0..n {
-        let id = format!("task-{i:05}");
-        let mut meta = String::from("kind=secondmate\nrepo=bench\n");
-        if let Some(p) = panes.get(i) {
-            meta.push_str(&format!("pane={p}\ntmux_socket={socket}\n"));
-        }
-        std::fs::write(root.join(format!("state/{id}.meta")), meta).unwrap();
-        let mut log = String::new();
-        for l in 0..50 {
-            match l % 5 {
-                0 => log.push_str(&format!("working [at={}]: step {l}\n", 1_700_000_000 + l)),
-                1 => log.push_str(&format!("needs-decision [key=k{}]: question {l}\n", l % 3)),
-                2 => log.push_str(&format!("resolved [key=k{}]: answered\n", l % 3)),
-                3 => log.push_str("free prose from a worker\n"),
-                _ => log.push_str(&format!("note: {l}\n")),
-            }
-        }
-        std::fs::write(root.join(format!("state/{id}.status")), log).unwrap();
-        let inbox = root.join(format!("state/{id}.inbox"));
-        std::fs::create_dir_all(inbox.join("handled")).unwrap();
-        std::fs::write(
-            inbox.join("001.msg"),
-            "schema=fm-inbox.v1\nat=2026-01-01T00:00:00Z\nfrom=captain\n--\nhello\n",
-        )
-        .unwrap();
-    }
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_fm-crew-state")
 }
 
-/// Runs the fleet view once; returns wall time and peak RSS in KiB.
+/// Runs the fleet view once; returns wall time, peak RSS in KiB and CPU.
 #[allow(clippy::zombie_processes)]
-fn once(home: &Path) -> (Duration, i64, Duration) {
-    let exe = env!("CARGO_BIN_EXE_fm-crew-state");
-    let t = Instant::now();
-    let child = Command::new(exe)
-        .arg("--home")
+fn once(home: &Path, path: Option<&str>) -> (Duration, i64, Duration) {
+    let mut cmd = Command::new(exe());
+    cmd.arg("--home")
         .arg(home)
         .env_remove("FM_TMUX_SOCKET")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run fm-crew-state");
+        .stderr(Stdio::null());
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let t = Instant::now();
+    let child = cmd.spawn().expect("run fm-crew-state");
     let mut status = 0;
     // SAFETY: waiting for the child this function spawned, by its pid;
     // `wait4` reaps it, so `Child::wait` is not needed.
@@ -86,84 +72,244 @@ fn once(home: &Path) -> (Duration, i64, Duration) {
     (elapsed, rss, cpu)
 }
 
-fn measure(label: &str, key: &str, home: &Path, runs: usize) {
-    once(home);
+struct Figures {
+    wall: Duration,
+    cpu: Duration,
+    rss_mib: f64,
+}
+
+fn measure(label: &str, key: &str, home: &Path, runs: usize) -> Figures {
+    once(home, None);
     let mut times = Vec::new();
     let mut cpus = Vec::new();
     let mut peak = 0;
     for _ in 0..runs {
-        let (t, rss, cpu) = once(home);
+        let (t, rss, cpu) = once(home, None);
         times.push(t);
         cpus.push(cpu);
         peak = peak.max(rss);
     }
-    let (wall, cpu) = (median(times), median(cpus));
+    let f = Figures {
+        wall: median(times),
+        cpu: median(cpus),
+        rss_mib: peak as f64 / 1024.0,
+    };
     println!(
         "{label}: median {:.1} ms wall, {:.1} ms CPU, peak RSS {:.1} MiB ({runs} runs)",
-        wall.as_secs_f64() * 1000.0,
-        cpu.as_secs_f64() * 1000.0,
-        peak as f64 / 1024.0
+        f.wall.as_secs_f64() * 1000.0,
+        f.cpu.as_secs_f64() * 1000.0,
+        f.rss_mib
     );
-    common::fig_ms(&format!("crew.{key}.wall"), wall);
-    common::fig_ms(&format!("crew.{key}.cpu"), cpu);
-    common::fig(&format!("crew.{key}.rss"), peak as f64 / 1024.0, "MiB");
+    common::fig_ms(&format!("crew.{key}.wall"), f.wall);
+    common::fig_ms(&format!("crew.{key}.cpu"), f.cpu);
+    common::fig(&format!("crew.{key}.rss"), f.rss_mib, "MiB");
+    f
 }
 
-fn tmux(socket: &str, args: &[&str]) -> String {
-    let out = Command::new("tmux")
-        .args(["-L", socket])
-        .args(args)
-        .output()
-        .expect("tmux");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+/// The first `name` on `PATH`.
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} not on PATH"))
+}
+
+/// How many tmux and git processes one fleet view starts: wrappers that
+/// note each start and run the real program, first on `PATH`.
+fn children(label: &str, key: &str, home: &Path) -> (usize, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("starts");
+    for prog in ["tmux", "git"] {
+        let real = which(prog);
+        let shim = dir.path().join(prog);
+        std::fs::write(
+            &shim,
+            format!(
+                "#!/bin/sh\necho {prog} >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    once(home, Some(&path));
+    let starts = std::fs::read_to_string(&log).unwrap_or_default();
+    let count = |p: &str| starts.lines().filter(|l| *l == p).count();
+    let (tmux, git) = (count("tmux"), count("git"));
+    println!("{label}: {tmux} tmux and {git} git processes per view");
+    common::fig(&format!("crew.{key}.tmux_procs"), tmux as f64, "processes");
+    common::fig(&format!("crew.{key}.git_procs"), git as f64, "processes");
+    (tmux, git)
+}
+
+/// CPU ticks (user + system) of a process and its reaped children.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After `(comm)`: utime is field 14, stime 15, cutime 16, cstime 17.
+    f[11..15].iter().map(|v| v.parse::<u64>().unwrap()).sum()
+}
+
+fn ticks_per_sec() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
+}
+
+/// The live view (`--watch --interval 2`) left alone on a home: the CPU it
+/// uses (with the git and tmux processes it runs) and, when given, the
+/// tmux server's.
+fn live_view(label: &str, key: &str, home: &Path, tmux_server: Option<u32>) {
+    let secs: u64 = std::env::var("FM_BENCH_LIVE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let mut child = Command::new(exe())
+        .arg("--home")
+        .arg(home)
+        .args(["--watch", "--interval", "2"])
+        .env_remove("FM_TMUX_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run fm-crew-state --watch");
+    // Past the first frames (cold caches).
+    std::thread::sleep(Duration::from_secs(5));
+    let before = cpu_ticks(child.id());
+    let server_before = tmux_server.map(cpu_ticks);
+    std::thread::sleep(Duration::from_secs(secs));
+    let used = cpu_ticks(child.id()) - before;
+    let server_used = tmux_server.map(|p| cpu_ticks(p) - server_before.unwrap());
+    // SAFETY: SIGINT to the child we spawned, which has not been reaped.
+    unsafe { libc::kill(child.id().cast_signed(), libc::SIGINT) };
+    let _ = child.wait();
+    let hz = ticks_per_sec();
+    let pct = used as f64 / hz / secs as f64 * 100.0;
+    let mut line =
+        format!("live view (--interval 2), {label}, {secs} s: {used} ticks = {pct:.3} % of a core");
+    common::fig(&format!("live.{key}.cpu"), pct, "%");
+    if let Some(s) = server_used {
+        let spct = s as f64 / hz / secs as f64 * 100.0;
+        line.push_str(&format!("; tmux server {s} ticks = {spct:.3} %"));
+        common::fig(&format!("live.{key}.tmux_server_cpu"), spct, "%");
+    }
+    println!("{line}");
 }
 
 fn main() {
-    for n in [10, 100, 1_000, 10_000] {
-        let home = tempfile::tempdir().unwrap();
-        fixture(home.path(), n, &[], "");
-        let runs = if n >= 10_000 { 10 } else { 30 };
+    let quick = std::env::var_os("FM_BENCH_QUICK").is_some();
+    let mut sizes = vec![10, 100, 1_000, 10_000];
+    if !quick {
+        sizes.push(50_000);
+    }
+    for n in sizes {
+        let home = fleet::Home::new();
+        fleet::plain(&home, n);
+        let runs = match n {
+            50_000 => 5,
+            10_000 => 10,
+            _ => 30,
+        };
         measure(
             &format!("fleet view, {n} tasks, no panes"),
             &n.to_string(),
-            home.path(),
+            &home.root,
             runs,
         );
     }
 
-    let socket = format!("fm-bench-{}", std::process::id());
-    tmux(&socket, &["new-session", "-d", "-s", "bench"]);
-    let panes: Vec<String> = (0..100)
-        .map(|i| {
-            tmux(
-                &socket,
-                &[
-                    "new-window",
-                    "-d",
-                    "-P",
-                    "-F",
-                    "#{pane_id}",
-                    "-t",
-                    "bench",
-                    "-n",
-                    &format!("w{i}"),
-                    "sleep",
-                    "1000",
-                ],
-            )
-        })
-        .collect();
-    if panes.iter().all(|p| p.starts_with('%')) {
-        let home = tempfile::tempdir().unwrap();
-        fixture(home.path(), 1_000, &panes, &socket);
-        measure(
-            "fleet view, 1000 tasks, 100 live tmux panes",
-            "panes100",
-            home.path(),
-            30,
+    if fleet::tmux_available() {
+        {
+            let screens = fleet::Screens::new("sleep", &[]);
+            let socket = &screens.socket;
+            let panes: Vec<String> = (0..100)
+                .map(|i| {
+                    fleet::tmux(
+                        socket,
+                        &[
+                            "new-window",
+                            "-d",
+                            "-P",
+                            "-F",
+                            "#{pane_id}",
+                            "-t",
+                            "bench",
+                            "-n",
+                            &format!("w{i}"),
+                            "sleep",
+                            "1000",
+                        ],
+                    )
+                })
+                .collect();
+            let home = fleet::Home::new();
+            fleet::plain(&home, 1_000);
+            for (i, p) in panes.iter().enumerate() {
+                let id = format!("task-{i:05}");
+                home.write_state(
+                    &format!("{id}.meta"),
+                    &format!("kind=secondmate\nrepo=bench\npane={p}\ntmux_socket={socket}\n"),
+                );
+            }
+            measure(
+                "fleet view, 1000 tasks, 100 live tmux panes (no harness)",
+                "panes100",
+                &home.root,
+                30,
+            );
+        }
+        let names: Vec<&str> = (0..100)
+            .map(|i| {
+                if i % 2 == 0 {
+                    "claude/idle-fresh"
+                } else {
+                    "claude/idle-after-turn"
+                }
+            })
+            .collect();
+        let screens = fleet::Screens::new("claude", &names);
+        let home = fleet::Home::new();
+        fleet::live(&home, &screens, "claude");
+        let label = "fleet view, 100 live claude panes (idle screens, busy regex read)";
+        measure(label, "claude100", &home.root, 30);
+        children(label, "claude100", &home.root);
+        live_view(
+            "100 live claude panes",
+            "claude100",
+            &home.root,
+            Some(screens.server_pid()),
         );
     } else {
-        println!("tmux unavailable: live-pane case skipped");
+        println!("tmux unavailable: live-pane cases skipped");
     }
-    tmux(&socket, &["kill-server"]);
+
+    if !fleet::git_available() {
+        println!("git unavailable: worktree cases skipped");
+        return;
+    }
+    let t = Instant::now();
+    let repos = fleet::Repos::new(4, 250);
+    println!(
+        "(fixture: 4 projects, 1000 worktrees in {:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+    {
+        let home = fleet::Home::new();
+        fleet::with_runs(&home, &repos);
+        let label = "fleet view, 1000 ships with run records (4 projects)";
+        measure(label, "runs1000", &home.root, 10);
+        children(label, "runs1000", &home.root);
+    }
+    let home = fleet::Home::new();
+    fleet::with_done(&home, &repos);
+    let label = "fleet view, 1000 ships, 500 done (250 pushed, 250 refused; 4 projects)";
+    measure(label, "done500", &home.root, 10);
+    children(label, "done500", &home.root);
+    live_view("1000 ships, 500 done", "done500", &home.root, None);
 }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 out=target/bench-report
 mkdir -p "$out"
-benches=(status brief send crew_state board watch wakes footprint top)
+benches=(status brief send crew_state floor board watch wakes footprint top)
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -45,6 +45,13 @@ row() {
     local v
     v=$(fig "$3")
     printf '| %s | %s | %s %s | %s |\n' "$1" "$2" "$(num "$v" "$6")" "$5" "$(verdict "$v" "$4")"
+}
+
+# row5 WHAT BEFORE TARGET-TEXT KEY LIMIT UNIT DECIMALS
+row5() {
+    local v
+    v=$(fig "$4")
+    printf '| %s | %s | %s | %s%s | %s |\n' "$1" "$2" "$3" "$(num "$v" "$7")" "${6:+ $6}" "$(verdict "$v" "$5")"
 }
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -134,6 +141,47 @@ EOF
     for n in 10 100 1000 10000; do
         printf '| %s | %s ms | %s ms | %s MiB |\n' "$n" \
             "$(num "$(fig "crew.$n.wall")" 1)" "$(num "$(fig "crew.$n.cpu")" 1)" "$(num "$(fig "crew.$n.rss")" 1)"
+    done
+    for n in 50000; do
+        printf '| %s | %s ms | %s ms | %s MiB |\n' "$n" \
+            "$(num "$(fig "crew.$n.wall")" 1)" "$(num "$(fig "crew.$n.cpu")" 1)" "$(num "$(fig "crew.$n.rss")" 1)"
+    done
+    cat <<EOF
+
+## Fleet speed: realistic fleets (\`cargo bench --bench crew_state\`, \`--bench floor\`)
+
+"before" is the same benchmark on the code before the fleet reader
+(commit 3d3fceb: one \`capture-pane\` per live pane, one \`git rev-parse\` per
+run record, the gate's own git calls per \`done\` ship, every frame read
+afresh). Processes are counted by wrappers first on \`PATH\`, in separate runs.
+
+| what | before | target | measured | |
+|---|---|---|---|---|
+EOF
+    row5 "fleet view, 100 live claude panes (busy regex read)" "493 ms" "≤ 20 ms" crew.claude100.wall 20 ms 1
+    row5 "tmux processes per view, 100 live claude panes" "102" "independent of panes" crew.claude100.tmux_procs 2 "" 0
+    row5 "fleet view, 1,000 ships with run records (4 projects)" "2.31 s" "≤ 60 ms" crew.runs1000.wall 60 ms 1
+    row5 "git processes per view, 1,000 run records" "1,000" "per repository" crew.runs1000.git_procs 4 "" 0
+    row5 "fleet view, 1,000 ships, 500 \`done\` (4 projects)" "2.47 s" "≤ 60 ms" crew.done500.wall 60 ms 1
+    row5 "git processes per view, 500 \`done\` ships" "1,500" "per repository" crew.done500.git_procs 8 "" 0
+    row5 "fleet view, pane-less, 1,000 tasks" "32 ms" "≤ 16 ms" crew.1000.wall 16 ms 1
+    row5 "fleet view, pane-less, 10,000 tasks" "302 ms" "≤ 130 ms" crew.10000.wall 130 ms 1
+    row5 "fleet view, pane-less, 50,000 tasks" "1.34 s" "≤ 700 ms" crew.50000.wall 700 ms 1
+    row5 "fleet view peak memory, 50,000 tasks" "141.6 MiB" "≤ 20 MiB" crew.50000.rss 20 MiB 1
+    row5 "live view idle CPU, 100 live claude panes" "9.3 %" "≤ 1 %" live.claude100.cpu 1 "% of a core" 3
+    row5 "live view idle CPU, 1,000 ships, 500 \`done\`" "57.7 %" "≤ 1 %" live.done500.cpu 1 "% of a core" 3
+    cat <<EOF
+
+The pane-less fleet against its floor (a minimal reader of the same files on
+the same cores, \`benches/floor.rs\`):
+
+| tasks | fleet view | floor | ratio |
+|---|---|---|---|
+EOF
+    for n in 1000 10000 50000; do
+        v=$(fig "crew.$n.wall"); f=$(fig "floor.$n")
+        r=$([ -n "$v" ] && [ -n "$f" ] && awk -v v="$v" -v f="$f" 'BEGIN { printf "%.2f×", v / f }' || printf "n/a")
+        printf '| %s | %s ms | %s ms | %s |\n' "$n" "$(num "$v" 1)" "$(num "$f" 1)" "$r"
     done
     cat <<EOF
 

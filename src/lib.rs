@@ -43,6 +43,8 @@ pub mod events;
 pub mod frontmatter;
 pub mod fsx;
 pub(crate) mod git;
+#[allow(dead_code)]
+pub(crate) mod gitfiles;
 pub(crate) mod harness;
 pub mod home;
 pub mod inbox;

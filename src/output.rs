@@ -261,6 +261,49 @@ pub fn out_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<()> {
     write_stdout(s.as_bytes())
 }
 
+/// A JSON array printed element by element as the elements come, on one
+/// line: the same bytes as [`out_json`] of the whole array.
+pub struct JsonArray {
+    so: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    first: bool,
+}
+
+impl JsonArray {
+    /// Starts the array (nothing is written until the first element).
+    pub fn new() -> JsonArray {
+        JsonArray {
+            so: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock()),
+            first: true,
+        }
+    }
+
+    /// Writes one element, escaped by [`escape_json`].
+    pub fn push<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+        let open: &[u8] = if self.first { b"[" } else { b"," };
+        self.first = false;
+        let v = json_line(value)?;
+        self.so
+            .write_all(open)
+            .and_then(|()| self.so.write_all(v.as_bytes()))
+            .map_err(stdout_err)
+    }
+
+    /// Closes the array, ends the line and flushes.
+    pub fn finish(mut self) -> Result<()> {
+        let close: &[u8] = if self.first { b"[]\n" } else { b"]\n" };
+        self.so
+            .write_all(close)
+            .and_then(|()| self.so.flush())
+            .map_err(stdout_err)
+    }
+}
+
+impl Default for JsonArray {
+    fn default() -> JsonArray {
+        JsonArray::new()
+    }
+}
+
 /// Prints a message body byte-exact, for the worker reading its own inbox
 /// (SPEC §5.1); never use it for text the captain reads.
 pub fn out_body(bytes: &[u8]) -> Result<()> {

@@ -415,6 +415,17 @@ mod tests {
     }
 
     #[test]
+    fn input_is_the_childs_stdin() {
+        let out = sh("cat; echo end").stdin(b"a\nb\n".to_vec()).run().unwrap();
+        assert_eq!((out.code(), &*out.stdout), (Some(0), "a\nb\nend\n"));
+        // Without input stdin is empty, and a child that never reads its
+        // (large) input still finishes.
+        assert_eq!(sh("cat").run_ok().unwrap(), "");
+        let big = vec![b'x'; 4 << 20];
+        assert_eq!(sh("echo ok").stdin(big).run_ok().unwrap(), "ok\n");
+    }
+
+    #[test]
     fn output_and_exit_codes() {
         let out = sh("printf out; printf err >&2; exit 3").run().unwrap();
         assert_eq!(

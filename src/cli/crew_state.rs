@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{self, Row, live, render, trace};
+use crate::crew_state::{self, FleetReader, Row, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -66,6 +66,43 @@ pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
     rows
 }
 
+/// The fleet through `reader`, each row to `emit` in id order, a remote
+/// task's row as its host answers (every host asked at the start, in
+/// parallel with the local read); warnings go to stderr.
+fn fleet(
+    ctx: &Ctx,
+    reader: &mut FleetReader,
+    emit: &mut dyn FnMut(Row) -> Result<()>,
+) -> Result<()> {
+    let mut hosts = crate::remote::fleet::start(&ctx.home, &ctx.cfg);
+    let mut emit = |mut r: Row| {
+        hosts.overlay(std::slice::from_mut(&mut r));
+        emit(r)
+    };
+    for w in reader.fleet(&ctx.home, &ctx.cfg, clock::now(), &mut emit)? {
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
+    }
+    Ok(())
+}
+
+/// The fleet's rows, in id order.
+fn fleet_rows(ctx: &Ctx, reader: &mut FleetReader) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    fleet(ctx, reader, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// The fleet as one JSON array on one line, written row by row as the
+/// rows come (the same bytes as serialising the whole array at once).
+fn fleet_json(ctx: &Ctx) -> Result<()> {
+    let mut out = crate::output::JsonArray::new();
+    fleet(ctx, &mut FleetReader::new(), &mut |r| out.push(&r))?;
+    out.finish()
+}
+
 fn run(a: Args) -> Result<u8> {
     let id = a.id.as_deref().map(TaskId::parse_os).transpose()?;
     let traced = a.trace.as_deref().map(TaskId::parse_os).transpose()?;
@@ -99,27 +136,31 @@ fn run(a: Args) -> Result<u8> {
         let tty = crate::output::stdout_is_terminal();
         let colour = common::colour_enabled();
         let interval = Duration::from_secs_f64(a.interval);
-        return live::run(interval, tty, || frame(&ctx, colour, a.interval));
+        let mut reader = FleetReader::kept();
+        return live::run(interval, tty, || {
+            frame(&ctx, &mut reader, colour, a.interval)
+        });
     }
-    let rows = rows(&ctx, &ctx.home.task_ids_with_meta()?);
     if a.json {
-        common::out_json(&rows)?;
+        fleet_json(&ctx)?;
     } else {
+        let rows = fleet_rows(&ctx, &mut FleetReader::new())?;
         crate::output::out_text(&render::table(&rows, common::colour_enabled()))?;
     }
     Ok(0)
 }
 
-/// One frame of the live view: title, table, latest wakes.
-fn frame(ctx: &Ctx, colour: bool, interval: f64) -> Result<String> {
-    let rows = rows(ctx, &ctx.home.task_ids_with_meta()?);
+/// One frame of the live view: title, table, latest wakes. The reader is
+/// held across frames, so a frame re-reads only what changed.
+fn frame(ctx: &Ctx, reader: &mut FleetReader, colour: bool, interval: f64) -> Result<String> {
+    let rows = fleet_rows(ctx, reader)?;
     let mut s = format!(
         "{TOOL} \u{b7} {} \u{b7} {} tasks \u{b7} every {interval}s \u{b7} Ctrl-C to quit\n\n",
         clock::human_utc(clock::now()),
         rows.len()
     );
     for l in render::table(&rows, colour) {
-        s.push_str(&l);
+        s.push_str(l.as_str());
         s.push('\n');
     }
     s.push_str("\nwakes:\n");

@@ -1,190 +1,33 @@
-//! Gathering every input of §9.2 in one pass (SPEC §9.2, §9.3, §4).
+//! The inputs of §9.2 beyond a task's own files (SPEC §9.2, §8.2): the git
+//! facts that attribute a run record, what tmux says about the recorded
+//! panes, their screens, and the done gate's verdict.
 //!
-//! Per task: meta, the run record `state/<id>.run`, the busy record
-//! `state/<id>.busy`, the status log's fold, the pending inbox count,
-//! whether the worktree meta names exists (a meta naming none is a task
-//! never spawned), and the brief's `kind` when meta has none. Per tmux
-//! socket: one `list-panes -a` for the whole fleet, and only when some task
-//! on it records a pane. git is asked (through [`crate::git`]) only for
-//! tasks with a run record (branch, HEAD, ancestry) and the gate only for a
-//! ship whose current line is `done`; a pane's screen is captured only when
-//! the rules reach the harness `busy_regex`. Every external program runs
-//! with an argument vector and a time bound.
+//! - git: branch and HEAD come from git's files ([`crate::gitfiles`]),
+//!   git itself only for a layout the reader does not follow; the ancestry
+//!   question of rule 2 (asked only when the run's head is not HEAD) is
+//!   memoised per (worktree, HEAD, run head).
+//! - tmux: one call per socket ([`crate::tmux::batch`]) lists the panes and
+//!   captures the screens of exactly the panes whose rules would reach the
+//!   harness `busy_regex` if the pane were alive; a reader kept across
+//!   frames lists first and captures only the screens that may have
+//!   changed since it last captured them.
+//! - the gate: [`super::done_check`], for every ship whose current line is
+//!   `done`, per repository.
+//!
+//! Every external program runs with an argument vector and a time bound,
+//! never a shell.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::OsString;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use super::facts::{Escalation, Facts, Gate, GitFacts, PaneFact, RunRecord, WorktreeFact};
+use super::facts::{Facts, GitFacts, PaneFact, WorktreeFact};
 use super::resolve::{Need, step};
 use crate::config::Config;
-use crate::harness;
-use crate::home::Home;
-use crate::meta::TaskMeta;
-use crate::status::busy::BusyRecord;
-use crate::status::{self, StatusLine, Verb};
-use crate::task_id::TaskId;
-use crate::tmux::pane::{Pane, PaneInfo, Tmux};
-use crate::{fsx, inbox};
-
-/// The §8.2 gate, asked for a ship whose current line is `done`.
-pub(crate) type GateFn = fn(&Home, &Config, &TaskId, &TaskMeta, &StatusLine) -> Gate;
-
-/// The library's done gate ([`crate::dod::gate`]) as a resolver input.
-pub(crate) fn dod_gate(
-    home: &Home,
-    cfg: &Config,
-    id: &TaskId,
-    meta: &TaskMeta,
-    line: &StatusLine,
-) -> Gate {
-    match crate::dod::gate(home, cfg, id, meta, line) {
-        crate::dod::Verdict::Accepted(_) => Gate::Accepted,
-        crate::dod::Verdict::Refused(why) => Gate::Refused(why),
-        crate::dod::Verdict::NotGated(_) => Gate::NotGated,
-    }
-}
-
-/// Opens the tmux of a socket name ("" = default server).
-pub(crate) type PaneFor<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;
-
-/// The real tmux for a socket.
-pub(crate) fn real_tmux(socket: &str) -> Box<dyn Pane> {
-    Box::new(Tmux::new(socket))
-}
-
-/// Which names exist in `state/`, from one directory listing: a fleet
-/// call opens only the files that are there.
-#[derive(Debug, Default)]
-pub(crate) struct StateIndex {
-    names: HashSet<OsString>,
-}
-
-impl StateIndex {
-    /// Lists `state/` once; `None` if it cannot be listed.
-    pub(crate) fn read(home: &Home) -> Option<StateIndex> {
-        let rd = std::fs::read_dir(home.state_dir()).ok()?;
-        Some(StateIndex {
-            names: rd.filter_map(|e| e.ok().map(|e| e.file_name())).collect(),
-        })
-    }
-
-    /// False only when the listing shows `path` does not exist.
-    fn may_exist(idx: Option<&StateIndex>, path: &Path) -> bool {
-        match (idx, path.file_name()) {
-            (Some(i), Some(name)) => i.names.contains(name),
-            _ => true,
-        }
-    }
-}
-
-fn read_if(idx: Option<&StateIndex>, path: &Path) -> crate::Result<Option<(Vec<u8>, Option<u64>)>> {
-    if !StateIndex::may_exist(idx, path) {
-        return Ok(None);
-    }
-    fsx::read_optional_mtime(path)
-}
-
-/// Reads the per-task files; no tmux, no git.
-fn read_files(
-    home: &Home,
-    cfg: &Config,
-    id: &TaskId,
-    now: u64,
-    idx: Option<&StateIndex>,
-) -> crate::Result<Facts> {
-    let mut f = Facts::empty(id.clone(), now);
-    f.meta = read_if(idx, &home.meta(id))?.map(|(b, _)| TaskMeta::parse(&b));
-    if let Some((bytes, mtime)) = read_if(idx, &home.status(id))? {
-        f.log_mtime = mtime;
-        f.fold = status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb);
-        if f.fold.lines > 0 {
-            f.last_line_at = f.fold.last_at.or(f.log_mtime);
-        }
-    }
-    f.busy = read_if(idx, &home.busy(id))?.and_then(|(b, _)| BusyRecord::parse(&b));
-    f.run = read_if(idx, &home.run(id))?.map(|(b, m)| RunRecord::parse(&b, m));
-    let inbox = home.inbox(id);
-    if StateIndex::may_exist(idx, &inbox) {
-        let pending = fsx::list_numbered(&inbox, inbox::EXT)?;
-        f.inbox_pending = pending.len();
-        if !pending.is_empty() {
-            f.escalated = escalation(home, id, &pending)?;
-        }
-    }
-    if let Some(meta) = &f.meta {
-        if meta.kind.is_none() {
-            f.brief_kind = crate::dod::gate::brief_kind(home, id);
-        }
-        if f.kind().has_worktree()
-            && let Some(wt) = &meta.worktree
-        {
-            f.worktree = if wt.is_dir() {
-                WorktreeFact::Present
-            } else {
-                WorktreeFact::Missing
-            };
-        }
-        if let Some(name) = &meta.harness {
-            f.profile = harness::profile(&cfg.harness, name);
-        }
-    }
-    Ok(f)
-}
-
-/// `.escalated` when it names one of the `pending` records, with the
-/// rings `.ring-state` counted for it (0 when it tracks another record).
-fn escalation(home: &Home, id: &TaskId, pending: &[u64]) -> crate::Result<Option<Escalation>> {
-    let Some((bytes, at)) = fsx::read_optional_mtime(&home.escalated(id))? else {
-        return Ok(None);
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let Some(record) = text.split_whitespace().next() else {
-        return Ok(None);
-    };
-    if !fsx::parse_numbered(record, inbox::EXT).is_some_and(|n| pending.contains(&n)) {
-        return Ok(None);
-    }
-    let rings = inbox::ladder_files::read_ring_state(home, id)?
-        .filter(|r| r.record == record)
-        .map_or(0, |r| r.count);
-    Ok(Some(Escalation {
-        record: record.to_string(),
-        rings,
-        at,
-    }))
-}
-
-/// [`read_files`] for every id, split over a few threads for big fleets.
-fn read_all(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> Vec<Facts> {
-    let idx = if ids.len() > 8 {
-        StateIndex::read(home)
-    } else {
-        None
-    };
-    let one = |id: &TaskId| {
-        read_files(home, cfg, id, now, idx.as_ref()).unwrap_or_else(|e| {
-            let mut f = Facts::empty(id.clone(), now);
-            f.error = Some(e.to_string());
-            f
-        })
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if ids.len() < 256 || threads < 2 {
-        return ids.iter().map(one).collect();
-    }
-    let chunk = ids.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = ids
-            .chunks(chunk)
-            .map(|c| s.spawn(move || c.iter().map(one).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("reader thread"))
-            .collect()
-    })
-}
+use crate::gitfiles::{GitFiles, Head};
+use crate::status::{StatusLine, Verb};
+use crate::tmux::batch::{self, Capture};
+use crate::tmux::pane::{PaneInfo, Tmux};
 
 /// Runs `git -C dir args…` through [`crate::git`] (its time bound and
 /// environment); `None` when git could not run or answered non-zero.
@@ -228,12 +71,52 @@ pub(crate) fn git_facts(worktree: &Path) -> Option<GitFacts> {
     Some(GitFacts { branch, head })
 }
 
+/// [`git_facts`] from git's files when they are laid out as usual.
+pub(crate) fn git_facts_read(files: &GitFiles, worktree: &Path) -> Option<GitFacts> {
+    match files.head(worktree) {
+        Head::Found(h) => Some(GitFacts {
+            branch: h.branch,
+            head: h.head,
+        }),
+        Head::NotRepo => None,
+        Head::Unusual(_) => git_facts(worktree),
+    }
+}
+
 fn is_sha(s: &str) -> bool {
     (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Answers of `merge-base --is-ancestor HEAD <run head>` (commits do not
+/// change, so an answer holds while both stay what they are).
+#[derive(Debug, Default)]
+pub(crate) struct Ancestry {
+    memo: Mutex<HashMap<(PathBuf, String, String), bool>>,
+}
+
+impl Ancestry {
+    fn is_ancestor(&self, worktree: &Path, head: &str, run_head: &str) -> bool {
+        let key = (
+            worktree.to_path_buf(),
+            head.to_string(),
+            run_head.to_string(),
+        );
+        if let Some(&a) = self.memo.lock().expect("ancestry memo").get(&key) {
+            return a;
+        }
+        let out = crate::git::run(worktree, &["merge-base", "--is-ancestor", "HEAD", run_head]);
+        let answer = out.as_ref().is_ok_and(|o| o.ok);
+        // Keep only clear answers: yes, or no without a complaint (a
+        // missing commit or a failing git is asked again next time).
+        if out.is_ok_and(|o| o.ok || o.stderr.is_empty()) {
+            self.memo.lock().expect("ancestry memo").insert(key, answer);
+        }
+        answer
+    }
+}
+
 /// Adds the git facts a run record needs to be attributed (rule 2).
-fn attribute_run(f: &mut Facts) {
+pub(crate) fn attribute_run(f: &mut Facts, files: &GitFiles, ancestry: &Ancestry) {
     let (Some(meta), Some(run)) = (&f.meta, &f.run) else {
         return;
     };
@@ -243,19 +126,24 @@ fn attribute_run(f: &mut Facts) {
     let Some(wt) = meta.worktree.clone() else {
         return;
     };
-    f.git = git_facts(&wt);
+    f.git = git_facts_read(files, &wt);
     if let Some(g) = &f.git
         && g.branch.as_deref() == Some(run.branch.as_str())
         && g.head != run.head
         && is_sha(&run.head)
     {
-        f.run_contains_head =
-            git(&wt, &["merge-base", "--is-ancestor", "HEAD", &run.head]).is_some();
+        f.run_contains_head = ancestry.is_ancestor(&wt, &g.head, &run.head);
     }
 }
 
+/// Whether attributing the run record needs git at all.
+pub(crate) fn needs_attribution(f: &Facts) -> bool {
+    matches!((&f.meta, &f.run), (Some(m), Some(run))
+        if f.worktree == WorktreeFact::Present && !run.branch.is_empty() && m.worktree.is_some())
+}
+
 /// The `done` line handed to the gate: the fold's current line.
-fn done_line(f: &Facts) -> StatusLine {
+pub(crate) fn done_line(f: &Facts) -> StatusLine {
     let c = f.fold.current();
     StatusLine {
         verb: "done".into(),
@@ -268,72 +156,170 @@ fn done_line(f: &Facts) -> StatusLine {
     }
 }
 
-/// Gathers the facts of `ids` in one pass, filling the screen and the gate
-/// verdict exactly where the rules need them. Warnings (tmux could not be
-/// asked) are returned for the caller to print.
-pub fn gather(
-    home: &Home,
-    cfg: &Config,
-    ids: &[TaskId],
-    now: u64,
-    pane_for: PaneFor,
-    gate: GateFn,
-) -> (Vec<Facts>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut all = read_all(home, cfg, ids, now);
+/// A foreground command the harness counts as alive (for asking which
+/// rule a live pane would reach), if there is one.
+fn alive_probe(f: &Facts) -> Option<PaneFact> {
+    let profile = f.profile.as_ref();
+    let command = match profile.and_then(|p| p.agent_commands.as_ref()) {
+        Some(cmds) => cmds.first()?.clone(),
+        None => "fm-probe".to_string(),
+    };
+    crate::harness::is_alive(profile, false, &command).then_some(PaneFact::Present {
+        dead: false,
+        command,
+    })
+}
 
-    // One list-panes per socket that some task needs.
-    let mut sockets: BTreeMap<String, Option<HashMap<String, PaneInfo>>> = BTreeMap::new();
-    for f in &all {
-        if let Some(m) = &f.meta
-            && m.pane.is_some()
-        {
-            sockets.entry(m.socket(cfg).to_string()).or_default();
+/// Whether the rules would ask for this task's screen were its pane alive.
+fn wants_screen(f: &mut Facts) -> bool {
+    let Some(probe) = alive_probe(f) else {
+        return false;
+    };
+    let real = std::mem::replace(&mut f.pane, probe);
+    let wants = step(f) == Err(Need::Screen);
+    f.pane = real;
+    wants
+}
+
+/// The tmux side of a view, and what a kept reader remembers of it.
+#[derive(Debug, Default)]
+pub(crate) struct Panes {
+    /// Keep captures for the next view.
+    keep: bool,
+    /// Per socket, the captures of the last view.
+    kept: HashMap<String, HashMap<String, Capture>>,
+}
+
+impl Panes {
+    /// Panes that keep their captures from view to view.
+    pub(crate) fn kept() -> Panes {
+        Panes {
+            keep: true,
+            kept: HashMap::new(),
         }
     }
-    let mut tmuxes: HashMap<String, Box<dyn Pane>> = HashMap::new();
-    for (socket, slot) in &mut sockets {
-        let t = pane_for(socket);
-        match t.list() {
-            Ok(list) => *slot = Some(list.into_iter().map(|p| (p.id.clone(), p)).collect()),
-            Err(e) => warnings.push(format!("tmux: {e}; pane states not read")),
-        }
-        tmuxes.insert(socket.clone(), t);
-    }
 
-    for f in &mut all {
-        let Some(meta) = f.meta.clone() else { continue };
-        let pane = meta.pane.as_deref().unwrap_or("");
-        let socket = meta.socket(cfg);
-        if !pane.is_empty() {
-            f.pane = match sockets.get(socket) {
-                Some(Some(panes)) => match panes.get(pane) {
+    /// Fills pane facts and, where the rules reach them, screens for the
+    /// tasks that record a pane; warnings (tmux could not be asked) are
+    /// pushed for the caller to print.
+    pub(crate) fn gather(
+        &mut self,
+        cfg: &Config,
+        tasks: &mut [&mut Facts],
+        now: u64,
+        warnings: &mut Vec<String>,
+    ) {
+        let mut by_socket: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, f) in tasks.iter().enumerate() {
+            if let Some(m) = &f.meta
+                && m.pane.is_some()
+            {
+                by_socket
+                    .entry(m.socket(cfg).to_string())
+                    .or_default()
+                    .push(i);
+            }
+        }
+        let mut kept = HashMap::new();
+        for (socket, idx) in by_socket {
+            let mut wanted: Vec<String> = Vec::new();
+            for &i in &idx {
+                if wants_screen(tasks[i]) {
+                    let pane = tasks[i].meta.as_ref().and_then(|m| m.pane.clone());
+                    if let Some(p) = pane
+                        && !wanted.contains(&p)
+                    {
+                        wanted.push(p);
+                    }
+                }
+            }
+            let tmux = Tmux::new(&socket);
+            let before = self.kept.remove(&socket);
+            let read = self.read(&tmux, before, &wanted, now);
+            let (panes, screens) = match read {
+                Ok(r) => r,
+                Err(e) => {
+                    warnings.push(format!("tmux: {e}; pane states not read"));
+                    for &i in &idx {
+                        tasks[i].pane = PaneFact::Unknown;
+                    }
+                    continue;
+                }
+            };
+            let by_id: HashMap<&str, &PaneInfo> =
+                panes.iter().map(|p| (p.id.as_str(), p)).collect();
+            for &i in &idx {
+                let f = &mut *tasks[i];
+                let pane = f
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.pane.clone())
+                    .unwrap_or_default();
+                f.pane = match by_id.get(pane.as_str()) {
                     Some(p) => PaneFact::Present {
                         dead: p.dead,
                         command: p.command.clone(),
                     },
                     None => PaneFact::Gone,
-                },
-                _ => PaneFact::Unknown,
-            };
-        }
-        attribute_run(f);
-        // At most one round per expensive input.
-        for _ in 0..2 {
-            match step(f) {
-                Ok(_) => break,
-                Err(Need::Screen) => {
-                    let screen = tmuxes
-                        .get(socket)
-                        .and_then(|t| t.capture(pane, 0).ok())
-                        .unwrap_or_default();
-                    f.screen = Some(screen);
+                };
+                if step(f) == Err(Need::Screen) {
+                    let text = match screens.get(&pane) {
+                        Some(c) => c.text.clone(),
+                        // Not foreseen: asked on its own, as a capture of
+                        // any one pane is.
+                        None => {
+                            crate::tmux::pane::Pane::capture(&tmux, &pane, 0).unwrap_or_default()
+                        }
+                    };
+                    f.screen = Some(text);
                 }
-                Err(Need::Gate) => f.gate = Some(gate(home, cfg, &f.id, &meta, &done_line(f))),
+            }
+            if self.keep {
+                kept.insert(socket, screens);
             }
         }
+        self.kept = kept;
     }
-    (all, warnings)
+
+    /// One socket's panes and the screens of `wanted` (reusing a kept
+    /// capture that still shows its pane).
+    fn read(
+        &self,
+        tmux: &Tmux,
+        before: Option<HashMap<String, Capture>>,
+        wanted: &[String],
+        now: u64,
+    ) -> crate::Result<(Vec<PaneInfo>, HashMap<String, Capture>)> {
+        let wanted_refs: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        let Some(mut before) = before.filter(|_| self.keep) else {
+            let snap = batch::snapshot(tmux, true, &wanted_refs, now)?;
+            let panes = snap.panes.unwrap_or_default();
+            return Ok((panes.into_iter().map(|p| p.info).collect(), snap.screens));
+        };
+        let snap = batch::snapshot(tmux, true, &[], now)?;
+        let listed = snap.panes.unwrap_or_default();
+        let mut screens = HashMap::new();
+        let mut stale: Vec<&str> = Vec::new();
+        for w in &wanted_refs {
+            let key = listed.iter().find(|p| p.info.id == *w).map(|p| &p.key);
+            match (before.remove(*w), key) {
+                (Some(c), Some(k)) if c.still(k) => {
+                    screens.insert(w.to_string(), c);
+                }
+                _ => stale.push(w),
+            }
+        }
+        if !stale.is_empty() {
+            let fresh = batch::snapshot(tmux, false, &stale, now)?;
+            for (pane, mut c) in fresh.screens {
+                if let Some(p) = listed.iter().find(|p| p.info.id == pane) {
+                    c.key = p.key.clone();
+                }
+                screens.insert(pane, c);
+            }
+        }
+        Ok((listed.into_iter().map(|p| p.info).collect(), screens))
+    }
 }
 
 #[cfg(test)]
@@ -350,11 +336,20 @@ mod tests {
         fixture::commit_empty(repo);
         git(&["checkout", "-q", "-b", "fm/x"]);
         git(&["tag", "fm/x"]);
-        let facts = git_facts(repo).unwrap();
-        assert_eq!(facts.branch.as_deref(), Some("fm/x"));
+        let files = GitFiles::new();
+        for facts in [
+            git_facts(repo).unwrap(),
+            git_facts_read(&files, repo).unwrap(),
+        ] {
+            assert_eq!(facts.branch.as_deref(), Some("fm/x"));
+        }
         git(&["checkout", "-q", "--detach"]);
-        let facts = git_facts(repo).unwrap();
-        assert_eq!((facts.branch, facts.head.len()), (None, 40));
+        for facts in [
+            git_facts(repo).unwrap(),
+            git_facts_read(&files, repo).unwrap(),
+        ] {
+            assert_eq!((facts.branch, facts.head.len()), (None, 40));
+        }
     }
 
     #[test]
@@ -364,11 +359,17 @@ mod tests {
         std::fs::create_dir(&repo).unwrap();
         fixture::git(&repo, &["init", "-q", "-b", "master"]);
         fixture::commit_empty(&repo);
-        let facts = git_facts(&repo).unwrap();
-        assert_eq!(facts.branch.as_deref(), Some("master"));
-        assert_eq!(facts.head.len(), 40);
+        let files = GitFiles::new();
+        for facts in [
+            git_facts(&repo).unwrap(),
+            git_facts_read(&files, &repo).unwrap(),
+        ] {
+            assert_eq!(facts.branch.as_deref(), Some("master"));
+            assert_eq!(facts.head.len(), 40);
+        }
         let nested = repo.join("worktrees/t9");
         std::fs::create_dir_all(&nested).unwrap();
         assert_eq!(git_facts(&nested), None);
+        assert_eq!(git_facts_read(&files, &nested), None);
     }
 }

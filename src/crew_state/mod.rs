@@ -2,20 +2,29 @@
 //! whole fleet.
 //!
 //! The work is split so the decision is testable without tmux or git:
-//! [`facts`] holds every input as plain data; [`gather`] reads them in one
-//! pass (one `tmux list-panes -a` per socket for the whole fleet, never one
-//! per task, never a shell; git only through [`crate::git`]); [`resolve`]
-//! applies the rules of §9.2 as a pure function of those facts; [`render`]
-//! prints the one-line and table forms from the same [`Row`]
+//! [`facts`] holds every input as plain data; `read` reads a task's own
+//! files, each once; `gather` adds what tmux and git say (one tmux call
+//! per socket for the whole fleet, never one per task, never a shell; git
+//! from its files, and as a process per repository, not per task, for the
+//! done check in `done_check`); [`resolve`] applies the rules of §9.2 as
+//! a pure function of those facts; [`FleetReader`] (in `fleet`) drives a
+//! view over every core, streams its rows in id order, and — held across
+//! frames by the live view or a dashboard — re-reads only what changed;
+//! `render` prints the one-line and table forms from the same [`Row`]
 //! that `--json` serialises. [`trace`] reads a delegation chain's audit
-//! trail (§11.2) and [`live`] drives the `--watch` view.
+//! trail (§11.2) and `live` drives the `--watch` view.
 //!
 //! Crew state only reads: it never writes a file under the home.
 
 pub mod attention;
+mod done_check;
 pub mod facts;
+mod fleet;
 pub(crate) mod gather;
 pub(crate) mod live;
+mod read;
+#[cfg(test)]
+mod reference;
 pub(crate) mod render;
 pub(crate) mod resolve;
 pub mod trace;
@@ -31,7 +40,7 @@ use crate::task_id::TaskId;
 
 pub use attention::{Attention, Urgency};
 pub use facts::Facts;
-pub use gather::gather;
+pub use fleet::{FleetReader, KEEP_MAX, Stats};
 pub use resolve::{Resolution, resolve};
 
 /// What a worker is doing (SPEC §9.1).
@@ -148,7 +157,11 @@ fn iso<S: serde::Serializer>(t: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
 impl Row {
     /// The row for gathered facts.
     pub fn from_facts(f: &Facts, cfg: &Config) -> Row {
-        let r = resolve(f);
+        Row::with(f, resolve(f), cfg)
+    }
+
+    /// The row for gathered facts and their resolution.
+    pub(crate) fn with(f: &Facts, r: Resolution, cfg: &Config) -> Row {
         let attention = attention::of(f, &r);
         let current_at = f.fold.current().and_then(|c| c.at.or(f.log_mtime));
         let meta = f.meta.as_ref();
@@ -167,7 +180,13 @@ impl Row {
             tmux_socket: meta
                 .map_or(&cfg.tmux.socket[..], |m| m.socket(cfg))
                 .to_string(),
-            host: None,
+            // A remote task's row is replaced by its host's answer
+            // (`remote::fleet`); the name marks it for that.
+            host: meta
+                .and_then(|m| m.host.as_deref())
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_string),
         }
     }
 
@@ -191,20 +210,27 @@ fn project_name(m: &TaskMeta) -> Option<String> {
     })
 }
 
-/// The rows of `ids`, gathered in one pass at `now` with the real tmux
-/// and the done gate while every configured host is asked for its own
-/// (`remote::fleet`), and the warnings to print (tmux could not be asked).
+/// The rows of `ids` (in the order given), read by a one-view
+/// [`FleetReader`] at `now` with the real tmux and the done gate while
+/// every configured host is asked for its own (`remote::fleet`), and the
+/// warnings to print (tmux could not be asked).
 pub fn rows(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> (Vec<Row>, Vec<String>) {
-    let hosts = crate::remote::fleet::start(home, cfg);
-    let (all, warnings) = gather::gather(home, cfg, ids, now, &gather::real_tmux, gather::dod_gate);
-    let mut rows: Vec<Row> = all.iter().map(|f| Row::from_facts(f, cfg)).collect();
-    hosts.overlay(&all, &mut rows);
+    let mut hosts = crate::remote::fleet::start(home, cfg);
+    let (mut rows, warnings) = FleetReader::new().tasks(home, cfg, ids, now);
+    hosts.overlay(&mut rows);
     (rows, warnings)
 }
 
-/// The whole fleet (every task with a meta file), as [`rows`].
+/// The whole fleet (every task with a meta file, in id order), as [`rows`].
 pub fn fleet(home: &Home, cfg: &Config, now: u64) -> crate::Result<(Vec<Row>, Vec<String>)> {
-    Ok(rows(home, cfg, &home.task_ids_with_meta()?, now))
+    let mut hosts = crate::remote::fleet::start(home, cfg);
+    let mut rows = Vec::new();
+    let warnings = FleetReader::new().fleet(home, cfg, now, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    hosts.overlay(&mut rows);
+    Ok((rows, warnings))
 }
 
 /// Sorts rows attention first ([`Row::urgency`]).

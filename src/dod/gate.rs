@@ -125,7 +125,8 @@ pub(crate) fn judge(worktree: &Path, head: &HeadFact, reach: Option<&str>) -> Ve
     }
 }
 
-fn head_fact(worktree: &Path) -> HeadFact {
+/// What git says about the worktree's HEAD (one bounded git call).
+pub(crate) fn head_fact(worktree: &Path) -> HeadFact {
     match fsx::is_dir(worktree) {
         Ok(true) => {}
         Ok(false) | Err(_) => return HeadFact::Missing,
@@ -177,34 +178,95 @@ pub(crate) fn kind_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Kind {
     }
 }
 
-/// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
-pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta, line: &StatusLine) -> Verdict {
+/// Where the gate looks once no rule without git has decided: the
+/// worktree's HEAD, then the refs that count as outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Check {
+    /// The worktree whose `HEAD` is named ([`worktree_of`]).
+    pub(crate) worktree: PathBuf,
+    /// The project clone, whose refs also count.
+    pub(crate) project: Option<PathBuf>,
+    /// local-only: the project's `refs/heads/*` count too.
+    pub(crate) local_only: bool,
+}
+
+/// The gate up to git: a verdict when none is needed, else what to ask.
+pub(crate) enum Plan {
+    Decided(Verdict),
+    Check(Check),
+}
+
+/// Everything the gate decides before git (kind, mode, the no-mistakes
+/// hand-off and shortcut), reading meta and, where meta is silent, the brief.
+pub(crate) fn plan(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    meta: &TaskMeta,
+    line: &StatusLine,
+) -> Plan {
     let mode = mode_of(home, id, meta);
     let kind = kind_of(home, id, meta);
     let (pr, pr_head) = (meta.pr.as_deref(), meta.pr_head.as_deref());
     if let Some(v) = precheck(&kind, mode, line, pr.unwrap_or(""), pr_head.unwrap_or("")) {
-        return v;
+        return Plan::Decided(v);
     }
-    let worktree = worktree_of(home, cfg, id, meta);
-    let head = head_fact(&worktree);
-    let HeadFact::Head(sha) = &head else {
-        return judge(&worktree, &head, None);
-    };
-    let mut reach = git::ref_containing(&worktree, sha, &["refs/remotes/"]);
+    Plan::Check(Check {
+        worktree: worktree_of(home, cfg, id, meta),
+        project: meta.project.clone(),
+        local_only: mode == Some(Mode::LocalOnly),
+    })
+}
+
+/// The first ref outside the worktree holding `sha`: the worktree's
+/// `refs/remotes/*`, then the project's (and its `refs/heads/*` for
+/// local-only). At most two bounded git calls.
+pub(crate) fn reach(check: &Check, sha: &str) -> crate::Result<Option<String>> {
+    let mut reach = git::ref_containing(&check.worktree, sha, &["refs/remotes/"]);
     if matches!(reach, Ok(None))
-        && let Some(project) = &meta.project
+        && let Some(project) = &check.project
     {
         let shown = project.display();
-        let mut prefixes = vec!["refs/remotes/"];
-        if mode == Some(Mode::LocalOnly) {
-            prefixes.push("refs/heads/");
-        }
-        reach = git::ref_containing(project, sha, &prefixes)
+        reach = git::ref_containing(project, sha, check.project_prefixes())
             .map(|r| r.map(|r| format!("{r} of {shown}")));
     }
-    match reach {
-        Ok(r) => judge(&worktree, &head, r.as_deref()),
-        Err(e) => judge(&worktree, &HeadFact::GitError(e.to_string()), None),
+    reach
+}
+
+impl Check {
+    /// The ref prefixes of the project that count.
+    pub(crate) fn project_prefixes(&self) -> &'static [&'static str] {
+        if self.local_only {
+            &["refs/remotes/", "refs/heads/"]
+        } else {
+            &["refs/remotes/"]
+        }
+    }
+
+    /// Asks git: the worktree's HEAD, then [`reach`].
+    pub(crate) fn run(&self) -> Verdict {
+        let head = head_fact(&self.worktree);
+        let HeadFact::Head(sha) = &head else {
+            return judge(&self.worktree, &head, None);
+        };
+        let reach = reach(self, sha);
+        self.verdict(&head, reach)
+    }
+
+    /// The verdict from the worktree's HEAD and what [`reach`] found.
+    pub(crate) fn verdict(&self, head: &HeadFact, reach: crate::Result<Option<String>>) -> Verdict {
+        match reach {
+            Ok(r) => judge(&self.worktree, head, r.as_deref()),
+            Err(e) => judge(&self.worktree, &HeadFact::GitError(e.to_string()), None),
+        }
+    }
+}
+
+/// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
+pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta, line: &StatusLine) -> Verdict {
+    match plan(home, cfg, id, meta, line) {
+        Plan::Decided(v) => v,
+        Plan::Check(c) => c.run(),
     }
 }
 

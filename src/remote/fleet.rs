@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::host::HostCfg;
 use super::ssh::Ssh;
 use crate::config::Config;
-use crate::crew_state::{Facts, OpenDecision, Row, Source, State};
+use crate::crew_state::{OpenDecision, Row, Source, State};
 use crate::home::Home;
 use crate::status::Decision;
 
@@ -48,9 +48,11 @@ enum Why {
     Failed(String),
 }
 
-/// The hosts' answers, arriving.
+/// The hosts' answers, arriving; each is waited for when a row first
+/// needs it.
 pub(crate) struct Pending {
     hosts: BTreeMap<String, JoinHandle<Answer>>,
+    answers: BTreeMap<String, Answer>,
 }
 
 /// Starts asking every configured host; no threads when there are none.
@@ -66,7 +68,10 @@ pub(crate) fn start(home: &Home, cfg: &Config) -> Pending {
             )
         })
         .collect();
-    Pending { hosts }
+    Pending {
+        hosts,
+        answers: BTreeMap::new(),
+    }
 }
 
 fn ask(home: &Home, name: &str, host: &HostCfg) -> Answer {
@@ -88,27 +93,24 @@ fn ask(home: &Home, name: &str, host: &HostCfg) -> Answer {
 }
 
 impl Pending {
-    /// Replaces the rows of remote tasks (`facts[i]` is `rows[i]`'s) by
-    /// their host's answer, and marks them with the host.
-    pub(crate) fn overlay(self, facts: &[Facts], rows: &mut [Row]) {
-        let remote: Vec<(usize, String)> = facts
+    /// Replaces the rows of remote tasks (those whose meta names a host:
+    /// [`Row::host`]) by their host's answer, and marks them with the
+    /// host. Rows of local tasks are left alone, and cost nothing.
+    pub(crate) fn overlay(&mut self, rows: &mut [Row]) {
+        let remote: Vec<(usize, String)> = rows
             .iter()
             .enumerate()
-            .filter_map(|(i, f)| {
-                let host = f.meta.as_ref()?.host.as_deref()?.trim();
-                (!host.is_empty()).then(|| (i, host.to_string()))
-            })
+            .filter_map(|(i, r)| r.host.clone().map(|h| (i, h)))
             .collect();
-        let mut answers: BTreeMap<String, Answer> = self
-            .hosts
-            .into_iter()
-            .map(|(name, h)| {
+        for (_, host) in &remote {
+            if let Some(h) = self.hosts.remove(host) {
                 let answer = h
                     .join()
                     .unwrap_or_else(|_| Err(Why::Failed("the query panicked".into())));
-                (name, answer)
-            })
-            .collect();
+                self.answers.insert(host.clone(), answer);
+            }
+        }
+        let answers = &mut self.answers;
         for (i, host) in remote {
             let row = &mut rows[i];
             let got = match answers.get_mut(&host) {

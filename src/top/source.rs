@@ -1,7 +1,8 @@
 //! Where the dashboard's rows come from, off the drawing thread: a reader
-//! thread gathers the fleet ([`crate::crew_state::fleet`], the same rows
-//! as `fm-crew-state`) whenever it is asked, and a filesystem watcher
-//! (`notify`, recursive over `state/`) says when something changed.
+//! thread gathers the fleet (a kept [`crate::crew_state::FleetReader`],
+//! the same rows as `fm-crew-state`) whenever it is asked, and a
+//! filesystem watcher (`notify`, recursive over `state/`) says when
+//! something changed.
 //!
 //! Asking is coalesced: requests that arrive while a read runs make one
 //! more read, not many. Changes the dashboard does not show never ask:
@@ -19,7 +20,7 @@ use notify::Watcher;
 use super::seen;
 use crate::clock;
 use crate::config::Config;
-use crate::crew_state::{self, Row};
+use crate::crew_state::{FleetReader, Row};
 use crate::home::Home;
 
 /// What reaches the dashboard's loop from its helpers.
@@ -87,10 +88,17 @@ impl Source {
 }
 
 fn reader(home: &Home, cfg: &Config, asked: &Receiver<()>, tx: &Sender<Msg>) {
+    // Held across reads: each re-reads only what changed.
+    let mut fleet = FleetReader::kept();
     while asked.recv().is_ok() {
         while asked.try_recv().is_ok() {}
-        let msg = match crew_state::fleet(home, cfg, clock::now()) {
-            Ok((rows, warnings)) => Msg::Rows {
+        let mut rows = Vec::new();
+        let read = fleet.fleet(home, cfg, clock::now(), &mut |r| {
+            rows.push(r);
+            Ok(())
+        });
+        let msg = match read {
+            Ok(warnings) => Msg::Rows {
                 rows,
                 warnings,
                 new_wakes: seen::unseen(home).unwrap_or(0),

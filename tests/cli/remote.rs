@@ -174,10 +174,10 @@ fn the_fleet_view_shows_remote_rows_from_their_host_with_a_host_column() {
     let h = fleet(&sshd, 10_000);
     h.fm("crew-state")
         .stdout_regex(concat!(
-            r"ID +HOST +STATE +SOURCE +AGE +INBOX +OPEN +DETAIL\n",
-            r"l1 +- +working +status-log +\d+s +0 +0 +here\n",
-            r"r1 +far +working +status-log +\d+s +0 +0 +far away\n",
-            r"r2 +far +unknown +none +- +0 +0 +no metadata for r2 on host far\n",
+            r"ID +HOST +STATE +SOURCE +AGE +INBOX +OPEN +WAITING +DETAIL\n",
+            r"l1 +- +working +status-log +\d+s ago +0 +0 +- +here\n",
+            r"r1 +far +working +status-log +\d+s ago +0 +0 +- +far away\n",
+            r"r2 +far +unknown +none +- +0 +0 +- +no metadata for r2 on host far\n",
         ))
         .run();
     let out = h.fm("crew-state").arg("--json").stdout_json().run();
@@ -209,10 +209,10 @@ fn a_stopped_host_answers_unknown_within_its_timeout_and_the_rest_is_intact() {
     let out = h
         .fm("crew-state")
         .stdout_regex(concat!(
-            r"ID +HOST +STATE +SOURCE +AGE +INBOX +OPEN +DETAIL\n",
-            r"l1 +- +working +status-log +\d+s +0 +0 +here\n",
-            r"r1 +far +unknown +none +- +0 +0 +host unreachable: timed out after 1\.5s\n",
-            r"r2 +far +unknown +none +- +0 +0 +host unreachable: timed out after 1\.5s\n",
+            r"ID +HOST +STATE +SOURCE +AGE +INBOX +OPEN +WAITING +DETAIL\n",
+            r"l1 +- +working +status-log +\d+s ago +0 +0 +- +here\n",
+            r"r1 +far +unknown +none +- +0 +0 +- +host unreachable: timed out after 1\.5s\n",
+            r"r2 +far +unknown +none +- +0 +0 +- +host unreachable: timed out after 1\.5s\n",
         ))
         .run();
     let took = t.elapsed();
@@ -232,11 +232,11 @@ fn a_host_that_is_down_or_not_configured_says_why_in_its_rows() {
     sshd.kill();
     h.fm("crew-state")
         .stdout_regex(concat!(
-            r"ID +HOST +STATE +SOURCE +AGE +INBOX +OPEN +DETAIL\n",
-            r"l1 +- +working +status-log +\d+s +0 +0 +here\n",
-            r"r1 +far +unknown +none +- +0 +0 +host unreachable: .*Connection refused\n",
-            r"r2 +far +unknown +none +- +0 +0 +host unreachable: .*Connection refused\n",
-            r"r3 +elsewhere +unknown +none +- +0 +0 +host elsewhere is not configured\n",
+            r"ID +HOST +STATE +SOURCE +AGE +INBOX +OPEN +WAITING +DETAIL\n",
+            r"l1 +- +working +status-log +\d+s ago +0 +0 +- +here\n",
+            r"r1 +far +unknown +none +- +0 +0 +- +host unreachable: .*Connection refused\n",
+            r"r2 +far +unknown +none +- +0 +0 +- +host unreachable: .*Connection refused\n",
+            r"r3 +elsewhere +unknown +none +- +0 +0 +- +host elsewhere is not configured\n",
         ))
         .run();
 }

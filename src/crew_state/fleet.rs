@@ -1,0 +1,420 @@
+//! Reading the fleet (SPEC §9.1, §9.2): every task once, on every core,
+//! rows handed out in id order as soon as they are known.
+//!
+//! A view goes in two steps. First the tasks' own files ([`super::read`]),
+//! block by block on one thread per core; a task that needs nothing from
+//! outside its files is resolved on the spot, and the rows of a block are
+//! handed to the caller as soon as every block before it is out — so a
+//! pane-less fleet streams and never holds its rows. Then, for the tasks
+//! that need more, tmux once per socket and git once per repository
+//! ([`super::gather`], [`super::done_check`]), and their rows (with every
+//! row held behind the first of them).
+//!
+//! A [`FleetReader`] made with [`FleetReader::kept`] is meant to be held
+//! across frames (the live view, the dashboard): it keeps each task's facts
+//! with the stamps of the files they came from and re-reads only files
+//! that changed ([`super::read::Stamps`]), reuses screens whose panes
+//! printed nothing since their capture, and remembers the done check's
+//! answers while the refs they depend on are unchanged. A fleet too big to
+//! keep ([`KEEP_MAX`] tasks) is read afresh each frame.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use super::Row;
+use super::done_check::{DoneCheck, Request};
+use super::facts::{Facts, PaneFact};
+use super::gather::{self, Ancestry, Panes};
+use super::read::{self, Listed, Listing, Present, Stamps};
+use super::resolve::{Need, step};
+use crate::config::Config;
+use crate::error::Result;
+use crate::gitfiles::GitFiles;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// Tasks per unit of work.
+const BLOCK: usize = 64;
+
+/// Reader threads at most.
+const MAX_THREADS: usize = 8;
+
+/// A kept reader keeps facts only for fleets up to this size.
+pub const KEEP_MAX: usize = 20_000;
+
+/// A task's facts kept between frames, with the stamps they were read under.
+#[derive(Debug)]
+struct Kept {
+    facts: Facts,
+    stamps: Stamps,
+}
+
+/// One task to read, with what the last frame kept of it.
+struct Item {
+    listed: Listed,
+    prev: Option<Kept>,
+}
+
+/// One task read.
+struct Done {
+    /// Its files were read (not reused).
+    reread: bool,
+    /// Kept for the next frame, or for the second step.
+    facts: Option<Facts>,
+    stamps: Option<Stamps>,
+    /// Known after the first step.
+    row: Option<Row>,
+}
+
+/// What the last view did, for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Tasks in the view.
+    pub tasks: usize,
+    /// Tasks whose files were read (not reused from the last frame).
+    pub reread: usize,
+}
+
+/// Reads fleets; see the module doc.
+#[derive(Debug, Default)]
+pub struct FleetReader {
+    keep: bool,
+    stats: Stats,
+    kept: Vec<Kept>,
+    panes: Panes,
+    done: DoneCheck,
+    ancestry: Ancestry,
+}
+
+/// What the reader threads share.
+struct Shared<'a> {
+    home: &'a Home,
+    cfg: &'a Config,
+    now: u64,
+    keep: bool,
+    git: &'a GitFiles,
+    ancestry: &'a Ancestry,
+}
+
+/// Facts kept from the last frame, ready for this one: the per-view inputs
+/// cleared, the worktree looked at again.
+fn reuse(mut f: Facts, now: u64) -> Facts {
+    f.now = now;
+    f.pane = PaneFact::Unset;
+    f.screen = None;
+    f.gate = None;
+    f.git = None;
+    f.run_contains_head = false;
+    read::check_worktree(&mut f);
+    f
+}
+
+fn refresh(s: &Shared, item: Item) -> Done {
+    let Item { listed, prev } = item;
+    let (home, id, present) = (s.home, &listed.id, listed.present);
+    let mut stamps = None;
+    let mut facts = None;
+    if s.keep {
+        let brief = prev.as_ref().is_none_or(|p| Stamps::needs_brief(&p.facts));
+        let now_stamps = Stamps::take(home, id, present, s.now, brief);
+        match prev {
+            Some(p) if p.stamps.still(&now_stamps) => {
+                facts = Some(reuse(p.facts, s.now));
+                stamps = Some(p.stamps);
+            }
+            _ => {
+                stamps = Some(if brief {
+                    now_stamps
+                } else {
+                    Stamps::take(home, id, present, s.now, true)
+                });
+            }
+        }
+    }
+    let reread = facts.is_none();
+    let mut f = facts.unwrap_or_else(|| read::task(home, s.cfg, id, present, s.now));
+    if gather::needs_attribution(&f) {
+        gather::attribute_run(&mut f, s.git, s.ancestry);
+    }
+    let has_pane = f.meta.as_ref().is_some_and(|m| m.pane.is_some());
+    let row = if has_pane {
+        None
+    } else {
+        step(&f).ok().map(|r| Row::with(&f, r, s.cfg))
+    };
+    let keep_facts = row.is_none() || (s.keep && f.error.is_none());
+    Done {
+        reread,
+        stamps: stamps.filter(|_| f.error.is_none()),
+        facts: keep_facts.then_some(f),
+        row,
+    }
+}
+
+/// Hands rows out in order, holding everything behind the first task that
+/// needs the second step.
+struct Emitter<'e> {
+    emit: &'e mut dyn FnMut(Row) -> Result<()>,
+    pending: BTreeMap<usize, Vec<Done>>,
+    next: usize,
+    held: Vec<Done>,
+    blocked: bool,
+    kept: Vec<Kept>,
+    error: Option<crate::Error>,
+    stats: Stats,
+}
+
+impl Emitter<'_> {
+    fn block(&mut self, k: usize, done: Vec<Done>, stop: &AtomicBool) {
+        self.pending.insert(k, done);
+        while let Some(v) = self.pending.remove(&self.next) {
+            self.next += 1;
+            if !self.blocked && v.iter().all(|d| d.row.is_some()) {
+                for d in v {
+                    self.out(d, stop);
+                }
+            } else {
+                self.blocked = true;
+                self.held.extend(v);
+            }
+        }
+    }
+
+    fn out(&mut self, mut d: Done, stop: &AtomicBool) {
+        self.stats.tasks += 1;
+        self.stats.reread += usize::from(d.reread);
+        if self.error.is_none()
+            && let Some(row) = d.row.take()
+            && let Err(e) = (self.emit)(row)
+        {
+            self.error = Some(e);
+            stop.store(true, Ordering::SeqCst);
+        }
+        if let (Some(facts), Some(stamps)) = (d.facts, d.stamps) {
+            self.kept.push(Kept { facts, stamps });
+        }
+    }
+}
+
+impl FleetReader {
+    /// A reader for one view.
+    pub fn new() -> FleetReader {
+        FleetReader::default()
+    }
+
+    /// A reader to hold across frames (see the module doc).
+    pub fn kept() -> FleetReader {
+        FleetReader {
+            keep: true,
+            panes: Panes::kept(),
+            ..FleetReader::default()
+        }
+    }
+
+    /// What the last view did.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Reads every task with a meta, handing each row to `emit` in id
+    /// order; returns the warnings (tmux could not be asked) for the
+    /// caller to print. An error from `emit` stops the read and is returned.
+    pub fn fleet(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        now: u64,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<Vec<String>> {
+        let listing = Listing::read(home)?;
+        let keep = self.keep && listing.tasks.len() <= KEEP_MAX;
+        let mut prev = std::mem::take(&mut self.kept).into_iter().peekable();
+        let items: Vec<Item> = listing
+            .tasks
+            .into_iter()
+            .map(|listed| {
+                while prev.next_if(|k| k.facts.id < listed.id).is_some() {}
+                let prev = prev.next_if(|k| k.facts.id == listed.id);
+                Item { listed, prev }
+            })
+            .collect();
+        self.read(home, cfg, now, items, keep, emit)
+    }
+
+    /// The rows of `ids` (in the order given), and the warnings.
+    pub fn tasks(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        ids: &[TaskId],
+        now: u64,
+    ) -> (Vec<Row>, Vec<String>) {
+        let items = ids
+            .iter()
+            .map(|id| Item {
+                listed: Listed {
+                    id: id.clone(),
+                    present: Present::ALL,
+                },
+                prev: None,
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(ids.len());
+        let warnings = self
+            .read(home, cfg, now, items, false, &mut |r| {
+                rows.push(r);
+                Ok(())
+            })
+            .unwrap_or_default();
+        (rows, warnings)
+    }
+
+    fn read(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        now: u64,
+        items: Vec<Item>,
+        keep: bool,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<Vec<String>> {
+        let git = GitFiles::new();
+        let shared = Shared {
+            home,
+            cfg,
+            now,
+            keep,
+            git: &git,
+            ancestry: &self.ancestry,
+        };
+        let n = items.len();
+        let mut blocks: Vec<Mutex<Option<Vec<Item>>>> = Vec::new();
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            blocks.push(Mutex::new(Some(items.by_ref().take(BLOCK).collect())));
+        }
+        let mut em = Emitter {
+            emit,
+            pending: BTreeMap::new(),
+            next: 0,
+            held: Vec::new(),
+            blocked: false,
+            kept: Vec::new(),
+            error: None,
+            stats: Stats::default(),
+        };
+        let stop = AtomicBool::new(false);
+        let next = AtomicUsize::new(0);
+        let count = blocks.len();
+        let work = |k: usize| -> Vec<Done> {
+            let items = blocks[k].lock().expect("block").take().unwrap_or_default();
+            items.into_iter().map(|i| refresh(&shared, i)).collect()
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(MAX_THREADS)
+            .min(n / BLOCK);
+        if threads < 2 {
+            for k in 0..count {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let done = work(k);
+                em.block(k, done, &stop);
+            }
+        } else {
+            std::thread::scope(|scope| {
+                let (tx, rx) = mpsc::channel();
+                for _ in 0..threads {
+                    let tx = tx.clone();
+                    let (next, stop, work) = (&next, &stop, &work);
+                    scope.spawn(move || {
+                        loop {
+                            let k = next.fetch_add(1, Ordering::SeqCst);
+                            if k >= count || stop.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            if tx.send((k, work(k))).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+                drop(tx);
+                for (k, done) in rx {
+                    em.block(k, done, &stop);
+                }
+            });
+        }
+        if let Some(e) = em.error.take() {
+            return Err(e);
+        }
+        let mut warnings = Vec::new();
+        let mut held = std::mem::take(&mut em.held);
+        self.second_step(home, cfg, &git, now, &mut held, &mut warnings);
+        for d in held {
+            em.out(d, &stop);
+            if em.error.is_some() {
+                break;
+            }
+        }
+        if let Some(e) = em.error.take() {
+            return Err(e);
+        }
+        if keep {
+            self.kept = std::mem::take(&mut em.kept);
+            self.done.end_frame();
+        }
+        self.stats = em.stats;
+        Ok(warnings)
+    }
+
+    /// tmux and git for the tasks the first step could not resolve.
+    fn second_step(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        git: &GitFiles,
+        now: u64,
+        held: &mut [Done],
+        warnings: &mut Vec<String>,
+    ) {
+        let mut open: Vec<&mut Facts> = held
+            .iter_mut()
+            .filter(|d| d.row.is_none())
+            .filter_map(|d| d.facts.as_mut())
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        self.panes.gather(cfg, &mut open, now, warnings);
+        let gated: Vec<usize> = (0..open.len())
+            .filter(|&i| open[i].meta.is_some() && step(open[i]) == Err(Need::Gate))
+            .collect();
+        if !gated.is_empty() {
+            let requests: Vec<Request> = gated
+                .iter()
+                .map(|&i| {
+                    let f = &*open[i];
+                    Request {
+                        id: &f.id,
+                        meta: f.meta.as_ref().expect("a meta"),
+                        line: gather::done_line(f),
+                    }
+                })
+                .collect();
+            let verdicts = self.done.verdicts(home, cfg, git, &requests, now);
+            drop(requests);
+            for (&i, v) in gated.iter().zip(verdicts) {
+                open[i].gate = Some(v);
+            }
+        }
+        for d in held.iter_mut().filter(|d| d.row.is_none()) {
+            if let Some(f) = &d.facts {
+                d.row = Some(Row::from_facts(f, cfg));
+            }
+        }
+    }
+}
