@@ -92,11 +92,15 @@ fn reader(home: &Home, cfg: &Config, asked: &Receiver<()>, tx: &Sender<Msg>) {
     let mut fleet = FleetReader::kept();
     while asked.recv().is_ok() {
         while asked.try_recv().is_ok() {}
+        // Remote tasks' rows come from their hosts, asked while the local
+        // fleet is read.
+        let mut hosts = crate::remote::fleet::start(home, cfg);
         let mut rows = Vec::new();
         let read = fleet.fleet(home, cfg, clock::now(), &mut |r| {
             rows.push(r);
             Ok(())
         });
+        hosts.overlay(&mut rows);
         let msg = match read {
             Ok(warnings) => Msg::Rows {
                 rows,
