@@ -289,8 +289,14 @@ fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check> {
 /// `program --version` in a throwaway home: some agents write their
 /// config directory on any start.
 fn program_version(program: &str) -> Result<String, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    // A new private directory: one that already exists (perhaps planted by
+    // another user of the shared temp dir) is refused, never reused.
     let h = std::env::temp_dir().join(format!("fm-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&h).map_err(|e| e.to_string())?;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&h)
+        .map_err(|e| format!("{}: {e}", h.display()))?;
     let out = crate::proc::Cmd::new(program)
         .arg("--version")
         .env("HOME", &h)
