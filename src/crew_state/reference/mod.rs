@@ -48,6 +48,9 @@ fn git(dir: &Path, args: &[&str]) -> String {
 /// A private tmux server, killed on drop.
 struct Server {
     tmux: Tmux,
+    /// The next window index: each window gets its own, as tmux's own
+    /// choice of the next free index can collide ("index 5 in use").
+    next: std::cell::Cell<u32>,
 }
 
 impl Server {
@@ -68,6 +71,7 @@ impl Server {
         let socket = format!("fm-test-{tag}-{}", std::process::id());
         let s = Server {
             tmux: Tmux::new(&socket),
+            next: std::cell::Cell::new(100),
         };
         s.run(&[
             "-f",
@@ -100,18 +104,37 @@ impl Server {
 
     /// A window running `script` under `sh`; its pane id.
     fn window(&self, script: &str) -> String {
-        self.run(&[
-            "new-window",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-t",
-            "t",
-            "sh",
-            "-c",
-            script,
-        ])
+        // Each window gets its own index, and a failure says what tmux
+        // said (a busy machine has been seen to refuse one).
+        let mut said = String::new();
+        for _ in 0..5 {
+            let target = format!("t:{}", self.next.get());
+            self.next.set(self.next.get() + 1);
+            let args = [
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                &target,
+                "sh",
+                "-c",
+                script,
+            ];
+            let out = std::process::Command::new("tmux")
+                .args(["-L", self.socket()])
+                .args(args)
+                .output()
+                .unwrap();
+            let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && id.starts_with('%') {
+                return id;
+            }
+            said = format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("tmux new-window failed: {said}");
     }
 
     /// A window drawing a captured harness screen, then running `program`
