@@ -77,7 +77,7 @@ impl Home {
             // A named directory must be a home too: a mistyped FM_HOME must
             // not quietly collect a worker's reports where nobody looks.
             let home = Home::at(&cwd.join(dir))?;
-            if !home.config_file().is_file() {
+            if !crate::fsx::stat(&home.config_file())?.is_some_and(|m| m.is_file()) {
                 return Err(Error::NotAHome(home.root));
             }
             return Ok(home);
@@ -104,11 +104,13 @@ impl Home {
             return Err(Error::NoHome(dir.to_path_buf()));
         }
         refuse_control("home", &root)?;
+        crate::fsx::register_root(&root);
         Ok(Home { root })
     }
 
     /// A home at `root` taken as given (already absolute); for `fm init`.
     pub fn new_unchecked(root: PathBuf) -> Home {
+        crate::fsx::register_root(&root);
         Home { root }
     }
 
@@ -282,16 +284,8 @@ impl Home {
 
     /// Ids of every task with a meta file, sorted.
     pub(crate) fn task_ids_with_meta(&self) -> Result<Vec<TaskId>> {
-        let dir = self.state_dir();
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("read directory", dir, e)),
-        };
         let mut ids = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
-            let name = entry.file_name();
+        for name in crate::fsx::list_dir(&self.state_dir())? {
             let Some(name) = name.to_str() else { continue };
             if let Some(stem) = name.strip_suffix(".meta")
                 && let Ok(id) = TaskId::parse(stem)

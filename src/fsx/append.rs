@@ -39,16 +39,12 @@ pub fn append_line_in_page(path: &Path, line: &[u8]) -> Result<()> {
 }
 
 fn append_locked(path: &Path, line: &[u8], in_page: bool) -> Result<()> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::FileExt;
     debug_assert!(line.ends_with(b"\n"));
-    let f = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW_NONBLOCK)
-        .open(path)
-        .map_err(io_err("open for append", path))?;
+    let (dir, name) = open_parent(path, "open for append", false)?;
+    let flags = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE | OFlags::NONBLOCK;
+    let f = open_at(&dir, name, flags, 0o600, "open for append", path)?;
     regular(&f, path)?;
     // Bounded like every lock wait (SPEC §2): a foreign `flock` on an
     // append target times out naming the file, and nothing is written.

@@ -41,15 +41,16 @@ impl Drop for LockGuard {
 }
 
 fn open_lock_file(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW)
-        .open(path)
-        .map_err(io_err("open lock", path))
+    use rustix::fs::OFlags;
+    let (dir, name) = open_parent(path, "open lock", false)?;
+    open_at(
+        &dir,
+        name,
+        OFlags::RDWR | OFlags::CREATE,
+        0o600,
+        "open lock",
+        path,
+    )
 }
 
 /// Takes the lock if it is free right now.

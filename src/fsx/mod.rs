@@ -16,38 +16,32 @@
 //!   at all, and an existing file is never clobbered.
 //! - Files are created 0600 and directories 0700; a symlink where a file or
 //!   directory is expected is refused, never followed.
+//! - **One walk**: every path below a home is reached through [`walk`]'s
+//!   checked walk from the home's root, so a symlinked `data`, `state` or
+//!   task directory is refused by every operation here, whichever tool asks.
 
 mod append;
 mod lock;
 mod numbered;
 mod read;
+mod walk;
 mod write;
 
 pub use append::*;
 pub use lock::*;
 pub use numbered::*;
 pub use read::*;
+pub use walk::*;
 pub use write::*;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-
-/// `O_NOFOLLOW` for `OpenOptions::custom_flags`: opening a symlink fails
-/// with `ELOOP` instead of following it.
-const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits().cast_signed();
-
-/// [`NOFOLLOW`] plus `O_NONBLOCK`, for every open of a file the tools read
-/// or append to: a FIFO in place of a record opens at once instead of
-/// waiting for a writer, and [`regular`] then refuses it. On a regular
-/// file `O_NONBLOCK` changes nothing.
-const NOFOLLOW_NONBLOCK: i32 =
-    (rustix::fs::OFlags::NOFOLLOW.bits() | rustix::fs::OFlags::NONBLOCK.bits()).cast_signed();
 
 /// What a non-regular file is, for the error that refuses it.
 fn file_kind(ft: fs::FileType) -> &'static str {
@@ -98,51 +92,131 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Err
     }
 }
 
-/// Refuses `path` if it is a symlink. A missing path is fine.
+/// Refuses `path` if it is a symlink (or a directory on its way below the
+/// home is one). A missing path is fine.
 pub fn refuse_symlink(path: &Path) -> Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("stat", path, e)),
+    match stat(path)? {
+        Some(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
+        _ => Ok(()),
     }
 }
 
 /// True if `path` exists as a directory (not through a symlink).
 pub fn is_dir(path: &Path) -> Result<bool> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
-        Ok(m) => Ok(m.is_dir()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Error::io("stat", path, e)),
+    match stat(path)? {
+        Some(m) if m.file_type().is_symlink() => Err(Error::Symlink(path.to_path_buf())),
+        Some(m) => Ok(m.is_dir()),
+        None => Ok(false),
     }
 }
 
 /// Creates `path` (and missing parents) with mode 0700. An existing
 /// directory is fine; a symlink or a file in its place is refused.
 pub fn ensure_dir(path: &Path) -> Result<()> {
-    if is_dir(path)? {
-        return Ok(());
-    }
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(io_err("create directory", path))?;
-    if !is_dir(path)? {
-        return Err(Error::io(
-            "create directory",
-            path,
-            io::ErrorKind::AlreadyExists.into(),
-        ));
-    }
-    Ok(())
+    refuse_symlink(path)?;
+    open_dir(path, "create directory", path, true).map(drop)
 }
 
 #[cfg(test)]
 mod tests {
     use super::append::untear;
     use super::*;
+    use std::fs::OpenOptions;
+
+    /// Every operation refuses a symlinked directory anywhere below a
+    /// registered home root, naming the symlink, and touches nothing
+    /// outside the home.
+    #[test]
+    fn the_walk_refuses_a_symlinked_directory_below_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let root = base.join("home");
+        let outside = base.join("outside");
+        fs::create_dir_all(root.join("state")).unwrap();
+        fs::create_dir_all(outside.join("t1.inbox")).unwrap();
+        fs::write(outside.join("t1.meta"), b"kind=ship\n").unwrap();
+        fs::write(outside.join("t1.inbox/001.msg"), b"m").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("data")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("state/sub")).unwrap();
+        register_root(&root);
+        let before = snapshot(&outside);
+        for link in [root.join("data"), root.join("state/sub")] {
+            let f = link.join("t1.meta");
+            let inbox = link.join("t1.inbox");
+            let rec = inbox.join("001.msg");
+            let is_link = |r: Result<()>| {
+                let e = r.expect_err("followed a symlinked directory");
+                assert!(
+                    matches!(&e, Error::Symlink(p) if *p == link),
+                    "{e} does not name {}",
+                    link.display()
+                );
+            };
+            is_link(read_optional(&f).map(drop));
+            is_link(open_read(&f).map(drop));
+            is_link(stat(&f).map(drop));
+            is_link(atomic_write(&f, b"x").map(drop));
+            is_link(atomic_write_unsynced(&f, b"x").map(drop));
+            is_link(append_line(&f, b"x\n").map(drop));
+            is_link(touch(&f).map(drop));
+            is_link(lock(&inbox.join(".lock"), LOCK_WAIT).map(drop));
+            is_link(remove_optional(&rec).map(drop));
+            is_link(rename_noclobber(&rec, &root.join("state/moved")).map(drop));
+            is_link(rename_noclobber(&root.join("state/x"), &inbox.join("002.msg")).map(drop));
+            is_link(ensure_dir(&inbox.join("handled")).map(drop));
+            is_link(list_numbered(&inbox, "msg").map(drop));
+            is_link(list_dir(&inbox).map(drop));
+            is_link(stage(&inbox, b"x").map(drop));
+            is_link(sync_dir(&inbox).map(drop));
+            is_link(read_each_in(&inbox, &["001.msg".into()], |_, _| {}).map(drop));
+        }
+        assert_eq!(
+            snapshot(&outside),
+            before,
+            "something changed outside the home"
+        );
+        // The same tree through its real path is not below the root.
+        assert_eq!(read(&outside.join("t1.meta")).unwrap(), b"kind=ship\n");
+    }
+
+    fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.push((p.clone(), Vec::new()));
+                out.extend(snapshot(&p));
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_walk_creates_directories_and_reaches_files_below_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap().join("h");
+        register_root(&root);
+        ensure_dir(&root.join("state/t1.inbox/handled")).unwrap();
+        let f = root.join("state/t1.meta");
+        atomic_write(&f, b"a").unwrap();
+        append_line(&root.join("state/events.jsonl"), b"{}\n").unwrap();
+        assert_eq!(read(&f).unwrap(), b"a");
+        assert!(exists(&f).unwrap());
+        assert!(!exists(&root.join("state/none/x")).unwrap());
+        assert_eq!(read_optional(&root.join("nope/x")).unwrap(), None);
+        assert!(rename_noclobber(&f, &root.join("state/t1.inbox/moved")).unwrap());
+        assert!(remove_optional(&root.join("state/t1.inbox/moved")).unwrap());
+        let mut names = list_dir(&root.join("state")).unwrap();
+        names.sort();
+        assert_eq!(names, ["events.jsonl", "t1.inbox"]);
+        assert!(matches!(
+            read(&root.join("state/../state/events.jsonl")),
+            Err(Error::Refused(_))
+        ));
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {

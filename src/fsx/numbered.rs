@@ -2,7 +2,7 @@
 //! numbered create of SPEC §2 — staged and fsynced before the directory
 //! lock is taken, renamed into place without clobbering under it.
 
-use super::write::write_temp;
+use super::write::{Temp, rename_noreplace_at, write_temp};
 use super::*;
 
 /// `NNN.<ext>` with at least three digits (SPEC §5.1).
@@ -27,22 +27,10 @@ pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
 /// Numbers of the `NNN.<ext>` files in `dir`, sorted; a missing dir is empty.
 pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
     refuse_symlink(dir)?;
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read directory", dir, e)),
-    };
-    let mut out = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io("read directory", dir, e))?;
-        if let Some(n) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| parse_numbered(s, ext))
-        {
-            out.push(n);
-        }
-    }
+    let mut out: Vec<u64> = list_dir(dir)?
+        .iter()
+        .filter_map(|n| n.to_str().and_then(|s| parse_numbered(s, ext)))
+        .collect();
     out.sort_unstable();
     Ok(out)
 }
@@ -53,15 +41,15 @@ pub fn list_numbered(dir: &Path, ext: &str) -> Result<Vec<u64>> {
 /// uncommitted `Staged` removes the temp file.
 #[derive(Debug)]
 pub struct Staged {
-    tmp: Option<PathBuf>,
+    temp: Temp,
     dir: PathBuf,
 }
 
 /// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
 pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
-    let tmp = write_temp(&dir.join("staged"), bytes)?;
+    let (temp, _) = write_temp(&dir.join("staged"), bytes, false)?;
     Ok(Staged {
-        tmp: Some(tmp),
+        temp,
         dir: dir.to_path_buf(),
     })
 }
@@ -77,7 +65,11 @@ impl Staged {
         ext: &str,
         _held: &LockGuard,
     ) -> Result<(u64, PathBuf)> {
-        let tmp = self.tmp.take().expect("staged file present until commit");
+        let tmp = self
+            .temp
+            .name
+            .take()
+            .expect("staged file present until commit");
         let result = (|| {
             let mut highest = list_numbered(&self.dir, ext)?.last().copied().unwrap_or(0);
             for d in also_scan {
@@ -85,26 +77,21 @@ impl Staged {
             }
             let mut n = highest + 1;
             loop {
-                let target = self.dir.join(numbered_name(n, ext));
+                let name = numbered_name(n, ext);
+                let target = self.dir.join(&name);
                 // A name taken outside the lock (a human?) is never clobbered.
-                if rename_noclobber(&tmp, &target)? {
-                    return Ok((n, target));
+                let dir = &self.temp.dir;
+                match rename_noreplace_at(dir, &tmp, dir, std::ffi::OsStr::new(&name)) {
+                    Ok(()) => return Ok((n, target)),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n += 1,
+                    Err(e) => return Err(Error::io("rename", target, e)),
                 }
-                n += 1;
             }
         })();
         if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+            self.temp.name = Some(tmp);
         }
         result
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if let Some(tmp) = self.tmp.take() {
-            let _ = fs::remove_file(tmp);
-        }
     }
 }
 

@@ -6,16 +6,9 @@ use super::*;
 
 /// Reads a whole file, refusing a symlink. `Ok(None)` when it does not exist.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    let mut f = match OpenOptions::new()
-        .read(true)
-        .custom_flags(NOFOLLOW_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err("open", path)(e)),
+    let Some((mut f, _)) = open_read(path)? else {
+        return Ok(None);
     };
-    regular(&f, path)?;
     let mut buf = Vec::new();
     f.read_to_end(&mut buf).map_err(io_err("read", path))?;
     Ok(Some(buf))
@@ -24,16 +17,9 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 /// [`read_optional`] plus the file's mtime (Unix seconds) from the same
 /// open file, so a reader of many small files pays no extra `stat`.
 pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
-    let mut f = match OpenOptions::new()
-        .read(true)
-        .custom_flags(NOFOLLOW_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err("open", path)(e)),
+    let Some((mut f, md)) = open_read(path)? else {
+        return Ok(None);
     };
-    let md = regular(&f, path)?;
     let mtime = md
         .modified()
         .ok()
@@ -70,8 +56,7 @@ pub fn read_each_in(
     mut f: impl FnMut(usize, io::Result<&[u8]>),
 ) -> Result<()> {
     use rustix::fs::{Mode, OFlags};
-    refuse_symlink(dir)?;
-    let d = File::open(dir).map_err(io_err("open directory", dir))?;
+    let d = open_dir(dir, "open directory", dir, false)?;
     let mut buf = vec![0u8; 64 * 1024];
     for (i, name) in names.iter().enumerate() {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;

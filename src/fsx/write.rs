@@ -1,6 +1,8 @@
 //! Atomic replace, no-clobber renames and removals: a file is either its
 //! old bytes or its new bytes, and a temp file never takes a real name.
 
+use std::ffi::{OsStr, OsString};
+
 use super::*;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -8,25 +10,26 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Sets `path`'s modification time to now, creating it empty (0600) if
 /// missing; a symlink is refused. Cheaper than a replace for heartbeats.
 pub fn touch(path: &Path) -> Result<()> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW)
-        .open(path)
-        .map_err(io_err("open", path))?;
+    use rustix::fs::OFlags;
+    let (dir, name) = open_parent(path, "open", false)?;
+    let f = open_at(
+        &dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE,
+        0o600,
+        "open",
+        path,
+    )?;
     f.set_modified(std::time::SystemTime::now())
         .map_err(io_err("touch", path))
 }
 
-fn temp_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+fn temp_name(target: &OsStr) -> OsString {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    target.with_file_name(format!(".{name}.tmp.{}.{n}", std::process::id()))
+    let mut name = OsString::from(".");
+    name.push(target);
+    name.push(format!(".tmp.{}.{n}", std::process::id()));
+    name
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -38,111 +41,159 @@ fn parent_of(path: &Path) -> &Path {
 
 /// Flushes a directory entry to disk.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(io_err("open directory", dir))?;
+    let f = open_dir(dir, "open directory", dir, false)?;
     f.sync_all().map_err(io_err("fsync directory", dir))
 }
 
-/// Writes `bytes` to a fresh dot-temp file beside `target` and fsyncs it.
-pub(super) fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    let tmp = temp_path(target);
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(NOFOLLOW)
-            .open(&tmp)
-            .map_err(io_err("create temp file for", target))?;
-        // Errors name the file the user asked for, not the temp beside it.
-        f.write_all(bytes).map_err(io_err("write", target))?;
-        f.sync_all().map_err(io_err("fsync", target))
-    })();
-    match result {
-        Ok(()) => Ok(tmp),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e)
+/// A dot-temp file in an open directory, removed on drop unless it was
+/// renamed to a real name.
+pub(super) struct Temp {
+    pub(super) dir: File,
+    pub(super) name: Option<OsString>,
+}
+
+impl Temp {
+    /// Renames the temp file to `to` in the same directory, replacing it.
+    fn rename_over(mut self, to: &OsStr) -> io::Result<()> {
+        let name = self.name.take().expect("temp present until renamed");
+        let res = rustix::fs::renameat(&self.dir, &name, &self.dir, to).map_err(io::Error::from);
+        if res.is_err() {
+            let _ = rustix::fs::unlinkat(&self.dir, &name, rustix::fs::AtFlags::empty());
         }
+        res
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if let Some(name) = self.name.take() {
+            let _ = rustix::fs::unlinkat(&self.dir, &name, rustix::fs::AtFlags::empty());
+        }
+    }
+}
+
+impl std::fmt::Debug for Temp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Temp")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Writes `bytes` to a fresh dot-temp file beside `target`, fsynced unless
+/// `unsynced`. Errors name `target`, the file the user asked for, not the
+/// temp beside it.
+pub(super) fn write_temp<'a>(
+    target: &'a Path,
+    bytes: &[u8],
+    unsynced: bool,
+) -> Result<(Temp, &'a OsStr)> {
+    use rustix::fs::OFlags;
+    let (dir, real) = open_parent(target, "create temp file for", false)?;
+    let name = temp_name(real);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+    let mut f = open_at(&dir, &name, flags, 0o600, "create temp file for", target)?;
+    let temp = Temp {
+        dir,
+        name: Some(name),
+    };
+    f.write_all(bytes).map_err(io_err("write", target))?;
+    if !unsynced {
+        f.sync_all().map_err(io_err("fsync", target))?;
+    }
+    Ok((temp, real))
+}
+
+/// Refuses a symlink at `name` in `dir` (the entry a replace would take).
+fn refuse_symlink_at(dir: &File, name: &OsStr, target: &Path) -> Result<()> {
+    use rustix::fs::{AtFlags, FileType};
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            Err(Error::Symlink(target.to_path_buf()))
+        }
+        _ => Ok(()),
     }
 }
 
 /// Atomic replace: temp file, write, fsync, rename over `target`, fsync the
 /// directory. A symlink at `target` is refused.
 pub fn atomic_write(target: &Path, bytes: &[u8]) -> Result<()> {
-    refuse_symlink(target)?;
-    let tmp = write_temp(target, bytes)?;
-    if let Err(e) = fs::rename(&tmp, target) {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io("rename", target, e));
-    }
-    sync_dir(parent_of(target))
+    let (temp, name) = write_temp(target, bytes, false)?;
+    refuse_symlink_at(&temp.dir, name, target)?;
+    let dir = temp
+        .dir
+        .try_clone()
+        .map_err(io_err("open directory", parent_of(target)))?;
+    temp.rename_over(name)
+        .map_err(|e| Error::io("rename", target, e))?;
+    dir.sync_all()
+        .map_err(io_err("fsync directory", parent_of(target)))
 }
 
 /// Atomic replace without the fsyncs, for bookkeeping written in bulk:
 /// readers still see old or new bytes, never a mix; durability comes from
 /// a later [`sync_filesystem`] by the caller.
 pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<()> {
-    refuse_symlink(target)?;
-    let tmp = temp_path(target);
-    let res = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW)
-        .open(&tmp)
-        .map_err(io_err("create temp file", &tmp))
-        .and_then(|mut f| f.write_all(bytes).map_err(io_err("write", &tmp)))
-        .and_then(|()| fs::rename(&tmp, target).map_err(|e| Error::io("rename", target, e)));
-    if res.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    res
+    let (temp, name) = write_temp(target, bytes, true)?;
+    refuse_symlink_at(&temp.dir, name, target)?;
+    temp.rename_over(name)
+        .map_err(|e| Error::io("rename", target, e))
 }
 
 /// Flushes the filesystem holding `dir` (one `syncfs` for many writes).
 pub fn sync_filesystem(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(io_err("open directory", dir))?;
+    let f = open_dir(dir, "open directory", dir, false)?;
     rustix::fs::syncfs(&f).map_err(|e| Error::io("syncfs", dir, e.into()))
 }
 
 /// Renames `from` to `to` unless `to` exists. Returns `Ok(false)` (and
-/// leaves both alone) when `to` already exists.
+/// leaves both alone) when `to` already exists. Both are reached by the
+/// checked walk; a directory may be moved too.
 pub fn rename_noclobber(from: &Path, to: &Path) -> Result<bool> {
-    match rename_noreplace(from, to) {
+    let (from_dir, from_name) = open_parent(from, "rename", false)?;
+    let (to_dir, to_name) = open_parent(to, "rename", false)?;
+    match rename_noreplace_at(&from_dir, from_name, &to_dir, to_name) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(Error::io("rename", to, e)),
     }
 }
 
-#[cfg(target_os = "linux")]
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use rustix::fs::{CWD, RenameFlags};
-    use rustix::io::Errno;
-    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        // Filesystems without RENAME_NOREPLACE: fall back to link + unlink.
-        Err(Errno::INVAL | Errno::NOSYS) => link_then_unlink(from, to),
-        Err(e) => Err(e.into()),
+/// `renameat2(RENAME_NOREPLACE)`; where a filesystem lacks it, a hard
+/// link then an unlink (files only).
+pub(super) fn rename_noreplace_at(
+    from_dir: &File,
+    from: &OsStr,
+    to_dir: &File,
+    to: &OsStr,
+) -> io::Result<()> {
+    use rustix::fs::AtFlags;
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::RenameFlags;
+        use rustix::io::Errno;
+        match rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(Errno::INVAL | Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    link_then_unlink(from, to)
-}
-
-fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
-    fs::hard_link(from, to)?;
-    fs::remove_file(from)
+    rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty())?;
+    rustix::fs::unlinkat(from_dir, from, AtFlags::empty())?;
+    Ok(())
 }
 
 /// Removes a file (never a directory, never through a symlink's target).
 /// Returns whether it existed.
 pub fn remove_optional(path: &Path) -> Result<bool> {
-    match fs::remove_file(path) {
+    let (dir, name) = match open_parent(path, "remove", false) {
+        Ok(x) => x,
+        Err(e) if is_not_found(&e) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::empty()) {
         Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Error::io("remove", path, e)),
+        Err(rustix::io::Errno::NOENT) => Ok(false),
+        Err(e) => Err(Error::io("remove", path, e.into())),
     }
 }
