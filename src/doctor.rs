@@ -134,6 +134,7 @@ pub fn run(home: std::result::Result<&Home, String>) -> Vec<Check> {
         Err(e) => checks.push(Check::new("home", Level::Fail, e)),
     }
     checks.push(
+        // Outside the home: a kernel limit.
         match std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches") {
             Ok(n) => Check::new(
                 "inotify",
@@ -293,6 +294,7 @@ fn program_version(program: &str) -> Result<String, String> {
     // A new private directory: one that already exists (perhaps planted by
     // another user of the shared temp dir) is refused, never reused.
     let h = std::env::temp_dir().join(format!("fm-doctor-{}", std::process::id()));
+    // Outside the home: a private directory in the temp dir.
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&h)
@@ -304,6 +306,7 @@ fn program_version(program: &str) -> Result<String, String> {
         .env("CLAUDE_CONFIG_DIR", h.join(".claude"))
         .env("DISABLE_AUTOUPDATER", "1")
         .run();
+    // Outside the home: that private directory.
     let _ = std::fs::remove_dir_all(&h);
     let out = out.map_err(|f| f.cause.to_string())?;
     if !out.success() {
@@ -324,7 +327,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
         .as_ref()
         .map_or(Config::default().watch.poll_secs, |c| c.watch.poll_secs);
     checks.push(match &loaded {
-        Ok(_) if !cfg_path.exists() => Check::new(
+        Ok(_) if !fsx::exists(&cfg_path).unwrap_or(false) => Check::new(
             "config",
             Level::Warn,
             format!("{} missing; using defaults", cfg_path.display()),
@@ -344,16 +347,21 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
         ("data dir", home.data_dir()),
         ("state dir", home.state_dir()),
     ] {
-        checks.push(match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.file_type().is_symlink() => {
+        checks.push(match fsx::stat(&dir) {
+            Ok(None) => Check::new(
+                name,
+                Level::Fail,
+                format!("{} missing (run `fm init`)", dir.display()),
+            ),
+            Ok(Some(m)) if m.file_type().is_symlink() => {
                 Check::new(name, Level::Fail, format!("{} is a symlink", dir.display()))
             }
-            Ok(m) if !m.is_dir() => Check::new(
+            Ok(Some(m)) if !m.is_dir() => Check::new(
                 name,
                 Level::Fail,
                 format!("{} is not a directory", dir.display()),
             ),
-            Ok(m) if m.permissions().mode() & 0o077 != 0 => Check::new(
+            Ok(Some(m)) if m.permissions().mode() & 0o077 != 0 => Check::new(
                 name,
                 Level::Warn,
                 format!(
@@ -363,11 +371,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
                 ),
             ),
             Ok(_) => Check::new(name, Level::Ok, format!("{} (mode 700)", dir.display())),
-            Err(_) => Check::new(
-                name,
-                Level::Fail,
-                format!("{} missing (run `fm init`)", dir.display()),
-            ),
+            Err(e) => Check::new(name, Level::Fail, e.to_string()),
         });
     }
     if let Ok(cfg) = &loaded {
@@ -392,7 +396,7 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
             Err(e) => fails.push(format!("{id}: {e}")),
             Ok(m) => {
                 let m = m.unwrap_or_default();
-                if let Ok(md) = std::fs::metadata(home.meta(id))
+                if let Ok(Some(md)) = fsx::stat(&home.meta(id))
                     && md.permissions().mode() & 0o077 != 0
                 {
                     warns.push(format!(
@@ -457,11 +461,11 @@ pub(crate) fn watcher_line(held: bool, beat_age: Option<u64>, poll_secs: u64) ->
 }
 
 fn watcher_check(home: &Home, poll_secs: u64) -> Check {
-    if !home.state_dir().is_dir() {
+    if !fsx::is_dir(&home.state_dir()).unwrap_or(false) {
         return Check::new("watcher", Level::Warn, "not running (no state dir)");
     }
     let lock = home.watch_lock();
-    if !lock.exists() {
+    if !fsx::exists(&lock).unwrap_or(false) {
         return Check::new(
             "watcher",
             Level::Warn,
@@ -472,8 +476,9 @@ fn watcher_check(home: &Home, poll_secs: u64) -> Check {
         Ok(free) => free.is_none(),
         Err(e) => return Check::new("watcher", Level::Fail, e.to_string()),
     };
-    let beat_age = std::fs::metadata(home.watch_beat())
+    let beat_age = fsx::stat(&home.watch_beat())
         .ok()
+        .flatten()
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.elapsed().ok())
         .map(|d| d.as_secs());

@@ -79,11 +79,8 @@ pub fn parse_all(bytes: &[u8]) -> Vec<Wake> {
 
 /// Reads `path` from byte `offset` to its end.
 fn read_from_offset(path: &Path, offset: u64) -> Result<Vec<u8>> {
-    fsx::refuse_symlink(path)?;
-    let mut f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("open", path, e)),
+    let Some((mut f, _)) = fsx::open_read(path)? else {
+        return Ok(Vec::new());
     };
     f.seek(SeekFrom::Start(offset))
         .map_err(|e| Error::io("seek", path, e))?;
@@ -97,7 +94,7 @@ fn read_from_offset(path: &Path, offset: u64) -> Result<Vec<u8>> {
 /// line's, or a torn fragment's after it (a watcher killed mid-append),
 /// so a number a fragment already shows is never handed out again.
 fn last_seq(path: &Path) -> Result<u64> {
-    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let len = fsx::stat(path)?.map_or(0, |m| m.len());
     if len == 0 {
         return Ok(0);
     }
@@ -159,7 +156,7 @@ pub(crate) fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) 
 /// truncated) is read from its start.
 pub fn read_since(home: &Home, offset: u64) -> Result<(Vec<Wake>, u64)> {
     let path = home.wakes();
-    let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let len = fsx::stat(&path)?.map_or(0, |m| m.len());
     let offset = if len < offset { 0 } else { offset };
     let bytes = read_from_offset(&path, offset)?;
     let complete = fsx::complete_lines(&bytes);
@@ -182,17 +179,16 @@ pub(crate) fn end_offset(home: &Home) -> Result<u64> {
 pub fn exists_since(home: &Home, task: &str, kind: &str, text: &str, since: u64) -> Result<bool> {
     let (task, kind, text) = (clean(task), clean(kind), clean(text));
     let path = home.wakes();
-    let len = match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.is_file() => m.len(),
-        Ok(_) => {
+    let len = match fsx::stat(&path)? {
+        Some(m) if m.is_file() => m.len(),
+        Some(_) => {
             return Err(Error::io(
                 "read",
                 &path,
                 std::io::Error::other("not a regular file"),
             ));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::io("stat", path, e)),
+        None => return Ok(false),
     };
     let mut chunk = 16 * 1024u64;
     loop {

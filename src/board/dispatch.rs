@@ -17,6 +17,7 @@ use super::{BoardId, Status, Task, store};
 use crate::config::Config;
 use crate::error::Result;
 use crate::events::{self, Entry, Event, Tool};
+use crate::fsx;
 use crate::home::Home;
 use crate::inbox::{self, Outgoing, Ring};
 use crate::task_id::TaskId;
@@ -114,7 +115,7 @@ pub(crate) type QueueFn<'a> = dyn FnMut(&TaskId, &str) -> Result<u64> + 'a;
 
 fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
     match (TaskId::parse(assignee), seq) {
-        (Ok(id), Some(n)) => home.handled_record(&id, n).symlink_metadata().is_ok(),
+        (Ok(id), Some(n)) => fsx::exists(&home.handled_record(&id, n)).unwrap_or(false),
         _ => false,
     }
 }

@@ -8,7 +8,6 @@
 //! replaced atomically, so they see whole files.
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
 
 use super::ops::{self, Op};
 use super::{BoardId, Status, Task};
@@ -44,15 +43,9 @@ pub(crate) fn load(home: &Home, id: BoardId) -> Result<Task> {
 pub(crate) fn ids(home: &Home) -> Result<Vec<BoardId>> {
     let dir = home.board_dir();
     fsx::refuse_symlink(&dir)?;
-    let rd = match fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read directory", dir, e)),
-    };
     let mut out = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
-        if let Some(id) = entry.file_name().to_str().and_then(BoardId::from_file_name) {
+    for name in fsx::list_dir(&dir)? {
+        if let Some(id) = name.to_str().and_then(BoardId::from_file_name) {
             out.push(id);
         }
     }

@@ -80,7 +80,7 @@ pub(crate) fn write(
     {
         meta::update(home, id, |m| m.set("parent", p.as_str()))?;
     }
-    if w.history.is_some() && home.meta(id).exists() {
+    if w.history.is_some() && fsx::exists(&home.meta(id))? {
         follow_brief_in_meta(home, id, &text)?;
     }
     let mut warnings = Vec::new();

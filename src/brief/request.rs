@@ -47,6 +47,7 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
             .map_err(|e| Error::io("read", "<stdin>", e))?;
         buf
     } else {
+        // Outside the home: a file named on the command line.
         std::fs::read(path)
             .map_err(|e| Error::usage(format!("cannot read {what} file {}: {e}", path.display())))?
     };
@@ -332,10 +333,8 @@ impl BriefRequest {
 /// `config/brief-include.md`, when it is a regular file with text in it.
 fn read_include(home: &Home) -> Result<Option<String>> {
     let path = home.brief_include();
-    let md = match std::fs::symlink_metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("stat", path, e)),
+    let Some(md) = fsx::stat(&path)? else {
+        return Ok(None);
     };
     if !md.file_type().is_file() {
         return Err(Error::usage(format!(

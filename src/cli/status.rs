@@ -145,8 +145,9 @@ fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {
         common::out_json(&report)?;
         return Ok(0);
     }
-    let mtime = std::fs::metadata(&path)
+    let mtime = fsx::stat(&path)
         .ok()
+        .flatten()
         .and_then(|m| m.modified().ok())
         .and_then(|t| {
             t.duration_since(std::time::UNIX_EPOCH)

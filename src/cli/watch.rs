@@ -243,10 +243,11 @@ struct StatusReport {
 fn status(ctx: &Ctx, json: bool) -> Result<u8> {
     let home = &ctx.home;
     let lock = home.watch_lock();
-    let running = lock.exists() && matches!(fsx::try_lock(&lock), Ok(None));
+    let running = fsx::exists(&lock)? && matches!(fsx::try_lock(&lock), Ok(None));
     let now = clock::now();
-    let heartbeat_age_secs = std::fs::metadata(home.watch_beat())
+    let heartbeat_age_secs = fsx::stat(&home.watch_beat())
         .ok()
+        .flatten()
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.elapsed().ok())
         .map(|d| d.as_secs());

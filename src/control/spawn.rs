@@ -199,6 +199,7 @@ impl Ctl<'_> {
         let worktree = self.home.worktree(self.cfg, self.id);
         let wt = worktree.display().to_string();
         let mut created_from = None;
+        // Outside the home: the worktree is git's.
         if !worktree.join(".git").exists() {
             let base = match base {
                 Some(b) => b.to_string(),

@@ -19,7 +19,11 @@ impl Ctl<'_> {
 
     pub(super) fn teardown(&self, force: bool) -> Result<String> {
         let meta = self.meta()?;
+        // Before anything is stopped or removed: an archive reached
+        // through a symlink would carry the task's files out of the home.
+        fsx::refuse_symlink(&self.home.archive_dir())?;
         let worktree = meta.worktree.clone().unwrap_or_default();
+        // Outside the home: the worktree is git's.
         let has_worktree = meta.worktree.is_some() && worktree.join(".git").exists();
         if has_worktree && !force {
             // The top-level check first: a `.git` that git does not honour
@@ -84,7 +88,7 @@ impl Ctl<'_> {
                     .map(std::ffi::OsStr::to_os_string)
                     .unwrap_or_default()
             };
-            if src.symlink_metadata().is_ok() && !fsx::rename_noclobber(&src, &dest.join(&name))? {
+            if fsx::exists(&src)? && !fsx::rename_noclobber(&src, &dest.join(&name))? {
                 return Err(Error::refused(format!(
                     "archive entry {} already exists",
                     dest.join(name).display()

@@ -24,7 +24,7 @@ fn install_sigint() {
 
 /// The last `n` complete lines of a file, reading at most its last 64 KiB.
 pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Ok(Some((mut f, _))) = crate::fsx::open_read(path) else {
         return Vec::new();
     };
     let len = f.metadata().map_or(0, |m| m.len());

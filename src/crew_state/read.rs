@@ -18,7 +18,7 @@ use std::path::Path;
 
 use super::facts::{Escalation, Facts, RunRecord, WorktreeFact};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::status::busy::BusyRecord;
@@ -63,15 +63,8 @@ impl Listing {
     /// Lists `state/` once. A home without `state/` has no tasks.
     pub(crate) fn read(home: &Home) -> Result<Listing> {
         let dir = home.state_dir();
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::default()),
-            Err(e) => return Err(Error::io("read directory", dir, e)),
-        };
         let mut seen: HashMap<String, u8> = HashMap::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
-            let name = entry.file_name();
+        for name in fsx::list_dir(&dir)? {
             let Some(name) = name.to_str() else { continue };
             let Some((stem, bit)) = [
                 (".meta", Present::META),
@@ -120,7 +113,7 @@ impl Stamp {
     /// The stamp of `path` (not following a symlink); `None` when it
     /// cannot be taken.
     fn of(path: &Path) -> Option<Stamp> {
-        let md = std::fs::symlink_metadata(path).ok()?;
+        let md = fsx::stat(path).ok()??;
         Some(Stamp {
             ino: md.ino(),
             size: md.size(),

@@ -122,7 +122,7 @@ impl Demo {
             })?;
         self.watcher = Some(child);
         let home = self.home()?;
-        if !self.wait(10, || Ok(home.watch_beat().exists()))? {
+        if !self.wait(10, || fsx::exists(&home.watch_beat()))? {
             return Err(fail("the watcher never started its first pass"));
         }
         let st = self.expect_ok("watch", &["--status"])?;

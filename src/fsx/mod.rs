@@ -218,6 +218,120 @@ mod tests {
         ));
     }
 
+    /// Files that touch the filesystem without `fsx`, none of them below
+    /// a home, and why.
+    const OUTSIDE: &[(&str, &str)] = &[
+        ("src/fsx/", "the layer itself"),
+        ("src/home.rs", "finds the home before there is one to walk"),
+        ("src/gitfiles.rs", "git's own files in worktrees and clones"),
+        ("src/git.rs", "repositories the captain names"),
+        (
+            "src/stand_in.rs",
+            "the stand-in agent writes in its worktree",
+        ),
+        ("src/harness.rs", "agent programs on PATH"),
+        (
+            "src/notify/channel.rs",
+            "programs on PATH and the captain's tty",
+        ),
+        ("src/demo/mod.rs", "the demo's own temporary directory"),
+        ("src/tmux/visit.rs", "a pane's working directory"),
+        (
+            "src/crew_state/reference/",
+            "test-only reference implementation",
+        ),
+    ];
+
+    /// A comment on the line (or just above it) saying why a raw access is
+    /// not below a home.
+    const MARK: &str = "outside the home:";
+
+    /// Raw filesystem access by path.
+    const RAW_FS: &[&str] = &[
+        "std::fs::",
+        "fs::read",
+        "fs::write",
+        "fs::remove",
+        "fs::rename",
+        "fs::create",
+        "fs::copy",
+        "fs::hard_link",
+        "fs::set_permissions",
+        "fs::metadata",
+        "fs::symlink_metadata",
+        "fs::canonicalize",
+        "File::open",
+        "File::create",
+        "OpenOptions::new",
+        "DirBuilder::new",
+        ".symlink_metadata()",
+        ".read_dir()",
+        ".try_exists()",
+        ".exists()",
+    ];
+
+    /// Path queries that follow symlinks, flagged on a home path.
+    const RAW_ON_HOME: &[&str] = &[".is_file()", ".is_dir()", ".metadata()", ".canonicalize()"];
+
+    /// Every access below a home goes through the checked walk: code
+    /// outside `fsx` that reaches the filesystem by path is flagged unless
+    /// its file is in [`OUTSIDE`] or the line says why it is not below a
+    /// home. Unit tests (behind `#[cfg(test)]`) set up trees as they like.
+    #[test]
+    fn only_fsx_touches_paths_below_the_home() {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        walk(&root.join("src"), &mut files);
+        assert!(files.len() > 50, "src/ not found");
+        let mut found = Vec::new();
+        for f in files {
+            let rel = f.strip_prefix(root).unwrap().display().to_string();
+            if OUTSIDE.iter().any(|(a, _)| rel.starts_with(a)) || rel.ends_with("_tests.rs") {
+                continue;
+            }
+            let text = fs::read_to_string(&f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let lines: Vec<&str> = code.lines().collect();
+            for (n, line) in lines.iter().enumerate() {
+                let marked = |l: &str| l.to_lowercase().contains(MARK);
+                let above = lines[..n]
+                    .iter()
+                    .rev()
+                    .take_while(|l| l.trim_start().starts_with("//"))
+                    .any(|l| marked(l));
+                if marked(line) || above {
+                    continue;
+                }
+                let code = line.split("//").next().unwrap_or("");
+                let code = code.replace("rustix::fs::", "").replace("unix::fs::", "");
+                let raw = RAW_FS.iter().find(|r| code.contains(*r)).or_else(|| {
+                    RAW_ON_HOME
+                        .iter()
+                        .find(|r| code.contains("home.") && code.contains(*r))
+                });
+                if let Some(raw) = raw {
+                    found.push(format!("{rel}:{}: {raw}", n + 1));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "filesystem access outside fsx (go through crate::fsx, or say \
+             `// Outside the home: why`):\n{}",
+            found.join("\n")
+        );
+    }
+
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
         use std::os::unix::fs::PermissionsExt;

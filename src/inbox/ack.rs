@@ -68,7 +68,7 @@ pub fn ack(home: &Home, id: &TaskId, seq: u64) -> Result<AckOutcome> {
     fsx::refuse_symlink(&src)?;
     fsx::refuse_symlink(&dst)?;
     let name = super::record_name(seq);
-    let outcome = if src.exists() {
+    let outcome = if fsx::exists(&src)? {
         fsx::ensure_dir(&home.inbox_handled(id))?;
         if fsx::rename_noclobber(&src, &dst)? {
             fsx::sync_dir(&home.inbox_handled(id))?;
@@ -83,7 +83,7 @@ pub fn ack(home: &Home, id: &TaskId, seq: u64) -> Result<AckOutcome> {
                 dst.display()
             )));
         }
-    } else if dst.exists() {
+    } else if fsx::exists(&dst)? {
         AckOutcome::Already
     } else {
         return Ok(AckOutcome::Missing);

@@ -136,7 +136,7 @@ pub(crate) fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
     for p in [home.meta(id), home.task_data(id), home.brief(id)] {
         fsx::refuse_symlink(&p)?;
     }
-    Ok(home.meta(id).exists() || home.brief(id).exists())
+    Ok(fsx::exists(&home.meta(id))? || fsx::exists(&home.brief(id))?)
 }
 
 #[cfg(test)]

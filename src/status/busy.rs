@@ -85,8 +85,9 @@ pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
     let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
         return false;
     };
-    let mtime = std::fs::metadata(home.status(id))
+    let mtime = fsx::stat(&home.status(id))
         .ok()
+        .flatten()
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs());

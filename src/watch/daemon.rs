@@ -207,7 +207,7 @@ pub fn run(
         };
         show(&report);
         if let Some(w) = watcher.as_mut() {
-            watched.retain(|p| p.is_dir());
+            watched.retain(|p| fsx::is_dir(p).unwrap_or(false));
             for dir in &report.inboxes {
                 if !watched.contains(dir)
                     && w.watch(dir, notify::RecursiveMode::NonRecursive).is_ok()

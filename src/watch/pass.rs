@@ -22,7 +22,7 @@ use super::ladder::{self, LadderFiles, Pending};
 use super::ladder_io;
 use super::state::TOOL;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::home::Home;
 use crate::inbox::{self, Record};
 use crate::meta::TaskMeta;
@@ -36,14 +36,8 @@ pub use super::state::{PaneFactory, Report, Ring, State};
 /// of `state/`.
 pub(crate) fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
     let dir = home.state_dir();
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read directory", dir, e)),
-    };
     let mut ids = BTreeSet::new();
-    for entry in rd.flatten() {
-        let name = entry.file_name();
+    for name in fsx::list_dir(&dir)? {
         let Some(name) = name.to_str() else { continue };
         let stem = [".meta", ".inbox", ".status"]
             .iter()
@@ -56,7 +50,7 @@ pub(crate) fn scan_tasks(home: &Home) -> Result<Vec<TaskId>> {
 }
 
 fn mtime_secs(path: &std::path::Path) -> Option<u64> {
-    let t = std::fs::metadata(path).ok()?.modified().ok()?;
+    let t = fsx::stat(path).ok()??.modified().ok()?;
     t.duration_since(std::time::UNIX_EPOCH)
         .ok()
         .map(|d| d.as_secs())
@@ -127,7 +121,7 @@ pub fn run(
             Ok(t) => tasks.push(t),
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
-        if home.inbox(id).is_dir() {
+        if fsx::is_dir(&home.inbox(id)).unwrap_or(false) {
             ex.report.inboxes.push(home.inbox(id));
         }
     }
@@ -234,15 +228,9 @@ fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
         seqs: Vec::new(),
         ladder_files: false,
     };
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(Error::io("read directory", dir, e)),
-    };
     let (ring, esc, owed) = (home.ring_state(id), home.escalated(id), home.ring_owed(id));
     let ladder_names = [ring.file_name(), esc.file_name(), owed.file_name()];
-    for entry in rd.flatten() {
-        let name = entry.file_name();
+    for name in fsx::list_dir(&dir)? {
         if ladder_names.contains(&Some(name.as_os_str())) {
             out.ladder_files = true;
         } else if let Some(n) = name

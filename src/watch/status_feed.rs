@@ -130,11 +130,9 @@ pub(crate) fn new_wakes(
     paused: &str,
 ) -> Result<Vec<StatusWake>> {
     let path = home.status(id);
-    let meta = match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => return Ok(Vec::new()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("stat", path, e)),
+    let meta = match fsx::stat(&path)? {
+        Some(m) if m.is_file() => m,
+        _ => return Ok(Vec::new()),
     };
     let (mut offset, ino) = offsets
         .map
@@ -148,7 +146,9 @@ pub(crate) fn new_wakes(
         offsets.set(id.as_str(), offset, meta.ino());
         return Ok(Vec::new());
     }
-    let mut f = std::fs::File::open(&path).map_err(|e| Error::io("open", &path, e))?;
+    let Some((mut f, _)) = fsx::open_read(&path)? else {
+        return Ok(Vec::new());
+    };
     f.seek(SeekFrom::Start(offset))
         .map_err(|e| Error::io("seek", &path, e))?;
     let mut chunk = Vec::new();
