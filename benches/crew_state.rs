@@ -1,7 +1,9 @@
 //! Crew-state benchmarks: the fleet view as a whole process over generated
 //! homes, and the live view's idle CPU. Run with `cargo bench --bench
 //! crew_state` (`FM_BENCH_LIVE_SECS` shortens the 30 s live-view
-//! measurements; `FM_BENCH_QUICK=1` skips the 50,000-task fleet).
+//! measurements; `FM_BENCH_QUICK=1` skips the 50,000-task fleet;
+//! `FM_BENCH_ONLY=done500,10000` runs only the cases with those keys:
+//! the fleet sizes, `panes100`, `claude100`, `runs1000`, `done500`).
 //!
 //! Fixtures (`common/fleet.rs`):
 //! - pane-less fleets of 10 … 50,000 tasks: `kind=secondmate` metas (rule
@@ -202,13 +204,20 @@ fn live_view(label: &str, key: &str, home: &Path, tmux_server: Option<u32>) {
     println!("{line}");
 }
 
+/// Whether the case `key` is to run (`FM_BENCH_ONLY`, every case when unset).
+fn wanted(key: &str) -> bool {
+    std::env::var("FM_BENCH_ONLY")
+        .ok()
+        .is_none_or(|only| only.split(',').any(|k| k.trim() == key))
+}
+
 fn main() {
     let quick = std::env::var_os("FM_BENCH_QUICK").is_some();
     let mut sizes = vec![10, 100, 1_000, 10_000];
     if !quick {
         sizes.push(50_000);
     }
-    for n in sizes {
+    for n in sizes.into_iter().filter(|n| wanted(&n.to_string())) {
         let home = fleet::Home::new();
         fleet::plain(&home, n);
         let runs = match n {
@@ -225,7 +234,7 @@ fn main() {
     }
 
     if fleet::tmux_available() {
-        {
+        if wanted("panes100") {
             let screens = fleet::Screens::new("sleep", &[]);
             let socket = &screens.socket;
             let panes: Vec<String> = (0..100)
@@ -264,31 +273,36 @@ fn main() {
                 30,
             );
         }
-        let names: Vec<&str> = (0..100)
-            .map(|i| {
-                if i % 2 == 0 {
-                    "claude/idle-fresh"
-                } else {
-                    "claude/idle-after-turn"
-                }
-            })
-            .collect();
-        let screens = fleet::Screens::new("claude", &names);
-        let home = fleet::Home::new();
-        fleet::live(&home, &screens, "claude");
-        let label = "fleet view, 100 live claude panes (idle screens, busy regex read)";
-        measure(label, "claude100", &home.root, 30);
-        children(label, "claude100", &home.root);
-        live_view(
-            "100 live claude panes",
-            "claude100",
-            &home.root,
-            Some(screens.server_pid()),
-        );
+        if wanted("claude100") {
+            let names: Vec<&str> = (0..100)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        "claude/idle-fresh"
+                    } else {
+                        "claude/idle-after-turn"
+                    }
+                })
+                .collect();
+            let screens = fleet::Screens::new("claude", &names);
+            let home = fleet::Home::new();
+            fleet::live(&home, &screens, "claude");
+            let label = "fleet view, 100 live claude panes (idle screens, busy regex read)";
+            measure(label, "claude100", &home.root, 30);
+            children(label, "claude100", &home.root);
+            live_view(
+                "100 live claude panes",
+                "claude100",
+                &home.root,
+                Some(screens.server_pid()),
+            );
+        }
     } else {
         println!("tmux unavailable: live-pane cases skipped");
     }
 
+    if !wanted("runs1000") && !wanted("done500") {
+        return;
+    }
     if !fleet::git_available() {
         println!("git unavailable: worktree cases skipped");
         return;
@@ -299,12 +313,15 @@ fn main() {
         "(fixture: 4 projects, 1000 worktrees in {:.1} s)",
         t.elapsed().as_secs_f64()
     );
-    {
+    if wanted("runs1000") {
         let home = fleet::Home::new();
         fleet::with_runs(&home, &repos);
         let label = "fleet view, 1000 ships with run records (4 projects)";
         measure(label, "runs1000", &home.root, 10);
         children(label, "runs1000", &home.root);
+    }
+    if !wanted("done500") {
+        return;
     }
     let home = fleet::Home::new();
     fleet::with_done(&home, &repos);

@@ -175,13 +175,16 @@ EOF
 The pane-less fleet against its floor (a minimal reader of the same files on
 the same cores, \`benches/floor.rs\`):
 
-| tasks | fleet view | floor | ratio |
-|---|---|---|---|
+| tasks | fleet view wall | floor wall | ratio | fleet view CPU | floor CPU | ratio |
+|---|---|---|---|---|---|---|
 EOF
+    # ratio A B: A / B, or n/a when either is missing
+    ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v v="$1" -v f="$2" 'BEGIN { printf "%.2f×", v / f }' || printf "n/a"; }
     for n in 1000 10000 50000; do
         v=$(fig "crew.$n.wall"); f=$(fig "floor.$n")
-        r=$([ -n "$v" ] && [ -n "$f" ] && awk -v v="$v" -v f="$f" 'BEGIN { printf "%.2f×", v / f }' || printf "n/a")
-        printf '| %s | %s ms | %s ms | %s |\n' "$n" "$(num "$v" 1)" "$(num "$f" 1)" "$r"
+        vc=$(fig "crew.$n.cpu"); fc=$(fig "floor.$n.cpu")
+        printf '| %s | %s ms | %s ms | %s | %s ms | %s ms | %s |\n' "$n" "$(num "$v" 1)" "$(num "$f" 1)" "$(ratio "$v" "$f")" \
+            "$(num "$vc" 1)" "$(num "$fc" 1)" "$(ratio "$vc" "$fc")"
     done
     cat <<EOF
 

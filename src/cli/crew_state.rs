@@ -85,15 +85,31 @@ fn fleet(
     Ok(())
 }
 
-/// The fleet's rows, in id order.
-fn fleet_rows(ctx: &Ctx, reader: &mut FleetReader) -> Result<Vec<Row>> {
-    let mut rows = Vec::new();
+/// The fleet's table, in id order (each row kept as its cells only).
+fn fleet_table(ctx: &Ctx, reader: &mut FleetReader, colour: bool) -> Result<render::Table> {
+    let mut table = render::Table::new(colour);
     fleet(ctx, reader, &mut |r| {
-        rows.push(r);
+        table.push(&r);
         Ok(())
     })?;
-    Ok(rows)
+    Ok(table)
 }
+
+/// Prints the table's lines, a bounded batch per write.
+fn print_table(table: &render::Table) -> Result<()> {
+    let mut batch = Vec::with_capacity(PRINT_BATCH);
+    for l in table.lines() {
+        batch.push(l);
+        if batch.len() == PRINT_BATCH {
+            crate::output::out_text(&batch)?;
+            batch.clear();
+        }
+    }
+    crate::output::out_text(&batch)
+}
+
+/// Lines of the fleet table per write.
+const PRINT_BATCH: usize = 1024;
 
 /// The fleet as one JSON array on one line, written row by row as the
 /// rows come (the same bytes as serialising the whole array at once).
@@ -144,8 +160,8 @@ fn run(a: Args) -> Result<u8> {
     if a.json {
         fleet_json(&ctx)?;
     } else {
-        let rows = fleet_rows(&ctx, &mut FleetReader::new())?;
-        crate::output::out_text(&render::table(&rows, common::colour_enabled()))?;
+        let table = fleet_table(&ctx, &mut FleetReader::new(), common::colour_enabled())?;
+        print_table(&table)?;
     }
     Ok(0)
 }
@@ -153,13 +169,13 @@ fn run(a: Args) -> Result<u8> {
 /// One frame of the live view: title, table, latest wakes. The reader is
 /// held across frames, so a frame re-reads only what changed.
 fn frame(ctx: &Ctx, reader: &mut FleetReader, colour: bool, interval: f64) -> Result<String> {
-    let rows = fleet_rows(ctx, reader)?;
+    let table = fleet_table(ctx, reader, colour)?;
     let mut s = format!(
         "{TOOL} \u{b7} {} \u{b7} {} tasks \u{b7} every {interval}s \u{b7} Ctrl-C to quit\n\n",
         clock::human_utc(clock::now()),
-        rows.len()
+        table.len()
     );
-    for l in render::table(&rows, colour) {
+    for l in table.lines() {
         s.push_str(l.as_str());
         s.push('\n');
     }

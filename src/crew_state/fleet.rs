@@ -27,7 +27,7 @@ use super::Row;
 use super::done_check::{DoneCheck, Request};
 use super::facts::{Facts, PaneFact};
 use super::gather::{self, Ancestry, Panes};
-use super::read::{self, Listed, Listing, Present, Stamps};
+use super::read::{self, Listed, Listing, Present, Stamps, StateDir};
 use super::resolve::{Need, step};
 use crate::config::Config;
 use crate::error::Result;
@@ -51,10 +51,11 @@ struct Kept {
     stamps: Stamps,
 }
 
-/// One task to read, with what the last frame kept of it.
+/// One task to read, with what the last frame kept of it (boxed: a
+/// fleet's items are held for the whole view, and facts are large).
 struct Item {
     listed: Listed,
-    prev: Option<Kept>,
+    prev: Option<Box<Kept>>,
 }
 
 /// One task read.
@@ -96,6 +97,7 @@ struct Shared<'a> {
     keep: bool,
     git: &'a GitFiles,
     ancestry: &'a Ancestry,
+    state: &'a StateDir,
 }
 
 /// Facts kept from the last frame, ready for this one: the per-view inputs
@@ -134,7 +136,7 @@ fn refresh(s: &Shared, item: Item) -> Done {
         }
     }
     let reread = facts.is_none();
-    let mut f = facts.unwrap_or_else(|| read::task(home, s.cfg, id, present, s.now));
+    let mut f = facts.unwrap_or_else(|| read::task(home, s.cfg, s.state, id, present, s.now));
     if gather::needs_attribution(&f) {
         gather::attribute_run(&mut f, s.git, s.ancestry);
     }
@@ -236,7 +238,7 @@ impl FleetReader {
             .into_iter()
             .map(|listed| {
                 while prev.next_if(|k| k.facts.id < listed.id).is_some() {}
-                let prev = prev.next_if(|k| k.facts.id == listed.id);
+                let prev = prev.next_if(|k| k.facts.id == listed.id).map(Box::new);
                 Item { listed, prev }
             })
             .collect();
@@ -281,6 +283,7 @@ impl FleetReader {
         emit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<Vec<String>> {
         let git = GitFiles::new();
+        let state = StateDir::open(home);
         let shared = Shared {
             home,
             cfg,
@@ -288,6 +291,7 @@ impl FleetReader {
             keep,
             git: &git,
             ancestry: &self.ancestry,
+            state: &state,
         };
         let n = items.len();
         let mut blocks: Vec<Mutex<Option<Vec<Item>>>> = Vec::new();

@@ -13,8 +13,13 @@
 //! after that read would have given it a later modification time).
 
 use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Mode, OFlags, RawDir};
+use rustix::io::Errno;
 
 use super::facts::{Escalation, Facts, RunRecord, WorktreeFact};
 use crate::config::Config;
@@ -202,41 +207,197 @@ impl Stamps {
     }
 }
 
-fn read_if(present: Present, bit: u8, path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>> {
-    if !present.has(bit) {
-        return Ok(None);
+/// `state/`, opened once for a view: a task's files are opened relative to
+/// it (no walk of the home's path per file), each read with the fewest
+/// system calls — open, `fstat`, one `read` when the file fits the buffer
+/// its size gave, close; an inbox is opened and listed without a `stat`.
+/// Anything unusual (a file that does not open or is not a regular file,
+/// an inbox that is not a plain directory) is read again the ordinary way
+/// ([`fsx`]), so it fails or is refused with the same error.
+pub(crate) struct StateDir {
+    /// `None` when `state/` did not open: every file is then opened by its
+    /// whole path.
+    fd: Option<OwnedFd>,
+}
+
+/// What a task's inbox holds, from one listing.
+struct InboxListing {
+    pending: Vec<u64>,
+    /// `.escalated` was among its entries.
+    escalated: bool,
+}
+
+impl StateDir {
+    pub(crate) fn open(home: &Home) -> StateDir {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        StateDir {
+            fd: rustix::fs::open(home.state_dir(), flags, Mode::empty()).ok(),
+        }
     }
-    fsx::read_optional_mtime(path)
+
+    fn open_at(
+        &self,
+        home: &Home,
+        id: &TaskId,
+        suffix: &str,
+        flags: OFlags,
+    ) -> rustix::io::Result<OwnedFd> {
+        let name = format!("{id}.{suffix}");
+        let flags = flags | OFlags::CLOEXEC;
+        match &self.fd {
+            Some(dir) => rustix::fs::openat(dir, name.as_str(), flags, Mode::empty()),
+            None => rustix::fs::open(home.state_dir().join(name), flags, Mode::empty()),
+        }
+    }
+
+    /// The file `<id>.<suffix>` and its mtime (Unix seconds), as
+    /// [`fsx::read_optional_mtime`] reads it.
+    fn read(
+        &self,
+        home: &Home,
+        id: &TaskId,
+        suffix: &str,
+        path: impl Fn() -> PathBuf,
+    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+        let fd = match self.open_at(home, id, suffix, flags) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(_) => return fsx::read_optional_mtime(&path()),
+        };
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            return fsx::read_optional_mtime(&path());
+        };
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return fsx::read_optional_mtime(&path());
+        }
+        let mtime = u64::try_from(st.st_mtime).ok();
+        let mut buf = vec![0u8; usize::try_from(st.st_size).unwrap_or(0) + 1];
+        let mut filled = 0;
+        loop {
+            match rustix::io::read(&fd, &mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(Errno::INTR) => continue,
+                Err(_) => return fsx::read_optional_mtime(&path()),
+            }
+            // A regular file reads short only at its end.
+            if filled < buf.len() {
+                break;
+            }
+            buf.resize(buf.len() * 2, 0);
+        }
+        buf.truncate(filled);
+        Ok(Some((buf, mtime)))
+    }
+
+    fn read_if(
+        &self,
+        home: &Home,
+        id: &TaskId,
+        present: Present,
+        bit: u8,
+        suffix: &str,
+        path: impl Fn() -> PathBuf,
+    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        if !present.has(bit) {
+            return Ok(None);
+        }
+        self.read(home, id, suffix, path)
+    }
+
+    /// The pending records of the task's inbox, as [`fsx::list_numbered`]
+    /// lists them, and whether `.escalated` is there.
+    fn inbox(&self, home: &Home, id: &TaskId) -> Result<InboxListing> {
+        let slow = || -> Result<InboxListing> {
+            let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?;
+            let escalated = !pending.is_empty();
+            Ok(InboxListing { pending, escalated })
+        };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW;
+        let fd = match self.open_at(home, id, "inbox", flags) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                return Ok(InboxListing {
+                    pending: Vec::new(),
+                    escalated: false,
+                });
+            }
+            Err(_) => return slow(),
+        };
+        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+        let mut dir = RawDir::new(&fd, &mut buf);
+        let mut out = InboxListing {
+            pending: Vec::new(),
+            escalated: false,
+        };
+        while let Some(entry) = dir.next() {
+            let Ok(entry) = entry else { return slow() };
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if name == ".escalated" {
+                out.escalated = true;
+            } else if let Some(n) = fsx::parse_numbered(name, inbox::EXT) {
+                out.pending.push(n);
+            }
+        }
+        out.pending.sort_unstable();
+        Ok(out)
+    }
 }
 
 /// Reads the task's own files into facts; a file that cannot be read makes
 /// the task's facts say so ([`Facts::error`]).
-pub(crate) fn task(home: &Home, cfg: &Config, id: &TaskId, present: Present, now: u64) -> Facts {
-    files(home, cfg, id, present, now).unwrap_or_else(|e| {
+pub(crate) fn task(
+    home: &Home,
+    cfg: &Config,
+    dir: &StateDir,
+    id: &TaskId,
+    present: Present,
+    now: u64,
+) -> Facts {
+    files(home, cfg, dir, id, present, now).unwrap_or_else(|e| {
         let mut f = Facts::empty(id.clone(), now);
         f.error = Some(e.to_string());
         f
     })
 }
 
-fn files(home: &Home, cfg: &Config, id: &TaskId, present: Present, now: u64) -> Result<Facts> {
+fn files(
+    home: &Home,
+    cfg: &Config,
+    dir: &StateDir,
+    id: &TaskId,
+    present: Present,
+    now: u64,
+) -> Result<Facts> {
     let mut f = Facts::empty(id.clone(), now);
-    f.meta = read_if(present, Present::META, &home.meta(id))?.map(|(b, _)| TaskMeta::parse(&b));
-    if let Some((bytes, mtime)) = read_if(present, Present::STATUS, &home.status(id))? {
+    f.meta = dir
+        .read_if(home, id, present, Present::META, "meta", || home.meta(id))?
+        .map(|(b, _)| TaskMeta::parse(&b));
+    if let Some((bytes, mtime)) =
+        dir.read_if(home, id, present, Present::STATUS, "status", || {
+            home.status(id)
+        })?
+    {
         f.log_mtime = mtime;
         f.fold = status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb);
         if f.fold.lines > 0 {
             f.last_line_at = f.fold.last_at.or(f.log_mtime);
         }
     }
-    f.busy =
-        read_if(present, Present::BUSY, &home.busy(id))?.and_then(|(b, _)| BusyRecord::parse(&b));
-    f.run = read_if(present, Present::RUN, &home.run(id))?.map(|(b, m)| RunRecord::parse(&b, m));
+    f.busy = dir
+        .read_if(home, id, present, Present::BUSY, "busy", || home.busy(id))?
+        .and_then(|(b, _)| BusyRecord::parse(&b));
+    f.run = dir
+        .read_if(home, id, present, Present::RUN, "run", || home.run(id))?
+        .map(|(b, m)| RunRecord::parse(&b, m));
     if present.has(Present::INBOX) {
-        let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?;
-        f.inbox_pending = pending.len();
-        if !pending.is_empty() {
-            f.escalated = escalation(home, id, &pending)?;
+        let listed = dir.inbox(home, id)?;
+        f.inbox_pending = listed.pending.len();
+        if !listed.pending.is_empty() && listed.escalated {
+            f.escalated = escalation(home, id, &listed.pending)?;
         }
     }
     if let Some(meta) = &f.meta {
@@ -327,6 +488,88 @@ mod tests {
                 ("b", Present::META | Present::STATUS | Present::INBOX),
             ]
         );
+    }
+
+    /// Reads `id` through `state/` opened, and by whole paths.
+    fn both(home: &Home, id: &str) -> (Facts, Facts) {
+        let cfg = Config::default();
+        let id = TaskId::parse(id).unwrap();
+        let open = StateDir::open(home);
+        assert!(open.fd.is_some(), "state/ opens");
+        let by_path = StateDir { fd: None };
+        (
+            task(home, &cfg, &open, &id, Present::ALL, 1),
+            task(home, &cfg, &by_path, &id, Present::ALL, 1),
+        )
+    }
+
+    #[test]
+    fn a_tasks_files_read_through_state_as_by_their_paths() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let state = home.state_dir();
+        std::fs::create_dir_all(state.join("t1.inbox/handled")).unwrap();
+        std::fs::write(state.join("t1.meta"), "kind=secondmate\nrepo=r\n").unwrap();
+        let log = "working [at=5]: a\n".repeat(3_000);
+        std::fs::write(state.join("t1.status"), &log).unwrap();
+        for name in ["001.msg", "002.msg", "handled/000.msg", "x.tmp"] {
+            std::fs::write(state.join("t1.inbox").join(name), "m\n").unwrap();
+        }
+        std::fs::write(state.join("t1.inbox/.escalated"), "002.msg\n").unwrap();
+        let (a, b) = both(&home, "t1");
+        for f in [&a, &b] {
+            assert_eq!(f.error, None);
+            assert_eq!(f.meta.as_ref().and_then(|m| m.repo.as_deref()), Some("r"));
+            assert_eq!(f.fold.lines, 3_000);
+            assert!(f.log_mtime.is_some());
+            assert_eq!(f.inbox_pending, 2);
+            assert_eq!(
+                f.escalated.as_ref().map(|e| e.record.as_str()),
+                Some("002.msg")
+            );
+        }
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+
+        // Without `.escalated` nothing is escalated; a missing task has
+        // empty facts.
+        std::fs::remove_file(state.join("t1.inbox/.escalated")).unwrap();
+        assert_eq!(both(&home, "t1").0.escalated, None);
+        let (a, _) = both(&home, "absent");
+        assert!(a.meta.is_none() && a.error.is_none() && a.inbox_pending == 0);
+    }
+
+    #[test]
+    fn unusual_files_fail_with_the_ordinary_readers_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let state = home.state_dir();
+        std::fs::create_dir_all(state.join("elsewhere")).unwrap();
+        // A FIFO meta, a directory status log, a symlinked inbox, a file
+        // where the inbox should be.
+        let st = std::process::Command::new("mkfifo")
+            .arg(state.join("f.meta"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::fs::create_dir_all(state.join("d.status")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", state.join("l.inbox")).unwrap();
+        std::fs::write(state.join("p.inbox"), "").unwrap();
+        let err = |id: &str| -> String {
+            let id = TaskId::parse(id).unwrap();
+            match id.as_str() {
+                "f" => fsx::read_optional_mtime(&home.meta(&id)).unwrap_err(),
+                "d" => fsx::read_optional_mtime(&home.status(&id)).unwrap_err(),
+                _ => fsx::list_numbered(&home.inbox(&id), inbox::EXT).unwrap_err(),
+            }
+            .to_string()
+        };
+        for id in ["f", "d", "l", "p"] {
+            let (a, b) = both(&home, id);
+            let want = err(id);
+            assert_eq!(a.error.as_deref(), Some(want.as_str()), "{id}");
+            assert_eq!(b.error.as_deref(), Some(want.as_str()), "{id}");
+        }
+        assert!(err("f").contains("FIFO"), "{}", err("f"));
     }
 
     #[test]

@@ -59,65 +59,105 @@ pub(crate) fn waiting_cell(row: &Row) -> String {
 /// The fleet table: a header and one row per task, columns padded to the
 /// widest cell, DETAIL last and unpadded. A HOST column follows ID when
 /// any task is remote (`-` for a local one).
+#[cfg(test)]
 pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<Text> {
-    let hosts = rows.iter().any(|r| r.host.is_some());
-    let mut header: Vec<String> = [
-        "ID", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "WAITING", "DETAIL",
-    ]
-    .map(String::from)
-    .to_vec();
-    if hosts {
-        header.insert(1, "HOST".into());
+    let mut t = Table::new(colour_on);
+    for r in rows {
+        t.push(r);
     }
-    let state_col = if hosts { 2 } else { 1 };
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let mut c = vec![
-                r.id.clone(),
-                r.state.as_str().to_string(),
-                r.source.as_str().to_string(),
-                age_cell(r),
-                r.inbox_pending.to_string(),
-                r.open_decisions.len().to_string(),
-                waiting_cell(r),
-                r.detail.clone(),
-            ];
-            if hosts {
-                c.insert(1, r.host.clone().unwrap_or_else(|| "-".into()));
-            }
-            c.into_iter().map(|c| sanitize(&c).into_owned()).collect()
-        })
-        .collect();
-    let mut width: Vec<usize> = header.iter().map(String::len).collect();
-    for c in &cells {
-        for (w, cell) in width.iter_mut().zip(c.iter()) {
-            *w = (*w).max(cell.chars().count());
+    t.lines().collect()
+}
+
+/// The table's columns, HOST included (left out when no task is remote).
+const HEADER: [&str; 9] = [
+    "ID", "HOST", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "WAITING", "DETAIL",
+];
+const HOST_COL: usize = 1;
+const STATE_COL: usize = 2;
+
+/// [`table`] built a row at a time: a row is kept only as its state and
+/// its printed cells, so a fleet is aligned without holding its rows.
+pub(crate) struct Table {
+    colour_on: bool,
+    hosts: bool,
+    /// The widest cell of each column, the header's included.
+    width: [usize; HEADER.len()],
+    /// Each row's state and its cells, sanitised (so free of `\0`),
+    /// joined by `\0`.
+    rows: Vec<(State, Box<str>)>,
+}
+
+impl Table {
+    pub(crate) fn new(colour_on: bool) -> Table {
+        Table {
+            colour_on,
+            hosts: false,
+            width: HEADER.map(str::len),
+            rows: Vec::new(),
         }
     }
-    let last = header.len() - 1;
-    let fmt = |cols: &[String], state: Option<State>| {
+
+    /// Adds a row.
+    pub(crate) fn push(&mut self, r: &Row) {
+        self.hosts |= r.host.is_some();
+        let cells = [
+            r.id.as_str(),
+            r.host.as_deref().unwrap_or("-"),
+            r.state.as_str(),
+            r.source.as_str(),
+            &age_cell(r),
+            &r.inbox_pending.to_string(),
+            &r.open_decisions.len().to_string(),
+            &waiting_cell(r),
+            &r.detail,
+        ];
+        let mut joined = String::new();
+        for (i, cell) in cells.into_iter().enumerate() {
+            if i > 0 {
+                joined.push('\0');
+            }
+            let cell = sanitize(cell);
+            self.width[i] = self.width[i].max(cell.chars().count());
+            joined.push_str(&cell);
+        }
+        self.rows.push((r.state, joined.into_boxed_str()));
+    }
+
+    /// How many rows were added.
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The header line, then one line per row in the order added.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = Text> + '_ {
+        std::iter::once(self.line(HEADER.into_iter(), None)).chain(
+            self.rows
+                .iter()
+                .map(|(state, cells)| self.line(cells.split('\0'), Some(*state))),
+        )
+    }
+
+    fn line<'a>(&self, cells: impl Iterator<Item = &'a str>, state: Option<State>) -> Text {
+        let last = HEADER.len() - 1;
         let mut t = Text::new();
-        for (i, cell) in cols.iter().enumerate() {
+        for (i, cell) in cells.enumerate() {
+            if i == HOST_COL && !self.hosts {
+                continue;
+            }
             if i == last {
                 t.push(cell);
                 break;
             }
-            let pad = width[i] - cell.chars().count() + 2;
+            let pad = self.width[i] - cell.chars().count() + 2;
             match state {
-                Some(st) if i == state_col => t.paint(cell, colour(st), colour_on),
+                Some(st) if i == STATE_COL => t.paint(cell, colour(st), self.colour_on),
                 _ => t.push(cell),
             };
             t.pad(pad);
         }
         t.trim_end();
         t
-    };
-    let mut out = vec![fmt(&header, None)];
-    for (c, r) in cells.iter().zip(rows) {
-        out.push(fmt(c, Some(r.state)));
     }
-    out
 }
 
 #[cfg(test)]
