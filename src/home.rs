@@ -260,6 +260,14 @@ impl Home {
     pub fn watch_log(&self) -> PathBuf {
         self.state_dir().join("watch.log")
     }
+    /// Idempotency keys a task's writes across hosts were served with
+    /// (`remote::seen`).
+    pub(crate) fn seen_keys(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!("{id}.seen"))
+    }
+    pub(crate) fn seen_lock(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!(".seen-{id}.lock"))
+    }
     /// ssh's control sockets, one per host connection (mode 0700).
     pub fn ssh_dir(&self) -> PathBuf {
         self.state_dir().join("ssh")

@@ -11,6 +11,7 @@ use super::common::{self, Ctx, HomeArg};
 use crate::error::{Error, Result};
 use crate::inbox::record_name;
 use crate::inbox::{self, AckOutcome, Record};
+use crate::remote;
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-ack";
@@ -44,6 +45,10 @@ pub(crate) struct Args {
     /// Actor recorded in the `inbox.acked` event (default: the task id)
     #[arg(long, value_name = "NAME")]
     from: Option<String>,
+    /// Key of an acknowledgement made across hosts: a key already served
+    /// prints that call's answer again and moves nothing
+    #[arg(long = "idempotency-key", value_name = "KEY", conflicts_with_all = ["list", "read"])]
+    idempotency_key: Option<String>,
     #[command(flatten)]
     home: HomeArg,
 }
@@ -107,6 +112,9 @@ fn run(a: Args) -> Result<u8> {
         ));
     }
     let ctx = a.home.ctx(TOOL)?;
+    if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, &id)? {
+        return remote_ack(&ctx, &a, &id, &host);
+    }
     if !inbox::has_inbox(&ctx.home, &id)? {
         return Err(Error::refused(format!("task {id} has no inbox")));
     }
@@ -117,16 +125,78 @@ fn run(a: Args) -> Result<u8> {
     if a.read.is_some() {
         return read(&ctx, &id, read_seq, a.json);
     }
-    match through {
+    let fresh = match a.idempotency_key.as_deref() {
+        None => None,
+        Some(k) => match remote::seen::lookup(&ctx.home, &id, k)? {
+            remote::seen::Lookup::Seen(answer) => return answer.replay(),
+            remote::seen::Lookup::Fresh(f) => Some(f),
+        },
+    };
+    let (seqs, quiet_missing) = match through {
         Some(n) => {
             let upto: Vec<u64> = inbox::pending(&ctx.home, &id)?
                 .into_iter()
                 .filter(|&s| s <= n)
                 .collect();
-            acknowledge(&ctx, &id, &actor, &upto, a.json, true)
+            (upto, true)
         }
-        None => acknowledge(&ctx, &id, &actor, &seqs, a.json, false),
+        None => (seqs, false),
+    };
+    let Some(fresh) = fresh else {
+        return acknowledge(&ctx, &id, &actor, &seqs, a.json, quiet_missing, None);
+    };
+    // With a key, the answer is kept with it before it is printed.
+    let mut lines = Vec::new();
+    let code = acknowledge(
+        &ctx,
+        &id,
+        &actor,
+        &seqs,
+        a.json,
+        quiet_missing,
+        Some(&mut lines),
+    )?;
+    let mut stdout = lines.join("\n");
+    if !stdout.is_empty() {
+        stdout.push('\n');
     }
+    fresh.remember(&remote::seen::Answer { code, stdout })?;
+    crate::output::out_lines(&lines)?;
+    Ok(code)
+}
+
+/// `fm-ack` on a task of another host: acknowledging travels with an
+/// idempotency key; `--list` and `--read` run there as given (a body is
+/// printed byte-exact).
+fn remote_ack(ctx: &Ctx, a: &Args, id: &TaskId, host: &remote::call::Remote) -> Result<u8> {
+    let mut far: Vec<&str> = Vec::new();
+    if let Some(f) = &a.from {
+        far.extend(["--from", f.as_str()]);
+    }
+    if a.json {
+        far.push("--json");
+    }
+    if a.list || a.read.is_some() {
+        if a.list {
+            far.push("--list");
+        }
+        match &a.read {
+            Some(Some(seq)) => far.extend(["--read", seq.as_str()]),
+            Some(None) => far.push("--read"),
+            None => {}
+        }
+        far.push(id.as_str());
+        if a.read.is_some() {
+            return remote::call::relay_body(&ctx.home, host, TOOL, &far);
+        }
+        return remote::call::relay(&ctx.home, host, TOOL, &far);
+    }
+    if let Some(n) = &a.through {
+        far.extend(["--through", n.as_str()]);
+    }
+    far.push(id.as_str());
+    far.extend(a.seqs.iter().map(String::as_str));
+    remote::call::write(&ctx.home, host, id, TOOL, &far, None)
 }
 
 /// Lists the readable records, then warns about each unreadable one; the
@@ -189,6 +259,7 @@ fn acknowledge(
     seqs: &[u64],
     json: bool,
     quiet_missing: bool,
+    mut keep: Option<&mut Vec<String>>,
 ) -> Result<u8> {
     let mut code = 0;
     let mut pipe_closed = false;
@@ -212,6 +283,14 @@ fn acknowledge(
             Err(e) => return Err(e),
         };
         let acked = Acked { seq, name, result };
+        if let Some(lines) = keep.as_deref_mut() {
+            lines.push(if json {
+                crate::output::json_line(&acked)?
+            } else {
+                format!("{} {}", acked.result, acked.name)
+            });
+            continue;
+        }
         if pipe_closed {
             continue;
         }

@@ -16,6 +16,7 @@ use crate::clock;
 use crate::error::{Error, Result};
 use crate::events::Tool;
 use crate::inbox::{self, Existing, Outgoing, Ring, Sent};
+use crate::remote;
 use crate::status;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome;
@@ -72,6 +73,10 @@ pub(crate) struct Args {
     /// One JSON object per line
     #[arg(long)]
     json: bool,
+    /// Key of a write made across hosts: a key already served prints that
+    /// call's answer again and writes nothing
+    #[arg(long = "idempotency-key", value_name = "KEY", conflicts_with = "all")]
+    idempotency_key: Option<String>,
     #[command(flatten)]
     home: HomeArg,
 }
@@ -153,8 +158,25 @@ fn run(mut a: Args) -> Result<u8> {
     })?;
     match id {
         Some(id) => {
+            if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, &id)? {
+                return remote::call::write(
+                    &ctx.home,
+                    &host,
+                    &id,
+                    TOOL,
+                    &far_args(&a, &id),
+                    Some(&body),
+                );
+            }
+            let fresh = match a.idempotency_key.as_deref() {
+                None => None,
+                Some(k) => match remote::seen::lookup(&ctx.home, &id, k)? {
+                    remote::seen::Lookup::Seen(answer) => return answer.replay(),
+                    remote::seen::Lookup::Fresh(f) => Some(f),
+                },
+            };
             let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
-            send_one(&ctx, &a, &id, &body, Ring::Now(&r))
+            send_one(&ctx, &a, &id, &body, Ring::Now(&r), fresh)
         }
         None => send_all(&ctx, &a, &body),
     }
@@ -191,9 +213,38 @@ fn read_body(a: &Args, max: u64) -> Result<Vec<u8>> {
     }
 }
 
+/// The far `fm-send` arguments for a remote task: this call's options,
+/// the id, and `-` (the body goes on stdin).
+fn far_args<'a>(a: &'a Args, id: &'a TaskId) -> Vec<&'a str> {
+    let mut v = vec!["--from", a.from.as_str()];
+    for (on, flag) in [
+        (a.quiet, "--quiet"),
+        (a.fire_and_forget, "--fire-and-forget"),
+        (a.dedupe, "--dedupe"),
+        (a.json, "--json"),
+    ] {
+        if on {
+            v.push(flag);
+        }
+    }
+    for k in &a.resolve_key {
+        v.extend(["--resolve-key", k.as_str()]);
+    }
+    v.extend([id.as_str(), "-"]);
+    v
+}
+
 /// Records one message and rings (unless quiet), then resolves the
-/// `--resolve-key` decisions and prints the report.
-fn send_one(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], ring: Ring) -> Result<u8> {
+/// `--resolve-key` decisions and prints the report. With `fresh` (a new
+/// idempotency key), the report is kept with the key before it is printed.
+fn send_one(
+    ctx: &Ctx,
+    a: &Args,
+    id: &TaskId,
+    body: &[u8],
+    ring: Ring,
+    fresh: Option<remote::seen::Fresh>,
+) -> Result<u8> {
     let now = clock::now();
     let msg = Outgoing {
         from: &a.from,
@@ -207,10 +258,26 @@ fn send_one(ctx: &Ctx, a: &Args, id: &TaskId, body: &[u8], ring: Ring) -> Result
     // A duplicate still answers: the captain asked for these keys to be
     // resolved, whichever record carries the answer.
     let unresolved = resolve_keys(ctx, a, id, body, now);
+    let report = if a.json {
+        crate::output::json_line(&sent)?
+    } else {
+        human(&sent)
+    };
+    if let Some(f) = fresh {
+        let answer = remote::seen::Answer {
+            code: 0,
+            stdout: format!("{report}\n"),
+        };
+        if let Err(e) = f.remember(&answer) {
+            crate::output::err_line(&format!(
+                "{TOOL}: warning: {id}: message recorded, but its idempotency key was not kept: {e}"
+            ));
+        }
+    }
     if a.json {
         common::out_json(&sent)?;
     } else {
-        common::out(&human(&sent))?;
+        common::out(&report)?;
     }
     if let Some(n) = sent.doorbell.and_then(|d| note(d, a.fire_and_forget)) {
         crate::output::err_line(&format!("{TOOL}: {id}: {n}"));
@@ -288,7 +355,7 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
     let mut code = 0;
     let mut pipe_closed = false;
     for (r, info) in &live {
-        if let Err(e) = send_one(ctx, a, &r.id, body, Ring::Known(r, info)) {
+        if let Err(e) = send_one(ctx, a, &r.id, body, Ring::Known(r, info), None) {
             // A reader that stopped reading (`| head -1`) must not stop
             // the broadcast: every recipient still gets its record; only
             // the printing stops (each record is queued before its line
@@ -330,6 +397,14 @@ fn press_key(a: &Args, key: &str) -> Result<u8> {
             .ok_or_else(|| Error::usage("missing task id"))?;
     let id = TaskId::parse_os(raw)?;
     let ctx = a.home.ctx(TOOL)?;
+    if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, &id)? {
+        let mut far = vec!["--from", a.from.as_str(), "--key", key];
+        if a.json {
+            far.push("--json");
+        }
+        far.push(id.as_str());
+        return remote::call::relay(&ctx.home, &host, TOOL, &far);
+    }
     let r = Recipient::load(&ctx.home, &ctx.cfg, &id)?;
     let pane = r.press(&ctx.home, key, &a.from)?;
     let p = Pressed {

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::common::{self, HomeArg};
 use crate::error::{Error, Result};
 use crate::events::Tool;
+use crate::remote;
 use crate::status::{self, Current, Decision, Fold, Parsed};
 use crate::task_id::TaskId;
 use crate::{clock, fsx};
@@ -58,6 +59,13 @@ pub(crate) struct Args {
     /// Actor recorded in the event (default: the task id)
     #[arg(long, value_name = "NAME", default_value = "")]
     from: String,
+    /// Read the text of the appended line from stdin (one line)
+    #[arg(long = "text-stdin", requires = "verb")]
+    text_stdin: bool,
+    /// Key of an append made across hosts: a key already served writes
+    /// nothing again
+    #[arg(long = "idempotency-key", value_name = "KEY", requires = "verb")]
+    idempotency_key: Option<String>,
     #[command(flatten)]
     home: HomeArg,
 }
@@ -107,6 +115,9 @@ fn run(a: Args) -> Result<u8> {
     }
     let ctx = a.home.ctx(TOOL)?;
     let (home, cfg) = (&ctx.home, &ctx.cfg);
+    if let Some(host) = remote::call::host_of(home, cfg, &id)? {
+        return remote_status(&ctx, &a, &id, &host);
+    }
     let now = clock::now();
     let actor = if a.from.is_empty() {
         id.as_str()
@@ -118,13 +129,82 @@ fn run(a: Args) -> Result<u8> {
         return Ok(0);
     }
     if let Some(verb) = &a.verb {
-        let text = a.text.join(" ");
+        let text = text_of(&a)?;
         let line = status::Append::new(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)
             .map_err(|e| common::naming(e, id.as_str()))?;
+        let fresh = match a.idempotency_key.as_deref() {
+            None => None,
+            Some(k) => match remote::seen::lookup(home, &id, k)? {
+                remote::seen::Lookup::Seen(answer) => return answer.replay(),
+                remote::seen::Lookup::Fresh(f) => Some(f),
+            },
+        };
         line.write(home, &id, Tool::Status, actor, now)?;
+        if let Some(f) = fresh {
+            f.remember(&remote::seen::Answer {
+                code: 0,
+                stdout: String::new(),
+            })?;
+        }
         return Ok(0);
     }
     show(&ctx, &id, &a, now)
+}
+
+/// The text to append: the words, or (`--text-stdin`) stdin's one line.
+fn text_of(a: &Args) -> Result<String> {
+    if !a.text_stdin {
+        return Ok(a.text.join(" "));
+    }
+    if !a.text.is_empty() {
+        return Err(Error::usage(
+            "give the text as words or --text-stdin, not both",
+        ));
+    }
+    let mut buf = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::io::stdin().lock(), status::MAX_TEXT as u64 + 2),
+        &mut buf,
+    )
+    .map_err(|e| Error::io("read", "<stdin>", e))?;
+    let text = String::from_utf8(buf).map_err(|_| Error::usage("status text is not UTF-8"))?;
+    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+}
+
+/// `fm-status` on a task of another host: an append travels with an
+/// idempotency key, its text on stdin; the rest (show, busy/idle) runs
+/// there as given.
+fn remote_status(
+    ctx: &common::Ctx,
+    a: &Args,
+    id: &TaskId,
+    host: &remote::call::Remote,
+) -> Result<u8> {
+    let mut far: Vec<&str> = Vec::new();
+    if !a.from.is_empty() {
+        far.extend(["--from", a.from.as_str()]);
+    }
+    let Some(verb) = &a.verb else {
+        if a.busy || a.idle {
+            far.extend([if a.busy { "--busy" } else { "--idle" }, "--source"]);
+            far.push(a.source.as_str());
+        }
+        for (on, flag) in [(a.json, "--json"), (a.log, "--log")] {
+            if on {
+                far.push(flag);
+            }
+        }
+        far.push(id.as_str());
+        return remote::call::relay(&ctx.home, host, TOOL, &far);
+    };
+    // The far side validates the line, with its own paused verb.
+    let text = text_of(a)?;
+    if let Some(k) = &a.key {
+        far.extend(["--key", k.as_str()]);
+    }
+    far.extend(["--text-stdin", id.as_str(), verb.as_str()]);
+    let body = format!("{text}\n");
+    remote::call::write(&ctx.home, host, id, TOOL, &far, Some(body.as_bytes()))
 }
 
 fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {

@@ -12,9 +12,11 @@
 //! and a typed answer that tells "the host could not be reached" from
 //! "the tool ran and failed".
 
+pub mod call;
 pub(crate) mod doctor;
 pub(crate) mod fleet;
 pub mod host;
+pub mod seen;
 pub mod ssh;
 
 pub use host::{HostCfg, Hosts};

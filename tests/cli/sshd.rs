@@ -236,26 +236,45 @@ impl Sshd {
             let port = free_port();
             sshd.port = port;
             Sshd::write_configs(&d, port);
-            let log = std::fs::File::create(d.join("sshd.log")).unwrap();
-            let child = Command::new(SSHD)
-                .args(["-D", "-e", "-f"])
-                .arg(d.join("sshd_config"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .expect("start sshd");
-            sshd.child = Some(child);
-            let up = wait_until(10.0, || {
-                TcpStream::connect(("127.0.0.1", port)).is_ok() || sshd.exited()
-            });
-            if up && !sshd.exited() {
+            if sshd.spawn() {
                 return Some(sshd);
             }
             // The port was taken meanwhile: try another.
             let _ = sshd.child.take().map(|mut c| c.wait());
         }
         panic!("sshd would not start: {}", sshd.log());
+    }
+
+    /// Starts `sshd` on the configured port; whether it came up.
+    fn spawn(&mut self) -> bool {
+        let d = self.dir.path().canonicalize().unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("sshd.log"))
+            .unwrap();
+        let child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start sshd");
+        self.child = Some(child);
+        let port = self.port;
+        let up = wait_until(10.0, || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok() || self.exited()
+        });
+        up && !self.exited()
+    }
+
+    /// Starts the server again, on the same port, after [`Sshd::kill`]:
+    /// the host is back.
+    #[track_caller]
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "restart needs a killed server");
+        assert!(self.spawn(), "sshd would not restart: {}", self.log());
     }
 
     fn exited(&mut self) -> bool {

@@ -1,0 +1,155 @@
+//! The captain's side of a tool acting on a remote task: the task's meta
+//! names its host (`host=<name>`), and the tool runs there as that host's
+//! own `fm-*` tool, through one ssh round trip, the far answer printed as
+//! if the tool had run here (its stdout, its stderr lines, its exit code).
+//!
+//! A write (send, ack, status append, board claim) carries an idempotency
+//! key made before the first attempt and reused on every retry; the far
+//! tool keeps the keys it served ([`super::seen`]), so a connection that
+//! dropped after the far write and before the answer costs a retry, never
+//! a second record. A host that stays unreachable through every attempt
+//! is exit 3, naming the host, ssh's reason and the key.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::host::HostCfg;
+use super::ssh::{Reply, Ssh};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// Attempts of one write before the host is given up on.
+pub const ATTEMPTS: u32 = 3;
+
+/// Pause between two attempts.
+const RETRY_PAUSE: Duration = Duration::from_millis(700);
+
+/// The flag the far tools take a key with.
+pub const KEY_FLAG: &str = "--idempotency-key";
+
+/// A remote task's host: its name and table.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub name: String,
+    pub cfg: HostCfg,
+}
+
+/// The host task `id` runs on, when its meta names one. A host the config
+/// does not define is refused (exit 1): acting on the captain's side
+/// instead would write where no worker reads.
+pub fn host_of(home: &Home, cfg: &Config, id: &TaskId) -> Result<Option<Remote>> {
+    let Some(name) = crate::meta::TaskMeta::load(home, id)?.and_then(|m| m.host) else {
+        return Ok(None);
+    };
+    match cfg.hosts.get(&name) {
+        Some(h) => Ok(Some(Remote {
+            name,
+            cfg: h.clone(),
+        })),
+        None => Err(Error::refused(format!(
+            "task {id} runs on host {name}, which config does not define ([hosts.{name}])"
+        ))),
+    }
+}
+
+static SERIAL: AtomicU32 = AtomicU32::new(0);
+
+/// A new key for a write on task `id`:
+/// `<captain host>-<task>-<epoch ms>-<pid>-<n>`, at most 128 bytes of
+/// `[A-Za-z0-9._-]`.
+pub fn new_key(id: &TaskId) -> String {
+    let uname = rustix::system::uname();
+    let host: String = uname
+        .nodename()
+        .to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(32)
+        .collect();
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = SERIAL.fetch_add(1, Ordering::Relaxed);
+    let host = if host.is_empty() {
+        "captain".into()
+    } else {
+        host
+    };
+    format!("{host}-{id}-{ms}-{}-{n}", std::process::id())
+}
+
+/// Runs `tool args…` on the host once (a read, or a write that is safe to
+/// repeat), and relays the answer.
+pub fn relay(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Result<u8> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    let reply = ssh.tool_or_err(tool, args, None)?;
+    Ok(print(&reply))
+}
+
+/// [`relay`] for a tool printing a message body: its stdout is printed
+/// byte-exact, as the far tool printed it.
+pub fn relay_body(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Result<u8> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    let reply = ssh.tool_or_err(tool, args, None)?;
+    crate::output::out_body(reply.stdout.as_bytes())?;
+    for line in reply.stderr.lines() {
+        crate::output::err_line(line);
+    }
+    Ok(u8::try_from(reply.code).unwrap_or(1))
+}
+
+/// Runs the write `tool args… --idempotency-key K` on the host, `stdin`
+/// on its stdin, retrying while the host is unreachable, and relays the
+/// answer of the attempt that got one.
+pub fn write(
+    home: &Home,
+    host: &Remote,
+    id: &TaskId,
+    tool: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<u8> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    let key = new_key(id);
+    let mut full: Vec<&str> = vec![KEY_FLAG, &key];
+    full.extend_from_slice(args);
+    let mut why = String::new();
+    for attempt in 1..=ATTEMPTS {
+        if attempt > 1 {
+            std::thread::sleep(RETRY_PAUSE);
+        }
+        match ssh.tool(tool, &full, stdin.map(<[u8]>::to_vec)) {
+            Ok(reply) => return Ok(print(&reply)),
+            Err(u) => why = u.0,
+        }
+    }
+    Err(Error::External {
+        program: "ssh".into(),
+        msg: format!(
+            "host {} unreachable: {why} ({ATTEMPTS} attempts; the write may have landed there: key {key})",
+            host.name
+        ),
+    })
+}
+
+/// Prints the far answer as this tool's own and returns its exit code.
+fn print(reply: &Reply) -> u8 {
+    if !reply.stdout.is_empty() {
+        let lines: Vec<&str> = reply.stdout.lines().collect();
+        if let Err(e) = crate::output::out_lines(&lines) {
+            crate::output::err_line(&e.to_string());
+        }
+    }
+    for line in reply.stderr.lines() {
+        crate::output::err_line(line);
+    }
+    u8::try_from(reply.code).unwrap_or(1)
+}

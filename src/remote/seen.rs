@@ -1,0 +1,209 @@
+//! The far side's memory of idempotency keys (docs/remote.md): a write
+//! made across the link (send, ack, status append, board claim) carries a
+//! key, and the far tool keeps, per task, each key it served with the
+//! answer it printed. A call whose key is already held prints that answer
+//! again and writes nothing, so a retry after a dropped connection costs
+//! nothing but the round trip.
+//!
+//! `state/<id>.seen` holds one line per key: `<key> <exit code> <stdout
+//! as a JSON string>`. The check, the write and the line are made under
+//! `state/.seen-<id>.lock`, so two attempts with one key never both
+//! write. The file is kept small: past [`MAX_BYTES`] its older half is
+//! dropped (a retry comes seconds after its first attempt, not thousands
+//! of writes later).
+
+use crate::error::{Error, Result};
+use crate::fsx::{self, LockGuard};
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// Longest key accepted.
+pub const MAX_KEY: usize = 128;
+
+/// Size past which the older half of the keys is dropped.
+const MAX_BYTES: usize = 64 * 1024;
+
+/// Refuses (exit 2) a key that is not 1–128 bytes of `[A-Za-z0-9._-]`.
+pub fn validate(key: &str) -> Result<()> {
+    let ok = !key.is_empty()
+        && key.len() <= MAX_KEY
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "malformed idempotency key {key:?} (1-{MAX_KEY} letters, digits, '.', '_', '-')"
+        )))
+    }
+}
+
+/// What a key lookup found.
+pub enum Lookup {
+    /// The key was served before: its answer, to give again.
+    Seen(Answer),
+    /// A new key: do the write, then [`Fresh::remember`] its answer. The
+    /// lock is held until then.
+    Fresh(Fresh),
+}
+
+/// What a write printed on stdout, and its exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub code: u8,
+    pub stdout: String,
+}
+
+impl Answer {
+    /// Prints the answer again; its exit code is the caller's.
+    pub fn replay(&self) -> Result<u8> {
+        if !self.stdout.is_empty() {
+            crate::output::out_block(&self.stdout)?;
+        }
+        Ok(self.code)
+    }
+}
+
+/// A key not yet served, with the task's key lock held.
+pub struct Fresh {
+    _guard: LockGuard,
+    path: std::path::PathBuf,
+    key: String,
+}
+
+/// Looks `key` up for task `id`, taking the task's key lock.
+pub fn lookup(home: &Home, id: &TaskId, key: &str) -> Result<Lookup> {
+    validate(key)?;
+    fsx::ensure_dir(&home.state_dir())?;
+    let guard = fsx::lock(&home.seen_lock(id), fsx::LOCK_WAIT)?;
+    let path = home.seen_keys(id);
+    fsx::refuse_symlink(&path)?;
+    let bytes = fsx::read_optional(&path)?.unwrap_or_default();
+    if let Some(answer) = find(&bytes, key) {
+        return Ok(Lookup::Seen(answer));
+    }
+    Ok(Lookup::Fresh(Fresh {
+        _guard: guard,
+        path,
+        key: key.to_string(),
+    }))
+}
+
+/// The answer recorded for `key`, if a complete line holds it.
+fn find(bytes: &[u8], key: &str) -> Option<Answer> {
+    fsx::complete_lines(bytes)
+        .split(|&b| b == b'\n')
+        .rev()
+        .find_map(|line| {
+            let line = std::str::from_utf8(line).ok()?;
+            let (k, rest) = line.split_once(' ')?;
+            if k != key {
+                return None;
+            }
+            let (code, stdout) = rest.split_once(' ')?;
+            Some(Answer {
+                code: code.parse().ok()?,
+                stdout: serde_json::from_str(stdout).ok()?,
+            })
+        })
+}
+
+impl Fresh {
+    /// Records the key with the answer the write printed; then releases
+    /// the lock.
+    pub fn remember(self, answer: &Answer) -> Result<()> {
+        let json = serde_json::to_string(&answer.stdout).map_err(|e| Error::External {
+            program: "serde_json".into(),
+            msg: e.to_string(),
+        })?;
+        let line = format!("{} {} {json}\n", self.key, answer.code);
+        let old = fsx::read_optional(&self.path)?.unwrap_or_default();
+        if old.len() + line.len() > MAX_BYTES {
+            let kept = fsx::complete_lines(&old);
+            let half = kept.len() / 2;
+            let cut = kept[half..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(kept.len(), |i| half + i + 1);
+            let mut bytes = kept[cut..].to_vec();
+            bytes.extend_from_slice(line.as_bytes());
+            return fsx::atomic_write(&self.path, &bytes);
+        }
+        fsx::append_line(&self.path, line.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, Home, TaskId) {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        (d, home, TaskId::parse("t").unwrap())
+    }
+
+    #[test]
+    fn a_key_is_fresh_once_then_returns_its_answer() {
+        let (_d, home, id) = setup();
+        let Lookup::Fresh(f) = lookup(&home, &id, "cap-t-1-2-0").unwrap() else {
+            panic!("a new key is fresh");
+        };
+        let a = Answer {
+            code: 1,
+            stdout: "queued t 001.msg\n\"x\" y\n".into(),
+        };
+        f.remember(&a).unwrap();
+        match lookup(&home, &id, "cap-t-1-2-0").unwrap() {
+            Lookup::Seen(got) => assert_eq!(got, a),
+            Lookup::Fresh(_) => panic!("a served key is seen"),
+        }
+        // An unanswered lookup leaves nothing behind: the key stays fresh.
+        assert!(matches!(
+            lookup(&home, &id, "other").unwrap(),
+            Lookup::Fresh(_)
+        ));
+        assert!(matches!(
+            lookup(&home, &id, "other").unwrap(),
+            Lookup::Fresh(_)
+        ));
+    }
+
+    #[test]
+    fn malformed_keys_are_usage_errors() {
+        let (_d, home, id) = setup();
+        for bad in ["", "a b", "a/b", "k\n", &"x".repeat(129)] {
+            let Err(e) = lookup(&home, &id, bad) else {
+                panic!("{bad:?} accepted");
+            };
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        validate(&"x".repeat(128)).unwrap();
+    }
+
+    #[test]
+    fn the_file_stays_bounded_and_keeps_the_newest_keys() {
+        let (_d, home, id) = setup();
+        let answer = Answer {
+            code: 0,
+            stdout: "a".repeat(200),
+        };
+        for n in 0..1000 {
+            let Lookup::Fresh(f) = lookup(&home, &id, &format!("k{n}")).unwrap() else {
+                panic!("k{n} seen before");
+            };
+            f.remember(&answer).unwrap();
+        }
+        let len = std::fs::metadata(home.seen_keys(&id)).unwrap().len();
+        assert!(len <= MAX_BYTES as u64, "{len}");
+        assert!(matches!(
+            lookup(&home, &id, "k999").unwrap(),
+            Lookup::Seen(_)
+        ));
+        assert!(matches!(
+            lookup(&home, &id, "k0").unwrap(),
+            Lookup::Fresh(_)
+        ));
+    }
+}

@@ -1,0 +1,209 @@
+//! Writes to a task on another host (send, ack, status append) over a real
+//! sshd: each runs the far side's own tool with an idempotency key, so a
+//! connection that drops after the far write and before the answer costs
+//! a retry, never a second record.
+
+use std::path::Path;
+
+use super::harness::{TestHome, wait_until};
+use super::sshd::Sshd;
+
+/// A captain home whose task `t1` runs on host `far`, and the far home
+/// knowing `t1`.
+fn setup(sshd: &Sshd) -> TestHome {
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 5_000));
+    h.write("state/t1.meta", "kind=ship\nhost=far\n");
+    sshd.far_write("state/t1.meta", "kind=ship\n");
+    h
+}
+
+/// Replaces the far `tool` by a wrapper whose first call runs the real
+/// tool to its end (the write is made, its answer kept in `first.out`),
+/// then marks `dropped` and hangs, so the answer never travels; later
+/// calls run the real tool.
+fn drop_first_answer(sshd: &Sshd, tool: &str) {
+    let bin = sshd.far_home.join("bin");
+    std::fs::rename(bin.join(tool), bin.join(format!("{tool}.real"))).unwrap();
+    let script = format!(
+        "#!/bin/sh\n\
+         top=\"$FM_HOME\"\n\
+         if [ -e \"$top/dropped\" ]; then exec \"$top/bin/{tool}.real\" \"$@\"; fi\n\
+         \"$top/bin/{tool}.real\" \"$@\" >\"$top/first.out\" 2>&1\n\
+         echo $? >\"$top/first.code\"\n\
+         : >\"$top/dropped\"\n\
+         sleep 60\n"
+    );
+    sshd.far_write(&format!("bin/{tool}"), script);
+    std::fs::set_permissions(
+        bin.join(tool),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+}
+
+/// Waits for the far write, then kills sshd (every session with it) and
+/// starts it again: the connection that carried the write is gone before
+/// the answer came back.
+#[track_caller]
+fn kill_after_the_write(sshd: &mut Sshd) {
+    let marker = sshd.far_home.join("dropped");
+    assert!(
+        wait_until(20.0, || marker.exists()),
+        "the far write never happened: {}",
+        sshd.log()
+    );
+    sshd.kill();
+    sshd.restart();
+}
+
+fn far_read(sshd: &Sshd, rel: &str) -> String {
+    std::fs::read_to_string(sshd.far_home.join(rel)).unwrap_or_default()
+}
+
+/// The names in `dir`, but for dot files (the inbox lock).
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_send_whose_answer_was_lost_is_retried_into_the_same_record() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    drop_first_answer(&sshd, "fm-send");
+    let body = "it's $HOME\nline two; `x`\n";
+    let send = h
+        .fm("send")
+        .args(["--quiet", "t1", "-"])
+        .stdin(body)
+        .stdout("queued t1 001.msg \u{b7} doorbell quiet\n")
+        .stderr("")
+        .start();
+    kill_after_the_write(&mut sshd);
+    send.wait(30.0);
+
+    // The first attempt wrote the record and printed its answer there.
+    assert_eq!(
+        far_read(&sshd, "first.out"),
+        "queued t1 001.msg \u{b7} doorbell quiet\n"
+    );
+    let inbox = sshd.far_home.join("state/t1.inbox");
+    assert_eq!(entries(&inbox), ["001.msg", "handled"]);
+    assert_eq!(entries(&inbox.join("handled")), Vec::<String>::new());
+    let rec = far_read(&sshd, "state/t1.inbox/001.msg");
+    assert!(rec.ends_with(body), "{rec}");
+    let queued = far_read(&sshd, "state/events.jsonl")
+        .lines()
+        .filter(|l| l.contains("inbox.queued"))
+        .count();
+    assert_eq!(queued, 1);
+    // One key, served once; nothing of the inbox on the captain's side.
+    assert_eq!(far_read(&sshd, "state/t1.seen").lines().count(), 1);
+    assert!(!h.exists("state/t1.inbox"));
+}
+
+#[test]
+fn a_status_append_whose_answer_was_lost_is_written_once() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    drop_first_answer(&sshd, "fm-status");
+    let st = h
+        .fm("status")
+        .args(["t1", "needs-decision", "--key", "db", "which db? it's $X"])
+        .stdout("")
+        .stderr("")
+        .start();
+    kill_after_the_write(&mut sshd);
+    st.wait(30.0);
+    assert_eq!(far_read(&sshd, "first.code"), "0\n");
+    let log = far_read(&sshd, "state/t1.status");
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.starts_with("needs-decision [at="), "{log}");
+    assert!(log.ends_with("] [key=db]: which db? it's $X\n"), "{log}");
+    assert!(!h.exists("state/t1.status"));
+
+    // The show runs there too: the open decision is the far one.
+    h.fm("status")
+        .args(["t1", "--json"])
+        .stdout_has(r#""open":[{"key":"db","verb":"needs-decision","text":"which db? it's $X""#)
+        .stderr("")
+        .run();
+}
+
+#[test]
+fn an_ack_whose_answer_was_lost_answers_handled_once() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    for body in ["one", "two"] {
+        h.fm("send")
+            .args(["--quiet", "t1", body])
+            .stdout_has("queued t1 ")
+            .stderr("")
+            .run();
+    }
+    drop_first_answer(&sshd, "fm-ack");
+    let ack = h
+        .fm("ack")
+        .args(["t1", "--through", "2"])
+        .stdout("handled 001.msg\nhandled 002.msg\n")
+        .stderr("")
+        .start();
+    kill_after_the_write(&mut sshd);
+    ack.wait(30.0);
+    let inbox = sshd.far_home.join("state/t1.inbox");
+    assert_eq!(entries(&inbox), ["handled"]);
+    assert_eq!(entries(&inbox.join("handled")), ["001.msg", "002.msg"]);
+    let acked = far_read(&sshd, "state/events.jsonl")
+        .lines()
+        .filter(|l| l.contains("inbox.acked"))
+        .count();
+    assert_eq!(acked, 2);
+
+    // Reading and listing run there as well.
+    h.fm("ack")
+        .args(["t1", "--list"])
+        .stdout("")
+        .stderr("")
+        .run();
+}
+
+#[test]
+fn a_host_down_through_every_attempt_is_exit_3_naming_the_key() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    sshd.kill();
+    h.fm("send")
+        .args(["t1", "hello"])
+        .status(3)
+        .stdout("")
+        .stderr_regex(
+            r"^fm-send: error: ssh: host far unreachable: .*Connection refused \(3 attempts; the write may have landed there: key [A-Za-z0-9._-]+-t1-\d+-\d+-0\)\n$",
+        )
+        .run();
+    // A host the config does not define is refused, never served locally.
+    h.write("state/t2.meta", "kind=ship\nhost=gone\n");
+    h.fm("send")
+        .args(["t2", "hello"])
+        .status(1)
+        .stdout("")
+        .stderr_has("task t2 runs on host gone, which config does not define ([hosts.gone])")
+        .run();
+    assert!(!h.exists("state/t2.inbox"));
+}
