@@ -18,12 +18,18 @@
 //!   directory is expected is refused, never followed.
 
 mod append;
+mod bounded;
+mod counter;
+mod debris;
 mod lock;
 mod numbered;
 mod read;
 mod write;
 
 pub use append::*;
+pub use bounded::*;
+pub use counter::*;
+pub use debris::*;
 pub use lock::*;
 pub use numbered::*;
 pub use read::*;

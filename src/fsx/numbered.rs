@@ -57,9 +57,20 @@ pub struct Staged {
     dir: PathBuf,
 }
 
-/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
+/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it, first
+/// sweeping the stale temp files a killed writer left there
+/// ([`sweep_temps`], best effort). A failure names `dir`, which exists,
+/// not the temp file's base name, which never does.
 pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
-    let tmp = write_temp(&dir.join("staged"), bytes)?;
+    let _ = sweep_temps(dir, STALE_TEMP);
+    let tmp = write_temp(&dir.join("staged"), bytes).map_err(|e| match e {
+        Error::Io { op, source, .. } => Error::Io {
+            op,
+            path: dir.to_path_buf(),
+            source,
+        },
+        e => e,
+    })?;
     Ok(Staged {
         tmp: Some(tmp),
         dir: dir.to_path_buf(),
@@ -83,14 +94,14 @@ impl Staged {
             for d in also_scan {
                 highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
             }
-            let mut n = highest + 1;
+            let mut n = next_number(highest, MAX_NUMBER, &self.dir)?;
             loop {
                 let target = self.dir.join(numbered_name(n, ext));
                 // A name taken outside the lock (a human?) is never clobbered.
                 if rename_noclobber(&tmp, &target)? {
                     return Ok((n, target));
                 }
-                n += 1;
+                n = next_number(n, MAX_NUMBER, &self.dir)?;
             }
         })();
         if result.is_err() {
