@@ -377,7 +377,70 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
     if let Ok(cfg) = &loaded {
         checks.push(task_records_check(home, cfg));
     }
+    checks.extend(debris_check(home));
     checks.push(watcher_check(home, poll_secs));
+}
+
+/// Sweeps the stale temp files killed writers left under `state/` and
+/// `data/` (two levels down: inboxes and `handled/`, task dirs and their
+/// brief history) and reports them; no line when there were none.
+fn debris_check(home: &Home) -> Option<Check> {
+    let mut dirs = Vec::new();
+    for top in [home.state_dir(), home.data_dir()] {
+        let mut level = vec![top];
+        for _ in 0..3 {
+            let mut next = Vec::new();
+            for d in &level {
+                next.extend(subdirs(d));
+            }
+            dirs.append(&mut level);
+            level = next;
+        }
+    }
+    let mut swept = Vec::new();
+    let mut errors = Vec::new();
+    for d in &dirs {
+        match fsx::sweep_temps(d, fsx::STALE_TEMP) {
+            Ok(s) => swept.extend(s),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if swept.is_empty() && errors.is_empty() {
+        return None;
+    }
+    let mut detail = Vec::new();
+    if !swept.is_empty() {
+        let shown: Vec<String> = swept
+            .iter()
+            .take(5)
+            .map(|p| p.display().to_string())
+            .collect();
+        let more = swept.len().saturating_sub(shown.len());
+        detail.push(format!(
+            "swept {} stale temp file(s) left by killed writers: {}{}",
+            swept.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    detail.extend(errors);
+    Some(Check::new("debris", Level::Warn, detail.join("; ")))
+}
+
+/// The directories directly in `dir`, not through symlinks.
+fn subdirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(names) = fsx::list_dir(dir) else {
+        return Vec::new();
+    };
+    names
+        .into_iter()
+        .map(|n| dir.join(n))
+        .filter(|p| fsx::stat(p).is_ok_and(|m| m.is_some_and(|m| m.file_type().is_dir())))
+        .collect()
 }
 
 /// Every task's meta can be read (no symlink, a regular file), keeps other

@@ -7,7 +7,6 @@
 //! Fields never contain a tab or a newline ([`clean`] replaces them).
 //! Readers trust only complete (`\n`-terminated) lines.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::Serialize;
@@ -77,17 +76,14 @@ pub fn parse_all(bytes: &[u8]) -> Vec<Wake> {
         .collect()
 }
 
-/// Reads `path` from byte `offset` to its end.
+/// Reads `path` from byte `offset` to its end, at most
+/// [`fsx::MAX_FILE`] bytes of it; a missing file reads as empty.
 fn read_from_offset(path: &Path, offset: u64) -> Result<Vec<u8>> {
-    let Some((mut f, _)) = fsx::open_read(path)? else {
-        return Ok(Vec::new());
-    };
-    f.seek(SeekFrom::Start(offset))
-        .map_err(|e| Error::io("seek", path, e))?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf)
-        .map_err(|e| Error::io("read", path, e))?;
-    Ok(buf)
+    Ok(
+        fsx::read_from(path, fsx::Start::Offset(offset), fsx::MAX_FILE)?
+            .map(|(bytes, _, _)| bytes)
+            .unwrap_or_default(),
+    )
 }
 
 /// The highest sequence number in the file's tail: the last complete
@@ -138,9 +134,9 @@ pub(crate) fn append(home: &Home, task: &str, kind: &str, text: &str, now: u64) 
     fsx::ensure_dir(&home.state_dir())?;
     let path = home.wakes();
     let _guard = fsx::lock(&home.wakes_lock(), fsx::LOCK_WAIT)?;
-    let last = last_seq(&path)?;
+    let seq = fsx::next_number(last_seq(&path)?, fsx::MAX_NUMBER, &path)?;
     let wake = Wake {
-        seq: last + 1,
+        seq,
         epoch: now,
         task: clean(task),
         kind: clean(kind),
@@ -273,6 +269,58 @@ mod tests {
         assert_eq!(append(&h, "t", "status", "two", 2).unwrap().seq, 8);
         let w = read_since(&h, 0).unwrap().0;
         assert_eq!(w.last().unwrap().text, "two");
+    }
+
+    #[test]
+    fn numbering_survives_garbage_lines_and_never_wraps() {
+        let (_d, h) = home();
+        append(&h, "t", "status", "one", 1).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(h.wakes())
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, b"garbage\n\xff\xfe\n99999999999999999999\tx\n")
+            })
+            .unwrap();
+        // Lines that are not wakes (a 20-digit number does not parse) do
+        // not count: the next number follows the last wake.
+        assert_eq!(append(&h, "t", "status", "two", 2).unwrap().seq, 2);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(h.wakes())
+            .and_then(|mut f| {
+                std::io::Write::write_all(
+                    &mut f,
+                    format!("{}\t3\tt\tstatus\tmax\n", u64::MAX).as_bytes(),
+                )
+            })
+            .unwrap();
+        let before = std::fs::read(h.wakes()).unwrap();
+        let err = append(&h, "t", "status", "three", 3).unwrap_err();
+        assert_eq!(err.exit_code(), 1);
+        assert!(err.to_string().contains("wakes.log"), "{err}");
+        assert_eq!(
+            std::fs::read(h.wakes()).unwrap(),
+            before,
+            "nothing appended"
+        );
+    }
+
+    #[test]
+    fn concurrent_appenders_get_unique_increasing_numbers() {
+        let (_d, h) = home();
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let h = &h;
+                s.spawn(move || {
+                    for i in 0..25 {
+                        append(h, &format!("t{t}"), "status", &format!("line {i}"), 1).unwrap();
+                    }
+                });
+            }
+        });
+        let seqs: Vec<u64> = read_since(&h, 0).unwrap().0.iter().map(|w| w.seq).collect();
+        assert_eq!(seqs, (1..=200).collect::<Vec<u64>>());
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub(crate) fn message(t: &Task, assignee: &str) -> String {
     if t.dispatches > 0 {
         s.push_str(&format!(
             "\n(re-sent: dispatch {} of {MAX_DISPATCHES}; acknowledge this message)\n",
-            t.dispatches + 1
+            t.dispatches.saturating_add(1)
         ));
     }
     s.push_str(&format!(
@@ -216,7 +216,10 @@ pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcom
         if let Ok(id) = TaskId::parse(&o.assignee) {
             let rung = match Recipient::load(home, cfg, &id) {
                 Ok(r) => r.ring(home, cfg),
-                Err(_) => Doorbell::Failed,
+                Err(e) => {
+                    crate::output::err_line(&format!("fm-board: warning: {id}: {e}"));
+                    Doorbell::Failed
+                }
             };
             o.doorbell = Some(rung.as_str().to_string());
         }

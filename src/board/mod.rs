@@ -28,6 +28,9 @@ pub struct BoardId(pub u64);
 
 impl BoardId {
     /// Accepts `T-1`, `T-001`, `t-1` and `1`; anything else is exit 2.
+    /// The highest id a reader parses (18 digits).
+    pub const MAX: u64 = 999_999_999_999_999_999;
+
     pub fn parse(raw: &str) -> Result<BoardId> {
         let digits = raw
             .strip_prefix("T-")

@@ -209,7 +209,7 @@ pub(crate) fn apply(t: &Task, op: &Op, now: u64) -> Result<Task> {
                     n.owner.clone_from(&t.assignee);
                     n.dispatches = 1;
                 }
-                InProgress if t.dispatches > 0 => n.dispatches = t.dispatches + 1,
+                InProgress if t.dispatches > 0 => n.dispatches = t.dispatches.saturating_add(1),
                 _ => {
                     return Err(refuse(
                         t,

@@ -239,7 +239,8 @@ pub(crate) struct NewTask {
 pub(crate) fn add(home: &Home, new: NewTask, now: u64) -> Result<Task> {
     let _guard = lock(home)?;
     let existing = ids(home)?;
-    let id = BoardId(existing.last().map_or(1, |l| l.0 + 1));
+    let last = existing.last().map_or(0, |l| l.0);
+    let id = BoardId(fsx::next_number(last, BoardId::MAX, &home.board_dir())?);
     let mut blocked_by = Vec::new();
     if !new.blocked_by.is_empty() {
         let (tasks, _) = load_all(home)?;

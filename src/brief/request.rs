@@ -28,29 +28,21 @@ pub(crate) enum Text {
 }
 
 impl Text {
-    /// The text; a file is read whole and must be UTF-8 (`what` names it
-    /// in the refusal).
-    pub(crate) fn read(&self, what: &str) -> Result<String> {
+    /// The text; a file is read up to `limit` and must be UTF-8 (`what`
+    /// names it in the refusal).
+    pub(crate) fn read(&self, what: &str, limit: fsx::Limit) -> Result<String> {
         match self {
             Text::Inline(t) => Ok(t.clone()),
-            Text::File(f) => read_text(f, what),
+            Text::File(f) => read_text(f, what, limit),
         }
     }
 }
 
-/// Reads a text file given on the command line (`-` is stdin); exit 2 when
-/// it cannot be read or is not UTF-8.
-pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
-    let bytes = if path == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .map_err(|e| Error::io("read", "<stdin>", e))?;
-        buf
-    } else {
-        // Outside the home: a file named on the command line.
-        std::fs::read(path)
-            .map_err(|e| Error::usage(format!("cannot read {what} file {}: {e}", path.display())))?
-    };
+/// Reads a text file given on the command line (`-` is stdin) up to
+/// `limit`; exit 2 when it cannot be read, is over the limit or is not
+/// UTF-8.
+pub(crate) fn read_text(path: &Path, what: &str, limit: fsx::Limit) -> Result<String> {
+    let bytes = fsx::read_input(path, &format!("{what} file"), limit)?;
     String::from_utf8(bytes)
         .map_err(|_| Error::usage(format!("{what} file {} is not UTF-8", path.display())))
 }
@@ -155,11 +147,21 @@ impl BriefRequest {
     pub(crate) fn validate(&self, home: &Home, cfg: &Config, now: u64) -> Result<BriefSpec> {
         self.check_flags()?;
         let id = &self.id;
-        let intent = self.intent.as_ref().map(|t| t.read("intent")).transpose()?;
+        let intent_limit =
+            fsx::Limit::setting(cfg.brief.max_intent_bytes, "brief.max_intent_bytes");
+        let intent = self
+            .intent
+            .as_ref()
+            .map(|t| t.read("intent", intent_limit))
+            .transpose()?;
         if let Some(i) = &intent {
             super::validate_intent(i, cfg.brief.max_intent_bytes)?;
         }
-        let spec = self.spec.as_ref().map(|t| t.read("spec")).transpose()?;
+        let spec = self
+            .spec
+            .as_ref()
+            .map(|t| t.read("spec", fsx::Limit::INPUT))
+            .transpose()?;
         if spec.as_deref().is_some_and(|s| s.trim().is_empty()) {
             return Err(Error::usage("the spec is blank"));
         }

@@ -236,7 +236,7 @@ fn respond(a: &Args, id: &TaskId) -> Result<u8> {
     })?;
     response::check_status(status)?;
     let body = match &a.body_file {
-        Some(f) => read_text(f, "body")?,
+        Some(f) => read_text(f, "body", crate::fsx::Limit::INPUT)?,
         None => String::new(),
     };
     let ctx = a.home.ctx(TOOL)?;

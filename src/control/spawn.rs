@@ -251,7 +251,7 @@ impl Ctl<'_> {
             m.set("pane", &pane);
             m.set("tmux_socket", &self.cfg.tmux.socket);
             m.set("window", &window);
-            m.set("spawn_gen", &(gen_ + 1).to_string());
+            m.set("spawn_gen", &gen_.saturating_add(1).to_string());
             m.set("spawned_at", &now.to_string());
         })?;
         self.reset_busy()?;

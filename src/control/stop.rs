@@ -157,7 +157,7 @@ impl Ctl<'_> {
         };
         meta::update(self.home, self.id, |m| {
             let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
-            m.set("spawn_gen", &(gen_ + 1).to_string());
+            m.set("spawn_gen", &gen_.saturating_add(1).to_string());
             m.set("harness", &to);
             m.set("pane", &pane);
             m.set("spawned_at", &clock::now().to_string());

@@ -8,7 +8,6 @@
 //! terminal each frame is printed in full, followed by a blank line, so the
 //! view can be piped or tested.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -24,16 +23,11 @@ fn install_sigint() {
 
 /// The last `n` complete lines of a file, reading at most its last 64 KiB.
 pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
-    let Ok(Some((mut f, _))) = crate::fsx::open_read(path) else {
+    let Ok(Some((buf, start, _))) =
+        crate::fsx::read_from(path, crate::fsx::Start::Tail(64 * 1024), 64 * 1024)
+    else {
         return Vec::new();
     };
-    let len = f.metadata().map_or(0, |m| m.len());
-    let start = len.saturating_sub(64 * 1024);
-    if f.seek(SeekFrom::Start(start)).is_err() {
-        return Vec::new();
-    }
-    let mut buf = Vec::new();
-    let _ = f.read_to_end(&mut buf);
     let text = String::from_utf8_lossy(crate::fsx::complete_lines(&buf)).into_owned();
     let mut lines: Vec<String> = text
         .lines()

@@ -21,6 +21,9 @@
 //!   task directory is refused by every operation here, whichever tool asks.
 
 mod append;
+mod bounded;
+mod counter;
+mod debris;
 mod lock;
 mod numbered;
 mod read;
@@ -28,6 +31,9 @@ mod walk;
 mod write;
 
 pub use append::*;
+pub use bounded::*;
+pub use counter::*;
+pub use debris::*;
 pub use lock::*;
 pub use numbered::*;
 pub use read::*;

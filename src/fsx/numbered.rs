@@ -45,9 +45,20 @@ pub struct Staged {
     dir: PathBuf,
 }
 
-/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it.
+/// Writes `bytes` to a fresh dot-temp file in `dir` and fsyncs it, first
+/// sweeping the stale temp files a killed writer left there
+/// ([`sweep_temps`], best effort). A failure names `dir`, which exists,
+/// not the temp file's base name, which never does.
 pub fn stage(dir: &Path, bytes: &[u8]) -> Result<Staged> {
-    let (temp, _) = write_temp(&dir.join("staged"), bytes, false)?;
+    let _ = sweep_temps(dir, STALE_TEMP);
+    let (temp, _) = write_temp(&dir.join("staged"), bytes, false).map_err(|e| match e {
+        Error::Io { op, source, .. } => Error::Io {
+            op,
+            path: dir.to_path_buf(),
+            source,
+        },
+        e => e,
+    })?;
     Ok(Staged {
         temp,
         dir: dir.to_path_buf(),
@@ -75,7 +86,7 @@ impl Staged {
             for d in also_scan {
                 highest = highest.max(list_numbered(d, ext)?.last().copied().unwrap_or(0));
             }
-            let mut n = highest + 1;
+            let mut n = next_number(highest, MAX_NUMBER, &self.dir)?;
             loop {
                 let name = numbered_name(n, ext);
                 let target = self.dir.join(&name);
@@ -83,7 +94,9 @@ impl Staged {
                 let dir = &self.temp.dir;
                 match rename_noreplace_at(dir, &tmp, dir, std::ffi::OsStr::new(&name)) {
                     Ok(()) => return Ok((n, target)),
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n += 1,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        n = next_number(n, MAX_NUMBER, &self.dir)?;
+                    }
                     Err(e) => return Err(Error::io("rename", target, e)),
                 }
             }

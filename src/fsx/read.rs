@@ -6,12 +6,10 @@ use super::*;
 
 /// Reads a whole file, refusing a symlink. `Ok(None)` when it does not exist.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    let Some((mut f, _)) = open_read(path)? else {
+    let Some((mut f, md)) = open_read(path)? else {
         return Ok(None);
     };
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).map_err(io_err("read", path))?;
-    Ok(Some(buf))
+    read_whole(&mut f, md.len(), path).map(Some)
 }
 
 /// [`read_optional`] plus the file's mtime (Unix seconds) from the same
@@ -25,22 +23,7 @@ pub fn read_optional_mtime(path: &Path) -> Result<Option<(Vec<u8>, Option<u64>)>
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs());
-    // A plain read loop sized from the stat: `read_to_end` would stat and
-    // seek again to size its buffer.
-    let mut buf = vec![0u8; md.len() as usize + 1];
-    let mut filled = 0;
-    loop {
-        if filled == buf.len() {
-            buf.resize(buf.len() * 2, 0);
-        }
-        match f.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_err("read", path)(e)),
-        }
-    }
-    buf.truncate(filled);
+    let buf = read_whole(&mut f, md.len(), path)?;
     Ok(Some((buf, mtime)))
 }
 
@@ -79,6 +62,12 @@ pub fn read_each_in(
                     len += n;
                     if len < buf.len() {
                         break Ok(());
+                    }
+                    if len as u64 > MAX_FILE {
+                        break Err(io::Error::new(
+                            io::ErrorKind::FileTooLarge,
+                            format!("over the limit of {MAX_FILE} bytes for a file read whole"),
+                        ));
                     }
                     buf.resize(buf.len() * 2, 0);
                 }

@@ -102,8 +102,9 @@ impl Exec<'_> {
         }
         let id = &t.id;
         // When the tracked record was queued: a ladder wake logged before
-        // it belongs to an earlier episode (SPEC §6.2).
-        let since = ladder::target(&t.pending).map_or(0, |p| p.at);
+        // it belongs to an earlier episode (SPEC §6.2). A stamp in the
+        // future counts as now.
+        let since = ladder::target(&t.pending).map_or(0, |p| p.at.min(now));
         let about = t
             .target
             .as_ref()
@@ -168,6 +169,18 @@ impl Exec<'_> {
                     return;
                 }
                 ring(self, seq, count);
+            }
+            Action::Restamp { seq, count } => {
+                let rs = ladder::RingState {
+                    seq,
+                    count,
+                    last: now,
+                };
+                if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
+                    self.unwritable(id, home.ring_state(id), e, Some(seq), since);
+                    return;
+                }
+                self.due(now + cfg.watch.grace_secs);
             }
             Action::RingOwed { seq } => {
                 // Cleared before typing: a crash in between loses this

@@ -85,6 +85,10 @@ pub(crate) enum Action {
     DeadAgent { seq: u64, gone: bool },
     /// Already escalated for this record.
     Quiet { seq: u64 },
+    /// The record is stamped in the future (a clock stepped back, a
+    /// hand-made stamp): note now as the ladder's start in `.ring-state`
+    /// (keeping the rings already spent), so its grace counts from now.
+    Restamp { seq: u64, count: u64 },
 }
 
 /// The record the ladder tracks: the lowest pending one that is not
@@ -96,6 +100,27 @@ pub(crate) fn target(pending: &[Pending]) -> Option<&Pending> {
         .min_by_key(|p| p.seq)
 }
 
+/// When the ladder counts `t` as queued. Its stamp, unless that lies more
+/// than a grace period in the future (a clock stepped back, a hand-made
+/// stamp): taken at its word, such a stamp would hold every ring back
+/// until the clock reached it. Then it counts from when the ladder first
+/// saw it, which [`Action::Restamp`] keeps in `.ring-state` (`None` until
+/// that is noted); once rings were spent, from one grace period per ring
+/// before the last. A nearer stamp is waited out, as the ladder always
+/// did (at most two grace periods).
+fn queued_at(t: &Pending, files: &LadderFiles, now: u64, cfg: &WatchCfg) -> Option<u64> {
+    if t.at <= now.saturating_add(cfg.grace_secs) {
+        return Some(t.at);
+    }
+    files
+        .ring
+        .filter(|r| r.seq == t.seq && r.last <= now)
+        .map(|r| {
+            r.last
+                .saturating_sub(cfg.grace_secs.saturating_mul(r.count))
+        })
+}
+
 /// Whether [`decide`] could depend on the pane: lets a pass ask tmux only
 /// when some task needs it.
 pub(crate) fn needs_pane(
@@ -105,11 +130,14 @@ pub(crate) fn needs_pane(
     cfg: &WatchCfg,
 ) -> bool {
     target(pending).is_some_and(|t| {
+        let Some(at) = queued_at(t, files, now, cfg) else {
+            return false;
+        };
         let (count, last) = files
             .ring
             .filter(|r| r.seq == t.seq)
             .map_or((0, 0), |r| (r.count, r.last));
-        let ladder_due = now.saturating_sub(t.at) >= cfg.grace_secs
+        let ladder_due = now.saturating_sub(at) >= cfg.grace_secs
             && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now);
         files.escalated != Some(t.seq) && (files.owed.is_some() || ladder_due)
     })
@@ -133,13 +161,19 @@ pub(crate) fn decide(
     if files.escalated == Some(t.seq) {
         return Action::Quiet { seq: t.seq };
     }
-    let age = now.saturating_sub(t.at);
+    let Some(at) = queued_at(t, files, now, cfg) else {
+        return Action::Restamp {
+            seq: t.seq,
+            count: files.ring.filter(|r| r.seq == t.seq).map_or(0, |r| r.count),
+        };
+    };
+    let age = now.saturating_sub(at);
     if files.owed.is_some() {
         match pane {
             PaneFacts::Alive { busy: false } => return Action::RingOwed { seq: t.seq },
             PaneFacts::Alive { busy: true } if age <= cfg.unhandled_max_secs => {
                 return Action::Wait {
-                    until: Some(t.at + cfg.unhandled_max_secs + 1),
+                    until: Some(at + cfg.unhandled_max_secs + 1),
                 };
             }
             // Busy too long, or no agent to owe it to: the ladder's rules.
@@ -148,7 +182,7 @@ pub(crate) fn decide(
     }
     if age < cfg.grace_secs {
         return Action::Wait {
-            until: Some(t.at + cfg.grace_secs),
+            until: Some(at + cfg.grace_secs),
         };
     }
     match pane {
@@ -169,7 +203,7 @@ pub(crate) fn decide(
         }
         PaneFacts::Alive { busy: true } => {
             return Action::Wait {
-                until: Some(t.at + cfg.unhandled_max_secs + 1),
+                until: Some(at + cfg.unhandled_max_secs + 1),
             };
         }
         PaneFacts::Alive { busy: false } | PaneFacts::NoPane => {}
@@ -224,7 +258,7 @@ mod tests {
         for now in 0..until {
             let a = decide(pending, &files, pane, now, &cfg);
             match a {
-                Action::Ring { seq, count } => {
+                Action::Ring { seq, count } | Action::Restamp { seq, count } => {
                     files.ring = Some(RingState {
                         seq,
                         count,
@@ -251,6 +285,41 @@ mod tests {
         let times: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
         assert_eq!(times, vec![90, 180, 270, 271]);
         assert!(matches!(got[3].1, Action::Escalate { seq: 1, rings: 3 }));
+    }
+
+    /// A record stamped in the future (the clock stepped back) is taken as
+    /// queued when the ladder first sees it: the whole ladder follows, it
+    /// is never held back until the clock reaches the stamp.
+    #[test]
+    fn a_future_stamp_counts_from_when_the_ladder_first_sees_it() {
+        let got = simulate(&[rec(1, 1_000_000)], ALIVE, 2000);
+        let times: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, vec![0, 90, 180, 270, 271], "{got:?}");
+        assert_eq!(got[0].1, Action::Restamp { seq: 1, count: 0 });
+        assert!(matches!(got[4].1, Action::Escalate { seq: 1, rings: 3 }));
+        // A busy agent is still found overdue, counted from then.
+        let busy = PaneFacts::Alive { busy: true };
+        let got = simulate(&[rec(1, u64::MAX)], busy, 2000);
+        assert!(
+            matches!(
+                got.last(),
+                Some((901, Action::Overdue { seq: 1, age: 901 }))
+            ),
+            "{got:?}"
+        );
+        // Rings already spent are kept when a clock step makes their
+        // ring state lie in the future too.
+        let files = LadderFiles {
+            ring: Some(RingState {
+                seq: 1,
+                count: 2,
+                last: 5_000,
+            }),
+            ..LadderFiles::default()
+        };
+        let a = decide(&[rec(1, 4_000)], &files, ALIVE, 100, &cfg());
+        assert_eq!(a, Action::Restamp { seq: 1, count: 2 });
+        assert!(!needs_pane(&[rec(1, 4_000)], &files, 100, &cfg()));
     }
 
     #[test]

@@ -325,6 +325,17 @@ fn full_disk_every_writer_exits_3_and_leaves_nothing_partial() {
         &["t4".into(), "note".into(), long.into()],
     );
     assert!(std::fs::read(home.join("state/t4.status")).unwrap() == log);
+    // A send that cannot stage its record names the inbox, which exists,
+    // never the temp file's base name (`…/staged`), which does not.
+    fm(&home, "send")
+        .args(["t1", "fourth message"])
+        .status(3)
+        .stderr_has(&format!(
+            "({}): No space left on device",
+            home.join("state/t1.inbox").display()
+        ))
+        .stderr_lacks("staged")
+        .run();
 }
 
 #[test]
@@ -591,7 +602,11 @@ fn symlinked_task_data_is_refused() {
     );
 }
 
+mod clocks;
+mod counters;
+mod debris;
 mod fifos;
+mod inputs;
 mod locks;
 mod names;
 mod output;
