@@ -12,7 +12,9 @@
 //! printed reason, or fails it under `FM_REQUIRE_AGENTS=1`.
 //!
 //! The target is not part of a plain `cargo test` (`test = false` in
-//! Cargo.toml) until it passes: it is run by name.
+//! Cargo.toml): it is run by name, as `.ci/run` does. A scenario waiting on
+//! behaviour not built yet is `#[ignore]`d with its reason, and listed in
+//! docs/harnesses.md ("Conformance suite").
 //!
 //! ```text
 //! scripts/agents.sh && FM_REQUIRE_AGENTS=1 cargo test --release --test agents
@@ -61,8 +63,11 @@ conformance!(
     #[ignore = "fm-control interrupt presses Escape on an idle agent: twice opens its history dialog (docs/harnesses.md, Conformance suite)"]
     interrupt_twice_while_idle,
     exit codex = "exit presses Enter right after /quit, which Codex swallows (docs/harnesses.md, Conformance suite)",
-    relaunch_then_send codex = "relaunch exits through the same /quit + Enter that Codex swallows (docs/harnesses.md, Conformance suite)",
-    dialog_folder_trust,
+    relaunch_then_send
+        claude = "right after a relaunch Claude Code's composer is not on screen within fm-send's 3 s wait: the doorbell is skipped, not queued (docs/harnesses.md, Conformance suite)"
+        codex = "relaunch exits through the same /quit + Enter that Codex swallows (docs/harnesses.md, Conformance suite)",
+    dialog_folder_trust
+        claude = "after the captain trusts the folder, two watcher rings while Claude Code starts reach the model glued in one block (docs/harnesses.md, Conformance suite)",
     dialog_permission,
     dialog_history,
     #[ignore = "the watcher raises no dialog wake yet (docs/harnesses.md, Conformance suite)"]

@@ -371,6 +371,9 @@ fn dialog_world(h: Harness, trusted: bool, prompts: bool) -> Option<World> {
             trusted,
             prompts,
             grace_secs: 1,
+            // Every ring into the dialog counts on the ladder; the rings
+            // after it closes must not find the message escalated.
+            max_rings: 20,
             ..Opts::default()
         },
     )
