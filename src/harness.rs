@@ -213,6 +213,12 @@ fn screen_layout(name: &str) -> Option<(&'static str, &'static [(&'static str, &
                     "history-search",
                     r"ctrl\+s to change scope \x{b7} Enter to use",
                 ),
+                // Offers to change a default, drawn after a turn in place
+                // of the composer; Enter takes the preselected answer.
+                (
+                    "mode-offer",
+                    r"^\s*(Make auto mode your default permission mode|Switch to bypass permissions|Auto mode can learn your environment: set it up|Switch your default effort to \S+)\?",
+                ),
                 ("menu", r"Enter to (confirm|continue|select) \x{b7} Esc to"),
             ],
         )),

@@ -346,6 +346,41 @@ mod fixtures {
         assert!(bad.is_empty(), "{}", bad.join("\n"));
     }
 
+    /// Claude Code's offer to change the default permission mode, as read
+    /// off a pane after the first turn in bypass mode (no footer on the
+    /// screen): a dialog, never the composer.
+    #[test]
+    fn claude_reads_the_mode_offer_as_a_dialog() {
+        let rule = "\u{2500}".repeat(100);
+        let text = [
+            " \u{2590}\u{259b}\u{2588}\u{2588}\u{2588}\u{259b}\u{2588}   Claude Code v2.1.332",
+            "\u{276f} Read the brief at /tmp/h/data/t1/brief.md and follow it.",
+            "\u{25cf} read it",
+            "\u{273b} Worked for 2s \u{b7} done 3:59 AM",
+            &rule,
+            "  Make auto mode your default permission mode?",
+            "  Auto mode lets Claude handle permission prompts automatically.",
+            "  \u{276f} Yes, set auto mode as my default permission mode",
+            "    No, keep bypass permissions",
+        ]
+        .join("\n");
+        let profile = builtin("claude");
+        let rules = profile.rules();
+        let screen = Screen::parse(&text);
+        assert_eq!(dialog(&rules, &screen), Some("mode-offer"));
+        assert_eq!(composer(&rules, &screen), Composer::Absent);
+        for other in [
+            "  Switch to bypass permissions?",
+            "  Switch your default effort to medium?",
+        ] {
+            assert_eq!(
+                dialog(&rules, &Screen::parse(other)),
+                Some("mode-offer"),
+                "{other}"
+            );
+        }
+    }
+
     /// A plain capture cannot tell a placeholder from typed text; the
     /// profile reads it as text, so a doorbell would be skipped, never
     /// typed over it. Only the -e capture reads it as empty.

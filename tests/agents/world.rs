@@ -4,11 +4,13 @@
 //! that `fm-control spawn` starts and the world kills on drop.
 //!
 //! Everything the agent needs to run offline lives in the agent home (what
-//! a captain's own `~/.claude.json` or `~/.codex/config.toml` would hold:
-//! onboarding done, the model provider, a trusted worktree); everything
-//! firstmate adds at launch — the approval posture, the busy/idle hooks —
-//! comes from firstmate's own profile, which the test leaves at its
-//! defaults except for the program path and the environment.
+//! a captain's own `~/.claude.json`, `~/.claude/settings.json` or
+//! `~/.codex/config.toml` would hold: onboarding done, the model provider,
+//! a trusted worktree, the permission mode); its environment (the agent
+//! home, the loopback model's address) is the environment `fm-control
+//! spawn` runs in, which the tmux server it starts hands every pane.
+//! firstmate's own profile is left at its defaults except for the program
+//! path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +26,9 @@ use crate::model::ModelServer;
 /// The task every test works on.
 pub const ID: &str = "t1";
 
+/// What the model answers the kickoff prompt (see [`rules`]).
+const KICKOFF_ANSWER: &str = "read it";
+
 /// Claude Code remembers an approved API key by its last 20 characters.
 const API_KEY: &str = "sk-ant-fm-loopback-test-key-000000000000";
 
@@ -32,8 +37,11 @@ const API_KEY: &str = "sk-ant-fm-loopback-test-key-000000000000";
 pub struct Opts {
     /// The worktree is trusted in the agent's own config (no trust dialog).
     pub trusted: bool,
-    /// `[harness.<h>] approval`: `bypass` (the default) or `prompt`.
-    pub approval: &'static str,
+    /// The agent's own permission setting asks before running a command
+    /// (Claude Code's manual mode, Codex's `on-request` in its sandbox);
+    /// otherwise it bypasses every prompt, as a ship worker in its
+    /// disposable worktree does.
+    pub prompts: bool,
     /// `[watch]` `grace_secs` and `max_rings`.
     pub grace_secs: u64,
     pub max_rings: u64,
@@ -43,7 +51,7 @@ impl Default for Opts {
     fn default() -> Opts {
         Opts {
             trusted: true,
-            approval: "bypass",
+            prompts: false,
             grace_secs: 3600,
             max_rings: 3,
         }
@@ -150,6 +158,7 @@ impl World {
                     "theme": "dark",
                     "autoUpdates": false,
                     "customApiKeyResponses": {"approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []},
+                    "bypassPermissionsModeAccepted": true,
                     "projects": projects,
                 });
                 std::fs::write(
@@ -158,9 +167,23 @@ impl World {
                 )
                 .unwrap();
                 std::fs::create_dir_all(self.agent_home.join(".claude")).unwrap();
+                let mode = if opts.prompts {
+                    "default"
+                } else {
+                    "bypassPermissions"
+                };
+                let settings = json!({
+                    "autoUpdates": false,
+                    "includeCoAuthoredBy": false,
+                    "skipDangerousModePermissionPrompt": true,
+                    // Else a "Make auto mode your default?" offer comes up
+                    // after the first turn (bypass mode).
+                    "disableAutoMode": "disable",
+                    "permissions": {"defaultMode": mode},
+                });
                 std::fs::write(
                     self.agent_home.join(".claude/settings.json"),
-                    r#"{"autoUpdates": false, "includeCoAuthoredBy": false}"#,
+                    serde_json::to_vec_pretty(&settings).unwrap(),
                 )
                 .unwrap();
             }
@@ -172,6 +195,9 @@ impl World {
 model_provider = "fmloop"
 check_for_update_on_startup = false
 model_reasoning_effort = "low"
+{posture}
+# A login shell's profile would reset PATH and lose the fm-* tools.
+allow_login_shell = false
 
 [model_providers.fmloop]
 name = "fm loopback"
@@ -195,7 +221,12 @@ hide_rate_limit_model_nudge = true
 [notice.model_migrations]
 "gpt-5.5" = "gpt-6-sol"
 "#,
-                    port = self.model.port
+                    port = self.model.port,
+                    posture = if opts.prompts {
+                        "approval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\""
+                    } else {
+                        "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""
+                    },
                 );
                 if opts.trusted {
                     cfg.push_str(&format!(
@@ -208,23 +239,31 @@ hide_rate_limit_model_nudge = true
     }
 
     /// The agent's environment: its throwaway home and the loopback model.
-    fn agent_env(&self) -> Vec<String> {
+    fn agent_env(&self) -> Vec<(&'static str, String)> {
         let home = self.agent_home.display().to_string();
-        let mut env = vec![format!("HOME={home}"), "LANG=C.UTF-8".into()];
+        let mut env = vec![("HOME", home.clone()), ("LANG", "C.UTF-8".into())];
         match self.h {
             Harness::Claude => env.extend([
-                format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{}", self.model.port),
-                format!("ANTHROPIC_API_KEY={API_KEY}"),
-                "DISABLE_AUTOUPDATER=1".into(),
-                "DISABLE_TELEMETRY=1".into(),
-                "DISABLE_ERROR_REPORTING=1".into(),
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into(),
-                "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1".into(),
-                "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1".into(),
+                (
+                    "ANTHROPIC_BASE_URL",
+                    format!("http://127.0.0.1:{}", self.model.port),
+                ),
+                ("ANTHROPIC_API_KEY", API_KEY.into()),
+                // As root, bypassing permissions is refused without it.
+                ("IS_SANDBOX", "1".into()),
+                ("DISABLE_AUTOUPDATER", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("DISABLE_ERROR_REPORTING", "1".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                (
+                    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL",
+                    "1".into(),
+                ),
+                ("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1".into()),
             ]),
             Harness::Codex => env.extend([
-                format!("CODEX_HOME={home}/.codex"),
-                format!("FM_LOOPBACK_API_KEY={API_KEY}"),
+                ("CODEX_HOME", format!("{home}/.codex")),
+                ("FM_LOOPBACK_API_KEY", API_KEY.into()),
             ]),
         }
         env
@@ -241,14 +280,12 @@ hide_rate_limit_model_nudge = true
         }
         launch.push("Read the brief at {brief} and follow it.".into());
         let cfg = format!(
-            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\nenv = {env}\napproval = {approval}\n",
+            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\n",
             socket = toml_str(&self.socket),
             grace = opts.grace_secs,
             rings = opts.max_rings,
             name = self.h.name(),
             launch = toml_list(&launch),
-            env = toml_list(&self.agent_env()),
-            approval = toml_str(opts.approval),
         );
         self.home.write("config/firstmate.toml", cfg);
     }
@@ -283,8 +320,11 @@ hide_rate_limit_model_nudge = true
             ])
             .stdout_any()
             .run();
-        let out = self
-            .fm("control")
+        let mut spawn = self.fm("control");
+        for (k, v) in self.agent_env() {
+            spawn = spawn.env(k, v);
+        }
+        let out = spawn
             .args([ID, "spawn", "--project"])
             .arg(&self.project)
             .args(["--harness", self.h.name()])
@@ -314,8 +354,45 @@ hide_rate_limit_model_nudge = true
                 .iter()
                 .any(|b| b.starts_with("Read the brief at "))
         });
+        // Idle only once the answer is on the screen: right after the
+        // request went out the screen may not show the turn yet.
+        self.wait_for("the kickoff answer on the screen", 30.0, |w| {
+            w.screen().contains(KICKOFF_ANSWER)
+        });
         self.wait_idle(30.0);
         pane
+    }
+
+    /// Waits until `fm-crew-state` reads working: the turn is on the
+    /// screen (or in the busy record), not only at the model.
+    #[track_caller]
+    pub fn wait_working(&self, secs: f64) {
+        self.wait_for("the agent to read working", secs, |w| {
+            w.crew().starts_with("state: working")
+        });
+    }
+
+    /// Holds `fm-crew-state` matching `want` for `secs`, failing with the
+    /// line it read at the first moment it did not.
+    #[track_caller]
+    pub fn crew_holds(&self, what: &str, secs: f64, want: impl Fn(&str) -> bool) {
+        let mut seen = String::new();
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < end {
+            seen = self.crew();
+            if !want(&seen) {
+                break;
+            }
+            seen.clear();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            seen.is_empty(),
+            "{}: {what} stopped holding: crew state read {seen:?}\n--- screen\n{}\n--- user turns\n{:#?}",
+            self.h.name(),
+            self.screen(),
+            self.model.user_turns()
+        );
     }
 
     /// Waits until `fm-crew-state` reads idle.
@@ -348,6 +425,30 @@ hide_rate_limit_model_nudge = true
             .run()
             .stdout();
         out.trim_end().rsplit(' ').next().unwrap().to_string()
+    }
+
+    /// `fm-send t1 <text>`, which must report doorbell `want`; otherwise
+    /// the test fails showing what the pane showed (escapes kept).
+    #[track_caller]
+    pub fn sends(&self, text: &str, want: &str) {
+        let got = self.send(text);
+        assert!(
+            got == want,
+            "{}: fm-send {text:?}: doorbell {got}, wanted {want}\n--- crew state\n{}\n--- screen (-e)\n{}",
+            self.h.name(),
+            self.crew(),
+            self.screen_escaped()
+        );
+    }
+
+    /// The pane's screen with its escapes, one debug-quoted line each
+    /// (blank lines dropped).
+    pub fn screen_escaped(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-e", "-J", "-t", &self.pane])
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| format!("{l:?}\n"))
+            .collect()
     }
 
     /// The doorbell line firstmate types for the task.
@@ -404,9 +505,13 @@ hide_rate_limit_model_nudge = true
         self.tmux(&["send-keys", "-t", &self.pane, "-l", text]);
     }
 
-    /// Presses keys in the pane as the captain would.
+    /// Presses keys in the pane as the captain would: one at a time (two
+    /// Escapes in one burst read as a single Alt-Escape).
     pub fn keys(&self, keys: &[&str]) {
-        for k in keys {
+        for (i, k) in keys.iter().enumerate() {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(200));
+            }
             self.tmux(&["send-keys", "-t", &self.pane, k]);
         }
     }
@@ -523,7 +628,7 @@ pub fn rules(r: &Reply) -> Value {
         "side_default": {"text": "A title"},
         "rules": [
             {"name": "doorbell", "match": "firstmate inbox: new mail in", "action": doorbell},
-            {"name": "kickoff", "match": "Read the brief at ", "action": {"text": "read it"}},
+            {"name": "kickoff", "match": "Read the brief at ", "action": {"text": KICKOFF_ANSWER}},
         ]
     })
 }
