@@ -120,7 +120,7 @@ fn refresh(s: &Shared, item: Item) -> Done {
     let mut facts = None;
     if s.keep {
         let brief = prev.as_ref().is_none_or(|p| Stamps::needs_brief(&p.facts));
-        let now_stamps = Stamps::take(home, id, present, s.now, brief);
+        let now_stamps = Stamps::take(home, s.state, id, present, s.now, brief);
         match prev {
             Some(p) if p.stamps.still(&now_stamps) => {
                 facts = Some(reuse(p.facts, s.now));
@@ -130,7 +130,7 @@ fn refresh(s: &Shared, item: Item) -> Done {
                 stamps = Some(if brief {
                     now_stamps
                 } else {
-                    Stamps::take(home, id, present, s.now, true)
+                    Stamps::take(home, s.state, id, present, s.now, true)
                 });
             }
         }

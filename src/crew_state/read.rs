@@ -18,7 +18,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FileType, Mode, OFlags, RawDir};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
 use super::facts::{Escalation, Facts, RunRecord, WorktreeFact};
@@ -154,25 +154,31 @@ pub(crate) struct Stamps {
 }
 
 impl Stamps {
-    /// Takes the stamps of the task's present files, and of its brief when
-    /// `brief` (the facts may depend on it).
+    /// Takes the stamps of the task's present files (relative to `dir`),
+    /// and of its brief when `brief` (the facts may depend on it).
     pub(crate) fn take(
         home: &Home,
+        dir: &StateDir,
         id: &TaskId,
         present: Present,
         now: u64,
         brief: bool,
     ) -> Stamps {
-        let take = |bit: u8, path: &Path| present.has(bit).then(|| Stamp::of(path)).flatten();
+        let take = |bit: u8, suffix: &str| {
+            present
+                .has(bit)
+                .then(|| dir.stamp(home, id, suffix))
+                .flatten()
+        };
         Stamps {
             present,
-            meta: take(Present::META, &home.meta(id)),
-            status: take(Present::STATUS, &home.status(id)),
-            busy: take(Present::BUSY, &home.busy(id)),
-            run: take(Present::RUN, &home.run(id)),
-            inbox: take(Present::INBOX, &home.inbox(id)),
-            escalated: take(Present::INBOX, &home.escalated(id)),
-            ring_state: take(Present::INBOX, &home.ring_state(id)),
+            meta: take(Present::META, "meta"),
+            status: take(Present::STATUS, "status"),
+            busy: take(Present::BUSY, "busy"),
+            run: take(Present::RUN, "run"),
+            inbox: take(Present::INBOX, "inbox"),
+            escalated: take(Present::INBOX, "inbox/.escalated"),
+            ring_state: take(Present::INBOX, "inbox/.ring-state"),
             brief: brief.then(|| Stamp::of(&home.brief(id))),
             read_at: now,
         }
@@ -248,6 +254,22 @@ impl StateDir {
             Some(dir) => rustix::fs::openat(dir, name.as_str(), flags, Mode::empty()),
             None => rustix::fs::open(home.state_dir().join(name), flags, Mode::empty()),
         }
+    }
+
+    /// The stamp of `<id>.<suffix>` (not following a symlink), as
+    /// [`Stamp::of`] takes it.
+    fn stamp(&self, home: &Home, id: &TaskId, suffix: &str) -> Option<Stamp> {
+        let name = format!("{id}.{suffix}");
+        let st = match &self.fd {
+            Some(dir) => rustix::fs::statat(dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW),
+            None => return Stamp::of(&home.state_dir().join(name)),
+        }
+        .ok()?;
+        Some(Stamp {
+            ino: st.st_ino,
+            size: u64::try_from(st.st_size).ok()?,
+            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+        })
     }
 
     /// The file `<id>.<suffix>` and its mtime (Unix seconds), as
@@ -581,7 +603,8 @@ mod tests {
         std::fs::write(home.meta(&id), "kind=ship\n").unwrap();
         let present = Present(Present::META);
         let now = crate::clock::now();
-        let take = |present, at| Stamps::take(&home, &id, present, at, true);
+        let dir = StateDir::open(&home);
+        let take = |present, at| Stamps::take(&home, &dir, &id, present, at, true);
         let before = take(present, now);
         // Just written: not settled, so read again.
         assert!(!before.still(&take(present, now)));
@@ -592,7 +615,7 @@ mod tests {
         std::fs::create_dir_all(home.task_data(&id)).unwrap();
         std::fs::write(home.brief(&id), "---\nkind: scout\n---\n").unwrap();
         assert!(!later.still(&take(present, now + 5)));
-        assert!(later.still(&Stamps::take(&home, &id, present, now + 5, false)));
+        assert!(later.still(&Stamps::take(&home, &dir, &id, present, now + 5, false)));
         // Replaced (a new inode), appended to, or a new file appearing.
         std::fs::write(home.meta(&id), "kind=ship\nx=1\n").unwrap();
         assert!(!later.still(&take(present, now + 5)));
