@@ -221,7 +221,9 @@ pub(crate) fn task(home: &Home, cfg: &Config, id: &TaskId, present: Present, now
 
 fn files(home: &Home, cfg: &Config, id: &TaskId, present: Present, now: u64) -> Result<Facts> {
     let mut f = Facts::empty(id.clone(), now);
-    f.meta = read_if(present, Present::META, &home.meta(id))?.map(|(b, _)| TaskMeta::parse(&b));
+    f.meta = read_if(present, Present::META, &home.meta(id))?
+        .map(|(b, _)| TaskMeta::parse_checked(&b))
+        .transpose()?;
     if let Some((bytes, mtime)) = read_if(present, Present::STATUS, &home.status(id))? {
         f.log_mtime = mtime;
         f.fold = status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb);

@@ -596,3 +596,4 @@ mod locks;
 mod names;
 mod output;
 mod paths;
+mod walk;
