@@ -22,6 +22,9 @@ impl Ctl<'_> {
         // Before anything is stopped or removed: an archive reached
         // through a symlink would carry the task's files out of the home.
         fsx::refuse_symlink(&self.home.archive_dir())?;
+        for p in self.archived_paths() {
+            fsx::refuse_symlink(&p)?;
+        }
         let worktree = meta.worktree.clone().unwrap_or_default();
         // Outside the home: the worktree is git's.
         let has_worktree = meta.worktree.is_some() && worktree.join(".git").exists();
@@ -72,15 +75,7 @@ impl Ctl<'_> {
         let dest = self.home.archive_entry(self.id, now);
         fsx::ensure_dir(&dest)?;
         let id = self.id;
-        let moves = [
-            self.home.meta(id),
-            self.home.status(id),
-            self.home.busy(id),
-            self.home.run(id),
-            self.home.inbox(id),
-            self.home.task_data(id),
-        ];
-        for src in moves {
+        for src in self.archived_paths() {
             let name = if src == self.home.task_data(id) {
                 "data".into()
             } else {
@@ -100,5 +95,20 @@ impl Ctl<'_> {
         };
         Entry::new(now, Tool::Control, id.as_str(), event).record(self.home);
         Ok(format!("torn-down {id} archive={}", dest.display()))
+    }
+}
+
+impl Ctl<'_> {
+    /// What teardown moves into the archive entry.
+    fn archived_paths(&self) -> [PathBuf; 6] {
+        let id = self.id;
+        [
+            self.home.meta(id),
+            self.home.status(id),
+            self.home.busy(id),
+            self.home.run(id),
+            self.home.inbox(id),
+            self.home.task_data(id),
+        ]
     }
 }

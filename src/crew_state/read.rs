@@ -235,25 +235,23 @@ struct InboxListing {
 
 impl StateDir {
     pub(crate) fn open(home: &Home) -> StateDir {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        // Reached by the checked walk: a symlink on the way to `state/`
+        // leaves no descriptor, and every file then takes the ordinary
+        // (checked) path, which refuses it.
+        let state = home.state_dir();
         StateDir {
-            fd: rustix::fs::open(home.state_dir(), flags, Mode::empty()).ok(),
+            fd: fsx::open_dir(&state, "read directory", &state, false)
+                .ok()
+                .map(OwnedFd::from),
         }
     }
 
-    fn open_at(
-        &self,
-        home: &Home,
-        id: &TaskId,
-        suffix: &str,
-        flags: OFlags,
-    ) -> rustix::io::Result<OwnedFd> {
+    /// Opens `<id>.<suffix>` relative to `state/`; without a descriptor it
+    /// fails, and the caller reads the ordinary (checked) way.
+    fn open_at(&self, id: &TaskId, suffix: &str, flags: OFlags) -> rustix::io::Result<OwnedFd> {
         let name = format!("{id}.{suffix}");
-        let flags = flags | OFlags::CLOEXEC;
-        match &self.fd {
-            Some(dir) => rustix::fs::openat(dir, name.as_str(), flags, Mode::empty()),
-            None => rustix::fs::open(home.state_dir().join(name), flags, Mode::empty()),
-        }
+        let dir = self.fd.as_ref().ok_or(Errno::IO)?;
+        rustix::fs::openat(dir, name.as_str(), flags | OFlags::CLOEXEC, Mode::empty())
     }
 
     /// The stamp of `<id>.<suffix>` (not following a symlink), as
@@ -276,13 +274,12 @@ impl StateDir {
     /// [`fsx::read_optional_mtime`] reads it.
     fn read(
         &self,
-        home: &Home,
         id: &TaskId,
         suffix: &str,
         path: impl Fn() -> PathBuf,
     ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
-        let fd = match self.open_at(home, id, suffix, flags) {
+        let fd = match self.open_at(id, suffix, flags) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
             Err(_) => return fsx::read_optional_mtime(&path()),
@@ -290,7 +287,11 @@ impl StateDir {
         let Ok(st) = rustix::fs::fstat(&fd) else {
             return fsx::read_optional_mtime(&path());
         };
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        // Anything but a regular file, or one too big to read whole, is
+        // refused by the ordinary reader with its own error.
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+            || u64::try_from(st.st_size).map_or(true, |n| n > fsx::MAX_FILE)
+        {
             return fsx::read_optional_mtime(&path());
         }
         let mtime = u64::try_from(st.st_mtime).ok();
@@ -315,7 +316,6 @@ impl StateDir {
 
     fn read_if(
         &self,
-        home: &Home,
         id: &TaskId,
         present: Present,
         bit: u8,
@@ -325,7 +325,7 @@ impl StateDir {
         if !present.has(bit) {
             return Ok(None);
         }
-        self.read(home, id, suffix, path)
+        self.read(id, suffix, path)
     }
 
     /// The pending records of the task's inbox, as [`fsx::list_numbered`]
@@ -337,7 +337,7 @@ impl StateDir {
             Ok(InboxListing { pending, escalated })
         };
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW;
-        let fd = match self.open_at(home, id, "inbox", flags) {
+        let fd = match self.open_at(id, "inbox", flags) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => {
                 return Ok(InboxListing {
@@ -396,12 +396,11 @@ fn files(
 ) -> Result<Facts> {
     let mut f = Facts::empty(id.clone(), now);
     f.meta = dir
-        .read_if(home, id, present, Present::META, "meta", || home.meta(id))?
-        .map(|(b, _)| TaskMeta::parse(&b));
+        .read_if(id, present, Present::META, "meta", || home.meta(id))?
+        .map(|(b, _)| TaskMeta::parse_checked(&b))
+        .transpose()?;
     if let Some((bytes, mtime)) =
-        dir.read_if(home, id, present, Present::STATUS, "status", || {
-            home.status(id)
-        })?
+        dir.read_if(id, present, Present::STATUS, "status", || home.status(id))?
     {
         f.log_mtime = mtime;
         f.fold = status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb);
@@ -410,10 +409,10 @@ fn files(
         }
     }
     f.busy = dir
-        .read_if(home, id, present, Present::BUSY, "busy", || home.busy(id))?
+        .read_if(id, present, Present::BUSY, "busy", || home.busy(id))?
         .and_then(|(b, _)| BusyRecord::parse(&b));
     f.run = dir
-        .read_if(home, id, present, Present::RUN, "run", || home.run(id))?
+        .read_if(id, present, Present::RUN, "run", || home.run(id))?
         .map(|(b, m)| RunRecord::parse(&b, m));
     if present.has(Present::INBOX) {
         let listed = dir.inbox(home, id)?;

@@ -95,9 +95,26 @@ impl TaskMeta {
         }
     }
 
-    /// Reads `state/<id>.meta`; `None` when it does not exist.
+    /// Reads `state/<id>.meta`; `None` when it does not exist. A
+    /// `worktree=` holding a control character is refused
+    /// ([`TaskMeta::parse_checked`]).
     pub(crate) fn load(home: &Home, id: &TaskId) -> Result<Option<TaskMeta>> {
-        Ok(fsx::read_optional(&home.meta(id))?.map(|b| TaskMeta::parse(&b)))
+        fsx::read_optional(&home.meta(id))?
+            .map(|b| TaskMeta::parse_checked(&b))
+            .transpose()
+    }
+
+    /// [`TaskMeta::parse`] for a meta a tool is about to act on: a
+    /// `worktree=` path with a control character in it is refused, as a
+    /// home path is ([`crate::home::refuse_control`]). Such a path would be
+    /// passed to git and typed into briefs and panes as something that
+    /// does not exist, or as two lines.
+    pub(crate) fn parse_checked(bytes: &[u8]) -> Result<TaskMeta> {
+        let meta = TaskMeta::parse(bytes);
+        if let Some(wt) = &meta.worktree {
+            crate::home::refuse_control("worktree", wt)?;
+        }
+        Ok(meta)
     }
 
     /// The kind, an unrecorded one being a ship.

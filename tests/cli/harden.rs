@@ -611,3 +611,4 @@ mod locks;
 mod names;
 mod output;
 mod paths;
+mod walk;

@@ -134,3 +134,39 @@ fn the_crontab_line_names_the_home_exactly() {
         "{line}"
     );
 }
+
+#[test]
+fn a_meta_worktree_with_a_control_character_is_refused_where_it_is_read() {
+    for wt in ["/tmp/wt\x1b[2Jx", "/tmp/wt\tx", "/tmp/wt\x7fx"] {
+        let h = TestHome::new();
+        h.write("state/t1.meta", format!("kind=ship\nworktree={wt}\n"));
+        let before = h.tree();
+        let says = "worktree path /tmp/wt";
+        h.fm("control")
+            .args(["t1", "teardown", "--force"])
+            .status(1)
+            .stdout("")
+            .stderr_has(says)
+            .stderr_has("holds the control character U+")
+            .run();
+        h.fm("control")
+            .args(["t1", "interrupt"])
+            .status(1)
+            .stdout("")
+            .stderr_has("holds the control character U+")
+            .run();
+        // The fleet shows the task's error instead of acting on the path.
+        let out = h.fm("crew-state").arg("--json").stdout_json().run();
+        let row = &out.json()[0];
+        assert!(
+            row.to_string().contains("holds the control character U+"),
+            "{wt:?}: {row}"
+        );
+        let after: Vec<String> = h
+            .tree()
+            .into_iter()
+            .filter(|p| !p.ends_with(".lock"))
+            .collect();
+        assert_eq!(after, before, "{wt:?}: the home changed (lock files aside)");
+    }
+}
