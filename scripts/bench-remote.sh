@@ -126,4 +126,33 @@ fmt() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
 echo "fleet view, $hosts hosts x $tasks tasks ($rows rows, all working), loopback ssh, multiplexed:"
 echo "  cold (new connections): $(fmt "$cold")"
 echo "  warm, $runs runs: median $(fmt "$median"), min $(fmt "$min")"
+# Where a warm view's time goes, each part timed on its own (median of
+# RUNS): the link (a multiplexed ssh round trip running `true` on h1), the
+# far read (h1's own `fm-crew-state --json`, run there as the far account,
+# no ssh), and the captain's own part with no host configured (its 1,000
+# metas read, each row then unknown).
+median_of() {
+  local xs=() t0 t1
+  for _ in $(seq "$runs"); do
+    t0=$(date +%s%N); "$@" > /dev/null; t1=$(date +%s%N)
+    xs+=($(( (t1 - t0) / 1000 )))
+  done
+  printf '%s\n' "${xs[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'
+}
+link() {
+  ssh -T -o BatchMode=yes -o ControlMaster=auto -o "ControlPath=$work/captain/state/ssh/%C" \
+    -o ControlPersist=300 -F "$work/ssh_config" -- h1 true
+}
+far_read() {
+  runuser -u "$account" -- env FM_HOME="$far_root/h1" LC_ALL=C "$far_root/bin/fm-crew-state" --json
+}
+captain_only() {
+  FM_HOME="$work/captain-nohosts" target/release/fm-crew-state
+}
+mkdir -p "$work/captain-nohosts/config"
+cp -r "$work/captain/state" "$work/captain-nohosts/state"
+rm -rf "$work/captain-nohosts/state/ssh"
+mkdir -p "$work/captain-nohosts/data"
+: > "$work/captain-nohosts/config/firstmate.toml"
+echo "  breakdown (medians of $runs): link $(fmt "$(median_of link)"), far read of 250 rows $(fmt "$(median_of far_read)"), captain's part alone $(fmt "$(median_of captain_only)")"
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"

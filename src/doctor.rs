@@ -337,8 +337,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
         Err(e) => Check::new("config", Level::Fail, e.to_string()),
     });
     if let Ok(cfg) = &loaded {
-        for (name, host) in &cfg.hosts {
-            let r = crate::remote::doctor::check(home, name, host);
+        for (name, r) in crate::remote::doctor::check_all(home, &cfg.hosts) {
             let level = if r.ok { Level::Ok } else { Level::Fail };
             checks.push(Check::new(format!("host {name}"), level, r.detail));
         }

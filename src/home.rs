@@ -268,6 +268,10 @@ impl Home {
     pub(crate) fn seen_lock(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!(".seen-{id}.lock"))
     }
+    /// The captain's cursor into each host's wakes (`remote::wakes`).
+    pub(crate) fn wakes_hosts_cursor(&self) -> PathBuf {
+        self.state_dir().join(".wakes-hosts.cursor")
+    }
     /// ssh's control sockets, one per host connection (mode 0700).
     pub fn ssh_dir(&self) -> PathBuf {
         self.state_dir().join("ssh")

@@ -25,7 +25,7 @@ const TOOL: &str = "fm-watch";
 #[command(
     name = "fm-watch",
     version,
-    group = clap::ArgGroup::new("mode").args(["once", "until_wake", "drain", "status", "crontab"]),
+    group = clap::ArgGroup::new("mode").args(["once", "until_wake", "drain", "status", "crontab", "wakes_from"]),
     after_help = "Examples:\n  fm-watch                      # foreground daemon until Ctrl-C\n  fm-watch --once               # one pass (for cron)\n  fm-watch --drain --json       # new wakes since the last drain\n  fm-watch --status\n  fm-watch --crontab >> my.crontab"
 )]
 pub(crate) struct Args {
@@ -51,6 +51,10 @@ pub(crate) struct Args {
     /// Poll only, without filesystem events
     #[arg(long, hide = true)]
     no_notify: bool,
+    /// Print, as one JSON line, the wakes past this byte offset of the log
+    /// and the new end; no cursor moves (a captain's drain across hosts)
+    #[arg(long, value_name = "OFFSET")]
+    wakes_from: Option<u64>,
     #[command(flatten)]
     home: HomeArg,
 }
@@ -68,8 +72,11 @@ fn run(a: Args) -> Result<u8> {
     if a.crontab {
         return crontab(&ctx.home);
     }
+    if let Some(offset) = a.wakes_from {
+        return crate::remote::wakes::answer(&ctx.home, offset);
+    }
     if a.drain {
-        return drain(&ctx.home, a.json);
+        return drain(&ctx.home, &ctx.cfg, a.json);
     }
     if a.status {
         return status(&ctx, a.json);
@@ -203,13 +210,35 @@ fn wake_line(w: &Wake, json: bool) -> String {
     }
 }
 
-fn drain(home: &Home, json: bool) -> Result<u8> {
+fn drain(home: &Home, cfg: &crate::config::Config, json: bool) -> Result<u8> {
     fsx::ensure_dir(&home.state_dir())?;
     let _guard = fsx::lock(&home.wakes_cursor_lock(), fsx::LOCK_WAIT)?;
     let cursor = fsx::read_optional(&home.wakes_cursor())?
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<u64>().ok())
         .unwrap_or(0);
     let (new, end) = wakes::read_since(home, cursor)?;
+    if let Some(mut far) = crate::remote::wakes::gather(home, cfg)? {
+        for w in &far.warnings {
+            crate::output::err_line(&format!("{TOOL}: warning: {w}"));
+        }
+        let merged = far.merge(new);
+        if json {
+            common::out_json(&merged)?;
+        } else {
+            for m in &merged {
+                let line = wake_line(&m.wake, false);
+                common::out(&match &m.host {
+                    Some(h) => format!("{line} \u{b7} host {h}"),
+                    None => line,
+                })?;
+            }
+        }
+        if end != cursor {
+            fsx::atomic_write(&home.wakes_cursor(), format!("{end}\n").as_bytes())?;
+        }
+        far.commit(home)?;
+        return Ok(exit::OK);
+    }
     if json {
         common::out_json(&new)?;
     } else {

@@ -211,12 +211,13 @@ fn project_name(m: &TaskMeta) -> Option<String> {
 }
 
 /// The rows of `ids` (in the order given), read by a one-view
-/// [`FleetReader`] at `now` with the real tmux and the done gate while
-/// every configured host is asked for its own (`remote::fleet`), and the
-/// warnings to print (tmux could not be asked).
+/// [`FleetReader`] at `now` with the real tmux and the done gate, a remote
+/// task's row from its host (`remote::fleet`; only the hosts these tasks
+/// are on are asked), and the warnings to print (tmux could not be asked).
 pub fn rows(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> (Vec<Row>, Vec<String>) {
-    let mut hosts = crate::remote::fleet::start(home, cfg);
     let (mut rows, warnings) = FleetReader::new().tasks(home, cfg, ids, now);
+    let on: Vec<&str> = rows.iter().filter_map(|r| r.host.as_deref()).collect();
+    let mut hosts = crate::remote::fleet::start_only(home, cfg, &on);
     hosts.overlay(&mut rows);
     (rows, warnings)
 }

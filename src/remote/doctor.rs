@@ -14,6 +14,27 @@ pub(crate) struct HostReport {
     pub(crate) detail: String,
 }
 
+/// Checks every configured host, each on its own thread, so the doctor
+/// costs the slowest host, not their sum; in the hosts' order.
+pub(crate) fn check_all(home: &Home, hosts: &super::Hosts) -> Vec<(String, HostReport)> {
+    std::thread::scope(|s| {
+        let running: Vec<_> = hosts
+            .iter()
+            .map(|(name, cfg)| (name, s.spawn(move || check(home, name, cfg))))
+            .collect();
+        running
+            .into_iter()
+            .map(|(name, h)| {
+                let r = h.join().unwrap_or_else(|_| HostReport {
+                    ok: false,
+                    detail: "the check panicked".into(),
+                });
+                (name.clone(), r)
+            })
+            .collect()
+    })
+}
+
 /// Asks host `name` for `fm --version`, `tmux -V` and `git --version`.
 pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
     let fail = |detail: String| HostReport { ok: false, detail };

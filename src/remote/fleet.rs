@@ -16,8 +16,9 @@ use serde::Deserialize;
 
 use super::host::HostCfg;
 use super::ssh::Ssh;
+use crate::clock;
 use crate::config::Config;
-use crate::crew_state::{OpenDecision, Row, Source, State};
+use crate::crew_state::{Attention, OpenDecision, Row, Source, State};
 use crate::home::Home;
 use crate::status::Decision;
 
@@ -37,6 +38,66 @@ struct FarRow {
     open_decisions: Vec<Decision>,
     #[serde(default)]
     project: Option<String>,
+    #[serde(default)]
+    current_at: Option<String>,
+    #[serde(default)]
+    attention: Option<FarAttention>,
+}
+
+/// A row's `attention` as the far `--json` prints it: `{kind, since, …the
+/// kind's own fields}`.
+#[derive(Debug, Deserialize)]
+struct FarAttention {
+    kind: String,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    which: String,
+    #[serde(default)]
+    record: String,
+    #[serde(default)]
+    unread: usize,
+    #[serde(default)]
+    rings: u64,
+}
+
+impl FarAttention {
+    /// The attention this side knows by that kind; a kind it does not
+    /// know (a newer far side) is none.
+    fn into_attention(self) -> Option<Attention> {
+        let at = self.since.as_deref().and_then(clock::parse_rfc3339);
+        let text = self.text;
+        Some(match self.kind.as_str() {
+            "decision" => Attention::Decision {
+                key: self.key.unwrap_or_else(|| "default".into()),
+                text,
+                at,
+            },
+            "blocked" => Attention::Blocked {
+                key: self.key,
+                text,
+                at,
+            },
+            "approval" => Attention::Approval { text, at },
+            "dialog" => Attention::Dialog { which: self.which },
+            "escalated" => Attention::Escalated {
+                record: self.record,
+                unread: self.unread,
+                rings: self.rings,
+                at,
+            },
+            "dead-agent" => Attention::DeadAgent {
+                which: self.which,
+                unread: self.unread,
+            },
+            "failed" => Attention::Failed { text, at },
+            _ => return None,
+        })
+    }
 }
 
 /// A host's rows by task id, or why there are none.
@@ -57,9 +118,20 @@ pub(crate) struct Pending {
 
 /// Starts asking every configured host; no threads when there are none.
 pub(crate) fn start(home: &Home, cfg: &Config) -> Pending {
+    start_hosts(home, cfg, |_| true)
+}
+
+/// Starts asking the configured hosts among `names` (the hosts some rows
+/// are on); none at all for local rows only.
+pub(crate) fn start_only(home: &Home, cfg: &Config, names: &[&str]) -> Pending {
+    start_hosts(home, cfg, |n| names.contains(&n))
+}
+
+fn start_hosts(home: &Home, cfg: &Config, wanted: impl Fn(&str) -> bool) -> Pending {
     let hosts = cfg
         .hosts
         .iter()
+        .filter(|(name, _)| wanted(name))
         .map(|(name, host)| {
             let (home, name2, host) = (home.clone(), name.clone(), host.clone());
             (
@@ -177,10 +249,10 @@ fn from_far(far: FarRow) -> Row {
         age_secs: far.age_secs,
         inbox_pending: far.inbox_pending,
         open_decisions: far.open_decisions.iter().map(OpenDecision::from).collect(),
-        // The far side's attention and times are not carried over yet: the
-        // row reads the far state and detail, the captain's side ranks it.
-        current_at: None,
-        attention: None,
+        // The far side's own times and attention: the fleet ranks a remote
+        // row as the far side sees it.
+        current_at: far.current_at.as_deref().and_then(clock::parse_rfc3339),
+        attention: far.attention.and_then(FarAttention::into_attention),
         project: far.project,
         pane: None,
         tmux_socket: String::new(),
@@ -210,6 +282,58 @@ mod tests {
             (State::Blocked, Source::StatusLog, "needs x", Some(5), 2)
         );
         assert_eq!(row.open_decisions[0].at, Some(7));
+        assert_eq!((row.current_at, row.attention), (None, None));
+        let far: FarRow = serde_json::from_str(
+            r#"{"id":"t1","state":"parked","source":"status-log","current_at":"2026-11-30T09:15:02Z","attention":{"kind":"decision","reason":"needs decision: db \u2014 which?","since":"2026-11-30T09:15:02Z","key":"db","text":"which?"}}"#,
+        )
+        .unwrap();
+        let row = from_far(far);
+        let at = clock::parse_rfc3339("2026-11-30T09:15:02Z");
+        assert!(at.is_some());
+        assert_eq!(row.current_at, at);
+        assert_eq!(
+            row.attention,
+            Some(Attention::Decision {
+                key: "db".into(),
+                text: "which?".into(),
+                at
+            })
+        );
+        // Every kind this side prints reads back as itself.
+        for a in [
+            Attention::Blocked {
+                key: None,
+                text: "gate".into(),
+                at,
+            },
+            Attention::Approval {
+                text: "run".into(),
+                at,
+            },
+            Attention::Dialog {
+                which: "trust".into(),
+            },
+            Attention::Escalated {
+                record: "003.msg".into(),
+                unread: 2,
+                rings: 3,
+                at,
+            },
+            Attention::DeadAgent {
+                which: "pane gone".into(),
+                unread: 1,
+            },
+            Attention::Failed {
+                text: "x".into(),
+                at,
+            },
+        ] {
+            let json = serde_json::to_string(&a).unwrap();
+            let back: FarAttention = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.into_attention(), Some(a), "{json}");
+        }
+        let newer: FarAttention = serde_json::from_str(r#"{"kind":"telepathy"}"#).unwrap();
+        assert_eq!(newer.into_attention(), None);
         let far: FarRow =
             serde_json::from_str(r#"{"id":"t1","state":"dreaming","source":"new","detail":"z"}"#)
                 .unwrap();

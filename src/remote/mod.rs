@@ -18,6 +18,7 @@ pub(crate) mod fleet;
 pub mod host;
 pub mod seen;
 pub mod ssh;
+pub mod wakes;
 
 pub use host::{HostCfg, Hosts};
 pub use ssh::{Reply, Ssh, Unreachable};

@@ -290,3 +290,76 @@ fn doctor_checks_each_host_for_firstmate_tmux_and_git() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn remote_rows_carry_the_far_attention_and_current_at() {
+    let Some(sshd) = Sshd::start() else { return };
+    let h = fleet(&sshd, 10_000);
+    let at = firstmate::clock::now() - 120;
+    sshd.far_write(
+        "state/r1.status",
+        format!("needs-decision [at={at}] [key=db]: which db?\n"),
+    );
+    let out = h.fm("crew-state").arg("--json").stdout_json().run();
+    let rows = out.json();
+    assert_eq!(rows[1]["id"], "r1");
+    assert_eq!(rows[1]["state"], "parked");
+    assert_eq!(rows[1]["current_at"], firstmate::clock::rfc3339(at));
+    assert_eq!(rows[1]["attention"]["kind"], "decision");
+    assert_eq!(rows[1]["attention"]["key"], "db");
+    assert_eq!(rows[1]["attention"]["since"], firstmate::clock::rfc3339(at));
+    assert_eq!(
+        rows[1]["attention"]["reason"],
+        "needs decision: db \u{2014} which db?"
+    );
+    h.fm("crew-state")
+        .stdout_regex(r".*\nr1 +far +parked +status-log +2m ago +0 +1 +decision db +which db\?\n.*")
+        .run();
+}
+
+#[test]
+fn the_row_of_a_local_task_asks_no_host() {
+    let Some(sshd) = Sshd::start() else { return };
+    let h = fleet(&sshd, 3_000);
+    // A hung host: any question to it would cost the whole 3 s.
+    sshd.freeze();
+    let t = Instant::now();
+    let out = h
+        .fm("crew-state")
+        .arg("l1")
+        .stdout("state: working \u{b7} source: status-log \u{b7} here\n")
+        .stderr("")
+        .run();
+    let took = t.elapsed();
+    sshd.thaw();
+    drop(out);
+    assert!(took < Duration::from_millis(1_500), "{took:?}");
+    assert!(!h.exists("state/ssh"), "no connection was opened");
+}
+
+#[test]
+fn doctor_checks_the_hosts_in_parallel() {
+    let Some(sshd) = Sshd::start() else { return };
+    let h = TestHome::new();
+    h.write(
+        "config/firstmate.toml",
+        sshd.host_toml("far", 1_500) + &sshd.host_toml("far2", 1_500),
+    );
+    sshd.freeze();
+    let t = Instant::now();
+    let lines = doctor_host_lines(&h);
+    let took = t.elapsed();
+    sshd.thaw();
+    // ssh's own connect timeout (1 s) or our bound (1.5 s), whichever
+    // comes first.
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (line, name) in lines.iter().zip(["far", "far2"]) {
+        assert!(
+            line.starts_with(&format!("fail host {name}: unreachable: "))
+                && line.contains("timed out"),
+            "{lines:?}"
+        );
+    }
+    // One after the other would take at least 3 s.
+    assert!(took < Duration::from_millis(2_800), "{took:?}");
+}
