@@ -240,7 +240,13 @@ fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
         Err(e) => return Err(Error::io("read directory", dir, e)),
     };
     let (ring, esc, owed) = (home.ring_state(id), home.escalated(id), home.ring_owed(id));
-    let ladder_names = [ring.file_name(), esc.file_name(), owed.file_name()];
+    let dialog = home.dialog_seen(id);
+    let ladder_names = [
+        ring.file_name(),
+        esc.file_name(),
+        owed.file_name(),
+        dialog.file_name(),
+    ];
     for entry in rd.flatten() {
         let name = entry.file_name();
         if ladder_names.contains(&Some(name.as_os_str())) {
