@@ -17,6 +17,21 @@ impl Ctl<'_> {
             .as_ref()
             .map_or_else(|| vec!["C-c".into()], |p| p.interrupt.clone());
         let tmux = self.tmux(&meta);
+        // Escape stops a turn, but on an idle agent it opens a history
+        // dialog (Claude Code's rewind, Codex's backtrack): with no turn
+        // to stop, nothing is pressed.
+        if !keys.is_empty() && keys.iter().all(|k| k == "Escape") {
+            let screen = tmux.capture(&info.id, 0).unwrap_or_default();
+            let busy = crate::status::busy::is_busy(self.home, self.id)
+                || crate::tmux::screen::screen_busy(profile.as_ref(), &screen);
+            if !busy {
+                return Ok(format!(
+                    "interrupt-skipped {} harness={} (not busy)",
+                    self.id,
+                    meta.harness.as_deref().unwrap_or("")
+                ));
+            }
+        }
         for k in &keys {
             tmux.press(&info.id, k)?;
         }

@@ -967,3 +967,49 @@ fn spawn_passes_the_approval_posture_env_and_the_agents_own_hooks() {
 fn proj_str(h: &TestHome) -> String {
     project(h).display().to_string()
 }
+
+/// Escape on an idle real agent opens a history dialog: an interrupt of a
+/// profile whose keys are Escape only presses nothing unless a turn runs.
+#[test]
+fn an_escape_interrupt_of_an_idle_agent_presses_nothing() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let pane = t.window("idle", &["cat", "-v"]);
+    h.write(
+        "state/e1.meta",
+        format!("harness=claude\npane={pane}\ntmux_socket={}\n", t.socket),
+    );
+    let fm = ctl(&h, &t);
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-skipped e1 harness=claude (not busy)\n")
+        .run();
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-skipped e1 harness=claude (not busy)\n")
+        .run();
+    assert!(
+        !h.exists("state/events.jsonl")
+            || !h
+                .read_string("state/events.jsonl")
+                .contains("control.interrupted")
+    );
+    // A turn running (the busy record): the keys go, and the record ends.
+    let later = firstmate::clock::now() + 10;
+    h.write("state/e1.busy", format!("busy {later} hook\n"));
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-delivered e1 harness=claude\n")
+        .run();
+    t.run(["send-keys", "-t", pane.as_str(), "Enter"]);
+    assert!(
+        wait_until(5.0, || t.capture(&pane).contains("^[")),
+        "{}",
+        t.capture(&pane)
+    );
+    // One Escape: the terminal's echo of it and cat's copy.
+    assert_eq!(
+        t.capture(&pane).matches("^[").count(),
+        2,
+        "{}",
+        t.capture(&pane)
+    );
+    assert!(h.read_string("state/e1.busy").starts_with("idle "));
+}
