@@ -257,10 +257,11 @@ fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check> {
             let p = crate::harness::profile(overrides, name)?;
             let program = p.launch.first().cloned().unwrap_or_default();
             let configured = overrides.contains_key(name);
+            let posture = p.approval_summary();
             let check = |level, detail: String| Check {
                 check: "harness".into(),
                 level,
-                detail: format!("{name}: {detail}"),
+                detail: format!("{name}: {detail}; {posture}"),
             };
             if !crate::harness::program_exists(&program, path.as_deref()) {
                 let level = if configured { Level::Warn } else { Level::Ok };

@@ -141,6 +141,9 @@ pub enum Event {
     WatchOverdue { seq: u64 },
     #[serde(rename = "watch.dead-agent")]
     WatchDeadAgent { seq: u64 },
+    /// A ring found a dialog owning the agent's keyboard: one `dialog` wake.
+    #[serde(rename = "watch.dialog")]
+    WatchDialog { seq: u64, dialog: String },
     #[serde(rename = "board.added")]
     BoardAdded {
         subject: String,

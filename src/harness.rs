@@ -38,6 +38,37 @@ pub struct HarnessProfile {
     pub composer_below_regex: Option<Regex>,
     /// Modal screens (SPEC §5.3), tried in order: never typed into.
     pub dialogs: Vec<crate::tmux::screen::Dialog>,
+    /// How the agent treats its own permission prompts.
+    pub approval: Approval,
+    /// `NAME=value` entries added to the agent's environment.
+    pub env: Vec<String>,
+    /// Spawn installs the harness's own busy/idle hooks (claude, codex).
+    pub hooks: bool,
+}
+
+/// The approval posture of a spawned agent (`approval` in
+/// `[harness.<name>]`): whether it asks before running tools. A worker
+/// runs in its own disposable worktree, so the default lets it work
+/// without asking; `prompt` makes every permission prompt a dialog the
+/// captain answers; `as-launched` adds no flag (the launch argv decides).
+/// Only the claude and codex profiles know flags for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approval {
+    #[default]
+    Bypass,
+    Prompt,
+    AsLaunched,
+}
+
+impl Approval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Bypass => "bypass",
+            Approval::Prompt => "prompt",
+            Approval::AsLaunched => "as-launched",
+        }
+    }
 }
 
 /// The `[harness.<name>]` tables of a config, by name.
@@ -56,6 +87,10 @@ pub struct HarnessOverride {
     pub agent_commands: Option<Vec<String>>,
     #[serde(deserialize_with = "pattern")]
     pub composer_regex: Option<Option<Regex>>,
+    pub approval: Option<Approval>,
+    /// Replaces the built-in's (empty) list.
+    pub env: Option<Vec<String>>,
+    pub hooks: Option<bool>,
 }
 
 impl PartialEq for HarnessOverride {
@@ -69,6 +104,9 @@ impl PartialEq for HarnessOverride {
             && src(self.busy_regex.as_ref()) == src(other.busy_regex.as_ref())
             && self.agent_commands == other.agent_commands
             && src(self.composer_regex.as_ref()) == src(other.composer_regex.as_ref())
+            && self.approval == other.approval
+            && self.env == other.env
+            && self.hooks == other.hooks
     }
 }
 
@@ -129,6 +167,9 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             composer_regex: composer.map(builtin_regex),
             composer_below_regex: None,
             dialogs: Vec::new(),
+            approval: Approval::default(),
+            env: Vec::new(),
+            hooks: true,
         }
     };
     let mut prof = match name {
@@ -178,6 +219,15 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
         ),
         _ => return None,
     };
+    if name == "stand-in" {
+        // The stand-in's own dialogs (`dialog <name>` in a message).
+        prof.dialogs = ["permission", "trust"]
+            .map(|n| crate::tmux::screen::Dialog {
+                name: n.to_string(),
+                regex: builtin_regex(&format!(r"^stand-in dialog: {n}\?")),
+            })
+            .to_vec();
+    }
     if let Some((below, dialogs)) = screen_layout(name) {
         prof.composer_below_regex = Some(builtin_regex(below));
         prof.dialogs = dialogs
@@ -256,6 +306,9 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
             composer_regex: None,
             composer_below_regex: None,
             dialogs: Vec::new(),
+            approval: Approval::default(),
+            env: Vec::new(),
+            hooks: true,
         },
         _ => return None,
     };
@@ -278,11 +331,52 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
         if let Some(v) = &ov.composer_regex {
             p.composer_regex.clone_from(v);
         }
+        if let Some(v) = ov.approval {
+            p.approval = v;
+        }
+        if let Some(v) = &ov.env {
+            p.env.clone_from(v);
+        }
+        if let Some(v) = ov.hooks {
+            p.hooks = v;
+        }
     }
     Some(p)
 }
 
 impl HarnessProfile {
+    /// The launch flags that set the approval posture: known for claude
+    /// and codex only (docs/harnesses.md).
+    pub fn approval_args(&self) -> Vec<String> {
+        let args: &[&str] = match (self.name.as_str(), self.approval) {
+            ("claude", Approval::Bypass) => &["--dangerously-skip-permissions"],
+            ("claude", Approval::Prompt) => &["--permission-mode", "manual"],
+            ("codex", Approval::Bypass) => &["--dangerously-bypass-approvals-and-sandbox"],
+            ("codex", Approval::Prompt) => &["--ask-for-approval", "on-request"],
+            _ => &[],
+        };
+        strs(args)
+    }
+
+    /// Environment the approval posture needs: Claude Code refuses to skip
+    /// its permission checks as root unless told it runs in a sandbox.
+    pub fn approval_env(&self, root: bool) -> Vec<String> {
+        if root && self.name == "claude" && self.approval == Approval::Bypass {
+            return strs(&["IS_SANDBOX=1"]);
+        }
+        Vec::new()
+    }
+
+    /// What `fm doctor` says about the posture.
+    pub fn approval_summary(&self) -> String {
+        let args = self.approval_args();
+        match (self.approval, args.is_empty()) {
+            (Approval::AsLaunched, _) => "approval as-launched (no flag added)".into(),
+            (_, true) => "approval as launched (no flags known for this profile)".into(),
+            (a, false) => format!("approval {} ({})", a.as_str(), args.join(" ")),
+        }
+    }
+
     /// How to read this harness's screen.
     pub fn rules(&self) -> crate::tmux::screen::Rules<'_> {
         crate::tmux::screen::Rules {

@@ -189,6 +189,10 @@ impl Home {
     pub fn busy(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "busy")
     }
+    /// The harness settings spawn writes for an agent's own hooks.
+    pub fn agent_hooks(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "hooks.json")
+    }
     pub fn run(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "run")
     }
@@ -217,6 +221,10 @@ impl Home {
     /// A doorbell held back while the agent was busy, owed at the turn's end.
     pub(crate) fn ring_owed(&self, id: &TaskId) -> PathBuf {
         self.inbox(id).join(".ring-owed")
+    }
+    /// The dialog the watcher last raised a `dialog` wake for.
+    pub(crate) fn dialog_seen(&self, id: &TaskId) -> PathBuf {
+        self.inbox(id).join(".dialog")
     }
 
     // --- home-wide state ---

@@ -14,10 +14,15 @@
 //! | `swallow-enter` | ignore the next Enter key |
 //! | `ignore-exit` | ignore the harness exit command |
 //! | `busy <secs>` | show the busy line for that long |
+//! | `dialog <name>` | then show a modal dialog (`permission` or `trust`) |
 //! | `exit` | acknowledge, then exit |
 //!
 //! Anything else is just read. The busy line and the composer share the
 //! last screen line, so the `^stand-in: busy` regex only matches while busy.
+//!
+//! A dialog takes the composer's place, as a real agent's permission or
+//! folder-trust prompt does: typed text is swallowed, Enter answers it and
+//! Escape cancels it, and either brings the composer back.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +53,8 @@ pub struct Agent {
     pub swallow_enter: bool,
     pub ignore_exit: bool,
     pub exit: bool,
+    /// The dialog on screen, if any.
+    pub dialog: Option<String>,
     buf: String,
 }
 
@@ -60,6 +67,7 @@ pub enum Instruction {
     SwallowEnter,
     IgnoreExit,
     Busy(u64),
+    Dialog(String),
     Exit,
     Other,
 }
@@ -79,6 +87,7 @@ pub fn instruction(line: &str) -> Instruction {
         ["swallow-enter"] => Instruction::SwallowEnter,
         ["ignore-exit"] => Instruction::IgnoreExit,
         ["busy", secs] => secs.parse().map_or(Instruction::Other, Instruction::Busy),
+        ["dialog", name @ ("permission" | "trust")] => Instruction::Dialog((*name).to_string()),
         ["exit"] => Instruction::Exit,
         _ => Instruction::Other,
     }
@@ -98,6 +107,14 @@ impl Io<'_> {
 
     fn composer(&mut self, buf: &str) {
         let _ = write!(self.out, "\r\x1b[Kstand-in> {buf}");
+        let _ = self.out.flush();
+    }
+
+    fn dialog(&mut self, name: &str) {
+        let _ = write!(
+            self.out,
+            "\r\x1b[Kstand-in dialog: {name}? Enter to answer, Esc to cancel"
+        );
         let _ = self.out.flush();
     }
 
@@ -190,6 +207,7 @@ impl Agent {
                         io.busy("working");
                         std::thread::sleep(Duration::from_secs(secs.min(600)));
                     }
+                    Instruction::Dialog(name) => self.dialog = Some(name),
                     Instruction::Exit => self.exit = true,
                     Instruction::Other => {}
                 }
@@ -208,6 +226,17 @@ impl Agent {
 
     /// Handles one input byte. Returns false when the agent should exit.
     fn key(&mut self, b: u8, io: &mut Io) -> bool {
+        if let Some(name) = &self.dialog {
+            let how = match b {
+                b'\r' | b'\n' => "answered",
+                0x1b => "cancelled",
+                _ => return true,
+            };
+            io.say(&format!("dialog {name} {how}"));
+            self.dialog = None;
+            io.composer(&self.buf);
+            return true;
+        }
         match b {
             b'\r' | b'\n' => {
                 if self.swallow_enter {
@@ -241,7 +270,10 @@ impl Agent {
             b if b >= 0x20 => self.buf.push(b as char),
             _ => {}
         }
-        io.composer(&self.buf);
+        match &self.dialog {
+            Some(name) => io.dialog(name),
+            None => io.composer(&self.buf),
+        }
         true
     }
 }
@@ -330,6 +362,11 @@ mod tests {
         assert_eq!(instruction("deaf"), Instruction::Deaf);
         assert_eq!(instruction("busy 3"), Instruction::Busy(3));
         assert_eq!(instruction("busy x"), Instruction::Other);
+        assert_eq!(
+            instruction("dialog trust"),
+            Instruction::Dialog("trust".into())
+        );
+        assert_eq!(instruction("dialog other"), Instruction::Other);
         assert_eq!(instruction("please fix the bug"), Instruction::Other);
         assert_eq!(instruction("status"), Instruction::Other);
     }

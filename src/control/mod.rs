@@ -19,6 +19,7 @@ use crate::task_id::TaskId;
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{brief, clock, frontmatter, fsx, stand_in};
 
+mod hooks;
 mod spawn;
 mod stop;
 mod teardown;

@@ -2,6 +2,14 @@
 
 use super::*;
 
+/// What runs in the pane: the argv and the environment it adds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Launch {
+    pub(super) argv: Vec<String>,
+    /// `NAME=value` entries (`respawn-pane -e`).
+    pub(super) env: Vec<String>,
+}
+
 impl Ctl<'_> {
     /// The launch argv with placeholders filled; `fm-*` programs resolve to
     /// the sibling binaries of this executable.
@@ -50,7 +58,7 @@ impl Ctl<'_> {
         &self,
         tmux: &Tmux,
         worktree: &str,
-        argv: Vec<String>,
+        launch: Launch,
     ) -> Result<String> {
         let session = &self.cfg.tmux.session;
         let has_session = || {
@@ -95,7 +103,7 @@ impl Ctl<'_> {
         let pane = out.trim().to_string();
         let started = tmux
             .run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])
-            .and_then(|_| self.respawn(tmux, &pane, worktree, argv));
+            .and_then(|_| self.respawn(tmux, &pane, worktree, launch));
         if let Err(e) = started {
             let _ = tmux.run(&["kill-pane", "-t", &pane]);
             return Err(e);
@@ -103,18 +111,23 @@ impl Ctl<'_> {
         Ok(pane)
     }
 
-    /// Replaces whatever runs in `pane` (killing it) with `argv`.
+    /// Replaces whatever runs in `pane` (killing it) with the launch.
     pub(super) fn respawn(
         &self,
         tmux: &Tmux,
         pane: &str,
         worktree: &str,
-        argv: Vec<String>,
+        launch: Launch,
     ) -> Result<()> {
         let env = format!("FM_HOME={}", self.home.root().display());
         let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", worktree, "-e", &env]
             .map(String::from)
             .to_vec();
+        for e in launch.env {
+            args.push("-e".into());
+            args.push(e);
+        }
+        let argv = launch.argv;
         // No `-e PATH=…`: tmux already gives a pane started by a command
         // client that client's PATH (the one the program was checked
         // against), and an explicit copy fails for a PATH over tmux's
@@ -124,10 +137,13 @@ impl Ctl<'_> {
         tmux.run(&args).map(|_| ())
     }
 
-    /// The launch argv, refused (exit 1) when its program cannot be found:
-    /// an agent that cannot start must not leave a worktree or a window.
-    pub(super) fn checked_argv(&self, profile: &HarnessProfile) -> Result<Vec<String>> {
-        let argv = self.launch_argv(profile);
+    /// The launch, refused (exit 1) when its program cannot be found (an
+    /// agent that cannot start must not leave a worktree or a window) or
+    /// an `env` entry is not `NAME=value` (exit 2). The approval posture's
+    /// flags and the hooks' go right after the program, before the
+    /// profile's own arguments (the kickoff prompt among them).
+    pub(super) fn checked_launch(&self, profile: &HarnessProfile) -> Result<Launch> {
+        let mut argv = self.launch_argv(profile);
         let program = argv.first().map_or("", String::as_str);
         if !harness::program_exists(program, std::env::var_os("PATH").as_deref()) {
             return Err(Error::refused(format!(
@@ -135,7 +151,21 @@ impl Ctl<'_> {
                 profile.name
             )));
         }
-        Ok(argv)
+        if let Some(bad) = profile.env.iter().find(|e| {
+            e.split_once('=')
+                .is_none_or(|(k, _)| k.is_empty() || k.contains(char::is_whitespace))
+        }) {
+            return Err(Error::usage(format!(
+                "harness {}: env entry {bad:?} is not NAME=value",
+                profile.name
+            )));
+        }
+        let mut flags = profile.approval_args();
+        flags.extend(self.hook_args(profile)?);
+        argv.splice(1..1, flags);
+        let mut env = profile.env.clone();
+        env.extend(profile.approval_env(rustix::process::geteuid().is_root()));
+        Ok(Launch { argv, env })
     }
 
     /// A new agent has heard none of the pending records: the watcher's
@@ -190,7 +220,7 @@ impl Ctl<'_> {
             .unwrap_or_else(|| "claude".into());
         let profile = self.profile(&harness_name)?;
         self.check_brief()?;
-        let argv = self.checked_argv(&profile)?;
+        let launch = self.checked_launch(&profile)?;
         let project = project
             .canonicalize()
             .map_err(|e| Error::io("open project", project, e))?;
@@ -217,7 +247,7 @@ impl Ctl<'_> {
         }
         let window = format!("fm-{}", self.id);
         let tmux = Tmux::new(&self.cfg.tmux.socket);
-        let pane = match self.open_window(&tmux, &wt, argv) {
+        let pane = match self.open_window(&tmux, &wt, launch) {
             Ok(p) => p,
             Err(e) => {
                 // Nothing of this spawn stays behind: a worktree it created

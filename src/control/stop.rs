@@ -17,9 +17,26 @@ impl Ctl<'_> {
             .as_ref()
             .map_or_else(|| vec!["C-c".into()], |p| p.interrupt.clone());
         let tmux = self.tmux(&meta);
+        // Escape stops a turn, but on an idle agent it opens a history
+        // dialog (Claude Code's rewind, Codex's backtrack): with no turn
+        // to stop, nothing is pressed.
+        if !keys.is_empty() && keys.iter().all(|k| k == "Escape") {
+            let screen = tmux.capture(&info.id, 0).unwrap_or_default();
+            let busy = crate::status::busy::is_busy(self.home, self.id)
+                || crate::tmux::screen::screen_busy(profile.as_ref(), &screen);
+            if !busy {
+                return Ok(format!(
+                    "interrupt-skipped {} harness={} (not busy)",
+                    self.id,
+                    meta.harness.as_deref().unwrap_or("")
+                ));
+            }
+        }
         for k in &keys {
             tmux.press(&info.id, k)?;
         }
+        // The turn is over: no Stop hook reports an interrupted one.
+        self.reset_busy()?;
         self.record(Event::ControlInterrupted);
         Ok(format!(
             "interrupt-delivered {} harness={}",
@@ -62,9 +79,27 @@ impl Ctl<'_> {
         let exit_text = profile
             .as_ref()
             .map_or_else(|| "exit".into(), |p| p.exit.clone());
+        // The doorbell's checks (SPEC §5.3): the command must show before
+        // Enter (an Enter in the same burst is swallowed by some agents),
+        // and Enter is pressed again while it still sits unsent.
         tmux.type_text(&info.id, &exit_text)?;
-        tmux.press(&info.id, "Enter")?;
-        sent.push(format!("text {exit_text:?} + Enter"));
+        let send = &self.cfg.send;
+        let sleep = &std::thread::sleep;
+        crate::tmux::deliver::settle(&tmux, profile.as_ref(), &info.id, &exit_text, send, sleep);
+        let gone = || !matches!(self.agent(meta), Ok(Agent::Alive(_)));
+        let (_, presses) = crate::tmux::deliver::press_until_taken(
+            &tmux,
+            profile.as_ref(),
+            &info.id,
+            &exit_text,
+            send,
+            sleep,
+            &gone,
+        );
+        sent.push(match presses {
+            0 | 1 => format!("text {exit_text:?} + Enter"),
+            n => format!("text {exit_text:?} + Enter \u{d7}{n}"),
+        });
         // A huge configured wait must not overflow the clock: it waits
         // "forever" (a century) instead.
         let deadline = Instant::now()
@@ -119,7 +154,7 @@ impl Ctl<'_> {
             str::to_string,
         );
         let profile = self.profile(&to)?;
-        let argv = self.checked_argv(&profile)?;
+        let launch = self.checked_launch(&profile)?;
         // The old agent goes first. One that ignores the exit is killed by
         // `respawn-pane -k` below; the note is written once it cannot be
         // read by the old agent, and before the new one starts.
@@ -150,10 +185,10 @@ impl Ctl<'_> {
             .unwrap_or_default();
         let pane = match self.agent(&meta)? {
             Agent::Exited(info) | Agent::Alive(info) => {
-                self.respawn(&tmux, &info.id, &wt, argv)?;
+                self.respawn(&tmux, &info.id, &wt, launch)?;
                 info.id
             }
-            Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, argv)?,
+            Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, launch)?,
         };
         meta::update(self.home, self.id, |m| {
             let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;

@@ -9,6 +9,8 @@
 //!   as soon as the agent is idle, whatever the grace period says. Written
 //!   by whoever rang (`fm-send`, the watcher), removed by the next ring
 //!   that was not held back.
+//! - `state/<id>.inbox/.dialog`: `<name>` — the dialog the watcher raised
+//!   its one `dialog` wake for; removed when a look finds no dialog.
 //!
 //! All are written by atomic replace with a trailing newline; readers
 //! accept them with or without it and treat anything unreadable as absent
@@ -90,11 +92,30 @@ pub(crate) fn clear_owed(home: &Home, id: &TaskId) -> Result<()> {
     fsx::remove_optional(&home.ring_owed(id)).map(drop)
 }
 
+/// Reads `.dialog`: the dialog a wake was raised for; `None` when
+/// missing or empty.
+pub(crate) fn read_dialog(home: &Home, id: &TaskId) -> Result<Option<String>> {
+    Ok(fsx::read_optional(&home.dialog_seen(id))?
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .filter(|s| !s.is_empty()))
+}
+
+/// Records that the `dialog` wake for `name` was raised.
+pub(crate) fn write_dialog(home: &Home, id: &TaskId, name: &str) -> Result<()> {
+    fsx::atomic_write(&home.dialog_seen(id), format!("{name}\n").as_bytes())
+}
+
+/// No dialog is up any more.
+pub(crate) fn clear_dialog(home: &Home, id: &TaskId) -> Result<()> {
+    fsx::remove_optional(&home.dialog_seen(id)).map(drop)
+}
+
 /// Removes every ladder file (ladder rule 1: nothing pending).
 pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
     fsx::remove_optional(&home.ring_state(id))?;
     fsx::remove_optional(&home.escalated(id))?;
     fsx::remove_optional(&home.ring_owed(id))?;
+    fsx::remove_optional(&home.dialog_seen(id))?;
     Ok(())
 }
 
@@ -159,8 +180,11 @@ mod tests {
         write_ring_state(&home, &id, &st).unwrap();
         write_owed(&home, &id, 9).unwrap();
         assert_eq!(read_owed(&home, &id).unwrap(), Some(9));
+        write_dialog(&home, &id, "trust").unwrap();
+        assert_eq!(read_dialog(&home, &id).unwrap().as_deref(), Some("trust"));
         clear(&home, &id).unwrap();
         assert!(!home.ring_state(&id).exists());
         assert_eq!(read_owed(&home, &id).unwrap(), None);
+        assert_eq!(read_dialog(&home, &id).unwrap(), None);
     }
 }

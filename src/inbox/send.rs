@@ -70,9 +70,9 @@ pub fn send(
         Ring::Now(r) => Some(r.ring(home, cfg)),
         Ring::Known(r, info) => Some(r.ring_known(home, cfg, info)),
     };
-    // Held back by a busy (or not yet ready) agent: the watcher rings it
-    // as soon as the agent is idle (SPEC §6.2, `.ring-owed`).
-    if doorbell == Some(Outcome::Queued)
+    // Held back by a busy agent or a dialog: the watcher rings it as soon
+    // as the agent is idle and the dialog closed (SPEC §6.2, `.ring-owed`).
+    if matches!(doorbell, Some(Outcome::Queued | Outcome::Dialog))
         && let Err(e) = super::ladder_files::write_owed(home, id, now)
     {
         crate::output::err_line(&format!(

@@ -179,29 +179,96 @@ pub(crate) fn deliver_to(
         }
         sleep(Duration::from_millis(cfg.settle_ms));
     }
+    press_until_taken(pane, target.profile, id, line, cfg, sleep, &|| false).0
+}
+
+/// Whether `line` still sits unsent in the pane: the composer (with a
+/// composer regex) or the cursor's line (one tmux call) shows it.
+fn still_unsent(
+    pane: &dyn Pane,
+    profile: Option<&HarnessProfile>,
+    id: &str,
+    line: &str,
+) -> Option<bool> {
+    let has_composer = profile.is_some_and(|p| p.composer_regex.is_some());
+    // Without a composer regex the cursor's line is enough: one tmux call.
+    let cursor = if has_composer {
+        None
+    } else {
+        pane.cursor_line(id).ok().flatten()
+    };
+    let screen = match cursor {
+        Some(_) => Ok(String::new()),
+        None => pane.capture(id, 0),
+    };
+    screen
+        .ok()
+        .map(|s| unsent(profile, &s, cursor.as_deref(), line))
+}
+
+/// Presses Enter until `line`, typed into pane `id`, is taken (SPEC §5.3):
+/// at most `1 + enter_retries` presses, `enter_wait_ms` apart, each one
+/// only while the line still sits unsent. `gone` is asked after each
+/// press: an agent that went away on the line (an exit command) took it.
+/// Returns the outcome and how many times Enter was pressed.
+pub(crate) fn press_until_taken(
+    pane: &dyn Pane,
+    profile: Option<&HarnessProfile>,
+    id: &str,
+    line: &str,
+    cfg: &SendCfg,
+    sleep: &dyn Fn(Duration),
+    gone: &dyn Fn() -> bool,
+) -> (Outcome, u64) {
+    let mut presses = 0;
     for _ in 0..=cfg.enter_retries {
         if pane.press(id, "Enter").is_err() {
-            return Outcome::Failed;
+            return (Outcome::Failed, presses);
         }
+        presses += 1;
         sleep(Duration::from_millis(cfg.enter_wait_ms));
-        // Without a composer regex the cursor's line is enough: one tmux call.
-        let cursor = if has_composer {
-            None
-        } else {
-            pane.cursor_line(id).ok().flatten()
-        };
-        let screen = match cursor {
-            Some(_) => Ok(String::new()),
-            None => pane.capture(id, 0),
-        };
-        match screen {
-            Ok(s) if unsent(target.profile, &s, cursor.as_deref(), line) => {}
-            Ok(_) => return Outcome::Rang,
-            Err(_) => return Outcome::Failed,
+        if gone() {
+            return (Outcome::Rang, presses);
+        }
+        match still_unsent(pane, profile, id, line) {
+            Some(true) => {}
+            Some(false) => return (Outcome::Rang, presses),
+            None => return (Outcome::Failed, presses),
         }
     }
-    Outcome::Failed
+    (Outcome::Failed, presses)
 }
+
+/// Waits (bounded by [`SETTLE_WAIT_MS`]) until `line`, just typed into
+/// pane `id`, shows on the screen, then `settle_ms` more: an Enter that
+/// comes in the same burst as the text is swallowed by some agents (Codex
+/// turns it into a newline). True when the line was seen.
+pub(crate) fn settle(
+    pane: &dyn Pane,
+    profile: Option<&HarnessProfile>,
+    id: &str,
+    line: &str,
+    cfg: &SendCfg,
+    sleep: &dyn Fn(Duration),
+) -> bool {
+    let mut waited = 0;
+    let seen = loop {
+        if still_unsent(pane, profile, id, line) == Some(true) {
+            break true;
+        }
+        if waited >= SETTLE_WAIT_MS {
+            break false;
+        }
+        sleep(Duration::from_millis(SETTLE_POLL_MS));
+        waited += SETTLE_POLL_MS;
+    };
+    sleep(Duration::from_millis(cfg.settle_ms));
+    seen
+}
+
+/// How long [`settle`] looks for typed text to show, and how often.
+const SETTLE_WAIT_MS: u64 = 2000;
+const SETTLE_POLL_MS: u64 = 50;
 
 /// How long a ring waits for a composer that is not on screen yet (an
 /// agent still booting), and how often it looks.
@@ -334,6 +401,41 @@ mod tests {
         assert_eq!(out, Outcome::Skipped);
         assert!(f.screen("%1").calls.is_empty());
         assert_eq!(slept.get(), COMPOSER_WAIT_MS);
+    }
+
+    /// An exit command: it must show before Enter, and a swallowed Enter
+    /// is pressed again (bounded); an agent gone after a press took it.
+    #[test]
+    fn settle_then_press_until_taken() {
+        let cfg = Config::default().send;
+        let p = profile();
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 1);
+        f.type_text("%1", "/quit").unwrap();
+        let slept = std::cell::Cell::new(0u64);
+        let sleep = |d: Duration| slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
+        assert!(settle(&f, Some(&p), "%1", "/quit", &cfg, &sleep));
+        assert_eq!(slept.get(), cfg.settle_ms, "seen at once: no polling");
+        let (out, presses) =
+            press_until_taken(&f, Some(&p), "%1", "/quit", &cfg, &|_| {}, &|| false);
+        assert_eq!((out, presses), (Outcome::Rang, 2));
+        assert_eq!(f.screen("%1").history, vec!["/quit"]);
+        // Text that never shows is waited for a bounded while only.
+        let f = FakePane::with("%1", "claude");
+        slept.set(0);
+        assert!(!settle(&f, Some(&p), "%1", "/quit", &cfg, &sleep));
+        assert_eq!(slept.get(), SETTLE_WAIT_MS + cfg.settle_ms);
+        // Never taken: 1 + enter_retries presses, then failed.
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.swallow_enters = 100);
+        f.type_text("%1", "/quit").unwrap();
+        let (out, presses) =
+            press_until_taken(&f, Some(&p), "%1", "/quit", &cfg, &|_| {}, &|| false);
+        assert_eq!((out, presses), (Outcome::Failed, 1 + cfg.enter_retries));
+        // Gone after the first press: taken, no second press.
+        let (out, presses) =
+            press_until_taken(&f, Some(&p), "%1", "/quit", &cfg, &|_| {}, &|| true);
+        assert_eq!((out, presses), (Outcome::Rang, 1));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
+use crate::inbox::ladder_files as shared;
 use crate::inbox::{self, Record};
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
@@ -87,10 +88,27 @@ impl Exec<'_> {
             .entry(socket.clone())
             .or_insert_with(|| panes(&socket));
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
+        // A dialog owns the keyboard: one wake for the captain, no ring.
+        let mut screen = None;
+        if info.is_some()
+            && profile.as_ref().is_some_and(|p| !p.dialogs.is_empty())
+            && !matches!(action, Action::Quiet { .. } | Action::Clear)
+        {
+            screen = backend.capture(pane_id, 0).ok();
+            if let Some(s) = &screen {
+                match crate::tmux::screen::screen_dialog(profile.as_ref(), s) {
+                    Some(name) => {
+                        self.dialog(t, &name, ladder::target(&t.pending).map_or(0, |p| p.seq));
+                        return;
+                    }
+                    None => self.no_dialog(&t.id),
+                }
+            }
+        }
         if let (Action::Ring { .. } | Action::RingOwed { .. }, PaneFacts::Alive { busy: false }) =
             (action, facts)
             && profile.as_ref().is_some_and(|p| p.busy_regex.is_some())
-            && let Ok(screen) = backend.capture(pane_id, 0)
+            && let Some(screen) = screen.or_else(|| backend.capture(pane_id, 0).ok())
             && crate::tmux::screen::screen_busy(profile.as_ref(), &screen)
         {
             let busy = PaneFacts::Alive { busy: true };
@@ -124,11 +142,16 @@ impl Exec<'_> {
                 }
                 None => deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, ex.sleep),
             };
-            // A ring held back by a busy agent is owed at the turn's end.
-            if outcome == Outcome::Queued
+            // A ring held back by a busy agent is owed at the turn's end;
+            // one that met a dialog, once it closes (the next pass, soon,
+            // raises the dialog's wake).
+            if matches!(outcome, Outcome::Queued | Outcome::Dialog)
                 && let Err(e) = ladder_io::set_owed(home, id, Some(now))
             {
                 ex.state.warn(format!("{id}: {e}"));
+            }
+            if outcome == Outcome::Dialog {
+                ex.due(now + OWED_RECHECK_SECS);
             }
             let event = Event::WatchRang {
                 seq,
@@ -218,6 +241,54 @@ impl Exec<'_> {
         }
     }
 
+    /// A dialog owns the agent's keyboard (SPEC §5.3): nothing is typed.
+    /// The first look at it raises one `dialog` wake; while the same
+    /// dialog stays up, later passes raise none. The doorbell is owed, so
+    /// it is rung as soon as the dialog closes.
+    fn dialog(&mut self, t: &TaskIn, which: &str, seq: u64) {
+        let (home, id) = (self.home, &t.id);
+        let seen = shared::read_dialog(home, id).unwrap_or_default();
+        if seen.as_deref() != Some(which) {
+            let about = t
+                .target
+                .as_ref()
+                .map(|r| r.first_line().chars().take(120).collect::<String>())
+                .unwrap_or_default();
+            let text = format!(
+                "waiting in a dialog: {which}; {} not rung: {about}",
+                name(seq)
+            );
+            if !self.wake(id, "dialog", &text) {
+                // Not logged: the next pass tries again.
+                self.due(self.now + OWED_RECHECK_SECS);
+                return;
+            }
+            let event = Event::WatchDialog {
+                seq,
+                dialog: which.to_string(),
+            };
+            Entry::new(self.now, Tool::Watch, id.as_str(), event)
+                .by(ACTOR)
+                .record(home);
+            if let Err(e) = shared::write_dialog(home, id, which) {
+                self.state.warn(format!("{id}: {e}"));
+            }
+        }
+        if t.files.owed.is_none()
+            && let Err(e) = ladder_io::set_owed(home, id, Some(self.now))
+        {
+            self.state.warn(format!("{id}: {e}"));
+        }
+        self.due(self.now + DIALOG_RECHECK_SECS);
+    }
+
+    /// No dialog on the screen: one seen before has closed.
+    fn no_dialog(&mut self, id: &TaskId) {
+        if let Err(e) = shared::clear_dialog(self.home, id) {
+            self.state.warn(format!("{id}: {e}"));
+        }
+    }
+
     /// Asks for a pass at `at` (or earlier, if one is due already).
     fn due(&mut self, at: u64) {
         self.report.next_due = Some(self.report.next_due.map_or(at, |d| d.min(at)));
@@ -288,6 +359,9 @@ impl Exec<'_> {
 
 /// How soon a pass looks again at a busy agent that is owed a doorbell.
 const OWED_RECHECK_SECS: u64 = 2;
+
+/// How soon a pass looks again at a dialog that holds a doorbell back.
+const DIALOG_RECHECK_SECS: u64 = 3;
 
 /// The actor of every event the watcher records.
 const ACTOR: &str = "watcher";

@@ -229,7 +229,13 @@ fn list_inbox(home: &Home, id: &TaskId) -> Result<InboxListing> {
         ladder_files: false,
     };
     let (ring, esc, owed) = (home.ring_state(id), home.escalated(id), home.ring_owed(id));
-    let ladder_names = [ring.file_name(), esc.file_name(), owed.file_name()];
+    let dialog = home.dialog_seen(id);
+    let ladder_names = [
+        ring.file_name(),
+        esc.file_name(),
+        owed.file_name(),
+        dialog.file_name(),
+    ];
     for name in fsx::list_dir(&dir)? {
         if ladder_names.contains(&Some(name.as_os_str())) {
             out.ladder_files = true;

@@ -182,6 +182,47 @@ fn a_stand_in_that_ignores_exit_makes_exit_fail_naming_what_was_sent() {
         .run();
 }
 
+/// An agent that swallows the Enter after its exit command (as Codex
+/// does with one in the same burst as the text): exit sees the command
+/// still in the composer and presses Enter again, so the agent quits
+/// instead of outliving the wait.
+#[test]
+fn exit_presses_enter_again_when_the_first_was_swallowed() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t4", "direct-PR");
+    queue(&h, "t4", "swallow-enter\n");
+    ring(&t, &pane);
+    assert!(wait_until(5.0, || t
+        .capture(&pane)
+        .contains("acknowledged 001.msg")));
+    let fm = ctl(&h, &t);
+    fm(&["t4", "exit"]).stdout("stopped t4\n").run();
+    let screen = t.capture(&pane);
+    assert!(screen.contains("submitted: /exit"), "{screen}");
+    assert!(screen.contains("bye"), "{screen}");
+}
+
+/// The interrupt ends the turn: no Stop hook reports an interrupted one,
+/// so the busy record reads idle afterwards.
+#[test]
+fn interrupt_leaves_an_idle_busy_record() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, _pane) = task(&h, &t, "t5", "direct-PR");
+    let later = firstmate::clock::now() + 10;
+    h.write("state/t5.busy", format!("busy {later} hook\n"));
+    let fm = ctl(&h, &t);
+    fm(&["t5", "interrupt"])
+        .stdout("interrupt-delivered t5 harness=stand-in\n")
+        .run();
+    let rec = h.read_string("state/t5.busy");
+    assert!(
+        rec.starts_with("idle ") && rec.ends_with(" fm-control\n"),
+        "{rec}"
+    );
+}
+
 #[test]
 fn two_lifecycle_actions_at_once_the_second_is_refused() {
     let Some(t) = Tmux::start() else { return };
@@ -757,4 +798,218 @@ fn spawn_records_the_physical_worktree_the_brief_names() {
         "{meta}"
     );
     assert!(physical.join(".git").exists());
+}
+
+/// Spawn launches claude and codex with their approval posture's flags,
+/// the profile's `env`, and the agent's own busy/idle hooks — commands
+/// that work in an empty environment (`env -i`) and write the records.
+#[test]
+fn spawn_passes_the_approval_posture_env_and_the_agents_own_hooks() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let bin_dir = h.path("agents-bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    for name in ["claude", "codex"] {
+        let p = bin_dir.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$FM_HOME/{name}.argv.tmp\"\nprintf '%s\\n' \"IS_SANDBOX=${{IS_SANDBOX-unset}}\" \"EXTRA=${{EXTRA-unset}}\" > \"$FM_HOME/{name}.env\"\nmv \"$FM_HOME/{name}.argv.tmp\" \"$FM_HOME/{name}.argv\"\nexec cat\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let mut cfg = std::fs::read_to_string(h.path("config/firstmate.toml")).unwrap_or_default();
+    cfg.push_str(
+        "\n[harness.claude]\nenv = [\"EXTRA=x y\"]\n\n[harness.codex]\napproval = \"prompt\"\n",
+    );
+    h.write("config/firstmate.toml", cfg);
+    let proj = proj_str(&h);
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let spawn = |id: &str, harness: &str| {
+        briefed(&h, id);
+        crate::harness::Cmd::new(bin("fm-control"))
+            .env("FM_HOME", h.root())
+            .env("FM_TMUX_SOCKET", &t.socket)
+            .env("PATH", &path)
+            .args([id, "spawn", "--project", &proj, "--harness", harness])
+            .stdout_regex(&spawned(&h, id, harness))
+            .run();
+    };
+    spawn("c1", "claude");
+    spawn("x1", "codex");
+    for f in ["claude.argv", "codex.argv"] {
+        assert!(wait_until(10.0, || h.exists(f)), "{f} never written");
+    }
+    let kickoff = |id: &str| {
+        format!(
+            "Read the brief at {} and follow it.",
+            h.path(&format!("data/{id}/brief.md")).display()
+        )
+    };
+    let settings = h.path("state/c1.hooks.json").display().to_string();
+    assert_eq!(
+        h.read_string("claude.argv").lines().collect::<Vec<_>>(),
+        [
+            "--dangerously-skip-permissions",
+            "--settings",
+            &settings,
+            &kickoff("c1")
+        ]
+    );
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout
+        == b"0\n";
+    // Only claude's bypass as root adds IS_SANDBOX; the rest is inherited.
+    let ambient = std::env::var("IS_SANDBOX").unwrap_or_else(|_| "unset".into());
+    assert_eq!(
+        h.read_string("claude.env"),
+        format!(
+            "IS_SANDBOX={}\nEXTRA=x y\n",
+            if root { "1" } else { &ambient }
+        )
+    );
+    assert_eq!(
+        h.read_string("codex.env"),
+        format!("IS_SANDBOX={ambient}\nEXTRA=unset\n")
+    );
+    // A hook's command, run by a shell with no environment at all.
+    let bare = |argv: &[&str]| {
+        let out = std::process::Command::new("env")
+            .arg("-i")
+            .args(argv)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stdout.is_empty(),
+            "{argv:?}: {out:?}"
+        );
+    };
+    let busy = |id: &str| h.read_string(&format!("state/{id}.busy"));
+    let s: serde_json::Value = serde_json::from_str(&h.read_string("state/c1.hooks.json")).unwrap();
+    let command = |ev: &str| {
+        s["hooks"][ev][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    bare(&["/bin/sh", "-c", &command("UserPromptSubmit")]);
+    assert!(
+        busy("c1").starts_with("busy ") && busy("c1").ends_with(" hook\n"),
+        "{}",
+        busy("c1")
+    );
+    bare(&["/bin/sh", "-c", &command("Stop")]);
+    assert!(
+        busy("c1").starts_with("idle ") && busy("c1").ends_with(" hook\n"),
+        "{}",
+        busy("c1")
+    );
+    let argv = h.read_string("codex.argv");
+    let argv: Vec<&str> = argv.lines().collect();
+    assert_eq!(
+        argv[..3],
+        [
+            "--ask-for-approval",
+            "on-request",
+            "--dangerously-bypass-hook-trust"
+        ]
+    );
+    assert_eq!(argv[argv.len() - 1], kickoff("x1"));
+    let overrides: Vec<toml::Table> = argv[3..argv.len() - 1]
+        .chunks(2)
+        .map(|c| {
+            assert_eq!(c[0], "-c");
+            toml::from_str(c[1]).unwrap()
+        })
+        .collect();
+    assert_eq!(overrides.len(), 3);
+    let hook = |ev: &str| {
+        overrides
+            .iter()
+            .find_map(|t| t.get("hooks")?.get(ev)?[0]["hooks"][0]["command"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    bare(&["/bin/sh", "-c", &hook("UserPromptSubmit")]);
+    assert!(busy("x1").starts_with("busy "), "{}", busy("x1"));
+    bare(&["/bin/sh", "-c", &hook("Stop")]);
+    assert!(busy("x1").starts_with("idle "), "{}", busy("x1"));
+    // notify: an argv, run with the event's JSON as one more argument.
+    bare(&["/bin/sh", "-c", &hook("UserPromptSubmit")]);
+    let notify: Vec<String> = overrides
+        .iter()
+        .find_map(|t| t.get("notify"))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let mut call: Vec<&str> = notify.iter().map(String::as_str).collect();
+    call.push(r#"{"type":"agent-turn-complete","thread-id":"x"}"#);
+    bare(&call);
+    assert!(
+        busy("x1").starts_with("idle ") && busy("x1").ends_with(" hook\n"),
+        "{}",
+        busy("x1")
+    );
+}
+
+fn proj_str(h: &TestHome) -> String {
+    project(h).display().to_string()
+}
+
+/// Escape on an idle real agent opens a history dialog: an interrupt of a
+/// profile whose keys are Escape only presses nothing unless a turn runs.
+#[test]
+fn an_escape_interrupt_of_an_idle_agent_presses_nothing() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let pane = t.window("idle", &["cat", "-v"]);
+    h.write(
+        "state/e1.meta",
+        format!("harness=claude\npane={pane}\ntmux_socket={}\n", t.socket),
+    );
+    let fm = ctl(&h, &t);
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-skipped e1 harness=claude (not busy)\n")
+        .run();
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-skipped e1 harness=claude (not busy)\n")
+        .run();
+    assert!(
+        !h.exists("state/events.jsonl")
+            || !h
+                .read_string("state/events.jsonl")
+                .contains("control.interrupted")
+    );
+    // A turn running (the busy record): the keys go, and the record ends.
+    let later = firstmate::clock::now() + 10;
+    h.write("state/e1.busy", format!("busy {later} hook\n"));
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-delivered e1 harness=claude\n")
+        .run();
+    t.run(["send-keys", "-t", pane.as_str(), "Enter"]);
+    assert!(
+        wait_until(5.0, || t.capture(&pane).contains("^[")),
+        "{}",
+        t.capture(&pane)
+    );
+    // One Escape: the terminal's echo of it and cat's copy.
+    assert_eq!(
+        t.capture(&pane).matches("^[").count(),
+        2,
+        "{}",
+        t.capture(&pane)
+    );
+    assert!(h.read_string("state/e1.busy").starts_with("idle "));
 }

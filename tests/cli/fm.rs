@@ -399,24 +399,29 @@ fn doctor_names_each_harness_and_its_version() {
     fake("opencode", "1.0.0");
     h.write(
         "config/firstmate.toml",
-        "[harness.mine]\nlaunch = [\"my-agent\"]\n",
+        "[harness.mine]\nlaunch = [\"my-agent\"]\n\n[harness.codex]\napproval = \"prompt\"\n",
     );
     let path = format!("{}:/usr/bin:/bin", bin_dir.display());
     let r = doctor(h.fm("fm").arg("doctor").env("PATH", &path));
     let out = r.stdout();
     let has = |line: &str| assert!(out.contains(&format!("{line}\n")), "{line}\n---\n{out}");
     has(&format!(
-        "ok   harness: claude: `claude` {claude} (the version the profile is built for)"
+        "ok   harness: claude: `claude` {claude} (the version the profile is built for); approval bypass (--dangerously-skip-permissions)"
     ));
     has(&format!(
-        "warn harness: codex: `codex` reports \"codex-cli 0.1.0\"; the profile is built for {} (scripts/agents.versions)",
+        "warn harness: codex: `codex` reports \"codex-cli 0.1.0\"; the profile is built for {} (scripts/agents.versions); approval prompt (--ask-for-approval on-request)",
         versions
             .lines()
             .find_map(|l| l.strip_prefix("codex="))
             .unwrap()
             .trim()
     ));
-    has("ok   harness: opencode: `opencode` installed; no conformance suite verifies this profile");
-    has("ok   harness: pi: `pi` not installed");
-    has("warn harness: mine: `my-agent` not installed");
+    let unknown = "approval as launched (no flags known for this profile)";
+    has(&format!(
+        "ok   harness: opencode: `opencode` installed; no conformance suite verifies this profile; {unknown}"
+    ));
+    has(&format!("ok   harness: pi: `pi` not installed; {unknown}"));
+    has(&format!(
+        "warn harness: mine: `my-agent` not installed; {unknown}"
+    ));
 }

@@ -1048,3 +1048,89 @@ fn crontab_escapes_percent_signs_for_cron() {
         "an unescaped %: {out}"
     );
 }
+
+/// A dialog owns the worker's keyboard (the stand-in's `dialog <name>`):
+/// the send types nothing and reports `dialog`; the watcher raises ONE
+/// `dialog` wake naming it — not one per pass, and no ring — then rings
+/// the held doorbell as soon as the dialog closes; a new dialog later
+/// gets a wake of its own.
+#[test]
+fn a_dialog_gets_one_wake_no_ring_and_the_doorbell_once_it_closes() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = crate::control::task(&h, &t, "t1", "direct-PR");
+    let screen_has = |s: &str| wait_until(10.0, || t.capture(&pane).contains(s));
+    let doorbells = || {
+        t.capture(&pane)
+            .matches("submitted: : 'firstmate inbox")
+            .count()
+    };
+    let send = |text: &str, outcome: &str| {
+        h.fm("send")
+            .args(["t1", text])
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "100")
+            .stdout_regex(&format!(
+                r"^queued t1 \d+\.msg \u{{b7}} doorbell {outcome}\n$"
+            ))
+            .stderr_any()
+            .run();
+    };
+    let once = || {
+        h.fm("watch")
+            .arg("--once")
+            .env("FM_WATCH_GRACE_SECS", "60")
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "100")
+    };
+    send("dialog permission", "rang");
+    assert!(
+        screen_has("stand-in dialog: permission?"),
+        "{}",
+        t.capture(&pane)
+    );
+    assert!(h.exists("state/t1.inbox/handled/001.msg"));
+    // Nothing typed into the dialog; the doorbell is owed.
+    send("are you there", "dialog");
+    assert_eq!(doorbells(), 1, "{}", t.capture(&pane));
+    assert!(h.exists("state/t1.inbox/.ring-owed"));
+    once()
+        .stdout_regex(&wake_re(
+            "t1",
+            "dialog",
+            "waiting in a dialog: permission; 002.msg not rung: are you there",
+        ))
+        .run();
+    once().run();
+    once().run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 1);
+    assert_eq!(wakes(&h).len(), 1);
+    assert_eq!(doorbells(), 1, "{}", t.capture(&pane));
+    assert!(t.capture(&pane).contains("stand-in dialog: permission?"));
+    assert_eq!(h.read("state/t1.inbox/.dialog"), b"permission\n");
+    let events = h.read_string("state/events.jsonl");
+    assert_eq!(events.matches("\"watch.dialog\"").count(), 1, "{events}");
+    // Closed: the next pass rings the held doorbell, and it is read.
+    t.run(["send-keys", "-t", pane.as_str(), "Escape"]);
+    assert!(screen_has("dialog permission cancelled"));
+    once()
+        .stdout("rang t1 002.msg (attempt 0) \u{b7} rang\n")
+        .run();
+    assert!(wait_until(10.0, || h.exists("state/t1.inbox/handled/002.msg")));
+    assert!(!h.exists("state/t1.inbox/.dialog"));
+    assert!(!h.exists("state/t1.inbox/.ring-owed"));
+    // A new dialog later: a wake of its own.
+    send("dialog trust", "rang");
+    assert!(screen_has("stand-in dialog: trust?"));
+    send("and now", "dialog");
+    once()
+        .stdout_regex(&wake_re(
+            "t1",
+            "dialog",
+            "waiting in a dialog: trust; 004.msg not rung: and now",
+        ))
+        .run();
+    once().run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 2);
+    assert_eq!(doorbells(), 3, "{}", t.capture(&pane));
+}

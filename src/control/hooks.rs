@@ -1,0 +1,170 @@
+//! The agent's own hooks (SPEC §9.3): spawn makes the harness report its
+//! turns, so the busy record comes from the agent itself — a prompt taken
+//! writes `busy`, a finished turn writes `idle` — and the watcher, woken by
+//! that record, rings a doorbell held back during the turn at once.
+//!
+//! Each hook runs `fm-status <id> --busy|--idle --source hook` by absolute
+//! path with `--home`, every word shell-quoted, so it works in whatever
+//! environment the agent gives its hooks (`env -i` included). Claude Code
+//! gets a settings file (`--settings state/<id>.hooks.json`) with
+//! `UserPromptSubmit` and `Stop` hooks; Codex gets the same two lifecycle
+//! hooks and its `notify` program through `-c` overrides, with
+//! `--dangerously-bypass-hook-trust` so that hooks it has never seen run
+//! without its hook-review dialog (docs/harnesses.md).
+
+use super::*;
+
+/// The shell command one hook runs: the busy record, nothing on stdout
+/// (Claude Code adds a prompt hook's stdout to the model's context), and
+/// any failure exit 1 (a non-blocking hook error; 2 would block the turn).
+pub(super) fn record_command(home: &Home, id: &TaskId, busy: bool) -> String {
+    let fm_status = stand_in::sibling_bin("fm-status");
+    let flag = if busy { "--busy" } else { "--idle" };
+    format!(
+        "{} --home {} {} {flag} --source hook >/dev/null || exit 1",
+        crate::shq::quote_path(&fm_status),
+        crate::shq::quote_path(home.root()),
+        crate::shq::quote(id.as_str()),
+    )
+}
+
+/// Claude Code's settings: the two hooks, in its `hooks` shape.
+pub(super) fn claude_settings(home: &Home, id: &TaskId) -> serde_json::Value {
+    let hook = |busy| serde_json::json!([{"hooks": [{"type": "command", "command": record_command(home, id, busy)}]}]);
+    serde_json::json!({"hooks": {"UserPromptSubmit": hook(true), "Stop": hook(false)}})
+}
+
+/// A TOML string literal (for a `-c key=value` override).
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// Codex's overrides: lifecycle hooks for both records and `notify` (run
+/// with the event's JSON as one more argument, which `sh -c` ignores) for
+/// the turn's end.
+pub(super) fn codex_args(home: &Home, id: &TaskId) -> Vec<String> {
+    let hook = |event: &str, busy| {
+        format!(
+            "hooks.{event}=[{{hooks=[{{type=\"command\",command={}}}]}}]",
+            toml_str(&record_command(home, id, busy))
+        )
+    };
+    let notify = format!(
+        "notify=[\"/bin/sh\",\"-c\",{},\"sh\"]",
+        toml_str(&record_command(home, id, false))
+    );
+    vec![
+        "--dangerously-bypass-hook-trust".into(),
+        "-c".into(),
+        hook("UserPromptSubmit", true),
+        "-c".into(),
+        hook("Stop", false),
+        "-c".into(),
+        notify,
+    ]
+}
+
+impl Ctl<'_> {
+    /// The launch flags that install this profile's hooks (writing the
+    /// settings file they name); none for a profile without known hooks
+    /// or with `hooks = false`.
+    pub(super) fn hook_args(&self, profile: &HarnessProfile) -> Result<Vec<String>> {
+        if !profile.hooks {
+            return Ok(Vec::new());
+        }
+        match profile.name.as_str() {
+            "claude" => {
+                let path = self.home.agent_hooks(self.id);
+                fsx::ensure_dir(&self.home.state_dir())?;
+                let json = claude_settings(self.home, self.id);
+                fsx::atomic_write(&path, format!("{json:#}\n").as_bytes())?;
+                Ok(vec!["--settings".into(), path.display().to_string()])
+            }
+            "codex" => Ok(codex_args(self.home, self.id)),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home() -> (tempfile::TempDir, Home, TaskId) {
+        let d = tempfile::tempdir().unwrap();
+        let odd = d.path().join("it's a home");
+        std::fs::create_dir(&odd).unwrap();
+        let home = Home::at(&odd).unwrap();
+        (d, home, TaskId::parse("t1").unwrap())
+    }
+
+    /// The command is one the shell runs as written: fm-status by
+    /// absolute path (the binaries beside this test), the home quoted.
+    #[test]
+    fn the_record_command_is_quoted_for_the_shell() {
+        let (_d, home, id) = home();
+        let cmd = record_command(&home, &id, true);
+        assert!(cmd.contains(r"--home '"), "{cmd}");
+        assert!(cmd.contains(r"it'\''s a home"), "{cmd}");
+        assert!(
+            cmd.ends_with(" 't1' --busy --source hook >/dev/null || exit 1"),
+            "{cmd}"
+        );
+        let words = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!(
+                    "set -- {}; printf '%s\\n' \"$@\"",
+                    cmd.split(" >").next().unwrap()
+                ),
+            ])
+            .output()
+            .unwrap();
+        let words = String::from_utf8(words.stdout).unwrap();
+        let words: Vec<&str> = words.lines().collect();
+        assert_eq!(
+            words[1..],
+            [
+                "--home",
+                &home.root().display().to_string(),
+                "t1",
+                "--busy",
+                "--source",
+                "hook"
+            ]
+        );
+        assert!(words[0].ends_with("fm-status"), "{words:?}");
+    }
+
+    #[test]
+    fn claude_settings_and_codex_overrides_hold_both_records() {
+        let (_d, home, id) = home();
+        let s = claude_settings(&home, &id);
+        let cmd = |ev: &str| {
+            s["hooks"][ev][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["type"], "command");
+        assert_eq!(cmd("UserPromptSubmit"), record_command(&home, &id, true));
+        assert_eq!(cmd("Stop"), record_command(&home, &id, false));
+        let args = codex_args(&home, &id);
+        assert_eq!(args[0], "--dangerously-bypass-hook-trust");
+        // Every override parses as TOML and says what it should.
+        for pair in args[1..].chunks(2) {
+            assert_eq!(pair[0], "-c");
+            let v: toml::Table = toml::from_str(&pair[1]).unwrap();
+            if let Some(n) = v.get("notify") {
+                let n = n.as_array().unwrap();
+                assert_eq!(n[0].as_str(), Some("/bin/sh"));
+                assert_eq!(n[2].as_str().unwrap(), record_command(&home, &id, false));
+            } else {
+                let hooks = v["hooks"].as_table().unwrap();
+                let (event, list) = hooks.iter().next().unwrap();
+                let c = list[0]["hooks"][0]["command"].as_str().unwrap();
+                assert_eq!(c, record_command(&home, &id, event == "UserPromptSubmit"));
+            }
+        }
+    }
+}
