@@ -174,7 +174,16 @@ mod tests {
         assert_eq!(
             sorted(long_flags(&super::super::status::command())),
             [
-                "--busy", "--from", "--home", "--idle", "--json", "--key", "--log", "--source"
+                "--busy",
+                "--from",
+                "--home",
+                "--idempotency-key",
+                "--idle",
+                "--json",
+                "--key",
+                "--log",
+                "--source",
+                "--text-stdin"
             ]
         );
         assert_eq!(
@@ -186,6 +195,7 @@ mod tests {
                 "--fire-and-forget",
                 "--from",
                 "--home",
+                "--idempotency-key",
                 "--json",
                 "--key",
                 "--quiet",
