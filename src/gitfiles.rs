@@ -76,6 +76,10 @@ const GIT_ENV: &[&str] = &[
 /// The largest `.git` file, `HEAD`, ref or `commondir` file read.
 const SMALL: u64 = 4096;
 
+/// Largest `config` or `packed-refs` read from git's files (16 MiB); a
+/// bigger one is left to git.
+const GIT_FILE: u64 = 16 << 20;
+
 /// Deepest chain of symbolic refs followed (git stops at 5 as well).
 const MAX_SYMREF_DEPTH: usize = 5;
 
@@ -120,10 +124,20 @@ fn euid() -> u32 {
 /// Reads a small regular file, not following a symlink; `None` when it
 /// does not exist (or a path component is not a directory).
 fn read_small(path: &Path) -> Result<Option<String>, &'static str> {
+    read_bounded(path, SMALL)
+}
+
+/// Reads a regular file of at most `limit` bytes without following a
+/// symlink or blocking: a FIFO, socket or device in a worktree's git files
+/// is "unreadable" (the caller falls back to git), never waited on.
+fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, &'static str> {
+    // Outside the home: a worktree's git files.
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(
-            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC)
+            (rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::NONBLOCK
+                | rustix::fs::OFlags::CLOEXEC)
                 .bits()
                 .cast_signed(),
         )
@@ -136,9 +150,12 @@ fn read_small(path: &Path) -> Result<Option<String>, &'static str> {
         }
         Err(_) => return Err("unreadable file"),
     };
+    if !f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        return Err("unreadable file");
+    }
     let mut s = String::new();
-    match f.by_ref().take(SMALL + 1).read_to_string(&mut s) {
-        Ok(n) if (n as u64) <= SMALL => Ok(Some(s)),
+    match f.by_ref().take(limit + 1).read_to_string(&mut s) {
+        Ok(n) if (n as u64) <= limit => Ok(Some(s)),
         Ok(_) => Err("oversized file"),
         // EISDIR (a directory where a file was expected), bad UTF-8, …
         Err(_) => Err("unreadable file"),
@@ -276,13 +293,16 @@ impl GitFiles {
         let dirs_ok = ["objects", "refs"]
             .iter()
             .all(|d| std::fs::metadata(dir.join(d)).is_ok_and(|m| m.is_dir()));
-        let config = match std::fs::read_to_string(dir.join("config")) {
-            Ok(t) => config_is_usual(&t),
-            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        // A config or packed-refs that is not a plain, bounded file (a
+        // FIFO, a symlink, huge) makes the layout unusual: git answers.
+        let config = match read_bounded(&dir.join("config"), GIT_FILE) {
+            Ok(Some(t)) => config_is_usual(&t),
+            Ok(None) => true,
+            Err(_) => false,
         };
-        let packed = match std::fs::read_to_string(dir.join("packed-refs")) {
-            Ok(t) => parse_packed(&t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Packed::default(),
+        let packed = match read_bounded(&dir.join("packed-refs"), GIT_FILE) {
+            Ok(Some(t)) => parse_packed(&t),
+            Ok(None) => Packed::default(),
             Err(_) => Packed {
                 odd: true,
                 ..Packed::default()

@@ -236,3 +236,36 @@ fn the_config_scan() {
         assert!(!config_is_usual(odd), "{odd}");
     }
 }
+
+/// A FIFO among git's files is never waited on: the reader calls the
+/// layout unusual (git answers, under its own time bound).
+#[test]
+fn a_fifo_among_the_git_files_is_not_waited_on() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    for file in ["HEAD", "config", "packed-refs"] {
+        let r = repo(&root, file);
+        let p = r.join(".git").join(file);
+        let _ = std::fs::remove_file(&p);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = r.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(GitFiles::new().head(&dir));
+        });
+        let h = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{file} as a FIFO: the reader is waiting on it"));
+        // HEAD and config are needed for any answer; the loose branch ref
+        // answers without packed-refs.
+        let unusual = matches!(h, Head::Unusual(_));
+        assert_eq!(unusual, file != "packed-refs", "{file} as a FIFO: {h:?}");
+    }
+}
