@@ -181,7 +181,7 @@ impl Exec<'_> {
                     self.unwritable(id, home.ring_state(id), e, None, since);
                 }
             }
-            Action::Ring { seq, count } => {
+            Action::Ring { seq, count } | Action::Restamp { seq, count } => {
                 let rs = ladder::RingState {
                     seq,
                     count,
@@ -191,19 +191,12 @@ impl Exec<'_> {
                     self.unwritable(id, home.ring_state(id), e, Some(seq), since);
                     return;
                 }
-                ring(self, seq, count);
-            }
-            Action::Restamp { seq, count } => {
-                let rs = ladder::RingState {
-                    seq,
-                    count,
-                    last: now,
-                };
-                if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
-                    self.unwritable(id, home.ring_state(id), e, Some(seq), since);
-                    return;
+                if matches!(action, Action::Ring { .. }) {
+                    ring(self, seq, count);
+                } else {
+                    // A stamp from the future: the ladder counts from now.
+                    self.due(now + cfg.watch.grace_secs);
                 }
-                self.due(now + cfg.watch.grace_secs);
             }
             Action::RingOwed { seq } => {
                 // Cleared before typing: a crash in between loses this
