@@ -195,6 +195,7 @@ mod tests {
                 "--fire-and-forget",
                 "--from",
                 "--home",
+                "--idempotency-key",
                 "--json",
                 "--key",
                 "--quiet",
