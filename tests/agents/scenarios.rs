@@ -438,6 +438,7 @@ pub fn dialog_history(h: Harness) {
         Harness::Claude => ("rewind", &["Escape", "Escape"]),
         Harness::Codex => ("backtrack", &["Escape", "Escape"]),
     };
+    w.crew_holds("reading idle", 2.0, |c| c.starts_with("state: idle"));
     w.keys(keys);
     w.wait_for("the dialog", 10.0, |w| {
         w.crew().ends_with(&format!("waiting in a dialog: {name}"))
@@ -471,6 +472,9 @@ pub fn dialog_raises_one_wake(h: Harness) {
         Harness::Claude => "rewind",
         Harness::Codex => "backtrack",
     };
+    // The kickoff turn may still be closing behind an idle-looking screen;
+    // an Escape then interrupts it instead of opening the dialog.
+    w.crew_holds("reading idle", 2.0, |c| c.starts_with("state: idle"));
     w.keys(&["Escape", "Escape"]);
     w.wait_for("the dialog", 10.0, |w| {
         w.crew().ends_with(&format!("waiting in a dialog: {name}"))

@@ -37,10 +37,10 @@ const API_KEY: &str = "sk-ant-fm-loopback-test-key-000000000000";
 pub struct Opts {
     /// The worktree is trusted in the agent's own config (no trust dialog).
     pub trusted: bool,
-    /// The agent's own permission setting asks before running a command
-    /// (Claude Code's manual mode, Codex's `on-request` in its sandbox);
-    /// otherwise it bypasses every prompt, as a ship worker in its
-    /// disposable worktree does.
+    /// firstmate launches the agent with `approval = "prompt"` (it asks
+    /// before running a command); otherwise with the default `bypass`, as a
+    /// ship worker in its disposable worktree runs. The agent's own config
+    /// carries no approval posture: the suite tests firstmate's.
     pub prompts: bool,
     /// `[watch]` `grace_secs` and `max_rings`.
     pub grace_secs: u64,
@@ -167,11 +167,6 @@ impl World {
                 )
                 .unwrap();
                 std::fs::create_dir_all(self.agent_home.join(".claude")).unwrap();
-                let mode = if opts.prompts {
-                    "default"
-                } else {
-                    "bypassPermissions"
-                };
                 let settings = json!({
                     "autoUpdates": false,
                     "includeCoAuthoredBy": false,
@@ -179,7 +174,6 @@ impl World {
                     // Else a "Make auto mode your default?" offer comes up
                     // after the first turn (bypass mode).
                     "disableAutoMode": "disable",
-                    "permissions": {"defaultMode": mode},
                 });
                 std::fs::write(
                     self.agent_home.join(".claude/settings.json"),
@@ -195,7 +189,7 @@ impl World {
 model_provider = "fmloop"
 check_for_update_on_startup = false
 model_reasoning_effort = "low"
-{posture}
+{sandbox}
 # A login shell's profile would reset PATH and lose the fm-* tools.
 allow_login_shell = false
 
@@ -222,10 +216,12 @@ hide_rate_limit_model_nudge = true
 "gpt-5.5" = "gpt-6-sol"
 "#,
                     port = self.model.port,
-                    posture = if opts.prompts {
-                        "approval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\""
+                    // The approval policy comes from firstmate's flags; the
+                    // sandbox a prompting agent runs in is the agent's own.
+                    sandbox = if opts.prompts {
+                        "sandbox_mode = \"workspace-write\""
                     } else {
-                        "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""
+                        ""
                     },
                 );
                 if opts.trusted {
@@ -280,12 +276,13 @@ hide_rate_limit_model_nudge = true
         }
         launch.push("Read the brief at {brief} and follow it.".into());
         let cfg = format!(
-            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\n",
+            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\n",
             socket = toml_str(&self.socket),
             grace = opts.grace_secs,
             rings = opts.max_rings,
             name = self.h.name(),
             launch = toml_list(&launch),
+            approval = toml_str(if opts.prompts { "prompt" } else { "bypass" }),
         );
         self.home.write("config/firstmate.toml", cfg);
     }
