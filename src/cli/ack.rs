@@ -160,7 +160,13 @@ fn run(a: Args) -> Result<u8> {
     if !stdout.is_empty() {
         stdout.push('\n');
     }
-    fresh.remember(&remote::seen::Answer { code, stdout })?;
+    // The acks are done: a key that cannot be kept is a warning, never a
+    // failure after the fact.
+    if let Err(e) = fresh.remember(&remote::seen::Answer { code, stdout }) {
+        crate::output::err_line(&format!(
+            "{TOOL}: warning: {id}: acknowledged, but its idempotency key was not kept: {e}"
+        ));
+    }
     crate::output::out_lines(&lines)?;
     Ok(code)
 }

@@ -140,11 +140,17 @@ fn run(a: Args) -> Result<u8> {
             },
         };
         line.write(home, &id, Tool::Status, actor, now)?;
-        if let Some(f) = fresh {
+        // The line is written: a key that cannot be kept is a warning,
+        // never a failure after the fact.
+        if let Some(Err(e)) = fresh.map(|f| {
             f.remember(&remote::seen::Answer {
                 code: 0,
                 stdout: String::new(),
-            })?;
+            })
+        }) {
+            crate::output::err_line(&format!(
+                "{TOOL}: warning: {id}: status recorded, but its idempotency key was not kept: {e}"
+            ));
         }
         return Ok(0);
     }
