@@ -308,6 +308,10 @@ impl StateDir {
             if filled < buf.len() {
                 break;
             }
+            // Grown past the whole-read limit while being read: fsx refuses it.
+            if filled as u64 > fsx::MAX_FILE {
+                return fsx::read_optional_mtime(&path());
+            }
             buf.resize(buf.len() * 2, 0);
         }
         buf.truncate(filled);
