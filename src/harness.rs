@@ -352,7 +352,12 @@ impl HarnessProfile {
             ("claude", Approval::Bypass) => &["--dangerously-skip-permissions"],
             ("claude", Approval::Prompt) => &["--permission-mode", "manual"],
             ("codex", Approval::Bypass) => &["--dangerously-bypass-approvals-and-sandbox"],
-            ("codex", Approval::Prompt) => &["--ask-for-approval", "on-request"],
+            // Codex 0.169 refuses `untrusted`: a read-only sandbox makes
+            // every write (a file edit, a command that writes, the network)
+            // something it must ask for.
+            ("codex", Approval::Prompt) => {
+                &["--sandbox", "read-only", "--ask-for-approval", "on-request"]
+            }
             _ => &[],
         };
         strs(args)

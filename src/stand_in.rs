@@ -14,7 +14,7 @@
 //! | `swallow-enter` | ignore the next Enter key |
 //! | `ignore-exit` | ignore the harness exit command |
 //! | `busy <secs>` | show the busy line for that long |
-//! | `dialog <name>` | then show a modal dialog (`permission` or `trust`) |
+//! | `dialog <name>` | then show a modal dialog (`permission` or `trust`); several such lines show one after another, the next as soon as the previous is answered (an agent asking for two tool calls) |
 //! | `exit` | acknowledge, then exit |
 //!
 //! Anything else is just read. The busy line and the composer share the
@@ -55,6 +55,8 @@ pub struct Agent {
     pub exit: bool,
     /// The dialog on screen, if any.
     pub dialog: Option<String>,
+    /// Dialogs to show once the one on screen is answered.
+    pub next_dialogs: std::collections::VecDeque<String>,
     buf: String,
 }
 
@@ -207,6 +209,9 @@ impl Agent {
                         io.busy("working");
                         std::thread::sleep(Duration::from_secs(secs.min(600)));
                     }
+                    Instruction::Dialog(name) if self.dialog.is_some() => {
+                        self.next_dialogs.push_back(name);
+                    }
                     Instruction::Dialog(name) => self.dialog = Some(name),
                     Instruction::Exit => self.exit = true,
                     Instruction::Other => {}
@@ -233,8 +238,11 @@ impl Agent {
                 _ => return true,
             };
             io.say(&format!("dialog {name} {how}"));
-            self.dialog = None;
-            io.composer(&self.buf);
+            self.dialog = self.next_dialogs.pop_front();
+            match &self.dialog {
+                Some(next) => io.dialog(next),
+                None => io.composer(&self.buf),
+            }
             return true;
         }
         match b {

@@ -10,7 +10,10 @@
 //!   by whoever rang (`fm-send`, the watcher), removed by the next ring
 //!   that was not held back.
 //! - `state/<id>.inbox/.dialog`: `<name>` — the dialog the watcher raised
-//!   its one `dialog` wake for; removed when a look finds no dialog.
+//!   its one `dialog` wake for; removed when a look finds no dialog. A key
+//!   pressed in the pane since (`fm-send --key`) makes it
+//!   `<name>\t<epoch>`: the captain acted on that dialog, so one found
+//!   after that is another.
 //!
 //! All are written by atomic replace with a trailing newline; readers
 //! accept them with or without it and treat anything unreadable as absent
@@ -92,17 +95,58 @@ pub(crate) fn clear_owed(home: &Home, id: &TaskId) -> Result<()> {
     fsx::remove_optional(&home.ring_owed(id)).map(drop)
 }
 
-/// Reads `.dialog`: the dialog a wake was raised for; `None` when
-/// missing or empty.
-pub(crate) fn read_dialog(home: &Home, id: &TaskId) -> Result<Option<String>> {
-    Ok(fsx::read_optional(&home.dialog_seen(id))?
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-        .filter(|s| !s.is_empty()))
+/// `.dialog`: the dialog a wake was raised for, and when a key was
+/// pressed in the pane since (the captain acted on it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DialogSeen {
+    pub(crate) name: String,
+    pub(crate) acted: Option<u64>,
+}
+
+impl DialogSeen {
+    fn parse(bytes: &[u8]) -> Option<DialogSeen> {
+        let text = String::from_utf8_lossy(bytes);
+        let line = text.lines().next()?.trim();
+        let (name, acted) = match line.split_once('\t') {
+            Some((n, a)) => (n.trim(), a.trim().parse().ok()),
+            None => (line, None),
+        };
+        (!name.is_empty()).then(|| DialogSeen {
+            name: name.to_string(),
+            acted,
+        })
+    }
+
+    fn render(&self) -> String {
+        match self.acted {
+            Some(at) => format!("{}\t{at}\n", self.name),
+            None => format!("{}\n", self.name),
+        }
+    }
+}
+
+/// Reads `.dialog`; `None` when missing or empty.
+pub(crate) fn read_dialog(home: &Home, id: &TaskId) -> Result<Option<DialogSeen>> {
+    Ok(fsx::read_optional(&home.dialog_seen(id))?.and_then(|b| DialogSeen::parse(&b)))
 }
 
 /// Records that the `dialog` wake for `name` was raised.
 pub(crate) fn write_dialog(home: &Home, id: &TaskId, name: &str) -> Result<()> {
-    fsx::atomic_write(&home.dialog_seen(id), format!("{name}\n").as_bytes())
+    let seen = DialogSeen {
+        name: name.to_string(),
+        acted: None,
+    };
+    fsx::atomic_write(&home.dialog_seen(id), seen.render().as_bytes())
+}
+
+/// A key was pressed in the task's pane at `now`: the dialog a wake was
+/// raised for (if any) has had the captain's answer. Nothing without one.
+pub(crate) fn mark_dialog_acted(home: &Home, id: &TaskId, now: u64) -> Result<()> {
+    if let Some(mut seen) = read_dialog(home, id)? {
+        seen.acted = Some(now);
+        fsx::atomic_write(&home.dialog_seen(id), seen.render().as_bytes())?;
+    }
+    Ok(())
 }
 
 /// No dialog is up any more.
@@ -180,8 +224,19 @@ mod tests {
         write_ring_state(&home, &id, &st).unwrap();
         write_owed(&home, &id, 9).unwrap();
         assert_eq!(read_owed(&home, &id).unwrap(), Some(9));
+        mark_dialog_acted(&home, &id, 7).unwrap();
+        assert_eq!(read_dialog(&home, &id).unwrap(), None, "no dialog, no mark");
         write_dialog(&home, &id, "trust").unwrap();
-        assert_eq!(read_dialog(&home, &id).unwrap().as_deref(), Some("trust"));
+        let seen = |acted| DialogSeen {
+            name: "trust".into(),
+            acted,
+        };
+        assert_eq!(read_dialog(&home, &id).unwrap(), Some(seen(None)));
+        mark_dialog_acted(&home, &id, 7).unwrap();
+        assert_eq!(std::fs::read(home.dialog_seen(&id)).unwrap(), b"trust\t7\n");
+        assert_eq!(read_dialog(&home, &id).unwrap(), Some(seen(Some(7))));
+        write_dialog(&home, &id, "trust").unwrap();
+        assert_eq!(read_dialog(&home, &id).unwrap(), Some(seen(None)));
         clear(&home, &id).unwrap();
         assert!(!home.ring_state(&id).exists());
         assert_eq!(read_owed(&home, &id).unwrap(), None);

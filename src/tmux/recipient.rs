@@ -102,6 +102,12 @@ impl Recipient {
             )));
         }
         self.tmux.press(pane, key)?;
+        // The captain's answer to a dialog the watcher woke him for: a
+        // dialog found there from now on is another one.
+        let now = crate::clock::now();
+        if let Err(e) = crate::inbox::ladder_files::mark_dialog_acted(home, &self.id, now) {
+            crate::output::err_line(&format!("fm-send: warning: {}: {e}", self.id));
+        }
         let event = Event::PaneKey {
             key: key.to_string(),
             pane: pane.clone(),

@@ -236,12 +236,24 @@ impl Exec<'_> {
 
     /// A dialog owns the agent's keyboard (SPEC §5.3): nothing is typed.
     /// The first look at it raises one `dialog` wake; while the same
-    /// dialog stays up, later passes raise none. The doorbell is owed, so
-    /// it is rung as soon as the dialog closes.
+    /// dialog stays up, later passes raise none. One found after the
+    /// captain pressed a key in the pane (`fm-send --key`) is another —
+    /// a second permission prompt right after the first was answered —
+    /// once the pane had [`ACTED_SETTLE_SECS`] to redraw. The doorbell is
+    /// owed, so it is rung as soon as the dialog closes.
     fn dialog(&mut self, t: &TaskIn, which: &str, seq: u64) {
         let (home, id) = (self.home, &t.id);
         let seen = shared::read_dialog(home, id).unwrap_or_default();
-        if seen.as_deref() != Some(which) {
+        let acted = seen
+            .as_ref()
+            .filter(|s| s.name == which)
+            .and_then(|s| s.acted);
+        // Right after the key, the screen may still show the dialog it
+        // answered: look again once the pane had time to redraw.
+        let settled = acted.map(|at| at.saturating_add(ACTED_SETTLE_SECS));
+        let settling = settled.is_some_and(|s| self.now < s);
+        let new = acted.is_some() || seen.as_ref().map(|s| s.name.as_str()) != Some(which);
+        if new && !settling {
             let about = t
                 .target
                 .as_ref()
@@ -272,7 +284,10 @@ impl Exec<'_> {
         {
             self.state.warn(format!("{id}: {e}"));
         }
-        self.due(self.now + DIALOG_RECHECK_SECS);
+        match settled {
+            Some(at) if settling => self.due(at),
+            _ => self.due(self.now + DIALOG_RECHECK_SECS),
+        }
     }
 
     /// No dialog on the screen: one seen before has closed.
@@ -355,6 +370,10 @@ const OWED_RECHECK_SECS: u64 = 2;
 
 /// How soon a pass looks again at a dialog that holds a doorbell back.
 const DIALOG_RECHECK_SECS: u64 = 3;
+
+/// How long after a key pressed in the pane a dialog found there counts as
+/// a new one (two clock seconds: at least one whole second to redraw).
+const ACTED_SETTLE_SECS: u64 = 2;
 
 /// The actor of every event the watcher records.
 const ACTOR: &str = "watcher";

@@ -916,15 +916,17 @@ fn spawn_passes_the_approval_posture_env_and_the_agents_own_hooks() {
     let argv = h.read_string("codex.argv");
     let argv: Vec<&str> = argv.lines().collect();
     assert_eq!(
-        argv[..3],
+        argv[..5],
         [
+            "--sandbox",
+            "read-only",
             "--ask-for-approval",
             "on-request",
             "--dangerously-bypass-hook-trust"
         ]
     );
     assert_eq!(argv[argv.len() - 1], kickoff("x1"));
-    let overrides: Vec<toml::Table> = argv[3..argv.len() - 1]
+    let overrides: Vec<toml::Table> = argv[5..argv.len() - 1]
         .chunks(2)
         .map(|c| {
             assert_eq!(c[0], "-c");

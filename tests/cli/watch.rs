@@ -1134,3 +1134,102 @@ fn a_dialog_gets_one_wake_no_ring_and_the_doorbell_once_it_closes() {
     assert_eq!(wakes_of(&h, "dialog").len(), 2);
     assert_eq!(doorbells(), 3, "{}", t.capture(&pane));
 }
+
+/// A second dialog of the same name right after the captain answered the
+/// first with `fm-send --key` (an agent asking for two tool calls in a
+/// row) is a new dialog: it gets exactly one wake of its own, although no
+/// pass saw the screen without a dialog in between. The same dialog still
+/// up gets none.
+#[test]
+fn a_second_dialog_right_after_the_captains_key_gets_its_own_wake() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = crate::control::task(&h, &t, "t1", "direct-PR");
+    let screen_has = |s: &str| wait_until(10.0, || t.capture(&pane).contains(s));
+    let send = |text: &str, outcome: &str| {
+        h.fm("send")
+            .args(["t1", text])
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "100")
+            .stdout_regex(&format!(
+                r"^queued t1 \d+\.msg \u{{b7}} doorbell {outcome}\n$"
+            ))
+            .stderr_any()
+            .run();
+    };
+    let once = || {
+        h.fm("watch")
+            .arg("--once")
+            .env("FM_WATCH_GRACE_SECS", "60")
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "100")
+    };
+    let key = || {
+        h.fm("send")
+            .args(["t1", "--key", "Enter"])
+            .stdout(format!("key Enter \u{b7} t1 {pane}\n"))
+            .run();
+    };
+    let wake = wake_re(
+        "t1",
+        "dialog",
+        "waiting in a dialog: permission; 002.msg not rung: are you there",
+    );
+    send("dialog permission\ndialog permission", "rang");
+    assert!(
+        screen_has("stand-in dialog: permission?"),
+        "{}",
+        t.capture(&pane)
+    );
+    send("are you there", "dialog");
+    once().stdout_regex(&wake).run();
+    once().stdout("").run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 1);
+    // The captain answers; the agent asks again at once.
+    key();
+    assert!(
+        screen_has("dialog permission answered"),
+        "{}",
+        t.capture(&pane)
+    );
+    assert!(t.capture(&pane).contains("stand-in dialog: permission?"));
+    let mark = h.read_string("state/t1.inbox/.dialog");
+    assert!(
+        mark.starts_with("permission\t") && mark.ends_with('\n'),
+        "{mark:?}"
+    );
+    // Passes right after the key wait for the pane to redraw; one comes
+    // within seconds with the second dialog's wake.
+    assert!(
+        wait_until(10.0, || {
+            once().stdout_any().run();
+            wakes_of(&h, "dialog").len() >= 2
+        }),
+        "no wake for the second dialog"
+    );
+    let dialogs = wakes_of(&h, "dialog");
+    assert_eq!(dialogs.len(), 2, "{dialogs:?}");
+    assert_eq!(
+        dialogs[1].text,
+        "waiting in a dialog: permission; 002.msg not rung: are you there"
+    );
+    assert_eq!(h.read("state/t1.inbox/.dialog"), b"permission\n");
+    // Still up, no key since: no more wakes.
+    once().stdout("").run();
+    once().stdout("").run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 2);
+    assert_eq!(wakes(&h).len(), 2);
+    // Answered: the held doorbell rings, and nothing is left of the dialog.
+    key();
+    assert!(wait_until(10.0, || t
+        .capture(&pane)
+        .matches("dialog permission answered")
+        .count()
+        == 2));
+    once()
+        .stdout("rang t1 002.msg (attempt 0) \u{b7} rang\n")
+        .run();
+    assert!(wait_until(10.0, || h.exists("state/t1.inbox/handled/002.msg")));
+    assert!(!h.exists("state/t1.inbox/.dialog"));
+    assert_eq!(wakes_of(&h, "dialog").len(), 2);
+}
