@@ -257,10 +257,19 @@ fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check> {
             let p = crate::harness::profile(overrides, name)?;
             let program = p.launch.first().cloned().unwrap_or_default();
             let configured = overrides.contains_key(name);
-            let posture = p.approval_summary();
+            // A posture or hooks that do not reach the agent: a warning.
+            let note = p.flag_plan_note();
+            let posture = match &note {
+                Some(note) => format!("{}; {note}", p.approval_summary()),
+                None => p.approval_summary(),
+            };
             let check = |level, detail: String| Check {
                 check: "harness".into(),
-                level,
+                level: if note.is_some() && level == Level::Ok {
+                    Level::Warn
+                } else {
+                    level
+                },
                 detail: format!("{name}: {detail}; {posture}"),
             };
             if !crate::harness::program_exists(&program, path.as_deref()) {

@@ -19,7 +19,7 @@ const TOOL: &str = "fm-control";
 #[command(
     name = "fm-control",
     version,
-    after_help = "Examples:\n  fm-control fix-login spawn --project ~/src/app --harness claude\n  fm-control fix-login interrupt\n  fm-control fix-login relaunch --note \"tests pass; only the docs remain\"\n  fm-control fix-login teardown"
+    after_help = "Examples:\n  fm-control fix-login spawn --project ~/src/app --harness claude\n  fm-control fix-login interrupt\n  fm-control fix-login relaunch --note \"tests pass; only the docs remain\"\n  fm-control fix-login exit --force\n  fm-control fix-login teardown"
 )]
 pub(crate) struct Args {
     /// Task id
@@ -50,14 +50,21 @@ enum Verb {
     },
     /// Send the harness's interrupt keys
     Interrupt,
-    /// Quit the agent (interrupting first if busy)
-    Exit,
+    /// Quit the agent (interrupting first if busy); refused while someone's text is in its composer or a dialog is up
+    Exit {
+        /// Clear the composer (C-c) or cancel the dialog (Escape) first instead of refusing
+        #[arg(long)]
+        force: bool,
+    },
     /// Add a progress note to the brief and restart the agent in the same pane
     Relaunch {
         #[arg(long, value_name = "T")]
         note: Option<String>,
         #[arg(long, value_name = "H")]
         harness: Option<String>,
+        /// Clear the old agent's composer or cancel its dialog before it is asked to exit
+        #[arg(long)]
+        force: bool,
     },
     /// Stop the agent, remove the worktree and archive the task's state
     Teardown {
@@ -95,8 +102,16 @@ fn run(a: Args) -> Result<u8> {
             base,
         },
         Verb::Interrupt => Action::Interrupt,
-        Verb::Exit => Action::Exit,
-        Verb::Relaunch { note, harness } => Action::Relaunch { note, harness },
+        Verb::Exit { force } => Action::Exit { force },
+        Verb::Relaunch {
+            note,
+            harness,
+            force,
+        } => Action::Relaunch {
+            note,
+            harness,
+            force,
+        },
         Verb::Teardown { force } => Action::Teardown { force },
     };
     let line = control::run(&ctx.home, &ctx.cfg, &id, action)?;

@@ -37,10 +37,15 @@ pub(crate) enum Action {
         base: Option<String>,
     },
     Interrupt,
-    Exit,
+    /// `force`: clear the composer (or cancel a dialog) before the exit
+    /// command instead of refusing.
+    Exit {
+        force: bool,
+    },
     Relaunch {
         note: Option<String>,
         harness: Option<String>,
+        force: bool,
     },
     Teardown {
         force: bool,
@@ -68,8 +73,12 @@ pub fn run(home: &Home, cfg: &Config, id: &TaskId, action: Action) -> Result<Str
             base,
         } => ctl.spawn(&project, harness.as_deref(), base.as_deref()),
         Action::Interrupt => ctl.interrupt(),
-        Action::Exit => ctl.exit(),
-        Action::Relaunch { note, harness } => ctl.relaunch(note.as_deref(), harness.as_deref()),
+        Action::Exit { force } => ctl.exit(force),
+        Action::Relaunch {
+            note,
+            harness,
+            force,
+        } => ctl.relaunch(note.as_deref(), harness.as_deref(), force),
         Action::Teardown { force } => ctl.teardown(force),
     }
 }

@@ -140,8 +140,11 @@ impl Ctl<'_> {
     /// The launch, refused (exit 1) when its program cannot be found (an
     /// agent that cannot start must not leave a worktree or a window) or
     /// an `env` entry is not `NAME=value` (exit 2). The approval posture's
-    /// flags and the hooks' go right after the program, before the
-    /// profile's own arguments (the kickoff prompt among them).
+    /// flags and the hooks' go where [`HarnessProfile::flag_plan`] puts
+    /// them: in place of a `{flags}` argument, else right after the
+    /// program when it is the harness's own (before the profile's other
+    /// arguments, the kickoff prompt among them), else nowhere; the ones
+    /// the launch sets itself are left out.
     pub(super) fn checked_launch(&self, profile: &HarnessProfile) -> Result<Launch> {
         let mut argv = self.launch_argv(profile);
         let program = argv.first().map_or("", String::as_str);
@@ -160,11 +163,36 @@ impl Ctl<'_> {
                 profile.name
             )));
         }
-        let mut flags = profile.approval_args();
-        flags.extend(self.hook_args(profile)?);
-        argv.splice(1..1, flags);
+        let placeholder = harness::FLAGS_PLACEHOLDER;
+        if argv.iter().filter(|a| a.contains(placeholder)).count()
+            > argv.iter().filter(|a| *a == placeholder).count().min(1)
+        {
+            return Err(Error::usage(format!(
+                "harness {}: {placeholder} must be one launch argument of its own, at most once",
+                profile.name
+            )));
+        }
+        let plan = profile.flag_plan(&argv);
         let mut env = profile.env.clone();
-        env.extend(profile.approval_env(rustix::process::geteuid().is_root()));
+        let mut flags = Vec::new();
+        if !matches!(plan.place, harness::Place::Wrapper(_)) {
+            if plan.posture_in_launch.is_none() {
+                flags = profile.approval_args();
+                env.extend(profile.approval_env(rustix::process::geteuid().is_root()));
+            }
+            if plan.hooks_in_launch.is_none() {
+                flags.extend(self.hook_args(profile)?);
+            }
+        }
+        match plan.place {
+            harness::Place::Placeholder(i) => {
+                argv.splice(i..=i, flags);
+            }
+            harness::Place::AfterProgram => {
+                argv.splice(1..1, flags);
+            }
+            harness::Place::Wrapper(_) => {}
+        }
         Ok(Launch { argv, env })
     }
 

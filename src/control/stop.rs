@@ -47,16 +47,19 @@ impl Ctl<'_> {
 
     /// Stops the agent if it runs. `Ok(false)` when it was already gone;
     /// an agent still running after `exit_wait_secs` is an error.
-    pub(super) fn stop(&self, meta: &TaskMeta) -> Result<bool> {
-        match self.try_stop(meta)? {
+    pub(super) fn stop(&self, meta: &TaskMeta, force: bool) -> Result<bool> {
+        match self.try_stop(meta, force)? {
             Stop::WasGone => Ok(false),
             Stop::Exited => Ok(true),
             Stop::StillRunning(e) => Err(e),
         }
     }
 
-    /// Asks the agent to exit and waits `exit_wait_secs` for it.
-    pub(super) fn try_stop(&self, meta: &TaskMeta) -> Result<Stop> {
+    /// Asks the agent to exit and waits `exit_wait_secs` for it. Someone's
+    /// text in the composer, or a dialog, refuses it (nothing typed)
+    /// unless `force`, which clears the composer (`C-c`) or cancels the
+    /// dialog (`Escape`) first.
+    pub(super) fn try_stop(&self, meta: &TaskMeta, force: bool) -> Result<Stop> {
         let Agent::Alive(info) = self.agent(meta)? else {
             return Ok(Stop::WasGone);
         };
@@ -79,10 +82,20 @@ impl Ctl<'_> {
         let exit_text = profile
             .as_ref()
             .map_or_else(|| "exit".into(), |p| p.exit.clone());
+        let typed_before = self.clear_for_exit(
+            &tmux,
+            profile.as_ref(),
+            &info.id,
+            &exit_text,
+            force,
+            &mut sent,
+        )?;
         // The doorbell's checks (SPEC §5.3): the command must show before
         // Enter (an Enter in the same burst is swallowed by some agents),
         // and Enter is pressed again while it still sits unsent.
-        tmux.type_text(&info.id, &exit_text)?;
+        if !typed_before {
+            tmux.type_text(&info.id, &exit_text)?;
+        }
         let send = &self.cfg.send;
         let sleep = &std::thread::sleep;
         crate::tmux::deliver::settle(&tmux, profile.as_ref(), &info.id, &exit_text, send, sleep);
@@ -121,9 +134,90 @@ impl Ctl<'_> {
         }
     }
 
-    pub(super) fn exit(&self) -> Result<String> {
+    /// Makes the composer ready for the exit command, as a doorbell would
+    /// find it (SPEC §5.3): empty, or holding only firstmate's own text (a
+    /// doorbell left unsent, which `C-c` clears: the message stays in the
+    /// inbox; the exit command itself, left by an earlier try: `Ok(true)`,
+    /// it is not typed again). Someone's text, or a dialog, is refused —
+    /// `exit-refused`, naming it — unless `force`. Composer not on the
+    /// screen (an unknown overlay, a booting agent): typed as before.
+    fn clear_for_exit(
+        &self,
+        tmux: &Tmux,
+        profile: Option<&HarnessProfile>,
+        pane: &str,
+        exit_text: &str,
+        force: bool,
+        sent: &mut Vec<String>,
+    ) -> Result<bool> {
+        use crate::tmux::screen::{self, Composer, Screen};
+        let rules = screen::rules_of(profile);
+        let doorbell = crate::tmux::deliver::doorbell(self.home, self.id);
+        let (mut escaped, mut cleared) = (false, false);
+        let press = |key: &str, sent: &mut Vec<String>| -> Result<()> {
+            tmux.press(pane, key)?;
+            sent.push(format!("key {key}"));
+            std::thread::sleep(Duration::from_millis(CLEAR_WAIT_MS));
+            Ok(())
+        };
+        let refused = |what: String| {
+            Error::refused(format!(
+                "exit-refused {}: {what}; nothing typed (`fm-control {} exit --force` {})",
+                self.id,
+                self.id,
+                if what.starts_with("waiting") {
+                    "cancels it with Escape first"
+                } else {
+                    "clears it first"
+                }
+            ))
+        };
+        loop {
+            let shown = Screen::parse(&tmux.capture(pane, 0)?);
+            if let Some(d) = screen::dialog(&rules, &shown) {
+                let what = format!("waiting in a dialog: {d}");
+                if !force || escaped {
+                    return Err(refused(what));
+                }
+                press("Escape", sent)?;
+                escaped = true;
+                continue;
+            }
+            let (text, ours, exit_typed) = match screen::composer(&rules, &shown) {
+                Composer::Absent => return Ok(false),
+                Composer::Holds(t) => {
+                    let ours = screen::holds_doorbell(&t, &doorbell);
+                    let exit_typed = t.trim() == exit_text.trim();
+                    (t, ours, exit_typed)
+                }
+                Composer::Unknown => match tmux.cursor_line(pane)? {
+                    Some(l) if screen::holds_input(&l) => {
+                        let ours = screen::unsent(&rules, &shown, Some(&l), &doorbell);
+                        let exit_typed = l.trim_end().ends_with(exit_text.trim());
+                        (l.trim().to_string(), ours, exit_typed)
+                    }
+                    _ => return Ok(false),
+                },
+            };
+            if text.is_empty() {
+                return Ok(false);
+            }
+            if exit_typed {
+                return Ok(true);
+            }
+            let short: String = text.chars().take(80).collect();
+            let what = format!("the composer holds text {short:?}");
+            if (!ours && !force) || cleared {
+                return Err(refused(what));
+            }
+            press("C-c", sent)?;
+            cleared = true;
+        }
+    }
+
+    pub(super) fn exit(&self, force: bool) -> Result<String> {
         let meta = self.meta()?;
-        let stopped = self.stop(&meta)?;
+        let stopped = self.stop(&meta, force)?;
         // No agent runs now: whatever turn the busy record claims is over.
         self.reset_busy()?;
         if !stopped {
@@ -133,7 +227,12 @@ impl Ctl<'_> {
         Ok(format!("stopped {}", self.id))
     }
 
-    pub(super) fn relaunch(&self, note: Option<&str>, harness: Option<&str>) -> Result<String> {
+    pub(super) fn relaunch(
+        &self,
+        note: Option<&str>,
+        harness: Option<&str>,
+        force: bool,
+    ) -> Result<String> {
         let meta = self.meta()?;
         let note = note.map(str::trim).filter(|n| !n.is_empty());
         if note.is_none() && meta.kind() != Kind::Secondmate {
@@ -158,7 +257,7 @@ impl Ctl<'_> {
         // The old agent goes first. One that ignores the exit is killed by
         // `respawn-pane -k` below; the note is written once it cannot be
         // read by the old agent, and before the new one starts.
-        let killed = match self.try_stop(&meta)? {
+        let killed = match self.try_stop(&meta, force)? {
             Stop::StillRunning(_) => true,
             Stop::WasGone | Stop::Exited => false,
         };
@@ -207,3 +306,7 @@ impl Ctl<'_> {
         Ok(format!("relaunched {} harness={to} from={from}", self.id))
     }
 }
+
+/// How long a key that clears the composer or cancels a dialog before an
+/// exit gets to take effect before the screen is read again.
+const CLEAR_WAIT_MS: u64 = 300;

@@ -58,7 +58,7 @@ impl Ctl<'_> {
                 )));
             }
         }
-        if let Err(e) = self.stop(&meta)
+        if let Err(e) = self.stop(&meta, force)
             && !force
         {
             return Err(e);

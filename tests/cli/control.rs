@@ -1015,3 +1015,245 @@ fn an_escape_interrupt_of_an_idle_agent_presses_nothing() {
     );
     assert!(h.read_string("state/e1.busy").starts_with("idle "));
 }
+
+/// Where the posture's and the hooks' flags go when the captain wrote his
+/// own launch: in place of `{flags}`; after the program when it is the
+/// harness's own; nowhere for a wrapper (`npx claude`); never a second
+/// copy of an option the launch sets itself. `fm doctor` says which.
+#[test]
+fn launch_flags_go_where_the_launch_says_and_never_twice() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let bin_dir = h.path("agents-bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    // Every fake records its argv under the task's worktree name.
+    for name in ["claude", "codex", "npx"] {
+        let p = bin_dir.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\nf=\"$FM_HOME/argv.$(basename \"$PWD\")\"\n{{ echo {name}; for a in \"$@\"; do printf '%s\\n' \"$a\"; done; }} > \"$f.tmp\"\nmv \"$f.tmp\" \"$f\"\nexec cat\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let base_cfg = std::fs::read_to_string(h.path("config/firstmate.toml")).unwrap_or_default();
+    let proj = proj_str(&h);
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let with = |harness_cfg: &str| {
+        h.write(
+            "config/firstmate.toml",
+            format!("{base_cfg}\n{harness_cfg}"),
+        );
+    };
+    let spawn = |id: &str, harness: &str| -> Vec<String> {
+        briefed(&h, id);
+        crate::harness::Cmd::new(bin("fm-control"))
+            .env("FM_HOME", h.root())
+            .env("FM_TMUX_SOCKET", &t.socket)
+            .env("PATH", &path)
+            .args([id, "spawn", "--project", &proj, "--harness", harness])
+            .stdout_regex(&spawned(&h, id, harness))
+            .run();
+        let f = format!("argv.{id}");
+        assert!(wait_until(10.0, || h.exists(&f)), "{f} never written");
+        h.read_string(&f).lines().map(String::from).collect()
+    };
+    let doctor = || {
+        crate::harness::Cmd::new(bin("fm"))
+            .env("FM_HOME", h.root())
+            .env("PATH", &path)
+            .arg("doctor")
+            .status_any()
+            .stdout_any()
+            .stderr_any()
+            .run()
+            .stdout()
+    };
+    let harness_line = |out: &str, name: &str| {
+        out.lines()
+            .find(|l| l.contains(&format!("harness: {name}:")))
+            .unwrap_or_else(|| panic!("no harness line for {name}: {out}"))
+            .to_string()
+    };
+    let settings = |id: &str| {
+        h.path(&format!("state/{id}.hooks.json"))
+            .display()
+            .to_string()
+    };
+    // A wrapper: nothing added, and no settings file written for nothing.
+    with("[harness.claude]\nlaunch = [\"npx\", \"claude\", \"go\"]\n");
+    assert_eq!(spawn("w1", "claude"), ["npx", "claude", "go"]);
+    assert!(!h.exists("state/w1.hooks.json"));
+    let line = harness_line(&doctor(), "claude");
+    assert!(
+        line.starts_with("warn ")
+            && line.contains("launch runs `npx`, not `claude`: no approval or hook flags added")
+            && line.contains("\"{flags}\""),
+        "{line}"
+    );
+    // The wrapper with `{flags}`: they go exactly there.
+    with("[harness.claude]\nlaunch = [\"env\", \"X=1\", \"claude\", \"{flags}\", \"go\"]\n");
+    assert_eq!(
+        spawn("w2", "claude"),
+        [
+            "claude",
+            "--dangerously-skip-permissions",
+            "--settings",
+            &settings("w2"),
+            "go"
+        ]
+    );
+    assert!(!harness_line(&doctor(), "claude").contains("not added"));
+    // The harness's own program by path: right after it.
+    let own = bin_dir.join("claude").display().to_string();
+    with(&format!(
+        "[harness.claude]\nlaunch = [\"{own}\", \"--model\", \"m\", \"go\"]\n"
+    ));
+    assert_eq!(
+        spawn("w3", "claude"),
+        [
+            "claude",
+            "--dangerously-skip-permissions",
+            "--settings",
+            &settings("w3"),
+            "--model",
+            "m",
+            "go"
+        ]
+    );
+    // A launch with its own posture: hooks added, the posture left alone.
+    with(
+        "[harness.codex]\nlaunch = [\"codex\", \"--ask-for-approval\", \"never\", \"go\"]\napproval = \"prompt\"\n",
+    );
+    let argv = spawn("w4", "codex");
+    assert_eq!(argv[..2], ["codex", "--dangerously-bypass-hook-trust"]);
+    assert_eq!(
+        argv[argv.len() - 3..],
+        ["--ask-for-approval", "never", "go"]
+    );
+    assert!(
+        !argv.iter().any(|a| a == "--sandbox" || a == "on-request"),
+        "{argv:?}"
+    );
+    let line = harness_line(&doctor(), "codex");
+    assert!(
+        line.starts_with("warn ")
+            && line.contains("launch sets `--ask-for-approval` itself: approval prompt not added"),
+        "{line}"
+    );
+    // A launch with its own settings: the posture added, no second --settings.
+    with("[harness.claude]\nlaunch = [\"claude\", \"--settings=mine.json\", \"go\"]\n");
+    assert_eq!(
+        spawn("w5", "claude"),
+        [
+            "claude",
+            "--dangerously-skip-permissions",
+            "--settings=mine.json",
+            "go"
+        ]
+    );
+    assert!(!h.exists("state/w5.hooks.json"));
+    let line = harness_line(&doctor(), "claude");
+    assert!(
+        line.contains("launch sets `--settings` itself: busy/idle hooks not added"),
+        "{line}"
+    );
+    // `{flags}` inside another argument is refused before anything starts.
+    with("[harness.claude]\nlaunch = [\"claude\", \"x{flags}\"]\n");
+    briefed(&h, "w6");
+    crate::harness::Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .env("PATH", &path)
+        .args(["w6", "spawn", "--project", &proj, "--harness", "claude"])
+        .status(2)
+        .stderr_has("{flags} must be one launch argument of its own")
+        .run();
+    assert!(!h.exists("state/w6.meta"));
+}
+
+/// Exit never submits or destroys someone's half-typed text: it is refused
+/// naming the text (nothing typed), and `--force` clears the composer
+/// first. A doorbell left unsent is firstmate's own: cleared without
+/// `--force`. A dialog is refused too; `--force` cancels it with Escape.
+#[test]
+fn exit_refuses_over_someones_text_and_force_clears_it() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = task(&h, &t, "t1", "direct-PR");
+    let fm = ctl(&h, &t);
+    let type_in = |text: &str| {
+        t.run(["send-keys", "-t", pane.as_str(), "-l", text]);
+        assert!(
+            wait_until(10.0, || t
+                .capture(&pane)
+                .contains(&format!("stand-in> {text}"))),
+            "{}",
+            t.capture(&pane)
+        );
+    };
+    type_in("half typed");
+    fm(&["t1", "exit"])
+        .status(1)
+        .stderr_has("exit-refused t1: the composer holds text \"half typed\"; nothing typed")
+        .stderr_has("--force")
+        .run();
+    fm(&["t1", "relaunch", "--note", "n"])
+        .status(1)
+        .stderr_has("exit-refused t1: the composer holds text \"half typed\"")
+        .run();
+    let screen = t.capture(&pane);
+    assert!(
+        screen.contains("stand-in> half typed") && !screen.contains("submitted:"),
+        "{screen}"
+    );
+    assert!(!h.read_string("data/t1/brief.md").contains("Progress note"));
+    fm(&["t1", "exit", "--force"]).stdout("stopped t1\n").run();
+    let screen = t.capture(&pane);
+    assert!(
+        screen.contains("submitted: /exit") && !screen.contains("half typed/exit"),
+        "{screen}"
+    );
+    // A doorbell left unsent (its Enter lost) is cleared, no --force.
+    let h = TestHome::new();
+    let fm = ctl(&h, &t);
+    let (_wt, pane) = task(&h, &t, "t2", "direct-PR");
+    let door = firstmate::tmux::deliver::doorbell(
+        &firstmate::Home::at(&h.root()).unwrap(),
+        &firstmate::TaskId::parse("t2").unwrap(),
+    );
+    t.run(["send-keys", "-t", pane.as_str(), "-l", &door]);
+    assert!(wait_until(10.0, || t
+        .capture(&pane)
+        .contains("firstmate inbox")));
+    fm(&["t2", "exit"]).stdout("stopped t2\n").run();
+    assert!(!t.capture(&pane).contains("submitted: : 'firstmate"));
+    // A dialog: refused, then cancelled and exited with --force.
+    let h = TestHome::new();
+    let fm = ctl(&h, &t);
+    let (_wt, pane) = task(&h, &t, "t3", "direct-PR");
+    queue(&h, "t3", "dialog permission");
+    ring(&t, &pane);
+    assert!(wait_until(10.0, || t
+        .capture(&pane)
+        .contains("stand-in dialog: permission?")));
+    fm(&["t3", "exit"])
+        .status(1)
+        .stderr_has("exit-refused t3: waiting in a dialog: permission; nothing typed")
+        .run();
+    let screen = t.capture(&pane);
+    assert!(
+        screen.contains("stand-in dialog: permission?")
+            && !screen.contains("dialog permission cancelled")
+            && !screen.contains("dialog permission answered"),
+        "{screen}"
+    );
+    fm(&["t3", "exit", "--force"]).stdout("stopped t3\n").run();
+    assert!(t.capture(&pane).contains("dialog permission cancelled"));
+}

@@ -409,7 +409,7 @@ fn doctor_names_each_harness_and_its_version() {
         "ok   harness: claude: `claude` {claude} (the version the profile is built for); approval bypass (--dangerously-skip-permissions)"
     ));
     has(&format!(
-        "warn harness: codex: `codex` reports \"codex-cli 0.1.0\"; the profile is built for {} (scripts/agents.versions); approval prompt (--ask-for-approval on-request)",
+        "warn harness: codex: `codex` reports \"codex-cli 0.1.0\"; the profile is built for {} (scripts/agents.versions); approval prompt (--sandbox read-only --ask-for-approval on-request)",
         versions
             .lines()
             .find_map(|l| l.strip_prefix("codex="))
