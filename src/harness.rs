@@ -669,6 +669,46 @@ mod tests {
     }
 
     #[test]
+    fn launch_flags_have_one_place_and_yield_to_the_launch() {
+        let argv = |v: &[&str]| strs(v);
+        let claude = builtin("claude").unwrap();
+        let codex = builtin("codex").unwrap();
+        let plan = |p: &HarnessProfile, v: &[&str]| p.flag_plan(&argv(v));
+        assert_eq!(plan(&claude, &["claude", "go"]).place, Place::AfterProgram);
+        assert_eq!(
+            plan(&claude, &["/opt/x/claude", "go"]).place,
+            Place::AfterProgram
+        );
+        assert_eq!(
+            plan(&claude, &["npx", "claude"]).place,
+            Place::Wrapper("npx".into())
+        );
+        assert_eq!(
+            plan(&claude, &["env", "X=1", "claude", "{flags}"]).place,
+            Place::Placeholder(3)
+        );
+        let p = plan(&codex, &["codex", "-c", "approval_policy=\"never\"", "go"]);
+        assert_eq!(p.posture_in_launch.as_deref(), Some("-c approval_policy"));
+        assert_eq!(p.hooks_in_launch, None);
+        let p = plan(&codex, &["codex", "--config=notify=[]", "-s", "read-only"]);
+        assert_eq!(p.posture_in_launch.as_deref(), Some("-s"));
+        assert_eq!(p.hooks_in_launch.as_deref(), Some("-c notify"));
+        let p = plan(&codex, &["codex", "-c", "hooks.Stop=[]"]);
+        assert_eq!(p.hooks_in_launch.as_deref(), Some("-c hooks.Stop"));
+        // A key that only starts like one is not it; the program is not an option.
+        let p = plan(&codex, &["codex", "-c", "notifyx=1", "--sandboxed"]);
+        assert_eq!((p.posture_in_launch, p.hooks_in_launch), (None, None));
+        let p = plan(&claude, &["--settings", "--permission-mode=plan"]);
+        assert_eq!(p.posture_in_launch.as_deref(), Some("--permission-mode"));
+        assert_eq!(p.hooks_in_launch, None);
+        // Profiles without known flags: nothing to place, no note.
+        let shell = builtin("shell").unwrap();
+        assert_eq!(plan(&shell, &["bash"]).place, Place::AfterProgram);
+        assert_eq!(shell.flag_plan_note(), None);
+        assert_eq!(claude.flag_plan_note(), None);
+    }
+
+    #[test]
     fn config_overrides_builtins_and_adds_profiles() {
         let mut cfg = Overrides::new();
         let ov = HarnessOverride {
