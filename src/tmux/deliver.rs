@@ -471,7 +471,7 @@ mod tests {
         // A busy screen keeps it queued, record or not.
         let f = FakePane::with("%1", "claude");
         f.edit("%1", |s| {
-            s.history.push("* Working (esc to interrupt)".into())
+            s.history.push("* Working (esc to interrupt)".into());
         });
         assert_eq!(ring_at(&f, &p, now - 60), Outcome::Queued);
         assert!(f.screen("%1").calls.is_empty());
