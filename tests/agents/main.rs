@@ -56,6 +56,8 @@ conformance!(
     ack_loop,
     busy_while_streaming,
     busy_while_silent,
+    busy_while_a_tool_runs,
+    captain_interrupts_while_streaming,
     send_while_busy_rings_when_the_turn_ends,
     rering_then_escalation,
     interrupt_while_busy,
