@@ -30,6 +30,12 @@ pub struct HarnessProfile {
     /// Text typed to quit the agent.
     pub exit: String,
     pub busy_regex: Option<Regex>,
+    /// The busy regex shows for the whole of every turn (Claude Code's
+    /// `esc to interrupt` footer: silent, streaming, running a tool), so
+    /// a screen that positively reads idle overrules a busy record a hook
+    /// left behind (an interrupted turn ends with no hook). Built in for
+    /// claude; off once `busy_regex` is overridden.
+    pub busy_whole_turn: bool,
     pub agent_commands: Option<Vec<String>>,
     pub composer_regex: Option<Regex>,
     /// The line the agent always draws right under its composer (Claude
@@ -163,6 +169,7 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             interrupt: strs(interrupt),
             exit: exit.to_string(),
             busy_regex: busy.map(builtin_regex),
+            busy_whole_turn: name == "claude",
             agent_commands: cmds.map(strs),
             composer_regex: composer.map(builtin_regex),
             composer_below_regex: None,
@@ -302,6 +309,7 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
             interrupt: strs(&["C-c"]),
             exit: "exit".into(),
             busy_regex: None,
+            busy_whole_turn: false,
             agent_commands: None,
             composer_regex: None,
             composer_below_regex: None,
@@ -324,6 +332,8 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
         }
         if let Some(v) = &ov.busy_regex {
             p.busy_regex.clone_from(v);
+            // Nothing says another regex shows for the whole turn.
+            p.busy_whole_turn = false;
         }
         if ov.agent_commands.is_some() {
             p.agent_commands.clone_from(&ov.agent_commands);
@@ -448,6 +458,7 @@ impl HarnessProfile {
     pub fn rules(&self) -> crate::tmux::screen::Rules<'_> {
         crate::tmux::screen::Rules {
             busy: self.busy_regex.as_ref(),
+            busy_whole_turn: self.busy_whole_turn,
             composer: self.composer_regex.as_ref(),
             composer_below: self.composer_below_regex.as_ref(),
             dialogs: &self.dialogs,

@@ -7,10 +7,13 @@
 //! path with `--home`, every word shell-quoted, so it works in whatever
 //! environment the agent gives its hooks (`env -i` included). Claude Code
 //! gets a settings file (`--settings state/<id>.hooks.json`) with
-//! `UserPromptSubmit` and `Stop` hooks; Codex gets the same two lifecycle
-//! hooks and its `notify` program through `-c` overrides, with
+//! `UserPromptSubmit`, `Stop` and `StopFailure` (a turn ended by an API
+//! error) hooks; Codex gets `UserPromptSubmit`, `Stop` and `Interrupt`
+//! lifecycle hooks through `-c` overrides, with
 //! `--dangerously-bypass-hook-trust` so that hooks it has never seen run
-//! without its hook-review dialog (docs/harnesses.md).
+//! without its hook-review dialog (docs/harnesses.md). Codex's `notify`
+//! is not used: it also fires when the title of a new prompt is made, a
+//! side request that ends while the turn itself goes on.
 
 use super::*;
 
@@ -28,10 +31,14 @@ pub(super) fn record_command(home: &Home, id: &TaskId, busy: bool) -> String {
     )
 }
 
-/// Claude Code's settings: the two hooks, in its `hooks` shape.
+/// Claude Code's settings: the hooks, in its `hooks` shape.
 pub(super) fn claude_settings(home: &Home, id: &TaskId) -> serde_json::Value {
     let hook = |busy| serde_json::json!([{"hooks": [{"type": "command", "command": record_command(home, id, busy)}]}]);
-    serde_json::json!({"hooks": {"UserPromptSubmit": hook(true), "Stop": hook(false)}})
+    serde_json::json!({"hooks": {
+        "UserPromptSubmit": hook(true),
+        "Stop": hook(false),
+        "StopFailure": hook(false),
+    }})
 }
 
 /// A TOML string literal (for a `-c key=value` override).
@@ -39,9 +46,8 @@ fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-/// Codex's overrides: lifecycle hooks for both records and `notify` (run
-/// with the event's JSON as one more argument, which `sh -c` ignores) for
-/// the turn's end.
+/// Codex's overrides: lifecycle hooks for both records — a prompt taken
+/// (also a steer message), a turn finished, a turn interrupted.
 pub(super) fn codex_args(home: &Home, id: &TaskId) -> Vec<String> {
     let hook = |event: &str, busy| {
         format!(
@@ -49,10 +55,6 @@ pub(super) fn codex_args(home: &Home, id: &TaskId) -> Vec<String> {
             toml_str(&record_command(home, id, busy))
         )
     };
-    let notify = format!(
-        "notify=[\"/bin/sh\",\"-c\",{},\"sh\"]",
-        toml_str(&record_command(home, id, false))
-    );
     vec![
         "--dangerously-bypass-hook-trust".into(),
         "-c".into(),
@@ -60,7 +62,7 @@ pub(super) fn codex_args(home: &Home, id: &TaskId) -> Vec<String> {
         "-c".into(),
         hook("Stop", false),
         "-c".into(),
-        notify,
+        hook("Interrupt", false),
     ]
 }
 
@@ -149,22 +151,23 @@ mod tests {
         assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["type"], "command");
         assert_eq!(cmd("UserPromptSubmit"), record_command(&home, &id, true));
         assert_eq!(cmd("Stop"), record_command(&home, &id, false));
+        assert_eq!(cmd("StopFailure"), record_command(&home, &id, false));
+        assert_eq!(s["hooks"].as_object().unwrap().len(), 3);
         let args = codex_args(&home, &id);
         assert_eq!(args[0], "--dangerously-bypass-hook-trust");
-        // Every override parses as TOML and says what it should.
+        // Every override parses as TOML and says what it should; no
+        // `notify` (it fires for the title side request mid-turn).
+        let mut events = Vec::new();
         for pair in args[1..].chunks(2) {
             assert_eq!(pair[0], "-c");
             let v: toml::Table = toml::from_str(&pair[1]).unwrap();
-            if let Some(n) = v.get("notify") {
-                let n = n.as_array().unwrap();
-                assert_eq!(n[0].as_str(), Some("/bin/sh"));
-                assert_eq!(n[2].as_str().unwrap(), record_command(&home, &id, false));
-            } else {
-                let hooks = v["hooks"].as_table().unwrap();
-                let (event, list) = hooks.iter().next().unwrap();
-                let c = list[0]["hooks"][0]["command"].as_str().unwrap();
-                assert_eq!(c, record_command(&home, &id, event == "UserPromptSubmit"));
-            }
+            assert!(v.get("notify").is_none(), "{v:?}");
+            let hooks = v["hooks"].as_table().unwrap();
+            let (event, list) = hooks.iter().next().unwrap();
+            let c = list[0]["hooks"][0]["command"].as_str().unwrap();
+            assert_eq!(c, record_command(&home, &id, event == "UserPromptSubmit"));
+            events.push(event.clone());
         }
+        assert_eq!(events, ["UserPromptSubmit", "Stop", "Interrupt"]);
     }
 }

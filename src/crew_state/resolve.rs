@@ -121,11 +121,27 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         if let Some(b) = &f.busy
             && b.busy_since(f.last_line_at)
         {
-            return Ok(r(
-                State::Working,
-                Source::Pane,
-                format!("busy ({})", b.source),
-            ));
+            // A screen that shows every turn and reads idle overrules a
+            // record no hook closed (a turn interrupted from the keyboard).
+            let overruled = if f.profile.as_ref().is_some_and(|p| p.busy_whole_turn) {
+                match &f.screen {
+                    None => return Err(Need::Screen),
+                    Some(s) => crate::tmux::screen::screen_overrules_busy_record(
+                        f.profile.as_ref(),
+                        s,
+                        f.now.saturating_sub(b.at),
+                    ),
+                }
+            } else {
+                false
+            };
+            if !overruled {
+                return Ok(r(
+                    State::Working,
+                    Source::Pane,
+                    format!("busy ({})", b.source),
+                ));
+            }
         }
         let regex = f.profile.as_ref().and_then(|p| p.busy_regex.as_ref());
         if regex.is_some() {

@@ -374,3 +374,70 @@ fn rule4_a_dialog_reads_blocked_even_mid_turn() {
     f.screen = Some("done\n".into());
     assert_eq!(says(&f), "working \u{b7} pane \u{b7} busy (prompt-hook)");
 }
+
+/// A captured screen of the real agents (`tests/fixtures/screens/`).
+fn fixture(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/screens")
+        .join(format!("{name}.ansi.txt"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Claude Code runs no hook when a turn is interrupted from the keyboard,
+/// so the prompt hook's busy record stays: its screen, which shows every
+/// turn, reads idle then and says so. A busy screen, a fresh record (the
+/// turn not drawn yet) with the prompt still in the composer, and Codex
+/// (nothing on its screen while it streams) keep the record.
+#[test]
+fn rule4_a_claude_screen_that_reads_idle_overrules_the_busy_record() {
+    let mut f = live();
+    f.busy = Some(BusyRecord {
+        busy: true,
+        at: NOW - 30,
+        source: "hook".into(),
+    });
+    let idle = "idle \u{b7} pane \u{b7} agent alive, no status yet";
+    let working = "working \u{b7} pane \u{b7} busy (hook)";
+    for (screen, want) in [
+        ("claude/after-interrupt-streaming", idle),
+        ("claude/permission-denied", idle),
+        ("claude/idle-after-turn", idle),
+        // The prompt put back into the composer, 30 s after the hook.
+        ("claude/after-interrupt", idle),
+        ("claude/busy-streaming", working),
+        ("claude/busy-silent", working),
+        ("claude/busy-tool", working),
+        ("claude/busy-prompt-hook", working),
+    ] {
+        f.screen = Some(fixture(screen));
+        assert_eq!(says(&f), want, "{screen}");
+    }
+    // The screen is needed to decide.
+    f.screen = None;
+    assert_eq!(step(&f), Err(Need::Screen));
+    assert_eq!(says(&f), working);
+    // Just written: the agent may not show the turn yet.
+    f.busy.as_mut().unwrap().at = NOW - 1;
+    f.screen = Some(fixture("claude/after-interrupt"));
+    assert_eq!(says(&f), working);
+    f.screen = Some(fixture("claude/after-interrupt-streaming"));
+    assert_eq!(says(&f), idle);
+    // A status line newer than the record still decides as before.
+    log(&mut f, "working: on it\n");
+    f.busy.as_mut().unwrap().at = NOW;
+    assert_eq!(says(&f), "working \u{b7} status-log \u{b7} on it");
+    // Codex: an idle-looking screen while it streams; the record stands.
+    let mut f = live();
+    f.profile = builtin("codex");
+    f.pane = PaneFact::Present {
+        dead: false,
+        command: "codex".into(),
+    };
+    f.busy = Some(BusyRecord {
+        busy: true,
+        at: NOW - 30,
+        source: "hook".into(),
+    });
+    f.screen = Some(fixture("codex/busy-streaming"));
+    assert_eq!(says(&f), working);
+}

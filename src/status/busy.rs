@@ -82,8 +82,14 @@ pub(crate) fn write(
 /// [`BusyRecord::busy_since`] from the files: the record against the status
 /// log's mtime. An unreadable or malformed record is not busy.
 pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
+    busy_at(home, id).is_some()
+}
+
+/// When the busy record that counts ([`is_busy`]) was written, Unix
+/// seconds; `None` when none counts.
+pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
     let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
-        return false;
+        return None;
     };
     let mtime = fsx::stat(&home.status(id))
         .ok()
@@ -91,7 +97,9 @@ pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs());
-    BusyRecord::parse(&bytes).is_some_and(|b| b.busy_since(mtime))
+    BusyRecord::parse(&bytes)
+        .filter(|b| b.busy_since(mtime))
+        .map(|b| b.at)
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::pane::{Pane, PaneInfo};
 use super::screen::{
-    Composer, Screen, busy, composer, dialog, holds_doorbell, holds_input, rules_of,
-    unsent_plain as unsent,
+    Composer, Screen, busy, composer, dialog, holds_doorbell, holds_input, overrules_busy_record,
+    rules_of, unsent_plain as unsent,
 };
 use crate::config::SendCfg;
 use crate::harness::HarnessProfile;
@@ -81,8 +81,9 @@ pub(crate) struct Target<'a> {
     /// The recorded pane id (`%N`); `None` when meta has none.
     pub pane: Option<&'a str>,
     pub(crate) profile: Option<&'a HarnessProfile>,
-    /// The busy record says busy (newer than the last status line).
-    pub(crate) busy_record: bool,
+    /// When the busy record that says busy (newer than the last status
+    /// line) was written, Unix seconds; `None` when none does.
+    pub(crate) busy_record: Option<u64>,
 }
 
 /// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
@@ -140,7 +141,12 @@ pub(crate) fn deliver_to(
         if dialog(&rules, &screen).is_some() {
             return Outcome::Dialog;
         }
-        if target.busy_record || busy(&rules, &screen) {
+        // A screen that shows every turn and reads idle overrules a
+        // record no hook closed (a turn interrupted from the keyboard).
+        let record = target.busy_record.is_some_and(|at| {
+            !overrules_busy_record(&rules, &screen, crate::clock::now().saturating_sub(at))
+        });
+        if record || busy(&rules, &screen) {
             return Outcome::Queued;
         }
         if !has_composer || composer(&rules, &screen) != Composer::Absent {
@@ -288,6 +294,7 @@ mod tests {
         p.composer_below_regex = None;
         p.dialogs.clear();
         p.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
+        p.busy_whole_turn = false;
         p
     }
 
@@ -298,7 +305,7 @@ mod tests {
             &Target {
                 pane: Some("%1"),
                 profile: p,
-                busy_record: busy,
+                busy_record: busy.then_some(0),
             },
             ": ring",
             &cfg,
@@ -362,7 +369,7 @@ mod tests {
                 &Target {
                     pane: None,
                     profile: None,
-                    busy_record: false
+                    busy_record: None
                 },
                 "x",
                 &cfg,
@@ -393,7 +400,7 @@ mod tests {
         let target = Target {
             pane: Some("%1"),
             profile: Some(&q),
-            busy_record: false,
+            busy_record: None,
         };
         let out = deliver(&f, &target, ": ring", &cfg, &|d| {
             slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
@@ -438,6 +445,50 @@ mod tests {
         assert_eq!((out, presses), (Outcome::Rang, 1));
     }
 
+    /// A profile whose screen shows every turn: a busy record no hook
+    /// closed is overruled by a screen that reads idle (the ring goes in),
+    /// never by a busy screen, nor — while the record is fresh — by the
+    /// prompt still sitting in the composer.
+    #[test]
+    fn an_idle_screen_overrules_a_busy_record_only_for_a_whole_turn_profile() {
+        let cfg = Config::default().send;
+        let mut p = profile();
+        p.busy_whole_turn = true;
+        let now = crate::clock::now();
+        let ring_at = |f: &FakePane, p: &HarnessProfile, at: u64| {
+            let t = Target {
+                pane: Some("%1"),
+                profile: Some(p),
+                busy_record: Some(at),
+            };
+            deliver(f, &t, ": ring", &cfg, &|_| {})
+        };
+        let f = FakePane::with("%1", "claude");
+        assert_eq!(ring_at(&f, &p, now - 60), Outcome::Rang);
+        assert_eq!(f.screen("%1").history, vec![": ring"]);
+        let f = FakePane::with("%1", "claude");
+        assert_eq!(ring_at(&f, &p, now), Outcome::Rang, "empty: at once");
+        // A busy screen keeps it queued, record or not.
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| {
+            s.history.push("* Working (esc to interrupt)".into());
+        });
+        assert_eq!(ring_at(&f, &p, now - 60), Outcome::Queued);
+        assert!(f.screen("%1").calls.is_empty());
+        // Text in the composer: the turn may not be drawn yet (queued),
+        // or it is someone's text (skipped); never typed into.
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.composer = "wait".into());
+        assert_eq!(ring_at(&f, &p, now), Outcome::Queued);
+        assert_eq!(ring_at(&f, &p, now - 60), Outcome::Skipped);
+        assert!(f.screen("%1").calls.is_empty());
+        // Without the promise the record stands.
+        p.busy_whole_turn = false;
+        let f = FakePane::with("%1", "claude");
+        assert_eq!(ring_at(&f, &p, now - 60), Outcome::Queued);
+        assert!(f.screen("%1").calls.is_empty());
+    }
+
     #[test]
     fn an_unsent_doorbell_from_before_is_pressed_not_retyped() {
         let f = FakePane::with("%1", "claude");
@@ -467,7 +518,7 @@ mod tests {
             let t = Target {
                 pane: Some("%1"),
                 profile: Some(&p),
-                busy_record: false,
+                busy_record: None,
             };
             deliver(f, &t, door, &cfg, &|_| {})
         };

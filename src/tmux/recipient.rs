@@ -59,7 +59,10 @@ impl Recipient {
         Target {
             pane: self.pane.as_deref(),
             profile: self.profile.as_ref(),
-            busy_record: self.pane.is_some() && crate::status::busy::is_busy(home, &self.id),
+            busy_record: self
+                .pane
+                .as_ref()
+                .and_then(|_| crate::status::busy::busy_at(home, &self.id)),
         }
     }
 

@@ -69,6 +69,9 @@ impl serde::Serialize for Dialog {
 pub struct Rules<'a> {
     /// Matched against the last [`TAIL_LINES`] non-blank lines.
     pub busy: Option<&'a Regex>,
+    /// `busy` matches for the whole of every turn (the profile's
+    /// `busy_whole_turn`): see [`overrules_busy_record`].
+    pub busy_whole_turn: bool,
     /// The composer line; capture group 1 is its text.
     pub composer: Option<&'a Regex>,
     /// The line drawn right under the composer (after its continuation
@@ -342,6 +345,33 @@ pub fn busy(rules: &Rules, screen: &Screen) -> bool {
     false
 }
 
+/// How long after its busy record an agent may not yet show the turn it
+/// announced: Claude Code runs its prompt hooks with the submitted text
+/// still in the composer and no busy line drawn.
+pub const TURN_DRAW_SECS: u64 = 2;
+
+/// Whether the screen overrules a busy record `record_age_secs` old. Only
+/// for a profile whose busy regex shows for the whole of every turn
+/// ([`Rules::busy_whole_turn`]), and only when the screen positively reads
+/// idle: no dialog, no busy line, and a composer recognised at the bottom
+/// that is empty — or that holds text once the record is older than
+/// [`TURN_DRAW_SECS`] (a prompt interrupted before its first token is put
+/// back into the composer). A turn interrupted from the keyboard ends with
+/// no hook at all (Claude Code runs no `Stop` hook then), so the busy
+/// record it began with would otherwise stay.
+pub fn overrules_busy_record(rules: &Rules, screen: &Screen, record_age_secs: u64) -> bool {
+    if !rules.busy_whole_turn || rules.busy.is_none() {
+        return false;
+    }
+    if dialog(rules, screen).is_some() || busy(rules, screen) {
+        return false;
+    }
+    match composer(rules, screen) {
+        Composer::Holds(text) => text.is_empty() || record_age_secs > TURN_DRAW_SECS,
+        Composer::Absent | Composer::Unknown => false,
+    }
+}
+
 /// Shortest piece of the doorbell that counts as the doorbell itself: a
 /// composer may show a long line scrolled or cut, but a few characters
 /// (`m`, `then run`) are far more likely someone's own typing, and pressing
@@ -469,6 +499,15 @@ pub(crate) fn screen_dialog(
 /// Whether the screen tail matches the profile's busy regex.
 pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
     busy(&rules_of(profile), &Screen::parse(screen))
+}
+
+/// [`overrules_busy_record`] for a profile and a captured screen.
+pub(crate) fn screen_overrules_busy_record(
+    profile: Option<&crate::harness::HarnessProfile>,
+    screen: &str,
+    record_age_secs: u64,
+) -> bool {
+    overrules_busy_record(&rules_of(profile), &Screen::parse(screen), record_age_secs)
 }
 
 /// [`unsent`] for a profile and a plain screen.

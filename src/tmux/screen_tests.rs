@@ -135,6 +135,7 @@ mod fixtures {
     /// The reading rules of a built-in profile.
     struct Owned {
         busy: Option<Regex>,
+        whole_turn: bool,
         composer: Option<Regex>,
         below: Option<Regex>,
         dialogs: Vec<Dialog>,
@@ -144,6 +145,7 @@ mod fixtures {
         fn rules(&self) -> Rules<'_> {
             Rules {
                 busy: self.busy.as_ref(),
+                busy_whole_turn: self.whole_turn,
                 composer: self.composer.as_ref(),
                 composer_below: self.below.as_ref(),
                 dialogs: &self.dialogs,
@@ -156,6 +158,7 @@ mod fixtures {
         if let Some(p) = crate::harness::builtin(h).filter(|_| h != "opencode") {
             return Owned {
                 busy: p.busy_regex,
+                whole_turn: p.busy_whole_turn,
                 composer: p.composer_regex,
                 below: p.composer_below_regex,
                 dialogs: p.dialogs,
@@ -165,6 +168,7 @@ mod fixtures {
         let opt = |s: &str| (!s.is_empty()).then(|| re(s));
         Owned {
             busy: opt(busy),
+            whole_turn: false,
             composer: opt(composer),
             below: opt(below),
             dialogs: dialogs
@@ -207,6 +211,8 @@ mod fixtures {
             ),
         ),
         ("claude/busy-silent", (Some(""), true, None)),
+        // A second into a slow prompt hook: busy already.
+        ("claude/busy-prompt-hook", (Some(""), true, None)),
         ("claude/busy-streaming", (Some(""), true, None)),
         ("claude/busy-tool", (Some(""), true, None)),
         // Dim "Press up to edit queued messages".
@@ -312,7 +318,7 @@ mod fixtures {
             }
         }
         assert!(missing.is_empty(), "no expectation for {missing:?}");
-        assert!(EXPECT.len() >= 54, "{}", EXPECT.len());
+        assert!(EXPECT.len() >= 55, "{}", EXPECT.len());
     }
 
     #[test]
@@ -344,6 +350,73 @@ mod fixtures {
             }
         }
         assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    /// Claude Code's screen shows every turn (its footer's `esc to
+    /// interrupt`), so a screen that reads idle overrules a busy record a
+    /// hook left behind — an empty composer at once, one holding text (an
+    /// interrupted prompt put back) only once the record is older than a
+    /// turn takes to show. Busy screens, dialogs and screens without a
+    /// composer never do; Codex's screen (blank while it streams) never
+    /// overrules its record.
+    #[test]
+    fn only_a_screen_that_reads_idle_overrules_a_busy_record() {
+        let old = TURN_DRAW_SECS + 1;
+        let mut bad = Vec::new();
+        for (name, (want_comp, want_busy, want_dialog)) in EXPECT {
+            let harness = name.split('/').next().unwrap();
+            let profile = builtin(harness);
+            let rules = profile.rules();
+            let screen = Screen::parse(&read(name).1);
+            let idle = harness == "claude" && !want_busy && want_dialog.is_none();
+            let want = match want_comp {
+                Some("") if idle => (true, true),
+                Some(_) if idle => (false, true),
+                _ => (false, false),
+            };
+            let got = (
+                overrules_busy_record(&rules, &screen, 0),
+                overrules_busy_record(&rules, &screen, old),
+            );
+            if got != want {
+                bad.push(format!("{name}: got {got:?}, want {want:?}"));
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+        let claude = builtin("claude");
+        let rules = claude.rules();
+        let idle = Screen::parse(&read("claude/after-interrupt-streaming").1);
+        assert!(overrules_busy_record(&rules, &idle, 0));
+        // Not without the whole-turn promise, nor without a busy regex.
+        let off = Rules {
+            busy_whole_turn: false,
+            ..rules
+        };
+        assert!(!overrules_busy_record(&off, &idle, old));
+        let no_busy = Rules {
+            busy: None,
+            ..rules
+        };
+        assert!(!overrules_busy_record(&no_busy, &idle, old));
+        // The built-in says so for claude only, and an overridden busy
+        // regex takes the promise away.
+        for h in crate::harness::BUILTINS {
+            let p = crate::harness::builtin(h).unwrap();
+            assert_eq!(p.busy_whole_turn, *h == "claude", "{h}");
+        }
+        let mut ov = crate::harness::Overrides::new();
+        ov.insert(
+            "claude".into(),
+            crate::harness::HarnessOverride {
+                busy_regex: Some(Some(re("esc to interrupt"))),
+                ..Default::default()
+            },
+        );
+        assert!(
+            !crate::harness::profile(&ov, "claude")
+                .unwrap()
+                .busy_whole_turn
+        );
     }
 
     /// Claude Code's offer to change the default permission mode, as read

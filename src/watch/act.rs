@@ -60,9 +60,9 @@ impl Exec<'_> {
             .harness
             .as_deref()
             .and_then(|h| harness::profile(&cfg.harness, h));
-        let mut busy_rec = false;
+        let mut busy_rec = None;
         let mut info: Option<&PaneInfo> = None;
-        let facts = if pane_id.is_empty() {
+        let mut facts = if pane_id.is_empty() {
             PaneFacts::NoPane
         } else if !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
             // The ladder will not look at the pane.
@@ -76,8 +76,10 @@ impl Exec<'_> {
                     }
                     Some(p) => {
                         info = Some(p);
-                        busy_rec = crate::status::busy::is_busy(home, &t.id);
-                        PaneFacts::Alive { busy: busy_rec }
+                        busy_rec = crate::status::busy::busy_at(home, &t.id);
+                        PaneFacts::Alive {
+                            busy: busy_rec.is_some(),
+                        }
                     }
                 },
                 // tmux could not be asked: try again next pass.
@@ -87,14 +89,29 @@ impl Exec<'_> {
         let backend = backends
             .entry(socket.clone())
             .or_insert_with(|| panes(&socket));
+        // A screen that shows every turn and reads idle overrules a busy
+        // record no hook closed (a turn interrupted from the keyboard).
+        let mut screen = None;
+        if let Some(at) = busy_rec
+            && profile.as_ref().is_some_and(|p| p.busy_whole_turn)
+            && let Ok(s) = backend.capture(pane_id, 0)
+        {
+            let age = now.saturating_sub(at);
+            if crate::tmux::screen::screen_overrules_busy_record(profile.as_ref(), &s, age) {
+                busy_rec = None;
+                facts = PaneFacts::Alive { busy: false };
+            }
+            screen = Some(s);
+        }
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
         // A dialog owns the keyboard: one wake for the captain, no ring.
-        let mut screen = None;
         if info.is_some()
             && profile.as_ref().is_some_and(|p| !p.dialogs.is_empty())
             && !matches!(action, Action::Quiet { .. } | Action::Clear)
         {
-            screen = backend.capture(pane_id, 0).ok();
+            if screen.is_none() {
+                screen = backend.capture(pane_id, 0).ok();
+            }
             if let Some(s) = &screen {
                 match crate::tmux::screen::screen_dialog(profile.as_ref(), s) {
                     Some(name) => {

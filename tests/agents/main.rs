@@ -54,8 +54,10 @@ conformance!(
     three_quick_sends,
     half_typed_text_is_never_sent,
     ack_loop,
-    busy_while_streaming codex = "while Codex streams answer text nothing on its screen says busy, and no busy record comes from the hooks during the turn (docs/harnesses.md, Conformance suite)",
+    busy_while_streaming,
     busy_while_silent,
+    busy_while_a_tool_runs,
+    captain_interrupts_while_streaming,
     send_while_busy_rings_when_the_turn_ends,
     rering_then_escalation,
     interrupt_while_busy,
@@ -63,8 +65,7 @@ conformance!(
     exit,
     relaunch_then_send,
     dialog_folder_trust,
-    dialog_permission
-        claude = "Escape on the permission prompt interrupts the turn; Claude Code runs no Stop hook on an interrupt, so the hook's busy record stays and crew state reads working (docs/harnesses.md, Conformance suite)",
+    dialog_permission,
     dialog_history,
     dialog_raises_one_wake,
 );

@@ -183,6 +183,38 @@ pub fn busy_while_silent(h: Harness) {
     busy_during(&mut w, Reply::Silent(8));
 }
 
+/// Busy while a tool call runs (the model silent, a shell command going).
+pub fn busy_while_a_tool_runs(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    busy_during(&mut w, Reply::Tool(8));
+}
+
+/// The captain interrupts a streaming turn from the keyboard (no
+/// `fm-control`): the agent reads idle at once and stays idle — Claude
+/// Code runs no hook then, its screen says so; Codex runs its
+/// `Interrupt` hook — and the next doorbell is rung, not held.
+pub fn captain_interrupts_while_streaming(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.reply(Reply::Stream(30));
+    w.sends("a long answer", "rang");
+    w.wait_for("the doorbell to reach the model", 20.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.wait_working(10.0);
+    w.crew_holds("reading working while it streams", 2.0, |c| {
+        c.starts_with("state: working · source: pane · busy (")
+    });
+    w.keys(&["Escape"]);
+    w.wait_idle(10.0);
+    w.crew_holds("reading idle after the interrupt", 3.0, |c| c == IDLE);
+    w.reply(Reply::Text);
+    w.sends("after your interrupt", "rang");
+    w.wait_for("the next doorbell as its own turn", 20.0, |w| {
+        w.last_turn_is_the_doorbell() && w.doorbells_received() == 2
+    });
+}
+
 /// A send while busy is rung as soon as the turn ends (the hook's idle
 /// record wakes the watcher), not a grace period later.
 pub fn send_while_busy_rings_when_the_turn_ends(h: Harness) {

@@ -71,6 +71,10 @@ pub enum Reply {
     Stream(u32),
     /// Runs this command through its shell tool (escalated for Codex).
     Command(&'static str),
+    /// Runs `sleep <secs>` through its shell tool and waits for it (Codex
+    /// otherwise hands the model a command still running after a short
+    /// yield, leaves it in the background and the turn ends).
+    Tool(u32),
 }
 
 static N: AtomicUsize = AtomicUsize::new(0);
@@ -619,6 +623,8 @@ pub fn rules(r: &Reply) -> Value {
             "text": "Streaming line one of the answer.\nLine two goes on with more words.\nLine three.\nLine four.\nLine five ends it."}),
         Reply::Command(c) => json!({"command": c, "sandbox_permissions": "require_escalated",
             "justification": "the test asks for it", "then": "ran it"}),
+        Reply::Tool(s) => json!({"command": format!("sleep {s}"),
+            "yield_time_ms": (s + 5) * 1000, "then": "ran it"}),
     };
     json!({
         "default": {"text": "ok"},

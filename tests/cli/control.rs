@@ -913,6 +913,10 @@ fn spawn_passes_the_approval_posture_env_and_the_agents_own_hooks() {
         "{}",
         busy("c1")
     );
+    // A turn ended by an API error runs StopFailure, not Stop.
+    bare(&["/bin/sh", "-c", &command("UserPromptSubmit")]);
+    bare(&["/bin/sh", "-c", &command("StopFailure")]);
+    assert!(busy("c1").starts_with("idle "), "{}", busy("c1"));
     let argv = h.read_string("codex.argv");
     let argv: Vec<&str> = argv.lines().collect();
     assert_eq!(
@@ -945,25 +949,16 @@ fn spawn_passes_the_approval_posture_env_and_the_agents_own_hooks() {
     assert!(busy("x1").starts_with("busy "), "{}", busy("x1"));
     bare(&["/bin/sh", "-c", &hook("Stop")]);
     assert!(busy("x1").starts_with("idle "), "{}", busy("x1"));
-    // notify: an argv, run with the event's JSON as one more argument.
+    // An interrupted turn runs Interrupt, not Stop. No `notify`: Codex
+    // runs it when the title side request ends, mid-turn.
     bare(&["/bin/sh", "-c", &hook("UserPromptSubmit")]);
-    let notify: Vec<String> = overrides
-        .iter()
-        .find_map(|t| t.get("notify"))
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    let mut call: Vec<&str> = notify.iter().map(String::as_str).collect();
-    call.push(r#"{"type":"agent-turn-complete","thread-id":"x"}"#);
-    bare(&call);
+    bare(&["/bin/sh", "-c", &hook("Interrupt")]);
     assert!(
         busy("x1").starts_with("idle ") && busy("x1").ends_with(" hook\n"),
         "{}",
         busy("x1")
     );
+    assert!(overrides.iter().all(|t| t.get("notify").is_none()));
 }
 
 fn proj_str(h: &TestHome) -> String {

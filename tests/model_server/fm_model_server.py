@@ -510,6 +510,8 @@ class Handler(BaseHTTPRequestHandler):
             args["sandbox_permissions"] = step["sandbox_permissions"]
         if step.get("justification"):
             args["justification"] = step["justification"]
+        if step.get("yield_time_ms") and name == "exec_command":
+            args["yield_time_ms"] = step["yield_time_ms"]
         if name == "local_shell":
             return {"id": next_id("lsh"), "type": "local_shell_call", "call_id": call_id,
                     "status": "completed", "action": {"type": "exec", "command": args["command"]}}

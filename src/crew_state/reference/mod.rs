@@ -513,7 +513,10 @@ fn build(f: &Fleet, tmux: Option<&Server>) {
     pane("codex-busy", "codex", &codex_busy, "");
     // claude's screen, but the foreground command is not codex's.
     pane("codex-exited", "codex", &idle, WORKING);
-    let hooked = t.screen("claude/idle-after-turn", &bin.join("claude-agent"));
+    // Nothing busy on the screen, the record says busy: it stands (an
+    // empty claude composer would overrule it; one holding text does not
+    // while the record is fresh).
+    let hooked = t.screen("claude/after-interrupt", &bin.join("claude-agent"));
     pane("claude-hook-busy", "claude", &hooked, WORKING);
     f.state("claude-hook-busy.busy", "busy 1800000000 stop-hook\n");
     let shell = t.window("exec bash --norc --noprofile");
