@@ -150,12 +150,16 @@ const KICKOFF: &str = "Read the brief at {brief} and follow it.";
 
 /// A built-in profile by name.
 pub fn builtin(name: &str) -> Option<HarnessProfile> {
-    static BUILT: std::sync::LazyLock<Vec<HarnessProfile>> =
-        std::sync::LazyLock::new(|| BUILTINS.iter().filter_map(|n| make_builtin(n)).collect());
-    BUILT.iter().find(|p| p.name == name).cloned()
+    // One cell per built-in: a process compiles the regexes of only the
+    // profiles it uses.
+    static BUILT: [std::sync::OnceLock<Option<HarnessProfile>>; BUILTINS.len()] =
+        [const { std::sync::OnceLock::new() }; BUILTINS.len()];
+    let i = BUILTINS.iter().position(|n| *n == name)?;
+    BUILT[i].get_or_init(|| make_builtin(name)).clone()
 }
 
-/// Builds (and compiles the regexes of) a built-in profile; once per process.
+/// Builds (and compiles the regexes of) a built-in profile; once per
+/// process and profile.
 fn make_builtin(name: &str) -> Option<HarnessProfile> {
     let p = |launch: Vec<String>,
              interrupt: &[&str],

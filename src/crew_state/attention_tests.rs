@@ -17,7 +17,7 @@ fn live(id: &str) -> Facts {
         b"kind=ship\nworktree=/w\nharness=claude\npane=%1\nrepo=shop\n",
     ));
     f.worktree = WorktreeFact::Present;
-    f.profile = builtin("claude");
+    f.profile = builtin("claude").map(std::sync::Arc::new);
     f.pane = PaneFact::Present {
         dead: false,
         command: "claude".into(),

@@ -2,6 +2,8 @@
 //! [`super::gather`] reads from a task's files, tmux and git, and what
 //! [`super::resolve`] decides from. Nothing here does I/O.
 
+use std::sync::Arc;
+
 use crate::harness::HarnessProfile;
 use crate::meta::{KeyValues, Kind, TaskMeta};
 use crate::status::Fold;
@@ -94,7 +96,9 @@ pub struct Facts {
     /// HEAD is an ancestor of the run's head (asked only when they differ).
     pub(crate) run_contains_head: bool,
     pub pane: PaneFact,
-    pub(crate) profile: Option<HarnessProfile>,
+    /// Shared: a profile's compiled regexes keep their search caches
+    /// from task to task (a clone would start each one cold).
+    pub(crate) profile: Option<Arc<HarnessProfile>>,
     pub busy: Option<BusyRecord>,
     pub(crate) fold: Fold,
     /// Time of the log's last status line: its `at=`, else the log's mtime.

@@ -28,7 +28,7 @@ use super::done_check::{DoneCheck, Request};
 use super::facts::{Facts, PaneFact};
 use super::gather::{self, Ancestry, Panes};
 use super::read::{self, Listed, Listing, Present, Stamps, StateDir};
-use super::resolve::{Need, step};
+use super::resolve::{Need, Resolution, step};
 use crate::config::Config;
 use crate::error::Result;
 use crate::gitfiles::GitFiles;
@@ -394,9 +394,21 @@ impl FleetReader {
             return;
         }
         self.panes.gather(cfg, &mut open, now, warnings);
-        let gated: Vec<usize> = (0..open.len())
-            .filter(|&i| open[i].meta.is_some() && step(open[i]) == Err(Need::Gate))
-            .collect();
+        // Each task is resolved once here (a screen is read by its rules
+        // once), and again only once the gate has judged its `done`.
+        let mut resolved: Vec<Option<Resolution>> = Vec::with_capacity(open.len());
+        let mut gated: Vec<usize> = Vec::new();
+        for (i, f) in open.iter().enumerate() {
+            match step(f) {
+                Ok(r) => resolved.push(Some(r)),
+                Err(need) => {
+                    if need == Need::Gate && f.meta.is_some() {
+                        gated.push(i);
+                    }
+                    resolved.push(None);
+                }
+            }
+        }
         if !gated.is_empty() {
             let requests: Vec<Request> = gated
                 .iter()
@@ -415,9 +427,15 @@ impl FleetReader {
                 open[i].gate = Some(v);
             }
         }
+        drop(open);
+        let mut resolved = resolved.into_iter();
         for d in held.iter_mut().filter(|d| d.row.is_none()) {
             if let Some(f) = &d.facts {
-                d.row = Some(Row::from_facts(f, cfg));
+                let r = resolved.next().flatten();
+                d.row = Some(match r {
+                    Some(r) => Row::with(f, r, cfg),
+                    None => Row::from_facts(f, cfg),
+                });
             }
         }
     }

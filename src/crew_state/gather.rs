@@ -159,7 +159,7 @@ pub(crate) fn done_line(f: &Facts) -> StatusLine {
 /// A foreground command the harness counts as alive (for asking which
 /// rule a live pane would reach), if there is one.
 fn alive_probe(f: &Facts) -> Option<PaneFact> {
-    let profile = f.profile.as_ref();
+    let profile = f.profile.as_deref();
     let command = match profile.and_then(|p| p.agent_commands.as_ref()) {
         Some(cmds) => cmds.first()?.clone(),
         None => "fm-probe".to_string(),

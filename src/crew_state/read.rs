@@ -17,6 +17,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 use rustix::io::Errno;
@@ -24,6 +25,7 @@ use rustix::io::Errno;
 use super::facts::{Escalation, Facts, RunRecord, WorktreeFact};
 use crate::config::Config;
 use crate::error::Result;
+use crate::harness::HarnessProfile;
 use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::status::busy::BusyRecord;
@@ -224,6 +226,9 @@ pub(crate) struct StateDir {
     /// `None` when `state/` did not open: every file is then opened by its
     /// whole path.
     fd: Option<OwnedFd>,
+    /// The harness profiles of the view, by name: built once and shared
+    /// by every task naming them.
+    profiles: Mutex<HashMap<String, Option<Arc<HarnessProfile>>>>,
 }
 
 /// What a task's inbox holds, from one listing.
@@ -243,7 +248,19 @@ impl StateDir {
             fd: fsx::open_dir(&state, "read directory", &state, false)
                 .ok()
                 .map(OwnedFd::from),
+            profiles: Mutex::default(),
         }
+    }
+
+    /// The profile `name` as the config makes it, built once per view.
+    fn profile(&self, cfg: &Config, name: &str) -> Option<Arc<HarnessProfile>> {
+        let mut memo = self.profiles.lock().expect("profile memo");
+        if let Some(p) = memo.get(name) {
+            return p.clone();
+        }
+        let p = harness::profile(&cfg.harness, name).map(Arc::new);
+        memo.insert(name.to_string(), p.clone());
+        p
     }
 
     /// Opens `<id>.<suffix>` relative to `state/`; without a descriptor it
@@ -430,7 +447,7 @@ fn files(
             f.brief_kind = crate::dod::gate::brief_kind(home, id);
         }
         if let Some(name) = &meta.harness {
-            f.profile = harness::profile(&cfg.harness, name);
+            f.profile = dir.profile(cfg, name);
         }
     }
     check_worktree(&mut f);
@@ -521,7 +538,10 @@ mod tests {
         let id = TaskId::parse(id).unwrap();
         let open = StateDir::open(home);
         assert!(open.fd.is_some(), "state/ opens");
-        let by_path = StateDir { fd: None };
+        let by_path = StateDir {
+            fd: None,
+            profiles: Mutex::default(),
+        };
         (
             task(home, &cfg, &open, &id, Present::ALL, 1),
             task(home, &cfg, &by_path, &id, Present::ALL, 1),

@@ -86,9 +86,11 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     let alive = match &f.pane {
         PaneFact::Unset | PaneFact::Unknown => None,
         PaneFact::Gone => Some(false),
-        PaneFact::Present { dead, command } => {
-            Some(crate::harness::is_alive(f.profile.as_ref(), *dead, command))
-        }
+        PaneFact::Present { dead, command } => Some(crate::harness::is_alive(
+            f.profile.as_deref(),
+            *dead,
+            command,
+        )),
     };
     if alive == Some(false) {
         if let Some(res) = terminal_from_log(f, &kind)? {
@@ -108,7 +110,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
             match &f.screen {
                 None => return Err(Need::Screen),
                 Some(s) => {
-                    if let Some(d) = crate::tmux::screen::screen_dialog(f.profile.as_ref(), s) {
+                    if let Some(d) = crate::tmux::screen::screen_dialog(f.profile.as_deref(), s) {
                         return Ok(r(
                             State::Blocked,
                             Source::Pane,
@@ -147,7 +149,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         if regex.is_some() {
             match &f.screen {
                 None => return Err(Need::Screen),
-                Some(s) if crate::tmux::screen::screen_busy(f.profile.as_ref(), s) => {
+                Some(s) if crate::tmux::screen::screen_busy(f.profile.as_deref(), s) => {
                     return Ok(r(State::Working, Source::Pane, "busy (screen)"));
                 }
                 Some(_) => {}

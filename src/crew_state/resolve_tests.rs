@@ -20,7 +20,7 @@ fn task(meta: &str) -> Facts {
 /// A ship with a live claude pane.
 fn live() -> Facts {
     let mut f = task("kind=ship\nworktree=/w\nharness=claude\npane=%1\n");
-    f.profile = builtin("claude");
+    f.profile = builtin("claude").map(std::sync::Arc::new);
     f.pane = PaneFact::Present {
         dead: false,
         command: "claude".into(),

@@ -124,8 +124,15 @@ fn is_pane_id(pane: &str) -> bool {
 }
 
 /// Lists the server's panes (when `list`) and captures `captures` (their
-/// visible screens, `capture-pane -p -e -J`) in one tmux call. `now` is the
+/// visible screens, `capture-pane -p -J`) in one tmux call. `now` is the
 /// current second, recorded with each capture.
+///
+/// The captures are plain text, without `-e`'s escapes: the fleet view
+/// reads only the screen's characters (its busy and dialog rules), and
+/// tmux draws a screen without escapes in about half the time. The text is
+/// the same as an escaped capture's once its escapes are parsed away
+/// ([`super::screen::Screen::parse_text`]), which is how a screen captured
+/// on its own is read.
 pub fn snapshot(tmux: &Tmux, list: bool, captures: &[&str], now: u64) -> Result<Snapshot> {
     let mut snap = Snapshot::default();
     let (batched, odd): (Vec<&str>, Vec<&str>) = captures.iter().partition(|p| is_pane_id(p));
@@ -137,7 +144,7 @@ pub fn snapshot(tmux: &Tmux, list: bool, captures: &[&str], now: u64) -> Result<
         }
         for (k, pane) in batched.iter().enumerate() {
             script.push_str(&format!(
-                "display-message -p '{cut}{k}'\ncapture-pane -p -e -J -t '{pane}' -S -0\n"
+                "display-message -p '{cut}{k}'\ncapture-pane -p -J -t '{pane}' -S -0\n"
             ));
         }
         let out = Cmd::tmux(tmux.socket.as_deref())

@@ -108,11 +108,21 @@ impl Screen {
     /// escape sequences are dropped. Attributes carry over from one line
     /// to the next: tmux writes only the changes from the previous cell.
     pub fn parse(captured: &str) -> Screen {
+        Screen::parse_with(captured, true)
+    }
+
+    /// [`Screen::parse`] keeping only the plain text of each line (what
+    /// the busy and dialog rules read), not its cells' attributes.
+    pub fn parse_text(captured: &str) -> Screen {
+        Screen::parse_with(captured, false)
+    }
+
+    fn parse_with(captured: &str, cells: bool) -> Screen {
         let mut style = (false, false);
         Screen {
             lines: captured
                 .split('\n')
-                .map(|l| parse_line(l, &mut style))
+                .map(|l| parse_line(l, &mut style, cells))
                 .collect(),
         }
     }
@@ -132,8 +142,16 @@ impl Screen {
     }
 }
 
-/// Parses one line; `style` is the (dim, reverse) state going in and out.
-fn parse_line(raw: &str, style: &mut (bool, bool)) -> Line {
+/// Parses one line; `style` is the (dim, reverse) state going in and out;
+/// `with_cells`: keep each character's attributes too.
+fn parse_line(raw: &str, style: &mut (bool, bool), with_cells: bool) -> Line {
+    if !with_cells && !raw.contains(['\x1b', '\r']) {
+        // Nothing to interpret: the text as it is.
+        return Line {
+            text: raw.to_string(),
+            cells: Vec::new(),
+        };
+    }
     let mut line = Line::default();
     let (mut dim, mut reverse) = *style;
     let mut chars = raw.chars().peekable();
@@ -143,11 +161,13 @@ fn parse_line(raw: &str, style: &mut (bool, bool)) -> Line {
         }
         if c != '\x1b' {
             line.text.push(c);
-            line.cells.push(Cell {
-                ch: c,
-                dim,
-                reverse,
-            });
+            if with_cells {
+                line.cells.push(Cell {
+                    ch: c,
+                    dim,
+                    reverse,
+                });
+            }
             continue;
         }
         match chars.next() {
@@ -493,12 +513,12 @@ pub(crate) fn screen_dialog(
     profile: Option<&crate::harness::HarnessProfile>,
     screen: &str,
 ) -> Option<String> {
-    dialog(&rules_of(profile), &Screen::parse(screen)).map(str::to_string)
+    dialog(&rules_of(profile), &Screen::parse_text(screen)).map(str::to_string)
 }
 
 /// Whether the screen tail matches the profile's busy regex.
 pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
-    busy(&rules_of(profile), &Screen::parse(screen))
+    busy(&rules_of(profile), &Screen::parse_text(screen))
 }
 
 /// [`overrules_busy_record`] for a profile and a captured screen.

@@ -685,3 +685,88 @@ fn the_fast_fleet_view_reads_as_the_old_one() {
         "the new line is seen"
     );
 }
+
+/// The view captures screens without `-e` (`tmux::batch`): every captured
+/// harness screen, drawn in a real pane, must read the same plain as a
+/// capture with escapes does — line for line, and to the dialog and busy
+/// rules of every built-in profile.
+#[test]
+fn plain_captures_read_as_escaped_ones() {
+    use crate::tmux::pane::Pane;
+    use crate::tmux::screen::{Screen, screen_busy, screen_dialog};
+    let Some(server) = Server::start("plain") else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/screens");
+    let mut names: Vec<String> = Vec::new();
+    for harness in std::fs::read_dir(&dir).unwrap() {
+        let harness = harness.unwrap().path();
+        if !harness.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&harness).unwrap() {
+            let file = file.unwrap().file_name().into_string().unwrap();
+            if let Some(stem) = file.strip_suffix(".ansi.txt") {
+                let h = harness.file_name().unwrap().to_string_lossy();
+                names.push(format!("{h}/{stem}"));
+            }
+        }
+    }
+    names.sort();
+    assert!(names.len() >= 20, "{names:?}");
+    let sleep = PathBuf::from("sleep");
+    let panes: Vec<String> = names.iter().map(|n| server.screen(n, &sleep)).collect();
+    // Every pane has drawn its screen once its program runs.
+    for p in &panes {
+        let mut ok = false;
+        for _ in 0..250 {
+            if server.command_of(p) == "sleep" {
+                ok = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(ok, "pane {p} never drew");
+    }
+    let refs: Vec<&str> = panes.iter().map(String::as_str).collect();
+    let snap = crate::tmux::batch::snapshot(&server.tmux, false, &refs, 0).unwrap();
+    let profiles: Vec<_> = crate::harness::BUILTINS
+        .iter()
+        .filter_map(|n| crate::harness::builtin(n))
+        .collect();
+    let mut busy_seen = 0;
+    let mut dialogs_seen = 0;
+    let mut with_escapes = 0;
+    for (name, pane) in names.iter().zip(&panes) {
+        let plain = &snap
+            .screens
+            .get(pane)
+            .unwrap_or_else(|| panic!("{name}"))
+            .text;
+        let escaped = Pane::capture(&server.tmux, pane, 0).unwrap();
+        with_escapes += usize::from(plain != &escaped);
+        assert_eq!(
+            Screen::parse_text(plain).plain(),
+            Screen::parse(&escaped).plain(),
+            "{name}"
+        );
+        for p in &profiles {
+            let dialog = screen_dialog(Some(p), plain);
+            assert_eq!(
+                dialog,
+                screen_dialog(Some(p), &escaped),
+                "{name} {}",
+                p.name
+            );
+            let busy = screen_busy(Some(p), plain);
+            assert_eq!(busy, screen_busy(Some(p), &escaped), "{name} {}", p.name);
+            dialogs_seen += usize::from(dialog.is_some());
+            busy_seen += usize::from(busy);
+        }
+    }
+    // The rules did read something on these screens.
+    assert!(
+        busy_seen > 0 && dialogs_seen > 0,
+        "{busy_seen} {dialogs_seen}"
+    );
+}

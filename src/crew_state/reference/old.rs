@@ -143,7 +143,7 @@ fn read_files(
             };
         }
         if let Some(name) = &meta.harness {
-            f.profile = harness::profile(&cfg.harness, name);
+            f.profile = harness::profile(&cfg.harness, name).map(std::sync::Arc::new);
         }
     }
     Ok(f)
