@@ -461,3 +461,69 @@ fn a_spawn_the_host_never_answered_is_finished_by_the_same_command() {
     );
     assert_eq!(far_read(&sshd, "state/t1.seen").lines().count(), 1);
 }
+
+#[test]
+fn a_teardown_whose_answer_was_lost_tears_down_once() {
+    let Some(mut sshd) = start() else { return };
+    let project = far_project(&sshd);
+    let h = captain(&sshd, &["t1"]);
+    spawn(&h, &sshd, "t1", &project);
+    drop_first_answer(&sshd);
+    let archive = regex::escape(&sshd.far_home.join("state/archive").display().to_string());
+    let run = h
+        .fm("control")
+        .args(["t1", "teardown", "--force"])
+        .stdout_regex(&format!(r"^torn-down t1 archive={archive}/t1-\d+\n$"))
+        .stderr("")
+        .start();
+    let marker = sshd.far_home.join("dropped");
+    assert!(
+        wait_until(30.0, || marker.exists()),
+        "the far teardown never finished: {}",
+        sshd.log()
+    );
+    assert!(h.read_string("state/t1.meta").contains("teardown_key="));
+    sshd.kill();
+    sshd.restart();
+    let out = run.wait(60.0);
+    // The retry found the first answer in the far archive entry: one
+    // teardown there, and the captain's files archived here.
+    assert_eq!(far_read(&sshd, "first.out"), out.stdout());
+    let torn = far_read(&sshd, "state/events.jsonl")
+        .lines()
+        .filter(|l| l.contains("control.torn-down"))
+        .count();
+    assert_eq!(torn, 1);
+    let entries = std::fs::read_dir(sshd.far_home.join("state/archive"))
+        .unwrap()
+        .count();
+    assert_eq!(entries, 1);
+    assert!(!sshd.far_home.join("state/t1.seen").exists());
+    assert!(!h.exists("state/t1.meta") && !h.exists("data/t1"));
+}
+
+/// A local teardown takes the task's idempotency keys with it, into the
+/// archive entry (a new task of that id starts with none).
+#[test]
+fn a_local_teardown_archives_the_keys_of_the_task() {
+    let h = TestHome::new();
+    h.write("state/t1.meta", "kind=ship\n");
+    h.write("state/t1.seen", "k1 0 \"queued t1 001.msg\\n\"\n");
+    let archive = regex::escape(&h.path("state/archive").display().to_string());
+    h.fm("control")
+        .args(["t1", "teardown"])
+        .stdout_regex(&format!(r"^torn-down t1 archive={archive}/t1-\d+\n$"))
+        .stderr("")
+        .run();
+    assert!(!h.exists("state/t1.seen") && !h.exists("state/t1.meta"));
+    let entry = std::fs::read_dir(h.path("state/archive"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::read_to_string(entry.join("t1.seen")).unwrap(),
+        "k1 0 \"queued t1 001.msg\\n\"\n"
+    );
+}
