@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::common::{self, HomeArg};
 use crate::control::{self, Action};
 use crate::error::Result;
+use crate::remote;
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-control";
@@ -30,6 +31,10 @@ pub(crate) struct Args {
     /// Print the result as JSON
     #[arg(long, global = true)]
     json: bool,
+    /// A key this host keeps with the answer: a second call with it
+    /// prints that answer again and does nothing (calls across ssh)
+    #[arg(long = "idempotency-key", value_name = "KEY", global = true)]
+    idempotency_key: Option<String>,
     #[command(flatten)]
     home: HomeArg,
 }
@@ -47,6 +52,12 @@ enum Verb {
         /// Commit the worktree starts from (default: the configured default branch)
         #[arg(long, value_name = "REF")]
         base: Option<String>,
+        /// Start the worker on this configured host ([hosts.<name>]); --project is a path there
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        /// The task is new here: its brief comes on stdin (what spawn --host sends)
+        #[arg(long, conflicts_with = "host")]
+        brief_stdin: bool,
     },
     /// Send the harness's interrupt keys
     Interrupt,
@@ -60,6 +71,9 @@ enum Verb {
     Relaunch {
         #[arg(long, value_name = "T")]
         note: Option<String>,
+        /// Read the note from stdin
+        #[arg(long, conflicts_with = "note")]
+        note_stdin: bool,
         #[arg(long, value_name = "H")]
         harness: Option<String>,
         /// Clear the old agent's composer or cancel its dialog before it is asked to exit
@@ -91,29 +105,80 @@ struct Report<'a> {
 fn run(a: Args) -> Result<u8> {
     let id = TaskId::parse_os(&a.id)?;
     let ctx = a.home.ctx(TOOL)?;
+    let mut host = None;
+    let mut brief = None;
     let action = match a.verb {
         Verb::Spawn {
             project,
             harness,
             base,
-        } => Action::Spawn {
-            project,
-            harness,
-            base,
-        },
+            host: h,
+            brief_stdin,
+        } => {
+            host = h;
+            if brief_stdin {
+                brief = Some(remote::control::read_brief()?);
+            }
+            Action::Spawn {
+                project,
+                harness,
+                base,
+            }
+        }
         Verb::Interrupt => Action::Interrupt,
         Verb::Exit { force } => Action::Exit { force },
         Verb::Relaunch {
             note,
+            note_stdin,
             harness,
             force,
-        } => Action::Relaunch {
-            note,
-            harness,
-            force,
-        },
+        } => {
+            let note = if note_stdin {
+                Some(remote::control::read_note()?)
+            } else {
+                note
+            };
+            Action::Relaunch {
+                note,
+                harness,
+                force,
+            }
+        }
         Verb::Teardown { force } => Action::Teardown { force },
     };
+    if brief.is_none()
+        && a.idempotency_key.is_none()
+        && let Some(code) =
+            remote::control::captain(&ctx.home, &ctx.cfg, &id, &action, host.as_deref(), a.json)?
+    {
+        return Ok(code);
+    }
+    let render = |line: &str| -> Result<String> {
+        if a.json {
+            Ok(format!(
+                "{}\n",
+                crate::output::json_line(&Report {
+                    id: id.as_str(),
+                    result: line.to_string(),
+                })?
+            ))
+        } else {
+            Ok(format!("{line}\n"))
+        }
+    };
+    if brief.is_some() || a.idempotency_key.is_some() {
+        let out = remote::control::serve(
+            &ctx.home,
+            &ctx.cfg,
+            &id,
+            action,
+            a.idempotency_key.as_deref(),
+            brief,
+            &render,
+        )?;
+        crate::output::out_block(&out)?;
+        return Ok(0);
+    }
     let line = control::run(&ctx.home, &ctx.cfg, &id, action)?;
     if a.json {
         common::out_json(&Report {

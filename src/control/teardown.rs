@@ -99,11 +99,13 @@ impl Ctl<'_> {
 }
 
 impl Ctl<'_> {
-    /// What teardown moves into the archive entry.
-    fn archived_paths(&self) -> [PathBuf; 6] {
+    /// What teardown moves into the archive entry (the idempotency keys
+    /// too: a retried teardown finds its answer there).
+    fn archived_paths(&self) -> [PathBuf; 7] {
         let id = self.id;
         [
             self.home.meta(id),
+            self.home.seen_keys(id),
             self.home.status(id),
             self.home.busy(id),
             self.home.run(id),

@@ -129,7 +129,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
                 match &f.screen {
                     None => return Err(Need::Screen),
                     Some(s) => crate::tmux::screen::screen_overrules_busy_record(
-                        f.profile.as_ref(),
+                        f.profile.as_deref(),
                         s,
                         f.now.saturating_sub(b.at),
                     ),

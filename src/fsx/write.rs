@@ -183,6 +183,23 @@ pub(super) fn rename_noreplace_at(
     Ok(())
 }
 
+/// Removes an empty directory (never a file, never through a symlink).
+/// Returns whether it was removed: a missing or non-empty one is left.
+pub fn remove_empty_dir(path: &Path) -> Result<bool> {
+    let (dir, name) = match open_parent(path, "remove", false) {
+        Ok(x) => x,
+        Err(e) if is_not_found(&e) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::REMOVEDIR) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => {
+            Ok(false)
+        }
+        Err(e) => Err(Error::io("remove", path, e.into())),
+    }
+}
+
 /// Removes a file (never a directory, never through a symlink's target).
 /// Returns whether it existed.
 pub fn remove_optional(path: &Path) -> Result<bool> {

@@ -119,7 +119,23 @@ pub fn write(
 ) -> Result<u8> {
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
     let key = new_key(id);
-    let mut full: Vec<&str> = vec![KEY_FLAG, &key];
+    match write_with_key(&ssh, &key, tool, args, stdin) {
+        Ok(reply) => Ok(print(&reply)),
+        Err(why) => Err(unreachable_write(&host.name, &why, &key, "the write")),
+    }
+}
+
+/// The attempts of one keyed write: `tool --idempotency-key K args…`,
+/// retried while the host is unreachable; the first answer, or the last
+/// reason there was none.
+pub fn write_with_key(
+    ssh: &Ssh,
+    key: &str,
+    tool: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> std::result::Result<Reply, String> {
+    let mut full: Vec<&str> = vec![KEY_FLAG, key];
     full.extend_from_slice(args);
     let mut why = String::new();
     for attempt in 1..=ATTEMPTS {
@@ -127,21 +143,26 @@ pub fn write(
             std::thread::sleep(RETRY_PAUSE);
         }
         match ssh.tool(tool, &full, stdin.map(<[u8]>::to_vec)) {
-            Ok(reply) => return Ok(print(&reply)),
+            Ok(reply) => return Ok(reply),
             Err(u) => why = u.0,
         }
     }
-    Err(Error::External {
+    Err(why)
+}
+
+/// Exit 3 for a keyed write no attempt of which got an answer: `what`
+/// may have happened there.
+pub fn unreachable_write(host: &str, why: &str, key: &str, what: &str) -> Error {
+    Error::External {
         program: "ssh".into(),
         msg: format!(
-            "host {} unreachable: {why} ({ATTEMPTS} attempts; the write may have landed there: key {key})",
-            host.name
+            "host {host} unreachable: {why} ({ATTEMPTS} attempts; {what} may have landed there: key {key})"
         ),
-    })
+    }
 }
 
 /// Prints the far answer as this tool's own and returns its exit code.
-fn print(reply: &Reply) -> u8 {
+pub fn print(reply: &Reply) -> u8 {
     if !reply.stdout.is_empty() {
         let lines: Vec<&str> = reply.stdout.lines().collect();
         if let Err(e) = crate::output::out_lines(&lines) {

@@ -13,6 +13,7 @@
 //! "the tool ran and failed".
 
 pub mod call;
+pub mod control;
 pub(crate) mod doctor;
 pub(crate) mod fleet;
 pub mod host;

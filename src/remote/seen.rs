@@ -90,6 +90,13 @@ pub fn lookup(home: &Home, id: &TaskId, key: &str) -> Result<Lookup> {
     }))
 }
 
+/// The answer recorded for `key` in the key file at `path` (another
+/// task's, or an archived one), if any; takes no lock.
+pub fn find_in(path: &std::path::Path, key: &str) -> Result<Option<Answer>> {
+    fsx::refuse_symlink(path)?;
+    Ok(fsx::read_optional(path)?.and_then(|b| find(&b, key)))
+}
+
 /// The answer recorded for `key`, if a complete line holds it.
 fn find(bytes: &[u8], key: &str) -> Option<Answer> {
     fsx::complete_lines(bytes)
@@ -113,12 +120,19 @@ impl Fresh {
     /// Records the key with the answer the write printed; then releases
     /// the lock.
     pub fn remember(self, answer: &Answer) -> Result<()> {
+        let path = self.path.clone();
+        self.remember_at(&path, answer)
+    }
+
+    /// [`Fresh::remember`] into the key file at `path` instead of the
+    /// task's own (a teardown's, which has just archived that file).
+    pub fn remember_at(self, path: &std::path::Path, answer: &Answer) -> Result<()> {
         let json = serde_json::to_string(&answer.stdout).map_err(|e| Error::External {
             program: "serde_json".into(),
             msg: e.to_string(),
         })?;
         let line = format!("{} {} {json}\n", self.key, answer.code);
-        let old = fsx::read_optional(&self.path)?.unwrap_or_default();
+        let old = fsx::read_optional(path)?.unwrap_or_default();
         if old.len() + line.len() > MAX_BYTES {
             let kept = fsx::complete_lines(&old);
             let half = kept.len() / 2;
@@ -128,9 +142,9 @@ impl Fresh {
                 .map_or(kept.len(), |i| half + i + 1);
             let mut bytes = kept[cut..].to_vec();
             bytes.extend_from_slice(line.as_bytes());
-            return fsx::atomic_write(&self.path, &bytes);
+            return fsx::atomic_write(path, &bytes);
         }
-        fsx::append_line(&self.path, line.as_bytes())
+        fsx::append_line(path, line.as_bytes())
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Ssh {
     name: String,
     cfg: HostCfg,
     control_dir: PathBuf,
+    /// Bound on a whole call, when longer than the host's `timeout_ms`
+    /// (a lifecycle action waits for git and for an agent to exit).
+    call_timeout: Option<std::time::Duration>,
 }
 
 impl Ssh {
@@ -63,7 +66,16 @@ impl Ssh {
             name: name.to_string(),
             cfg: cfg.clone(),
             control_dir,
+            call_timeout: None,
         })
+    }
+
+    /// This runner with each call bounded by `timeout_ms` plus `extra`;
+    /// connecting stays bounded by the host's own `timeout_ms`.
+    #[must_use]
+    pub fn with_extra_time(mut self, extra: std::time::Duration) -> Ssh {
+        self.call_timeout = Some(self.cfg.timeout() + extra);
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -80,7 +92,7 @@ impl Ssh {
         let connect = timeout.as_secs().max(1);
         let control = self.control_dir.join("%C");
         Cmd::new("ssh")
-            .timeout(timeout)
+            .timeout(self.call_timeout.unwrap_or(timeout))
             .env("LC_ALL", "C")
             .args(["-T", "-o", "BatchMode=yes"])
             .arg("-o")
@@ -200,6 +212,7 @@ mod tests {
                 timeout_ms: 2500,
             },
             control_dir: "/h/state/ssh".into(),
+            call_timeout: None,
         }
     }
 

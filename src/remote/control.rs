@@ -1,0 +1,473 @@
+//! The lifecycle of a task on another host (docs/remote.md, "Lifecycle").
+//!
+//! **Captain's side** ([`captain`]): `fm-control <id> spawn --host <name>
+//! …`, and every verb on a task whose meta says `host=<name>`, runs the far
+//! host's own `fm-control` through one keyed ssh call (the brief of a new
+//! task and a relaunch note on stdin), retried while the host is
+//! unreachable. The captain's meta of the task is written only around
+//! that call: `host=<name>` with the pending key before a spawn, kept
+//! when the far side spawned, taken back when it refused; the captain's
+//! files of the task are archived only when the far teardown succeeded.
+//!
+//! **Far side** ([`serve`]): `fm-control --idempotency-key K …` looks the
+//! key up first (waiting for an attempt still running with it, so a retry
+//! never meets "another lifecycle action is already running"), writes the
+//! brief a new task brought, runs the action as a local one and keeps its
+//! answer with the key. A spawn that fails takes the brief it wrote back;
+//! a teardown keeps its answer in the archive entry it made, where a
+//! retry finds it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::call::{self, print};
+use super::seen::{self, Answer, Lookup};
+use super::ssh::Ssh;
+use crate::config::Config;
+use crate::control::{self, Action};
+use crate::error::{Error, Result};
+use crate::events::{Entry, Event, Tool};
+use crate::home::Home;
+use crate::meta::{self, TaskMeta};
+use crate::task_id::TaskId;
+use crate::{clock, frontmatter, fsx};
+
+/// The far tool.
+const TOOL: &str = "fm-control";
+
+/// A lifecycle call may take this much longer than the host's
+/// `timeout_ms`: `git worktree add` (bounded at 60 s there) and an agent's
+/// exit (`exit_wait_secs`, 30 s by default) run inside it.
+pub const LIFECYCLE_EXTRA: Duration = Duration::from_secs(150);
+
+/// Meta key of the captain's side: the key of a spawn that got no answer.
+const SPAWN_KEY: &str = "spawn_key";
+/// Meta key of the captain's side: the key of a teardown that got no answer.
+const TEARDOWN_KEY: &str = "teardown_key";
+
+/// Longest brief a spawn brings (the far side refuses a longer one).
+pub const MAX_BRIEF_BYTES: u64 = 1024 * 1024;
+
+/// Runs `action` on the host task `id` is on: the one `--host` names (a
+/// spawn) or its meta's. `None` when the task is local; otherwise the far
+/// tool's exit code, its stdout and stderr printed as this tool's.
+pub(crate) fn captain(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    action: &Action,
+    host_flag: Option<&str>,
+    json: bool,
+) -> Result<Option<u8>> {
+    fsx::refuse_symlink(&home.meta(id))?;
+    let meta = TaskMeta::load(home, id)?;
+    let recorded = meta.as_ref().and_then(|m| m.host.clone());
+    let name = match (host_flag, recorded.as_deref()) {
+        (None, None) => return Ok(None),
+        (Some(f), Some(r)) if f != r => {
+            return Err(Error::refused(format!(
+                "task {id} runs on host {r}, not {f}"
+            )));
+        }
+        (Some(f), None) => {
+            if meta
+                .as_ref()
+                .is_some_and(|m| m.pane.is_some() || m.worktree.is_some())
+            {
+                return Err(Error::refused(format!(
+                    "task {id} was spawned on this host: tear it down before spawning it on host {f}"
+                )));
+            }
+            f.to_string()
+        }
+        (_, Some(r)) => r.to_string(),
+    };
+    let Some(host) = cfg.hosts.get(&name) else {
+        if host_flag.is_some() {
+            let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
+            return Err(Error::usage(format!(
+                "unknown host {name:?} (configured: {}; define [hosts.{name}])",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        return Err(Error::refused(format!(
+            "task {id} runs on host {name}, which config does not define ([hosts.{name}])"
+        )));
+    };
+    fsx::ensure_dir(&home.state_dir())?;
+    let Some(_lock) = fsx::try_lock(&home.control_lock(id))? else {
+        return Err(Error::refused(format!(
+            "another lifecycle action is already running ({id})"
+        )));
+    };
+    let pending = |k: &str| {
+        meta.as_ref()
+            .and_then(|m| m.raw.get(k))
+            .map(str::trim)
+            .filter(|v| seen::validate(v).is_ok())
+            .map(str::to_string)
+    };
+    let mut args: Vec<String> = vec![id.to_string()];
+    let mut stdin = None;
+    // The meta key that keeps this call's key until it was answered.
+    let mut keep = None;
+    let mut key = None;
+    let what;
+    match action {
+        Action::Spawn {
+            project,
+            harness,
+            base,
+        } => {
+            if !project.is_absolute() {
+                return Err(Error::usage(format!(
+                    "--project {} must be an absolute path on host {name}",
+                    project.display()
+                )));
+            }
+            args.extend(["spawn".into(), "--project".into()]);
+            args.push(project.to_string_lossy().into_owned());
+            if let Some(h) = harness {
+                args.extend(["--harness".into(), h.clone()]);
+            }
+            if let Some(b) = base {
+                args.extend(["--base".into(), b.clone()]);
+            }
+            // A task the host has not got yet (or whose spawn got no
+            // answer) brings its brief; one spawned there before is
+            // spawned again from the far brief.
+            let new = recorded.is_none() || pending(SPAWN_KEY).is_some();
+            if new {
+                fsx::refuse_symlink(&home.task_data(id))?;
+                let brief = fsx::read_optional(&home.brief(id))?.ok_or_else(|| {
+                    Error::refused(format!(
+                        "no brief for {id}: write it first (fm-brief {id} …)"
+                    ))
+                })?;
+                args.push("--brief-stdin".into());
+                stdin = Some(brief);
+                keep = Some(SPAWN_KEY);
+                key = pending(SPAWN_KEY);
+            }
+            what = "the spawn";
+        }
+        Action::Interrupt => {
+            args.push("interrupt".into());
+            what = "the interrupt";
+        }
+        Action::Exit { force } => {
+            args.push("exit".into());
+            if *force {
+                args.push("--force".into());
+            }
+            what = "the exit";
+        }
+        Action::Relaunch {
+            note,
+            harness,
+            force,
+        } => {
+            args.push("relaunch".into());
+            if *force {
+                args.push("--force".into());
+            }
+            if let Some(h) = harness {
+                args.extend(["--harness".into(), h.clone()]);
+            }
+            if let Some(n) = note {
+                args.push("--note-stdin".into());
+                stdin = Some(n.clone().into_bytes());
+            }
+            what = "the relaunch";
+        }
+        Action::Teardown { force } => {
+            args.push("teardown".into());
+            if *force {
+                args.push("--force".into());
+            }
+            keep = Some(TEARDOWN_KEY);
+            key = pending(TEARDOWN_KEY);
+            what = "the teardown";
+        }
+    }
+    if json {
+        args.push("--json".into());
+    }
+    let key = key.unwrap_or_else(|| call::new_key(id));
+    let existed = meta.is_some();
+    if let Some(k) = keep {
+        meta::update(home, id, |m| {
+            m.set("host", &name);
+            m.set(k, &key);
+        })?;
+    }
+    let ssh = Ssh::new(home, &name, host)?.with_extra_time(LIFECYCLE_EXTRA);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = match call::write_with_key(&ssh, &key, TOOL, &argv, stdin.as_deref()) {
+        Ok(r) => r,
+        Err(why) => {
+            return Err(Error::External {
+                program: "ssh".into(),
+                msg: format!(
+                    "host {name} unreachable: {why} ({} attempts; {what} may have landed there: key {key}{})",
+                    call::ATTEMPTS,
+                    if keep.is_some() {
+                        "; the same command again finishes it"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
+    };
+    let ok = reply.code == 0;
+    match (action, keep) {
+        (Action::Spawn { .. }, Some(k)) if ok => spawned_here(home, id, &name, k)?,
+        (Action::Spawn { .. }, Some(k)) => take_back(home, id, &["host", k], existed)?,
+        (Action::Teardown { .. }, _) if ok => archive_here(home, id)?,
+        (Action::Teardown { .. }, Some(k)) => take_back(home, id, &[k], true)?,
+        _ => {}
+    }
+    Ok(Some(print(&reply)))
+}
+
+/// The far side spawned: the captain's meta names the host, and the
+/// brief's kind, mode, repo and branch, as a local spawn records them.
+fn spawned_here(home: &Home, id: &TaskId, host: &str, key_field: &str) -> Result<()> {
+    let brief = fsx::read_optional(&home.brief(id))?.unwrap_or_default();
+    let brief = String::from_utf8_lossy(&brief);
+    let fm = frontmatter::parse(&brief)
+        .map(|(f, _)| f)
+        .unwrap_or_default();
+    meta::update(home, id, |m| {
+        m.set("host", host);
+        m.remove(key_field);
+        for k in ["kind", "mode", "repo", "branch"] {
+            if m.get(k).is_none()
+                && let Some(v) = frontmatter::get(&fm, k)
+            {
+                m.set(k, v);
+            }
+        }
+        m.set("spawned_at", &clock::now().to_string());
+    })?;
+    Ok(())
+}
+
+/// The far side refused: the keys this call wrote go again, and a meta
+/// this call created goes with them.
+fn take_back(home: &Home, id: &TaskId, keys: &[&str], existed: bool) -> Result<()> {
+    let m = meta::update(home, id, |m| {
+        for k in keys {
+            m.remove(k);
+        }
+    })?;
+    if !existed && m.raw.entries().is_empty() {
+        fsx::remove_optional(&home.meta(id))?;
+    }
+    Ok(())
+}
+
+/// The far teardown succeeded: every `state/<id>.*` file of the captain's
+/// side (meta, keys, anything else) and `data/<id>` move into
+/// `state/archive/<id>-<epoch>/`, as a local teardown's do.
+fn archive_here(home: &Home, id: &TaskId) -> Result<()> {
+    fsx::refuse_symlink(&home.archive_dir())?;
+    let prefix = format!("{id}.");
+    let mut moved: Vec<(PathBuf, std::ffi::OsString)> = fsx::list_dir(&home.state_dir())?
+        .into_iter()
+        .filter(|n| n.to_str().is_some_and(|n| n.starts_with(&prefix)))
+        .map(|n| (home.state_dir().join(&n), n))
+        .collect();
+    moved.push((home.task_data(id), "data".into()));
+    let now = clock::now();
+    let dest = home.archive_entry(id, now);
+    fsx::ensure_dir(&dest)?;
+    for (src, name) in moved {
+        fsx::refuse_symlink(&src)?;
+        if fsx::exists(&src)? && !fsx::rename_noclobber(&src, &dest.join(&name))? {
+            return Err(Error::refused(format!(
+                "archive entry {} already exists",
+                dest.join(name).display()
+            )));
+        }
+    }
+    let event = Event::ControlTornDown {
+        archive: dest.display().to_string(),
+    };
+    Entry::new(now, Tool::Control, id.as_str(), event).record(home);
+    Ok(())
+}
+
+/// Reads a brief from stdin for `spawn --brief-stdin`, up to
+/// [`MAX_BRIEF_BYTES`] (a longer one is exit 2).
+pub fn read_brief() -> Result<Vec<u8>> {
+    match fsx::read_capped(&mut std::io::stdin().lock(), MAX_BRIEF_BYTES) {
+        Ok(Some(b)) => Ok(b),
+        Ok(None) => Err(Error::usage(format!(
+            "the brief on stdin is over {MAX_BRIEF_BYTES} bytes"
+        ))),
+        Err(e) => Err(Error::io("read", Path::new("<stdin>"), e)),
+    }
+}
+
+/// Reads a relaunch note from stdin (`relaunch --note-stdin`).
+pub fn read_note() -> Result<String> {
+    let mut s = String::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_BRIEF_BYTES)
+        .read_to_string(&mut s)
+        .map_err(|e| Error::io("read", Path::new("<stdin>"), e))?;
+    Ok(s)
+}
+
+/// The far side of a keyed lifecycle call (or of a spawn that brings its
+/// brief): returns what to print, `render` making it from the action's
+/// line. A key served before gives its answer again and does nothing.
+pub(crate) fn serve(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    action: Action,
+    key: Option<&str>,
+    brief: Option<Vec<u8>>,
+    render: &dyn Fn(&str) -> Result<String>,
+) -> Result<String> {
+    let fresh = match key {
+        None => None,
+        Some(k) => match seen::lookup(home, id, k)? {
+            Lookup::Seen(a) => return Ok(a.stdout),
+            Lookup::Fresh(f) => Some(f),
+        },
+    };
+    let teardown = matches!(action, Action::Teardown { .. });
+    if let Some(k) = key
+        && teardown
+        && !fsx::exists(&home.meta(id))?
+        && let Some(entry) = latest_archive(home, id)?
+        && let Some(a) = seen::find_in(&entry.join(format!("{id}.seen")), k)?
+    {
+        return Ok(a.stdout);
+    }
+    if let Action::Spawn { project, .. } = &action
+        // Outside the home: a path on this host the captain named.
+        && !(project.is_absolute() && project.is_dir())
+    {
+        return Err(Error::refused(format!(
+            "project {} not found on this host",
+            project.display()
+        )));
+    }
+    let made = match brief {
+        None => None,
+        Some(bytes) => Some(write_brief(home, id, &bytes)?),
+    };
+    let line = match control::run(home, cfg, id, action) {
+        Ok(l) => l,
+        Err(e) => {
+            if let Some(created_dir) = made {
+                undo_brief(home, id, created_dir);
+            }
+            return Err(e);
+        }
+    };
+    let stdout = render(&line)?;
+    if let Some(f) = fresh {
+        let answer = Answer {
+            code: 0,
+            stdout: stdout.clone(),
+        };
+        let kept = if teardown {
+            match latest_archive(home, id) {
+                Ok(Some(entry)) => f.remember_at(&entry.join(format!("{id}.seen")), &answer),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            }
+        } else {
+            f.remember(&answer)
+        };
+        if let Err(e) = kept {
+            crate::output::err_line(&format!(
+                "{TOOL}: warning: {id}: done, but its idempotency key was not kept: {e}"
+            ));
+        }
+    }
+    Ok(stdout)
+}
+
+/// Writes the brief a spawn brought, refusing a task this host knows;
+/// returns whether `data/<id>/` was created for it.
+fn write_brief(home: &Home, id: &TaskId, bytes: &[u8]) -> Result<bool> {
+    if meta::task_known(home, id)? {
+        return Err(Error::refused(format!(
+            "task {id} already exists on this host"
+        )));
+    }
+    let dir = home.task_data(id);
+    let created = !fsx::exists(&dir)?;
+    fsx::ensure_dir(&dir)?;
+    fsx::atomic_write(&home.brief(id), bytes)?;
+    Ok(created)
+}
+
+/// A spawn that brought its brief failed: nothing of it stays.
+fn undo_brief(home: &Home, id: &TaskId, created_dir: bool) {
+    let _ = fsx::remove_optional(&home.brief(id));
+    let _ = fsx::remove_optional(&home.agent_hooks(id));
+    if created_dir {
+        let _ = fsx::remove_empty_dir(&home.task_data(id));
+    }
+}
+
+/// The newest archive entry of task `id` (`state/archive/<id>-<epoch>`).
+fn latest_archive(home: &Home, id: &TaskId) -> Result<Option<PathBuf>> {
+    let prefix = format!("{id}-");
+    let newest = fsx::list_dir(&home.archive_dir())?
+        .into_iter()
+        .filter_map(|n| {
+            let n = n.to_str()?.to_string();
+            let epoch: u64 = n.strip_prefix(&prefix)?.parse().ok()?;
+            Some((epoch, n))
+        })
+        .max();
+    Ok(newest.map(|(_, n)| home.archive_dir().join(n)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_archive_entry_of_the_task_is_found_and_no_other() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        assert_eq!(latest_archive(&home, &id).unwrap(), None);
+        for n in ["t1-100", "t1-99", "t1-2-500", "t10-900", "t1-x"] {
+            std::fs::create_dir_all(home.archive_dir().join(n)).unwrap();
+        }
+        assert_eq!(
+            latest_archive(&home, &id).unwrap(),
+            Some(home.archive_dir().join("t1-100"))
+        );
+    }
+
+    #[test]
+    fn a_spawn_brief_for_a_known_task_is_refused_and_undone_otherwise() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        assert!(write_brief(&home, &id, b"# brief\n").unwrap());
+        let e = write_brief(&home, &id, b"# other\n").unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.to_string(), "task t1 already exists on this host");
+        undo_brief(&home, &id, true);
+        assert!(!home.task_data(&id).exists());
+    }
+}
