@@ -21,6 +21,7 @@ mod harness;
 mod notify;
 mod pane;
 mod remote;
+mod remote_feed;
 mod remote_wakes;
 mod remote_write;
 mod send;
