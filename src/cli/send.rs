@@ -109,11 +109,15 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// The human line of one recorded message (`--json` prints the
 /// [`Sent`] itself).
 fn human(sent: &Sent) -> String {
+    human_with(sent, sent.doorbell.unwrap_or(Outcome::Quiet).as_str())
+}
+
+/// [`human`] with the doorbell word given.
+fn human_with(sent: &Sent, doorbell: &str) -> String {
     let mut s = format!(
-        "queued {} {} \u{b7} doorbell {}",
+        "queued {} {} \u{b7} doorbell {doorbell}",
         sent.task,
         crate::inbox::record_name(sent.seq),
-        sent.doorbell.unwrap_or(Outcome::Quiet)
     );
     if let Some(d) = sent.duplicate {
         let place = match d {
@@ -253,8 +257,39 @@ fn send_one(
         dedupe: a.dedupe,
     };
     let ring = if a.quiet { Ring::Quiet } else { ring };
-    let sent = inbox::send(&ctx.home, &ctx.cfg, Tool::Send, id, &msg, ring, now)
-        .map_err(|e| common::naming(e, id.as_str()))?;
+    // Under a key, the answer is kept as soon as the record is written,
+    // with the doorbell `ringing`, and the key's lock released: a retry
+    // arriving while a slow ring runs gets that answer at once, never a
+    // lock timeout. The final answer replaces it after the ring.
+    let mut fresh = fresh;
+    let mut held = None;
+    let rings = !matches!(ring, Ring::Quiet);
+    let sent = inbox::send_then(
+        &ctx.home,
+        &ctx.cfg,
+        Tool::Send,
+        id,
+        &msg,
+        ring,
+        now,
+        |queued| {
+            if !rings {
+                return;
+            }
+            let Some(f) = fresh.take() else { return };
+            let kept = provisional(a, queued).and_then(|stdout| {
+                f.hold(&remote::seen::Answer {
+                    code: 0,
+                    stdout: format!("{stdout}\n"),
+                })
+            });
+            match kept {
+                Ok(h) => held = Some(h),
+                Err(e) => key_not_kept(id, &e),
+            }
+        },
+    )
+    .map_err(|e| common::naming(e, id.as_str()))?;
     // A duplicate still answers: the captain asked for these keys to be
     // resolved, whichever record carries the answer.
     let unresolved = resolve_keys(ctx, a, id, body, now);
@@ -263,16 +298,17 @@ fn send_one(
     } else {
         human(&sent)
     };
-    if let Some(f) = fresh {
-        let answer = remote::seen::Answer {
-            code: 0,
-            stdout: format!("{report}\n"),
-        };
-        if let Err(e) = f.remember(&answer) {
-            crate::output::err_line(&format!(
-                "{TOOL}: warning: {id}: message recorded, but its idempotency key was not kept: {e}"
-            ));
-        }
+    let answer = remote::seen::Answer {
+        code: 0,
+        stdout: format!("{report}\n"),
+    };
+    let kept = match (held, fresh) {
+        (Some(h), _) => h.remember(&ctx.home, id, &answer),
+        (None, Some(f)) => f.remember(&answer),
+        (None, None) => Ok(()),
+    };
+    if let Err(e) = kept {
+        key_not_kept(id, &e);
     }
     if a.json {
         common::out_json(&sent)?;
@@ -289,6 +325,25 @@ fn send_one(
         ));
     }
     Ok(0)
+}
+
+/// The report of a record whose doorbell is still ringing.
+fn provisional(a: &Args, queued: &Sent) -> Result<String> {
+    if !a.json {
+        return Ok(human_with(queued, "ringing"));
+    }
+    let mut v = serde_json::to_value(queued)
+        .map_err(|e| Error::io("serialize", "<stdout>", std::io::Error::other(e)))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("doorbell".into(), "ringing".into());
+    }
+    crate::output::json_line(&v)
+}
+
+fn key_not_kept(id: &TaskId, e: &Error) {
+    crate::output::err_line(&format!(
+        "{TOOL}: warning: {id}: message recorded, but its idempotency key was not kept: {e}"
+    ));
 }
 
 /// Appends `resolved … [key=K]: answered: <first 120 bytes>` per key.

@@ -16,7 +16,7 @@ mod send;
 
 pub use ack::{AckOutcome, ack, acknowledge, parse_seq};
 pub use record::{EXT, Record, SCHEMA, parse, record_name, render};
-pub(crate) use send::{Ring, Sent, send};
+pub(crate) use send::{Ring, Sent, send, send_then};
 
 use std::path::PathBuf;
 

@@ -57,11 +57,35 @@ pub fn send(
     ring: Ring,
     now: u64,
 ) -> Result<Sent> {
+    send_then(home, cfg, tool, id, msg, ring, now, |_| {})
+}
+
+/// [`send`], calling `queued` once the record is written and before the
+/// doorbell rings (a ring may take seconds: the caller keeps what it must
+/// keep before then). `queued` gets the report without a doorbell.
+#[allow(clippy::too_many_arguments)]
+pub fn send_then(
+    home: &Home,
+    cfg: &Config,
+    tool: Tool,
+    id: &TaskId,
+    msg: &Outgoing,
+    ring: Ring,
+    now: u64,
+    queued: impl FnOnce(&Sent),
+) -> Result<Sent> {
     let Queued {
         seq,
         path,
         duplicate,
     } = queue(home, cfg, id, msg, now)?;
+    queued(&Sent {
+        task: id.to_string(),
+        seq,
+        path: path.clone(),
+        doorbell: None,
+        duplicate,
+    });
     let doorbell = match ring {
         Ring::Later => None,
         // A handled duplicate was already read: nothing to ring for.

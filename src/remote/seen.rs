@@ -127,25 +127,58 @@ impl Fresh {
     /// [`Fresh::remember`] into the key file at `path` instead of the
     /// task's own (a teardown's, which has just archived that file).
     pub fn remember_at(self, path: &std::path::Path, answer: &Answer) -> Result<()> {
-        let json = serde_json::to_string(&answer.stdout).map_err(|e| Error::External {
-            program: "serde_json".into(),
-            msg: e.to_string(),
-        })?;
-        let line = format!("{} {} {json}\n", self.key, answer.code);
-        let old = fsx::read_optional(path)?.unwrap_or_default();
-        if old.len() + line.len() > MAX_BYTES {
-            let kept = fsx::complete_lines(&old);
-            let half = kept.len() / 2;
-            let cut = kept[half..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(kept.len(), |i| half + i + 1);
-            let mut bytes = kept[cut..].to_vec();
-            bytes.extend_from_slice(line.as_bytes());
-            return fsx::atomic_write(path, &bytes);
-        }
-        fsx::append_line(path, line.as_bytes())
+        keep(path, &self.key, answer)
     }
+
+    /// Records the key with a provisional answer (the record is written,
+    /// a slow part is still to come) and releases the lock, so a retry
+    /// arriving meanwhile gets that answer at once instead of waiting
+    /// for the lock. [`Held::remember`] then records the final answer.
+    pub fn hold(self, provisional: &Answer) -> Result<Held> {
+        keep(&self.path, &self.key, provisional)?;
+        Ok(Held {
+            path: self.path,
+            key: self.key,
+        })
+    }
+}
+
+/// A key whose provisional answer is recorded, the lock released.
+pub struct Held {
+    path: std::path::PathBuf,
+    key: String,
+}
+
+impl Held {
+    /// Records the final answer under the task's key lock; the last line
+    /// of a key is the one a lookup gives.
+    pub fn remember(self, home: &Home, id: &TaskId, answer: &Answer) -> Result<()> {
+        let _guard = fsx::lock(&home.seen_lock(id), fsx::LOCK_WAIT)?;
+        keep(&self.path, &self.key, answer)
+    }
+}
+
+/// Appends `<key> <code> <stdout as JSON>` to `path`, dropping the older
+/// half of the file first when the line would take it past [`MAX_BYTES`].
+fn keep(path: &std::path::Path, key: &str, answer: &Answer) -> Result<()> {
+    let json = serde_json::to_string(&answer.stdout).map_err(|e| Error::External {
+        program: "serde_json".into(),
+        msg: e.to_string(),
+    })?;
+    let line = format!("{key} {} {json}\n", answer.code);
+    let old = fsx::read_optional(path)?.unwrap_or_default();
+    if old.len() + line.len() > MAX_BYTES {
+        let kept = fsx::complete_lines(&old);
+        let half = kept.len() / 2;
+        let cut = kept[half..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(kept.len(), |i| half + i + 1);
+        let mut bytes = kept[cut..].to_vec();
+        bytes.extend_from_slice(line.as_bytes());
+        return fsx::atomic_write(path, &bytes);
+    }
+    fsx::append_line(path, line.as_bytes())
 }
 
 #[cfg(test)]
@@ -182,6 +215,34 @@ mod tests {
             lookup(&home, &id, "other").unwrap(),
             Lookup::Fresh(_)
         ));
+    }
+
+    #[test]
+    fn a_held_key_answers_provisionally_without_its_lock_then_finally() {
+        let (_d, home, id) = setup();
+        let Lookup::Fresh(f) = lookup(&home, &id, "k").unwrap() else {
+            panic!("a new key is fresh");
+        };
+        let first = Answer {
+            code: 0,
+            stdout: "queued t 001.msg \u{b7} doorbell ringing\n".into(),
+        };
+        let held = f.hold(&first).unwrap();
+        // The lock is free: a retry gets the provisional answer at once.
+        drop(fsx::lock(&home.seen_lock(&id), std::time::Duration::ZERO).unwrap());
+        match lookup(&home, &id, "k").unwrap() {
+            Lookup::Seen(got) => assert_eq!(got, first),
+            Lookup::Fresh(_) => panic!("a held key is seen"),
+        }
+        let last = Answer {
+            code: 0,
+            stdout: "queued t 001.msg \u{b7} doorbell rang\n".into(),
+        };
+        held.remember(&home, &id, &last).unwrap();
+        match lookup(&home, &id, "k").unwrap() {
+            Lookup::Seen(got) => assert_eq!(got, last),
+            Lookup::Fresh(_) => panic!("a served key is seen"),
+        }
     }
 
     #[test]
