@@ -428,7 +428,7 @@ fn rule4_a_claude_screen_that_reads_idle_overrules_the_busy_record() {
     assert_eq!(says(&f), "working \u{b7} status-log \u{b7} on it");
     // Codex: an idle-looking screen while it streams; the record stands.
     let mut f = live();
-    f.profile = builtin("codex");
+    f.profile = builtin("codex").map(std::sync::Arc::new);
     f.pane = PaneFact::Present {
         dead: false,
         command: "codex".into(),
