@@ -90,6 +90,11 @@ pub struct HarnessOverride {
     pub exit: Option<String>,
     #[serde(deserialize_with = "pattern")]
     pub busy_regex: Option<Option<Regex>>,
+    /// Whether the busy line shows for the whole of every turn, so a screen
+    /// that reads idle overrules a busy record (a turn stopped from the
+    /// keyboard runs no hook). Built-in: claude only; a `busy_regex` of
+    /// one's own resets it to false unless this says otherwise.
+    pub busy_whole_turn: Option<bool>,
     pub agent_commands: Option<Vec<String>>,
     #[serde(deserialize_with = "pattern")]
     pub composer_regex: Option<Option<Regex>>,
@@ -108,6 +113,7 @@ impl PartialEq for HarnessOverride {
             && self.interrupt == other.interrupt
             && self.exit == other.exit
             && src(self.busy_regex.as_ref()) == src(other.busy_regex.as_ref())
+            && self.busy_whole_turn == other.busy_whole_turn
             && self.agent_commands == other.agent_commands
             && src(self.composer_regex.as_ref()) == src(other.composer_regex.as_ref())
             && self.approval == other.approval
@@ -338,6 +344,9 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
             p.busy_regex.clone_from(v);
             // Nothing says another regex shows for the whole turn.
             p.busy_whole_turn = false;
+        }
+        if let Some(v) = ov.busy_whole_turn {
+            p.busy_whole_turn = v;
         }
         if ov.agent_commands.is_some() {
             p.agent_commands.clone_from(&ov.agent_commands);

@@ -321,8 +321,24 @@ impl Drop for RawMode {
     }
 }
 
+/// How the stand-in starts up: like a real agent, it may take a while
+/// before it reads its input, and may draw its composer before then.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Boot {
+    /// How long it ignores its input after starting; what was typed
+    /// meanwhile is thrown away (as a TUI entering raw mode flushes it).
+    pub ms: u64,
+    /// Draw the composer at once, before the input is read.
+    pub composer_early: bool,
+}
+
 /// Runs the stand-in until `/exit`, an `exit` instruction or end of input.
 pub fn run(home_dir: &Path, id: &TaskId) -> Result<u8> {
+    run_booting(home_dir, id, Boot::default())
+}
+
+/// [`run`] with a start-up delay ([`Boot`]).
+pub fn run_booting(home_dir: &Path, id: &TaskId, boot: Boot) -> Result<u8> {
     let home = Home::at(home_dir)?;
     let _raw = RawMode::enable();
     let mut io = Io {
@@ -330,6 +346,13 @@ pub fn run(home_dir: &Path, id: &TaskId) -> Result<u8> {
         id,
         out: std::io::stdout(),
     };
+    if boot.ms > 0 {
+        if boot.composer_early {
+            io.composer("");
+        }
+        std::thread::sleep(Duration::from_millis(boot.ms));
+        let _ = rustix::termios::tcflush(std::io::stdin(), rustix::termios::QueueSelector::IFlush);
+    }
     io.say(&format!(
         "stand-in agent for {id}; home {}",
         home.root().display()

@@ -14,6 +14,12 @@ struct Args {
     home: std::path::PathBuf,
     /// Task id
     id: String,
+    /// Start up slowly: ignore (and throw away) input for this long first
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    boot_ms: u64,
+    /// While starting up, draw the composer already
+    #[arg(long)]
+    composer_early: bool,
 }
 
 fn main() -> ExitCode {
@@ -21,7 +27,12 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let result =
-        firstmate::TaskId::parse(&args.id).and_then(|id| firstmate::stand_in::run(&args.home, &id));
+    let result = firstmate::TaskId::parse(&args.id).and_then(|id| {
+        let boot = firstmate::stand_in::Boot {
+            ms: args.boot_ms,
+            composer_early: args.composer_early,
+        };
+        firstmate::stand_in::run_booting(&args.home, &id, boot)
+    });
     firstmate::cli::common::finish("fm-stand-in", result)
 }

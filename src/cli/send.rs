@@ -385,7 +385,12 @@ pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
         Outcome::Queued => {
             "doorbell queued: the agent is busy and its harness will see the message"
         }
-        Outcome::Skipped => "doorbell skipped: the composer holds someone else's text",
+        Outcome::Skipped => {
+            "doorbell skipped: nothing was typed: the composer holds someone else's text, the pane is in tmux copy mode, or no composer the harness profile recognises is on the screen"
+        }
+        Outcome::Booting => {
+            "doorbell booting: the agent started moments ago and does not take input yet; nothing was submitted"
+        }
         Outcome::Failed => "doorbell failed (tmux error or the Enter did not take)",
         Outcome::NoPane => "doorbell no-pane: meta records no pane for this task",
         Outcome::Dialog => {

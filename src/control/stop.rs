@@ -22,9 +22,7 @@ impl Ctl<'_> {
         // to stop, nothing is pressed.
         if !keys.is_empty() && keys.iter().all(|k| k == "Escape") {
             let screen = tmux.capture(&info.id, 0).unwrap_or_default();
-            let busy = crate::status::busy::is_busy(self.home, self.id)
-                || crate::tmux::screen::screen_busy(profile.as_ref(), &screen);
-            if !busy {
+            if !self.busy_now(profile.as_ref(), &screen) {
                 return Ok(format!(
                     "interrupt-skipped {} harness={} (not busy)",
                     self.id,
@@ -43,6 +41,21 @@ impl Ctl<'_> {
             self.id,
             meta.harness.as_deref().unwrap_or("")
         ))
+    }
+
+    /// Whether a turn runs now: the screen's busy line, or a busy record
+    /// the screen does not overrule. A turn the captain stopped with his
+    /// own Escape ends with no hook, so its busy record stays; a screen
+    /// that shows every turn and reads idle says it is over, and pressing
+    /// the interrupt keys again would open the agent's history dialog.
+    fn busy_now(&self, profile: Option<&HarnessProfile>, screen: &str) -> bool {
+        if crate::tmux::screen::screen_busy(profile, screen) {
+            return true;
+        }
+        crate::status::busy::busy_at(self.home, self.id).is_some_and(|at| {
+            let age = clock::now().saturating_sub(at);
+            !crate::tmux::screen::screen_overrules_busy_record(profile, screen, age)
+        })
     }
 
     /// Stops the agent if it runs. `Ok(false)` when it was already gone;
@@ -66,9 +79,8 @@ impl Ctl<'_> {
         let tmux = self.tmux(meta);
         let profile = self.meta_profile(meta);
         let mut sent = Vec::new();
-        let busy_record = crate::status::busy::is_busy(self.home, self.id);
         let screen = tmux.capture(&info.id, 0).unwrap_or_default();
-        if busy_record || crate::tmux::screen::screen_busy(profile.as_ref(), &screen) {
+        if self.busy_now(profile.as_ref(), &screen) {
             for k in profile
                 .as_ref()
                 .map(|p| p.interrupt.clone())

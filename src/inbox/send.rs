@@ -94,10 +94,13 @@ pub fn send_then(
         Ring::Now(r) => Some(r.ring(home, cfg)),
         Ring::Known(r, info) => Some(r.ring_known(home, cfg, info)),
     };
-    // Held back by a busy agent or a dialog: the watcher rings it as soon
-    // as the agent is idle and the dialog closed (SPEC §6.2, `.ring-owed`).
-    if matches!(doorbell, Some(Outcome::Queued | Outcome::Dialog))
-        && let Err(e) = super::ladder_files::write_owed(home, id, now)
+    // Held back by a busy agent, a dialog or an agent still booting: the
+    // watcher rings it as soon as the agent is idle, the dialog closed and
+    // the composer shown (SPEC §6.2, `.ring-owed`).
+    if matches!(
+        doorbell,
+        Some(Outcome::Queued | Outcome::Dialog | Outcome::Booting)
+    ) && let Err(e) = super::ladder_files::write_owed(home, id, now)
     {
         crate::output::err_line(&format!(
             "{}: warning: {id}: could not record the held-back doorbell: {e}",

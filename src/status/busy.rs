@@ -79,14 +79,9 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// [`BusyRecord::busy_since`] from the files: the record against the status
-/// log's mtime. An unreadable or malformed record is not busy.
-pub(crate) fn is_busy(home: &Home, id: &TaskId) -> bool {
-    busy_at(home, id).is_some()
-}
-
-/// When the busy record that counts ([`is_busy`]) was written, Unix
-/// seconds; `None` when none counts.
+/// When the busy record that counts was written, Unix seconds: the
+/// record against the status log's mtime ([`BusyRecord::busy_since`]).
+/// `None` when none counts; an unreadable or malformed record is not busy.
 pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
     let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
         return None;

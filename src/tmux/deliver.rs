@@ -35,6 +35,10 @@ pub enum Outcome {
     Quiet,
     /// A dialog owns the agent's keyboard: nothing was typed or pressed.
     Dialog,
+    /// The agent was spawned or relaunched moments ago and does not take
+    /// input yet (no composer on screen, or the typed line never showed):
+    /// owed, and rung once its composer shows.
+    Booting,
 }
 
 impl Outcome {
@@ -48,6 +52,7 @@ impl Outcome {
             Outcome::NoPane => "no-pane",
             Outcome::Quiet => "quiet",
             Outcome::Dialog => "dialog",
+            Outcome::Booting => "booting",
         }
     }
 }
@@ -84,6 +89,19 @@ pub(crate) struct Target<'a> {
     /// When the busy record that says busy (newer than the last status
     /// line) was written, Unix seconds; `None` when none does.
     pub(crate) busy_record: Option<u64>,
+    /// When the agent was last spawned or relaunched (meta's
+    /// `spawned_at`), Unix seconds.
+    pub(crate) spawned_at: Option<u64>,
+}
+
+impl Target<'_> {
+    /// Whether the agent was started so recently that a screen without a
+    /// composer (or a typed line that never showed) means it is still
+    /// booting rather than that something else owns the keyboard.
+    fn booting(&self, now: u64) -> bool {
+        self.spawned_at
+            .is_some_and(|at| now.saturating_sub(at) < BOOT_WINDOW_SECS)
+    }
 }
 
 /// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
@@ -153,7 +171,12 @@ pub(crate) fn deliver_to(
             break screen;
         }
         if waited >= COMPOSER_WAIT_MS {
-            // Nothing recognisable owns the keyboard: type nothing.
+            // Nothing recognisable owns the keyboard: type nothing. Right
+            // after a spawn that is the agent still starting up: the ring
+            // is owed, not dropped.
+            if target.booting(crate::clock::now()) {
+                return Outcome::Booting;
+            }
             return Outcome::Skipped;
         }
         sleep(Duration::from_millis(COMPOSER_POLL_MS));
@@ -183,7 +206,17 @@ pub(crate) fn deliver_to(
         if pane.type_text(id, line).is_err() {
             return Outcome::Failed;
         }
-        sleep(Duration::from_millis(cfg.settle_ms));
+        if has_composer && target.booting(crate::clock::now()) {
+            // An agent that draws its composer before it reads its input
+            // (Claude Code right after launch) drops what was typed: the
+            // line must show before Enter, or the ring is owed. A line
+            // that shows later is pressed, never retyped, by the next ring.
+            if !settle(pane, target.profile, id, line, cfg, sleep) {
+                return Outcome::Booting;
+            }
+        } else {
+            sleep(Duration::from_millis(cfg.settle_ms));
+        }
     }
     press_until_taken(pane, target.profile, id, line, cfg, sleep, &|| false).0
 }
@@ -281,6 +314,10 @@ const SETTLE_POLL_MS: u64 = 50;
 const COMPOSER_WAIT_MS: u64 = 3000;
 const COMPOSER_POLL_MS: u64 = 200;
 
+/// How long after a spawn or relaunch an agent counts as booting
+/// ([`Outcome::Booting`]).
+pub(crate) const BOOT_WINDOW_SECS: u64 = 60;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +343,7 @@ mod tests {
                 pane: Some("%1"),
                 profile: p,
                 busy_record: busy.then_some(0),
+                spawned_at: None,
             },
             ": ring",
             &cfg,
@@ -369,7 +407,8 @@ mod tests {
                 &Target {
                     pane: None,
                     profile: None,
-                    busy_record: None
+                    busy_record: None,
+                    spawned_at: None,
                 },
                 "x",
                 &cfg,
@@ -401,6 +440,7 @@ mod tests {
             pane: Some("%1"),
             profile: Some(&q),
             busy_record: None,
+            spawned_at: None,
         };
         let out = deliver(&f, &target, ": ring", &cfg, &|d| {
             slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
@@ -460,6 +500,7 @@ mod tests {
                 pane: Some("%1"),
                 profile: Some(p),
                 busy_record: Some(at),
+                spawned_at: None,
             };
             deliver(f, &t, ": ring", &cfg, &|_| {})
         };
@@ -498,6 +539,52 @@ mod tests {
         assert_eq!(f.screen("%1").calls, vec!["key:Enter"]);
     }
 
+    fn ring_spawned(f: &FakePane, p: &HarnessProfile, spawned_at: u64) -> Outcome {
+        let cfg = Config::default().send;
+        let t = Target {
+            pane: Some("%1"),
+            profile: Some(p),
+            busy_record: None,
+            spawned_at: Some(spawned_at),
+        };
+        deliver(f, &t, ": ring", &cfg, &|_| {})
+    }
+
+    /// Right after a spawn, a screen with no composer is an agent still
+    /// starting up: the ring is `booting` (owed), not `skipped`, and
+    /// nothing is typed either way.
+    #[test]
+    fn no_composer_right_after_a_spawn_is_booting_later_skipped() {
+        let p = profile();
+        let now = crate::clock::now();
+        for (at, want) in [
+            (now, Outcome::Booting),
+            (now - BOOT_WINDOW_SECS + 5, Outcome::Booting),
+            (now - BOOT_WINDOW_SECS - 5, Outcome::Skipped),
+        ] {
+            let f = FakePane::with("%1", "claude");
+            f.edit("%1", |s| s.no_composer = true);
+            assert_eq!(ring_spawned(&f, &p, at), want, "spawned {}s ago", now - at);
+            assert!(f.screen("%1").calls.is_empty());
+        }
+    }
+
+    /// An agent that draws its composer before it reads its input drops
+    /// the typed line: no Enter is pressed and the ring is owed, never a
+    /// false `rang`. Once it reads, the same ring lands.
+    #[test]
+    fn a_typed_line_that_never_shows_while_booting_is_owed_not_rang() {
+        let p = profile();
+        let now = crate::clock::now();
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.deaf = true);
+        assert_eq!(ring_spawned(&f, &p, now), Outcome::Booting);
+        assert_eq!(f.screen("%1").calls, vec!["type:: ring"]);
+        f.edit("%1", |s| s.deaf = false);
+        assert_eq!(ring_spawned(&f, &p, now), Outcome::Rang);
+        assert_eq!(f.screen("%1").history, vec![": ring"]);
+    }
+
     #[test]
     fn without_a_composer_regex_the_cursor_line_decides() {
         let f = FakePane::with("%1", "cat");
@@ -519,6 +606,7 @@ mod tests {
                 pane: Some("%1"),
                 profile: Some(&p),
                 busy_record: None,
+                spawned_at: None,
             };
             deliver(f, &t, door, &cfg, &|_| {})
         };

@@ -217,6 +217,10 @@ pub struct FakeScreen {
     pub composer: String,
     /// Enters to swallow before one submits.
     pub swallow_enters: usize,
+    /// Draws no composer line (an agent still starting up).
+    pub no_composer: bool,
+    /// Drops whatever is typed (an agent that does not read its input yet).
+    pub deaf: bool,
     /// Every call made, for assertions: `type:<text>` or `key:<name>`.
     pub calls: Vec<String>,
 }
@@ -304,9 +308,11 @@ impl Pane for FakePane {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str("> ");
-        out.push_str(&s.composer);
-        out.push('\n');
+        if !s.no_composer {
+            out.push_str("> ");
+            out.push_str(&s.composer);
+            out.push('\n');
+        }
         Ok(out)
     }
 
@@ -319,7 +325,9 @@ impl Pane for FakePane {
         self.check(pane)?;
         self.edit(pane, |s| {
             s.calls.push(format!("type:{text}"));
-            s.composer.push_str(text);
+            if !s.deaf {
+                s.composer.push_str(text);
+            }
         });
         Ok(())
     }

@@ -28,6 +28,8 @@ pub(crate) struct Recipient {
     pub pane: Option<String>,
     pub(crate) tmux: Tmux,
     pub(crate) profile: Option<HarnessProfile>,
+    /// Meta's `spawned_at`: a ring right after it may meet a booting agent.
+    pub(crate) spawned_at: Option<u64>,
 }
 
 impl Recipient {
@@ -52,6 +54,7 @@ impl Recipient {
                 .harness
                 .as_deref()
                 .and_then(|h| harness::profile(&cfg.harness, h)),
+            spawned_at: meta.spawned_at,
         }
     }
 
@@ -63,6 +66,7 @@ impl Recipient {
                 .pane
                 .as_ref()
                 .and_then(|_| crate::status::busy::busy_at(home, &self.id)),
+            spawned_at: self.spawned_at,
         }
     }
 

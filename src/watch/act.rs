@@ -150,6 +150,7 @@ impl Exec<'_> {
                 pane: (!pane_id.is_empty()).then_some(pane_id),
                 profile: profile.as_ref(),
                 busy_record: busy_rec,
+                spawned_at: meta.spawned_at,
             };
             let line = deliver::doorbell(home, id);
             let outcome = match info {
@@ -162,12 +163,14 @@ impl Exec<'_> {
             // A ring held back by a busy agent is owed at the turn's end;
             // one that met a dialog, once it closes (the next pass, soon,
             // raises the dialog's wake).
-            if matches!(outcome, Outcome::Queued | Outcome::Dialog)
-                && let Err(e) = ladder_io::set_owed(home, id, Some(now))
+            if matches!(
+                outcome,
+                Outcome::Queued | Outcome::Dialog | Outcome::Booting
+            ) && let Err(e) = ladder_io::set_owed(home, id, Some(now))
             {
                 ex.state.warn(format!("{id}: {e}"));
             }
-            if outcome == Outcome::Dialog {
+            if matches!(outcome, Outcome::Dialog | Outcome::Booting) {
                 ex.due(now + OWED_RECHECK_SECS);
             }
             let event = Event::WatchRang {

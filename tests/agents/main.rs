@@ -68,4 +68,10 @@ conformance!(
     dialog_permission,
     dialog_history,
     dialog_raises_one_wake,
+    send_while_booting,
+    interrupt_after_the_captains_escape,
+    exit_force_over_half_typed_text,
+    exit_force_over_a_dialog,
+    relaunch_force_over_half_typed_text,
+    doctor_knows_the_pinned_version,
 );

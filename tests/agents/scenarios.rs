@@ -521,3 +521,177 @@ pub fn dialog_raises_one_wake(h: Harness) {
     assert!(wakes[0].contains(name), "{wakes:?}");
     assert_eq!(w.doorbells_received(), 0);
 }
+
+/// A send right after the spawn, before the agent took any input: either
+/// the doorbell landed (`rang`, and the model gets it with no watcher
+/// running) or it is owed (`booting`, or `queued` behind the kickoff turn)
+/// and the watcher rings it once the composer shows — one doorbell, its
+/// own turn, never a false `rang`.
+pub fn send_while_booting(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn();
+    let outcome = w.send("right after the spawn");
+    match outcome.as_str() {
+        "rang" => {}
+        "booting" | "queued" => {
+            assert!(w.home.exists(&format!("state/{ID}.inbox/.ring-owed")));
+            w.start_watcher();
+        }
+        other => panic!("doorbell {other}\n{}", w.screen_escaped()),
+    }
+    w.wait_for("the doorbell at the model", 60.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.wait_idle(30.0);
+    w.holds_for("one doorbell only", 2.0, |w| w.doorbells_received() == 1);
+    assert!(
+        w.model
+            .user_blocks()
+            .iter()
+            .filter(|b| b.contains("firstmate inbox"))
+            .all(|b| *b == w.doorbell()),
+        "a doorbell glued to other text: {:#?}",
+        w.model.user_turns()
+    );
+}
+
+/// The captain stops a turn with his own Escape, then asks `fm-control`
+/// to interrupt: there is no turn left, so nothing is pressed — a second
+/// Escape would open the history dialog — and a doorbell still lands.
+pub fn interrupt_after_the_captains_escape(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.reply(Reply::Stream(30));
+    w.sends("a long answer", "rang");
+    w.wait_working(20.0);
+    w.keys(&["Escape"]);
+    w.wait_idle(10.0);
+    w.fm("control")
+        .args([ID, "interrupt"])
+        .stdout(format!(
+            "interrupt-skipped {ID} harness={} (not busy)\n",
+            h.name()
+        ))
+        .run();
+    w.crew_holds("idle, no dialog opened", 2.0, |c| c == IDLE);
+    w.reply(Reply::Text);
+    w.sends("still there?", "rang");
+    w.wait_for("the doorbell as its own turn", 20.0, |w| {
+        w.doorbells_received() == 2 && w.last_turn_is_the_doorbell()
+    });
+}
+
+/// The captain's half-typed text refuses an exit (nothing typed, the text
+/// kept); `--force` clears it and the agent quits on its exit command.
+pub fn exit_force_over_half_typed_text(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    w.type_text("half typed text");
+    w.wait_for("the text in the composer", 5.0, |w| {
+        w.screen().contains("half typed text")
+    });
+    w.fm("control")
+        .args([ID, "exit"])
+        .status(1)
+        .stderr_has(&format!("exit-refused {ID}: the composer holds text"))
+        .run();
+    assert!(w.screen().contains("half typed text"), "{}", w.screen());
+    assert!(w.pane_state().starts_with('0'), "{}", w.pane_state());
+    w.fm("control")
+        .args([ID, "exit", "--force"])
+        .stdout(format!("stopped {ID}\n"))
+        .run();
+    assert!(w.pane_state().starts_with('1'), "{}", w.pane_state());
+    assert!(
+        w.model
+            .requests()
+            .iter()
+            .all(|r| !r.to_string().contains("half typed")),
+        "the captain's text reached the model"
+    );
+}
+
+/// A dialog refuses an exit (no key pressed into it); `--force` cancels it
+/// with Escape, then the agent quits on its exit command.
+pub fn exit_force_over_a_dialog(h: Harness) {
+    let Some(mut w) = dialog_world(h, true, false) else {
+        return;
+    };
+    w.spawn_ready();
+    let name = match h {
+        Harness::Claude => "rewind",
+        Harness::Codex => "backtrack",
+    };
+    w.crew_holds("reading idle", 2.0, |c| c.starts_with("state: idle"));
+    w.keys(&["Escape", "Escape"]);
+    w.wait_for("the dialog", 10.0, |w| {
+        w.crew().ends_with(&format!("waiting in a dialog: {name}"))
+    });
+    w.fm("control")
+        .args([ID, "exit"])
+        .status(1)
+        .stderr_has(&format!("exit-refused {ID}: waiting in a dialog: {name}"))
+        .run();
+    assert!(w.crew().ends_with(name), "{}", w.crew());
+    w.fm("control")
+        .args([ID, "exit", "--force"])
+        .stdout(format!("stopped {ID}\n"))
+        .run();
+    assert!(w.pane_state().starts_with('1'), "{}", w.pane_state());
+}
+
+/// Relaunch over the captain's half-typed text: refused without `--force`;
+/// with it the old agent quits, the new one boots in the same pane and a
+/// send reaches it exactly once.
+pub fn relaunch_force_over_half_typed_text(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    let pane = w.spawn_ready();
+    w.type_text("half typed text");
+    w.wait_for("the text in the composer", 5.0, |w| {
+        w.screen().contains("half typed text")
+    });
+    w.fm("control")
+        .args([ID, "relaunch", "--note", "carry on"])
+        .status(1)
+        .stderr_has(&format!("exit-refused {ID}: the composer holds text"))
+        .run();
+    assert!(w.screen().contains("half typed text"), "{}", w.screen());
+    w.fm("control")
+        .args([ID, "relaunch", "--note", "carry on", "--force"])
+        .stdout(format!("relaunched {ID} harness={0} from={0}\n", h.name()))
+        .run();
+    w.start_watcher();
+    let outcome = w.send("after the relaunch");
+    assert!(
+        ["rang", "queued", "booting"].contains(&outcome.as_str()),
+        "doorbell {outcome}"
+    );
+    w.wait_for("the doorbell in the new session", 60.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.wait_idle(30.0);
+    assert_eq!(w.doorbells_received(), 1);
+    let meta = w.home.read_string(&format!("state/{ID}.meta"));
+    assert!(meta.contains(&format!("pane={pane}\n")), "{meta}");
+}
+
+/// `fm doctor` names the harness, finds its program and knows the version
+/// as the one this suite verifies.
+pub fn doctor_knows_the_pinned_version(h: Harness) {
+    let Some(w) = world(h) else { return };
+    let out = crate::harness::Cmd::new(crate::harness::bin("fm"))
+        .env("FM_HOME", w.home.root())
+        .env("PATH", "/usr/bin:/bin")
+        .arg("doctor")
+        .status_any()
+        .stderr_any()
+        .run()
+        .stdout();
+    let want = format!("{} (the version the profile is built for)", h.version());
+    assert!(
+        out.lines()
+            .any(|l| l.contains(&format!("{}: ", h.name())) && l.contains(&want)),
+        "no line naming {} {want}:\n{out}",
+        h.name()
+    );
+}

@@ -1252,3 +1252,171 @@ fn exit_refuses_over_someones_text_and_force_clears_it() {
     fm(&["t3", "exit", "--force"]).stdout("stopped t3\n").run();
     assert!(t.capture(&pane).contains("dialog permission cancelled"));
 }
+
+/// Writes a brief that passes `fm-brief --check` for `id`.
+fn good_brief(h: &TestHome, id: &str) {
+    h.fm("brief")
+        .args([
+            id,
+            "demo",
+            "--mode",
+            "local-only",
+            "--force",
+            "--intent",
+            "make it so",
+            "--spec",
+            "one commit",
+        ])
+        .stdout_any()
+        .run();
+}
+
+/// Spawns `id` with `harness`; returns its pane id.
+#[track_caller]
+fn spawn_with(h: &TestHome, t: &Tmux, project: &Path, id: &str, harness: &str) -> String {
+    good_brief(h, id);
+    let out = ctl(h, t)(&[
+        id,
+        "spawn",
+        "--project",
+        project.to_str().unwrap(),
+        "--harness",
+        harness,
+    ])
+    .stdout_regex(&spawned(h, id, harness))
+    .run()
+    .stdout();
+    out.split("pane=")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .to_string()
+}
+
+/// Stand-ins that start up as a real TUI does: `slow` draws nothing for
+/// 5 s, `early` draws its composer at once but reads no input for 4 s;
+/// both throw away what was typed meanwhile (Claude Code right after its
+/// launch). `esc` stops a turn with Escape and shows its busy line for the
+/// whole turn, as Claude Code does.
+const BOOTING_HARNESSES: &str = r#"
+[harness.slow]
+launch = ["fm-stand-in", "--boot-ms", "5000", "--home", "{home}", "{id}"]
+exit = "/exit"
+busy_regex = "^stand-in: busy"
+agent_commands = ["fm-stand-in"]
+composer_regex = "^stand-in> ?(.*)$"
+
+[harness.early]
+launch = ["fm-stand-in", "--boot-ms", "4000", "--composer-early", "--home", "{home}", "{id}"]
+exit = "/exit"
+busy_regex = "^stand-in: busy"
+agent_commands = ["fm-stand-in"]
+composer_regex = "^stand-in> ?(.*)$"
+
+[harness.esc]
+launch = ["fm-stand-in", "--home", "{home}", "{id}"]
+interrupt = ["Escape"]
+exit = "/exit"
+busy_regex = "^stand-in: busy"
+busy_whole_turn = true
+agent_commands = ["fm-stand-in"]
+composer_regex = "^stand-in> ?(.*)$"
+"#;
+
+/// A send right after a spawn meets an agent that does not take input
+/// yet: the doorbell is `booting` (never a false `rang` whose text the
+/// agent threw away), owed, and the watcher rings it once the composer
+/// shows — one doorbell, read and acknowledged.
+#[test]
+fn a_send_to_a_booting_agent_is_owed_and_rung_once_the_composer_shows() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", BOOTING_HARNESSES);
+    let proj = project(&h);
+    let send = |id: &str| {
+        crate::harness::Cmd::new(bin("fm-send"))
+            .env("FM_HOME", h.root())
+            .env("FM_TMUX_SOCKET", &t.socket)
+            .args([id, "status working on it"])
+            .stdout_has("doorbell booting")
+            .stderr_has("does not take input yet")
+            .run();
+    };
+    let mut panes = Vec::new();
+    for (id, harness) in [("b1", "slow"), ("b2", "early")] {
+        panes.push(spawn_with(&h, &t, &proj, id, harness));
+        send(id);
+        assert!(h.exists(&format!("state/{id}.inbox/.ring-owed")), "{id}");
+        assert!(!h.exists(&format!("state/{id}.inbox/handled/001.msg")));
+    }
+    for (id, pane) in ["b1", "b2"].iter().zip(&panes) {
+        assert!(
+            wait_until(15.0, || t.capture(pane).contains("stand-in agent for")),
+            "{id} did not boot: {}",
+            t.capture(pane)
+        );
+    }
+    assert!(
+        wait_until(30.0, || {
+            h.fm("watch")
+                .env("FM_TMUX_SOCKET", &t.socket)
+                .arg("--once")
+                .stdout_any()
+                .stderr_any()
+                .run();
+            ["b1", "b2"]
+                .iter()
+                .all(|id| h.exists(&format!("state/{id}.inbox/handled/001.msg")))
+        }),
+        "not acknowledged: {}\n{}",
+        t.capture(&panes[0]),
+        t.capture(&panes[1])
+    );
+    for pane in &panes {
+        let screen = t.capture(pane);
+        assert_eq!(
+            screen.matches("firstmate inbox").count(),
+            1,
+            "one doorbell: {screen}"
+        );
+    }
+}
+
+/// The captain stopped a turn with his own Escape: the agent runs no hook
+/// then, so its busy record still says busy, but the screen (which shows
+/// every turn) reads idle. An interrupt then presses nothing — a second
+/// Escape on an idle agent opens its history dialog — while a turn that
+/// really runs is interrupted.
+#[test]
+fn an_interrupt_after_the_captains_own_escape_presses_nothing() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", BOOTING_HARNESSES);
+    let proj = project(&h);
+    let pane = spawn_with(&h, &t, &proj, "e1", "esc");
+    assert!(wait_until(10.0, || t.capture(&pane).contains("stand-in>")));
+    let record = format!("busy {} hook\n", firstmate::clock::now() - 10);
+    h.write("state/e1.busy", &record);
+    let fm = ctl(&h, &t);
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-skipped e1 harness=esc (not busy)\n")
+        .run();
+    assert_eq!(h.read_string("state/e1.busy"), record, "nothing reset");
+    let events = h.read_string("state/events.jsonl");
+    assert!(!events.contains("control.interrupted"), "{events}");
+    // A turn that runs is interrupted.
+    crate::harness::Cmd::new(bin("fm-send"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .args(["e1", "busy 20"])
+        .stdout_has("doorbell rang")
+        .run();
+    assert!(
+        wait_until(10.0, || t.capture(&pane).contains("stand-in: busy")),
+        "{}",
+        t.capture(&pane)
+    );
+    fm(&["e1", "interrupt"])
+        .stdout("interrupt-delivered e1 harness=esc\n")
+        .run();
+}

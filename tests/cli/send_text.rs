@@ -16,7 +16,7 @@ fn body(h: &TestHome, id: &str, seq: u64) -> String {
 
 const NO_PANE_T1: &str = "fm-send: t1: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n";
 const NO_PANE_D1: &str = "fm-send: d1: doorbell no-pane: meta records no pane for this task; the message is recorded and the watcher will re-ring it\n";
-const SKIPPED_T1: &str = "fm-send: t1: doorbell skipped: the composer holds someone else's text; the message is recorded and the watcher will re-ring it\n";
+const SKIPPED_T1: &str = "fm-send: t1: doorbell skipped: nothing was typed: the composer holds someone else's text, the pane is in tmux copy mode, or no composer the harness profile recognises is on the screen; the message is recorded and the watcher will re-ring it\n";
 
 #[test]
 fn option_words_in_the_text_are_refused_unless_after_a_separator() {
