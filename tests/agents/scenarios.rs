@@ -684,6 +684,7 @@ pub fn doctor_knows_the_pinned_version(h: Harness) {
         .env("PATH", "/usr/bin:/bin")
         .arg("doctor")
         .status_any()
+        .stdout_any()
         .stderr_any()
         .run()
         .stdout();
