@@ -8,7 +8,8 @@
 //! under the lock), ring each assignee once the lock is released, record
 //! one `board.*` event per outcome. A dispatch record counts as
 //! acknowledged once it sits in the assignee's
-//! `state/<id>.inbox/handled/`.
+//! `state/<id>.inbox/handled/`. An assignee on another host (its meta
+//! names one) is refused, the task left as it was (docs/remote.md).
 
 use serde::Serialize;
 
@@ -194,12 +195,32 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
     Ok(out)
 }
 
+/// Refuses (exit 1) an assignee whose meta names a host: this home's
+/// inbox of it is read by no worker, and the acknowledgement dispatch
+/// waits for would never come. The task stays as it was, reported
+/// `error`; the way there is that host's own board.
+/// A meta that cannot be read is not this check's to report: the queueing
+/// goes on, as before, and the ring says what is wrong with it.
+fn refuse_remote(home: &Home, id: &TaskId) -> Result<()> {
+    let host = crate::meta::TaskMeta::load(home, id)
+        .ok()
+        .flatten()
+        .and_then(|m| m.host);
+    match host {
+        None => Ok(()),
+        Some(host) => Err(crate::error::Error::refused(format!(
+            "assignee {id} runs on host {host}; dispatch reaches this home's inboxes only: add the task to that host's board (fm-board --host {host} add … --assignee {id}) and dispatch it there (fm-board --host {host} dispatch)"
+        ))),
+    }
+}
+
 /// `fm-board dispatch`: [`run`], then one doorbell ring per queued record
 /// (after the board lock is released, so ringing — seconds per pane, with
 /// retries — never holds up other board commands, such as the workers' own
 /// `fm-board complete` the message asks for), then the events.
 pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
     let mut queue = |id: &TaskId, body: &str| {
+        refuse_remote(home, id)?;
         let msg = Outgoing {
             from: DISPATCH_FROM,
             body: body.as_bytes(),

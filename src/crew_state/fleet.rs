@@ -140,7 +140,10 @@ fn refresh(s: &Shared, item: Item) -> Done {
     if gather::needs_attribution(&f) {
         gather::attribute_run(&mut f, s.git, s.ancestry);
     }
-    let has_pane = f.meta.as_ref().is_some_and(|m| m.pane.is_some());
+    let has_pane = f
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
     let row = if has_pane {
         None
     } else {

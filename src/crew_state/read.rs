@@ -390,6 +390,11 @@ impl StateDir {
     }
 }
 
+/// Whether the meta names a host (the row's `host`, `Row::with`).
+pub(crate) fn is_remote(m: &TaskMeta) -> bool {
+    m.host.as_deref().is_some_and(|h| !h.trim().is_empty())
+}
+
 /// Reads the task's own files into facts; a file that cannot be read makes
 /// the task's facts say so ([`Facts::error`]).
 pub(crate) fn task(
@@ -420,6 +425,11 @@ fn files(
         .read_if(id, present, Present::META, "meta", || home.meta(id))?
         .map(|(b, _)| TaskMeta::parse_checked(&b))
         .transpose()?;
+    // A remote task's row comes from its host (`remote::fleet`): its files
+    // here, if any, would be read for nothing.
+    if f.meta.as_ref().is_some_and(is_remote) {
+        return Ok(f);
+    }
     if let Some((bytes, mtime)) =
         dir.read_if(id, present, Present::STATUS, "status", || home.status(id))?
     {
@@ -530,6 +540,24 @@ mod tests {
                 ("b", Present::META | Present::STATUS | Present::INBOX),
             ]
         );
+    }
+
+    #[test]
+    fn a_remote_tasks_files_here_are_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let state = home.state_dir();
+        std::fs::create_dir_all(state.join("r.inbox")).unwrap();
+        std::fs::write(state.join("r.inbox/001.msg"), "x").unwrap();
+        std::fs::write(state.join("r.status"), "working [at=1]: here\n").unwrap();
+        std::fs::write(state.join("r.meta"), "kind=ship\nhost=far\n").unwrap();
+        let (f, _) = both(&home, "r");
+        assert_eq!((f.fold.lines, f.inbox_pending, f.error), (0, 0, None));
+        assert_eq!(f.meta.and_then(|m| m.host).as_deref(), Some("far"));
+        // The same files of a local task are read.
+        std::fs::write(state.join("r.meta"), "kind=ship\nhost= \n").unwrap();
+        let (f, _) = both(&home, "r");
+        assert_eq!((f.fold.lines, f.inbox_pending), (1, 1));
     }
 
     /// Reads `id` through `state/` opened, and by whole paths.

@@ -60,6 +60,12 @@ static SERIAL: AtomicU32 = AtomicU32::new(0);
 /// `<captain host>-<task>-<epoch ms>-<pid>-<n>`, at most 128 bytes of
 /// `[A-Za-z0-9._-]`.
 pub fn new_key(id: &TaskId) -> String {
+    new_key_for(id.as_str())
+}
+
+/// [`new_key`] for a write on what `subject` names (`board` for a host's
+/// board); `subject` is a task id or a word of ours.
+pub fn new_key_for(subject: &str) -> String {
     let uname = rustix::system::uname();
     let host: String = uname
         .nodename()
@@ -83,7 +89,27 @@ pub fn new_key(id: &TaskId) -> String {
     } else {
         host
     };
-    format!("{host}-{id}-{ms}-{}-{n}", std::process::id())
+    format!("{host}-{subject}-{ms}-{}-{n}", std::process::id())
+}
+
+/// The configured host `name`; one the config does not define is a usage
+/// error (exit 2), like an unknown `--host` of a spawn.
+pub fn named(cfg: &Config, name: &str) -> Result<Remote> {
+    if let Some(h) = cfg.hosts.get(name) {
+        return Ok(Remote {
+            name: name.to_string(),
+            cfg: h.clone(),
+        });
+    }
+    let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
+    let known = if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    };
+    Err(Error::usage(format!(
+        "unknown host {name:?} (configured: {known}; define [hosts.{name}])"
+    )))
 }
 
 /// Runs `tool args…` on the host once (a read, or a write that is safe to
@@ -117,8 +143,20 @@ pub fn write(
     args: &[&str],
     stdin: Option<&[u8]>,
 ) -> Result<u8> {
+    write_for(home, host, id.as_str(), tool, args, stdin)
+}
+
+/// [`write`] on what `subject` names (a task id, or `board`).
+pub fn write_for(
+    home: &Home,
+    host: &Remote,
+    subject: &str,
+    tool: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<u8> {
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
-    let key = new_key(id);
+    let key = new_key_for(subject);
     match write_with_key(&ssh, &key, tool, args, stdin) {
         Ok(reply) => Ok(print(&reply)),
         Err(why) => Err(unreachable_write(&host.name, &why, &key, "the write")),

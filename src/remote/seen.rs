@@ -8,7 +8,9 @@
 //! `state/<id>.seen` holds one line per key: `<key> <exit code> <stdout
 //! as a JSON string>`. The check, the write and the line are made under
 //! `state/.seen-<id>.lock`, so two attempts with one key never both
-//! write. The file is kept small: past [`MAX_BYTES`] its older half is
+//! write. The board, which is the home's and no task's, keeps its keys
+//! the same way in `state/.board.seen` under `state/.seen-board.lock`
+//! (dot files: no task id starts with a dot, so neither is a task's). The file is kept small: past [`MAX_BYTES`] its older half is
 //! dropped (a retry comes seconds after its first attempt, not thousands
 //! of writes later).
 
@@ -69,15 +71,36 @@ impl Answer {
 pub struct Fresh {
     _guard: LockGuard,
     path: std::path::PathBuf,
+    lock: std::path::PathBuf,
     key: String,
 }
 
 /// Looks `key` up for task `id`, taking the task's key lock.
 pub fn lookup(home: &Home, id: &TaskId, key: &str) -> Result<Lookup> {
+    lookup_at(home, home.seen_lock(id), home.seen_keys(id), key)
+}
+
+/// Looks `key` up among the board's keys, taking the board's key lock
+/// (taken before the board lock, never after it).
+pub fn lookup_board(home: &Home, key: &str) -> Result<Lookup> {
+    let state = home.state_dir();
+    lookup_at(
+        home,
+        state.join(".seen-board.lock"),
+        state.join(".board.seen"),
+        key,
+    )
+}
+
+fn lookup_at(
+    home: &Home,
+    lock: std::path::PathBuf,
+    path: std::path::PathBuf,
+    key: &str,
+) -> Result<Lookup> {
     validate(key)?;
     fsx::ensure_dir(&home.state_dir())?;
-    let guard = fsx::lock(&home.seen_lock(id), fsx::LOCK_WAIT)?;
-    let path = home.seen_keys(id);
+    let guard = fsx::lock(&lock, fsx::LOCK_WAIT)?;
     fsx::refuse_symlink(&path)?;
     let bytes = fsx::read_optional(&path)?.unwrap_or_default();
     if let Some(answer) = find(&bytes, key) {
@@ -86,6 +109,7 @@ pub fn lookup(home: &Home, id: &TaskId, key: &str) -> Result<Lookup> {
     Ok(Lookup::Fresh(Fresh {
         _guard: guard,
         path,
+        lock,
         key: key.to_string(),
     }))
 }
@@ -138,6 +162,7 @@ impl Fresh {
         keep(&self.path, &self.key, provisional)?;
         Ok(Held {
             path: self.path,
+            lock: self.lock,
             key: self.key,
         })
     }
@@ -146,14 +171,15 @@ impl Fresh {
 /// A key whose provisional answer is recorded, the lock released.
 pub struct Held {
     path: std::path::PathBuf,
+    lock: std::path::PathBuf,
     key: String,
 }
 
 impl Held {
-    /// Records the final answer under the task's key lock; the last line
-    /// of a key is the one a lookup gives.
-    pub fn remember(self, home: &Home, id: &TaskId, answer: &Answer) -> Result<()> {
-        let _guard = fsx::lock(&home.seen_lock(id), fsx::LOCK_WAIT)?;
+    /// Records the final answer under the key lock it was looked up
+    /// under; the last line of a key is the one a lookup gives.
+    pub fn remember(self, _home: &Home, _id: &TaskId, answer: &Answer) -> Result<()> {
+        let _guard = fsx::lock(&self.lock, fsx::LOCK_WAIT)?;
         keep(&self.path, &self.key, answer)
     }
 }
@@ -243,6 +269,26 @@ mod tests {
             Lookup::Seen(got) => assert_eq!(got, last),
             Lookup::Fresh(_) => panic!("a served key is seen"),
         }
+    }
+
+    #[test]
+    fn the_boards_keys_are_not_a_tasks() {
+        let (_d, home, id) = setup();
+        let Lookup::Fresh(f) = lookup_board(&home, "k").unwrap() else {
+            panic!("a new key is fresh");
+        };
+        let a = Answer {
+            code: 0,
+            stdout: "T-001 in_progress\n".into(),
+        };
+        f.remember(&a).unwrap();
+        match lookup_board(&home, "k").unwrap() {
+            Lookup::Seen(got) => assert_eq!(got, a),
+            Lookup::Fresh(_) => panic!("a served key is seen"),
+        }
+        // A task's keys are its own.
+        assert!(matches!(lookup(&home, &id, "k").unwrap(), Lookup::Fresh(_)));
+        assert!(home.state_dir().join(".board.seen").is_file());
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Writes to a task on another host (send, ack, status append) over a real
-//! sshd: each runs the far side's own tool with an idempotency key, so a
-//! connection that drops after the far write and before the answer costs
-//! a retry, never a second record.
+//! Writes to a task on another host (send, ack, status append) and to a
+//! host's board (`fm-board --host`) over a real sshd: each runs the far
+//! side's own tool with an idempotency key, so a connection that drops
+//! after the far write and before the answer costs a retry, never a second
+//! record.
 
 use std::path::Path;
 
@@ -206,4 +207,146 @@ fn a_host_down_through_every_attempt_is_exit_3_naming_the_key() {
         .stderr_has("task t2 runs on host gone, which config does not define ([hosts.gone])")
         .run();
     assert!(!h.exists("state/t2.inbox"));
+}
+
+/// The far events of `action`.
+fn far_events(sshd: &Sshd, action: &str) -> usize {
+    far_read(sshd, "state/events.jsonl")
+        .lines()
+        .filter(|l| l.contains(&format!("\"action\":\"{action}\"")))
+        .count()
+}
+
+#[test]
+fn a_board_claim_whose_answer_was_lost_is_made_once_on_the_far_board() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    // The description travels on stdin: quotes, `$`, a newline, a leading dash.
+    let description = "-n it's $HOME\nand `x`";
+    h.fm("board")
+        .args(["--host", "far", "add", "Fix the form", "--assignee", "t1"])
+        .arg(format!("--description={description}"))
+        .arg("--priority=-2")
+        .stdout("T-001 pending\n")
+        .stderr("")
+        .run();
+    drop_first_answer(&sshd, "fm-board");
+    let claim = h
+        .fm("board")
+        .args(["claim", "T-1", "--as", "t1", "--host", "far"])
+        .stdout("T-001 in_progress\n")
+        .stderr("")
+        .start();
+    kill_after_the_write(&mut sshd);
+    claim.wait(30.0);
+    assert_eq!(far_read(&sshd, "first.out"), "T-001 in_progress\n");
+    assert_eq!(far_events(&sshd, "board.claimed"), 1);
+    // Two keys served (the add, the claim); nothing of a board here.
+    assert_eq!(far_read(&sshd, "state/.board.seen").lines().count(), 2);
+    assert!(!h.exists("data/board"));
+
+    // Reads run there: the far task as the far board holds it.
+    let shown = h
+        .fm("board")
+        .args(["--host", "far", "show", "1", "--json"])
+        .stdout_json()
+        .stderr("")
+        .run()
+        .json();
+    assert_eq!(shown["status"], "in_progress");
+    assert_eq!(shown["owner"], "t1");
+    assert_eq!(shown["description"], description);
+    assert_eq!(shown["priority"], -2);
+
+    // A comment whose text looks like options goes as text; a refusal is
+    // the far tool's, relayed with its exit code and nothing kept.
+    h.fm("board")
+        .args(["--host", "far", "comment", "T-1", "--as", "t1", "--"])
+        .args(["--blocker", "is", "not", "a", "flag", "here"])
+        .stdout("T-001 in_progress\n")
+        .stderr("")
+        .run();
+    let shown = h
+        .fm("board")
+        .args(["--host", "far", "--json", "show", "1"])
+        .stdout_json()
+        .stderr("")
+        .run()
+        .json();
+    assert_eq!(shown["comments"][0]["text"], "--blocker is not a flag here");
+    h.fm("board")
+        .args(["--host", "far", "claim", "T-1", "--as", "t2"])
+        .status(1)
+        .stdout("")
+        .stderr_has("in_progress")
+        .run();
+    assert_eq!(far_read(&sshd, "state/.board.seen").lines().count(), 3);
+    h.fm("board")
+        .args(["--host", "far", "list"])
+        .stdout_has("T-001")
+        .stderr("")
+        .run();
+}
+
+#[test]
+fn a_board_change_to_a_host_down_is_exit_3_and_an_unknown_host_exit_2() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    sshd.kill();
+    h.fm("board")
+        .args(["--host", "far", "add", "x"])
+        .status(3)
+        .stdout("")
+        .stderr_regex(
+            r"^fm-board: error: ssh: host far unreachable: .*Connection refused \(3 attempts; the write may have landed there: key [A-Za-z0-9._-]+-board-\d+-\d+-0\)\n$",
+        )
+        .run();
+    h.fm("board")
+        .args(["--host", "near", "claim", "1", "--as", "t1"])
+        .status(2)
+        .stdout("")
+        .stderr_has("unknown host \"near\" (configured: far; define [hosts.near])")
+        .run();
+    h.fm("board")
+        .args(["--host", "far", "--idempotency-key", "k1", "retry", "1"])
+        .status(2)
+        .stdout("")
+        .stderr_has("--idempotency-key is the far side's flag")
+        .run();
+    assert!(!h.exists("data/board"));
+}
+
+#[test]
+fn dispatch_to_an_assignee_on_another_host_is_refused_and_changes_nothing() {
+    // No ssh involved: the refusal is decided from the captain's meta.
+    let h = TestHome::new();
+    h.write(
+        "config/firstmate.toml",
+        "[hosts.far]\ndestination = \"nowhere.invalid\"\nhome = \"/srv/fm\"\n",
+    );
+    h.write("state/t1.meta", "kind=ship\nhost=far\n");
+    h.fm("board")
+        .args(["add", "Fix it", "--assignee", "t1"])
+        .stdout("T-001 pending\n")
+        .stderr("")
+        .run();
+    h.fm("board")
+        .arg("dispatch")
+        .status(1)
+        .stdout(
+            "error T-001 t1 \u{b7} assignee t1 runs on host far; dispatch reaches this home's inboxes only: add the task to that host's board (fm-board --host far add \u{2026} --assignee t1) and dispatch it there (fm-board --host far dispatch)\n",
+        )
+        .stderr("")
+        .run();
+    h.fm("board")
+        .args(["show", "1", "--json"])
+        .stdout_has(r#""status":"pending""#)
+        .stdout_has(r#""dispatches":0"#)
+        .stderr("")
+        .run();
+    assert!(!h.exists("state/t1.inbox"));
 }
