@@ -276,6 +276,13 @@ impl Home {
     pub(crate) fn seen_lock(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!(".seen-{id}.lock"))
     }
+    /// The board's idempotency keys (no task's: a dot file).
+    pub(crate) fn board_seen_keys(&self) -> PathBuf {
+        self.state_dir().join(".board.seen")
+    }
+    pub(crate) fn board_seen_lock(&self) -> PathBuf {
+        self.state_dir().join(".seen-board.lock")
+    }
     /// The captain's cursor into each host's wakes (`remote::wakes`).
     pub(crate) fn wakes_hosts_cursor(&self) -> PathBuf {
         self.state_dir().join(".wakes-hosts.cursor")

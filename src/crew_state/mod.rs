@@ -182,11 +182,7 @@ impl Row {
                 .to_string(),
             // A remote task's row is replaced by its host's answer
             // (`remote::fleet`); the name marks it for that.
-            host: meta
-                .and_then(|m| m.host.as_deref())
-                .map(str::trim)
-                .filter(|h| !h.is_empty())
-                .map(str::to_string),
+            host: meta.and_then(TaskMeta::host_name).map(str::to_string),
         }
     }
 

@@ -392,7 +392,7 @@ impl StateDir {
 
 /// Whether the meta names a host (the row's `host`, `Row::with`).
 pub(crate) fn is_remote(m: &TaskMeta) -> bool {
-    m.host.as_deref().is_some_and(|h| !h.trim().is_empty())
+    m.host_name().is_some()
 }
 
 /// Reads the task's own files into facts; a file that cannot be read makes

@@ -121,6 +121,14 @@ impl TaskMeta {
     pub fn kind(&self) -> Kind {
         self.kind.clone().unwrap_or(Kind::Ship)
     }
+    /// The host the task runs on (`host=`, trimmed); `None` for a local
+    /// task (no key, or a blank one).
+    pub(crate) fn host_name(&self) -> Option<&str> {
+        self.host
+            .as_deref()
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+    }
 
     /// The tmux socket the task's pane lives on: meta `tmux_socket`, else
     /// the config's `tmux.socket` (`""` is the default server).

@@ -83,13 +83,7 @@ pub fn lookup(home: &Home, id: &TaskId, key: &str) -> Result<Lookup> {
 /// Looks `key` up among the board's keys, taking the board's key lock
 /// (taken before the board lock, never after it).
 pub fn lookup_board(home: &Home, key: &str) -> Result<Lookup> {
-    let state = home.state_dir();
-    lookup_at(
-        home,
-        state.join(".seen-board.lock"),
-        state.join(".board.seen"),
-        key,
-    )
+    lookup_at(home, home.board_seen_lock(), home.board_seen_keys(), key)
 }
 
 fn lookup_at(

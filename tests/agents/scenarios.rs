@@ -493,13 +493,10 @@ pub fn dialog_history(h: Harness) {
     });
 }
 
-/// The watcher raises one `dialog` wake naming the dialog (not one per
-/// pass) instead of ringing into it.
-pub fn dialog_raises_one_wake(h: Harness) {
-    let Some(mut w) = dialog_world(h, true, false) else {
-        return;
-    };
-    w.spawn_ready();
+/// Opens the history dialog of an idle agent (Esc Esc: Claude Code's
+/// rewind, Codex's backtrack) and waits for crew state to name it;
+/// returns its name.
+fn open_history_dialog(w: &World, h: Harness) -> &'static str {
     let name = match h {
         Harness::Claude => "rewind",
         Harness::Codex => "backtrack",
@@ -511,6 +508,17 @@ pub fn dialog_raises_one_wake(h: Harness) {
     w.wait_for("the dialog", 10.0, |w| {
         w.crew().ends_with(&format!("waiting in a dialog: {name}"))
     });
+    name
+}
+
+/// The watcher raises one `dialog` wake naming the dialog (not one per
+/// pass) instead of ringing into it.
+pub fn dialog_raises_one_wake(h: Harness) {
+    let Some(mut w) = dialog_world(h, true, false) else {
+        return;
+    };
+    w.spawn_ready();
+    let name = open_history_dialog(&w, h);
     w.sends("anyone there?", "dialog");
     std::thread::sleep(std::time::Duration::from_millis(1100));
     for _ in 0..2 {
@@ -618,15 +626,7 @@ pub fn exit_force_over_a_dialog(h: Harness) {
         return;
     };
     w.spawn_ready();
-    let name = match h {
-        Harness::Claude => "rewind",
-        Harness::Codex => "backtrack",
-    };
-    w.crew_holds("reading idle", 2.0, |c| c.starts_with("state: idle"));
-    w.keys(&["Escape", "Escape"]);
-    w.wait_for("the dialog", 10.0, |w| {
-        w.crew().ends_with(&format!("waiting in a dialog: {name}"))
-    });
+    let name = open_history_dialog(&w, h);
     w.fm("control")
         .args([ID, "exit"])
         .status(1)
