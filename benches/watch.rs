@@ -94,6 +94,35 @@ fn pass_benches() {
     }
 }
 
+/// The target row: steady passes over 10,000 tasks that were each rung
+/// once (so every inbox holds a record and a `.ring-state`), 20 of them.
+fn steady_10k() {
+    let cfg = Config::default();
+    let now = clock::now();
+    let (_d, home) = new_home();
+    fleet(&home, 10_000, now - 1000, true);
+    let mut state = State::load(&home).unwrap();
+    let r = pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now).unwrap();
+    assert_eq!(r.rings.len(), 10_000);
+    // A steady pass meets inboxes unchanged for a while: wait out the
+    // margin within which a pass reads a changed inbox again, and let one
+    // pass remember them.
+    std::thread::sleep(Duration::from_secs(3));
+    pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now + 1).unwrap();
+    let mut steady = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let r = pass::run(&home, &cfg, &fake, &|_| {}, &mut state, now + 1).unwrap();
+        steady.push(t.elapsed());
+        assert!(r.rings.is_empty());
+    }
+    let min = *steady.iter().min().unwrap();
+    let med = median(steady);
+    println!("steady pass over 10000 rung tasks: median {med:?}, fastest {min:?} (20 runs)");
+    common::fig_ms("watch.steady_10k", med);
+    common::fig_ms("watch.steady_10k_min", min);
+}
+
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // Fields after the `(comm)`: state is field 3; utime 14, stime 15.
@@ -187,8 +216,23 @@ fn latency() {
     common::fig_ms("watch.event_to_rung", median(event.clone()));
 }
 
+/// Which parts run: `FM_BENCH_WATCH` is a comma list of `pass`,
+/// `steady`, `latency`, `idle` (all when unset).
+fn wanted(part: &str) -> bool {
+    std::env::var("FM_BENCH_WATCH").map_or(true, |v| v.split(',').any(|p| p.trim() == part))
+}
+
 fn main() {
-    pass_benches();
-    latency();
-    idle_cpu();
+    if wanted("pass") {
+        pass_benches();
+    }
+    if wanted("steady") {
+        steady_10k();
+    }
+    if wanted("latency") {
+        latency();
+    }
+    if wanted("idle") {
+        idle_cpu();
+    }
 }

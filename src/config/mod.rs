@@ -95,8 +95,14 @@ pub struct WatchCfg {
     pub grace_secs: u64,
     #[serde(deserialize_with = "uint")]
     pub max_rings: u64,
+    /// Heartbeat interval of a daemon, and its rescan interval when it
+    /// has no filesystem events.
     #[serde(deserialize_with = "uint")]
     pub poll_secs: u64,
+    /// With filesystem events, how often a daemon still rescans every
+    /// task (a safety net for a change that raised no event).
+    #[serde(deserialize_with = "uint")]
+    pub rescan_secs: u64,
     #[serde(deserialize_with = "uint")]
     pub unhandled_max_secs: u64,
     pub on_wake: Vec<String>,
@@ -211,6 +217,7 @@ impl Default for WatchCfg {
             grace_secs: 90,
             max_rings: 3,
             poll_secs: 15,
+            rescan_secs: 300,
             unhandled_max_secs: 900,
             on_wake: Vec::new(),
         }
@@ -530,7 +537,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 26, "scalar keys in the sections");
+        assert_eq!(seen, 27, "scalar keys in the sections");
     }
 
     #[test]

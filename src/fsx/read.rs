@@ -38,64 +38,82 @@ pub fn read_each_in(
     names: &[String],
     mut f: impl FnMut(usize, io::Result<&[u8]>),
 ) -> Result<()> {
-    use rustix::fs::{Mode, OFlags};
     let d = open_dir(dir, "open directory", dir, false)?;
     let mut buf = vec![0u8; 64 * 1024];
     for (i, name) in names.iter().enumerate() {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let mut file = match rustix::fs::openat(&d, name.as_str(), flags, Mode::empty()) {
-            Ok(fd) => File::from(fd),
-            Err(e) => {
-                // A name with a NUL byte is `EINVAL` (InvalidInput).
-                let e = io::Error::from(e);
-                if e.kind() != io::ErrorKind::NotFound {
-                    f(i, Err(e));
-                }
-                continue;
-            }
-        };
-        let mut len = 0;
-        let res = loop {
-            match file.read(&mut buf[len..]) {
-                Ok(0) => break Ok(()),
-                Ok(n) => {
-                    len += n;
-                    if len < buf.len() {
-                        break Ok(());
-                    }
-                    if len as u64 > MAX_FILE {
-                        break Err(io::Error::new(
-                            io::ErrorKind::FileTooLarge,
-                            format!("over the limit of {MAX_FILE} bytes for a file read whole"),
-                        ));
-                    }
-                    buf.resize(buf.len() * 2, 0);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break Err(e),
-            }
-        };
-        // Opened `O_NONBLOCK`, a FIFO reads as empty (no writer) or
-        // `EAGAIN`: only then is the type checked, so a regular file costs
-        // no extra `stat`.
-        let suspect = match &res {
-            Ok(()) => len == 0,
-            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-        };
-        let res = if suspect {
-            match file.metadata() {
-                Ok(m) => not_regular(m.file_type()).map_or(res, Err),
-                Err(e) => Err(e),
-            }
-        } else {
-            res
-        };
-        match res {
-            Ok(()) => f(i, Ok(&buf[..len])),
+        match read_small_at(&d, name, &mut buf) {
+            Ok(Some(len)) => f(i, Ok(&buf[..len])),
+            Ok(None) => {}
             Err(e) => f(i, Err(e)),
         }
     }
     Ok(())
+}
+
+/// Reads file `name` of the open directory `dir` (relative `openat`,
+/// `O_NOFOLLOW`) into `buf` (grown as needed, never shrunk), as
+/// [`read_each_in`] does for each of its files: `Ok(None)` when it does
+/// not exist, else how many bytes of `buf` it filled. A symlink is an
+/// error (`ELOOP`), so is anything but a regular file.
+pub fn read_small_at(
+    dir: &impl std::os::fd::AsFd,
+    name: &str,
+    buf: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
+    use rustix::fs::{Mode, OFlags};
+    if buf.is_empty() {
+        buf.resize(64 * 1024, 0);
+    }
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut file = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => File::from(fd),
+        Err(e) => {
+            // A name with a NUL byte is `EINVAL` (InvalidInput).
+            let e = io::Error::from(e);
+            return if e.kind() == io::ErrorKind::NotFound {
+                Ok(None)
+            } else {
+                Err(e)
+            };
+        }
+    };
+    let mut len = 0;
+    let res = loop {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                len += n;
+                if len < buf.len() {
+                    break Ok(());
+                }
+                if len as u64 > MAX_FILE {
+                    break Err(io::Error::new(
+                        io::ErrorKind::FileTooLarge,
+                        format!("over the limit of {MAX_FILE} bytes for a file read whole"),
+                    ));
+                }
+                buf.resize(buf.len() * 2, 0);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    // Opened `O_NONBLOCK`, a FIFO reads as empty (no writer) or
+    // `EAGAIN`: only then is the type checked, so a regular file costs
+    // no extra `stat`.
+    let suspect = match &res {
+        Ok(()) => len == 0,
+        Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+    };
+    let res = if suspect {
+        match file.metadata() {
+            Ok(m) => not_regular(m.file_type()).map_or(res, Err),
+            Err(e) => Err(e),
+        }
+    } else {
+        res
+    };
+    res.map(|()| Some(len))
 }
 
 /// Reads a whole file, refusing a symlink; a missing file is an error.

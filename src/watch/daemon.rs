@@ -15,19 +15,18 @@
 //! Dot-files (temp files, ladder files, the heartbeat) and the logs the
 //! watcher itself appends never trigger a pass.
 
-use std::collections::HashSet;
-
-use notify::Watcher;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeSet, HashMap};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::events::Events;
 use super::pass::{self, Report, State};
 use crate::config::Config;
 use crate::error::Result;
 use crate::fsx::{self, LockGuard};
 use crate::home::Home;
+use crate::task_id::TaskId;
 use crate::tmux::pane::{Pane, Tmux};
 use crate::wakes::{self, Wake};
 
@@ -139,14 +138,6 @@ pub fn tmux_for(socket: &str) -> Box<dyn Pane> {
     Box::new(Tmux::new(socket))
 }
 
-/// Whether a changed path should trigger a pass.
-pub fn relevant(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
-    !(name.starts_with('.') || name == "wakes.log" || name == "events.jsonl")
-}
-
 /// How the loop ends.
 #[derive(Debug)]
 pub enum End {
@@ -172,109 +163,236 @@ fn wall_secs() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// A pipe SIGTERM and SIGINT write a byte to, so a wait on file events
+/// ends the moment a signal comes (the flag of [`install_signals`] still
+/// says which one).
+struct SignalPipe {
+    read: std::os::unix::net::UnixStream,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl SignalPipe {
+    fn new() -> Option<SignalPipe> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let (read, write) = std::os::unix::net::UnixStream::pair().ok()?;
+        read.set_nonblocking(true).ok()?;
+        write.set_nonblocking(true).ok()?;
+        let mut ids = Vec::new();
+        for sig in [SIGTERM, SIGINT] {
+            let w = write.try_clone().ok()?;
+            ids.push(signal_hook::low_level::pipe::register(sig, w).ok()?);
+        }
+        Some(SignalPipe { read, ids })
+    }
+
+    fn drain(&self) {
+        use std::io::Read;
+        let mut buf = [0u8; 64];
+        while matches!((&self.read).read(&mut buf), Ok(n) if n > 0) {}
+    }
+}
+
+impl Drop for SignalPipe {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// What ended a wait.
+enum Woken {
+    Events,
+    Time,
+}
+
+/// Waits up to `wait` for a file event or a signal.
+fn wait_for(events: Option<&Events>, signals: Option<&SignalPipe>, wait: Duration) -> Woken {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    // Without the signal pipe a signal is noticed within a second.
+    let wait = if signals.is_some() {
+        wait
+    } else {
+        wait.min(Duration::from_secs(1))
+    };
+    let timeout = Timespec {
+        tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    let efd = events.map(Events::fd);
+    let sfd = signals.map(|s| s.read.as_fd());
+    let mut fds = Vec::with_capacity(2);
+    if let Some(fd) = &efd {
+        fds.push(PollFd::new(fd, PollFlags::IN));
+    }
+    if let Some(fd) = &sfd {
+        fds.push(PollFd::new(fd, PollFlags::IN));
+    }
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        // A signal (EINTR) or an odd error: the loop looks again.
+        Ok(0) | Err(_) => Woken::Time,
+        Ok(_) => {
+            let evs = efd.is_some() && fds[0].revents().contains(PollFlags::IN);
+            if let Some(s) = signals {
+                s.drain();
+            }
+            if evs { Woken::Events } else { Woken::Time }
+        }
+    }
+}
+
 /// Runs passes until a signal (or, with `until_wake`, a new wake).
 /// `show` is called with each pass's report.
+///
+/// With filesystem events, a pass covers only the tasks an event named
+/// or whose ladder came due (each task's own due second, so the wait ends
+/// on time); every task is passed over at the start, after an event queue
+/// overflow or a name that is no task's, and every `rescan_secs` as a
+/// safety net, which also forgets what the passes remember of each inbox.
+/// The heartbeat is touched every `poll_secs` whether or not a pass ran.
+/// Without events (disabled, unavailable, or an inbox beyond the inotify
+/// limit) every task is passed over at least every `poll_secs`.
 pub fn run(
     home: &Home,
     cfg: &Config,
     opts: &Options,
     show: &mut dyn FnMut(&Report),
 ) -> Result<End> {
-    let (tx, rx) = mpsc::channel::<()>();
-    let mut watcher = if opts.no_notify {
+    let poll = Duration::from_secs(cfg.watch.poll_secs.max(1));
+    let mut events = if opts.no_notify {
         crate::output::err_line(&format!(
             "fm-watch: warning: filesystem events disabled; polling every {}s",
-            cfg.watch.poll_secs.max(1)
+            poll.as_secs()
         ));
         None
     } else {
-        start_notify(home, tx)
+        match Events::start(home) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                crate::output::err_line(&format!(
+                    "fm-watch: warning: filesystem events unavailable ({e}); polling instead"
+                ));
+                None
+            }
+        }
     };
-    let mut watched: HashSet<PathBuf> = HashSet::new();
+    let signals = SignalPipe::new();
     let mut state = State::load(home)?;
-    let poll = Duration::from_secs(cfg.watch.poll_secs.max(1));
+    let mut dues: HashMap<TaskId, u64> = HashMap::new();
+    let mut todo: BTreeSet<TaskId> = BTreeSet::new();
+    let mut all = true;
+    let mut next_rescan = Instant::now();
+    let mut next_beat = Instant::now() + poll;
+    let mut warned_limit = false;
     loop {
         if let Some(sig) = stop_signal() {
             return Ok(End::Signal(sig));
         }
         let now = crate::clock::now();
-        let report = match pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now) {
-            Ok(r) => r,
-            Err(e) => {
+        let degraded = events.as_ref().is_none_or(|e| e.incomplete);
+        if degraded && events.is_some() && !warned_limit {
+            warned_limit = true;
+            crate::output::err_line(&format!(
+                "fm-watch: warning: some inboxes cannot be watched (inotify limit); \
+                 passing over every task every {}s",
+                poll.as_secs()
+            ));
+        }
+        if Instant::now() >= next_rescan {
+            all = true;
+        }
+        todo.extend(
+            dues.iter()
+                .filter(|&(_, &d)| d <= now)
+                .map(|(id, _)| id.clone()),
+        );
+        if all || !todo.is_empty() {
+            let ran = if all {
+                // The safety net reads every inbox afresh.
+                state.forget_inboxes();
+                pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now)
+            } else {
+                let ids: Vec<TaskId> = todo.iter().cloned().collect();
+                pass::run_tasks(
+                    home,
+                    cfg,
+                    &tmux_for,
+                    &std::thread::sleep,
+                    &mut state,
+                    now,
+                    &ids,
+                )
+            };
+            let report = ran.unwrap_or_else(|e| {
                 crate::output::err_line(&format!("fm-watch: warning: pass failed: {e}"));
                 Report::default()
-            }
-        };
-        show(&report);
-        if let Some(w) = watcher.as_mut() {
-            watched.retain(|p| fsx::is_dir(p).unwrap_or(false));
-            for dir in &report.inboxes {
-                if !watched.contains(dir)
-                    && w.watch(dir, notify::RecursiveMode::NonRecursive).is_ok()
-                {
-                    watched.insert(dir.clone());
+            });
+            if all {
+                dues.clear();
+                let every = if degraded {
+                    poll
+                } else {
+                    Duration::from_secs(cfg.watch.rescan_secs.max(cfg.watch.poll_secs).max(1))
+                };
+                next_rescan = Instant::now() + every;
+            } else {
+                for id in &todo {
+                    dues.remove(id);
                 }
             }
-        }
-        if let Some(start) = opts.until_wake {
-            let (found, _) = wakes::read_since(home, start)?;
-            if !found.is_empty() {
-                return Ok(End::Wakes(found));
+            for (id, due) in &report.dues {
+                match due {
+                    Some(d) => dues.insert(id.clone(), *d),
+                    None => dues.remove(id),
+                };
             }
-        }
-        let mut wait = poll;
-        if let Some(due) = report.next_due {
-            let secs = (due as f64 - wall_secs()).max(0.0) + 0.005;
-            wait = wait.min(Duration::from_secs_f64(secs));
-        }
-        let deadline = Instant::now() + wait;
-        loop {
-            if stop_signal().is_some() {
-                break;
+            all = false;
+            todo.clear();
+            next_beat = Instant::now() + poll;
+            show(&report);
+            if let Some(e) = events.as_mut() {
+                // What landed in a new inbox before its watch: once more.
+                todo.extend(e.watch_inboxes(home, &report.inboxes));
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            let slice = left.min(Duration::from_millis(250));
-            match rx.recv_timeout(slice) {
-                Ok(()) => {
-                    // Debounce: let a burst of changes settle into one pass.
-                    std::thread::sleep(Duration::from_millis(30));
-                    while rx.try_recv().is_ok() {}
-                    break;
+            if let Some(start) = opts.until_wake {
+                let (found, _) = wakes::read_since(home, start)?;
+                if !found.is_empty() {
+                    return Ok(End::Wakes(found));
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(slice),
+            }
+            if !todo.is_empty() {
+                continue;
             }
         }
-    }
-}
-
-fn start_notify(home: &Home, tx: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    let handler = move |res: notify::Result<notify::Event>| match res {
-        // Reads (our own included) are not changes.
-        Ok(ev) if ev.kind.is_access() => {}
-        Ok(ev) if ev.paths.iter().any(|p| relevant(p)) => {
-            let _ = tx.send(());
+        let mut until = next_beat.min(next_rescan);
+        if let Some(&due) = dues.values().min() {
+            let secs = (due as f64 - wall_secs()).max(0.0) + 0.0005;
+            until = until.min(Instant::now() + Duration::from_secs_f64(secs));
         }
-        Ok(_) => {}
-        // Overflow or similar: a pass sorts it out.
-        Err(_) => {
-            let _ = tx.send(());
+        let wait = until.saturating_duration_since(Instant::now());
+        if let Woken::Events = wait_for(events.as_ref(), signals.as_ref(), wait)
+            && let Some(e) = events.as_mut()
+        {
+            let changed = e.drain();
+            if changed.lost {
+                crate::output::err_line(
+                    "fm-watch: warning: state/ can no longer be watched; polling instead",
+                );
+                events = None;
+                all = true;
+            }
+            all |= changed.all;
+            for id in changed.tasks {
+                // A changed inbox is read afresh.
+                state.forget_inbox(&id);
+                todo.insert(id);
+            }
         }
-    };
-    let started = notify::recommended_watcher(handler).and_then(|mut w| {
-        w.watch(&home.state_dir(), notify::RecursiveMode::NonRecursive)?;
-        Ok(w)
-    });
-    match started {
-        Ok(w) => Some(w),
-        Err(e) => {
-            crate::output::err_line(&format!(
-                "fm-watch: warning: filesystem events unavailable ({e}); polling instead"
-            ));
-            None
+        if Instant::now() >= next_beat {
+            if let Err(e) = fsx::touch(&home.watch_beat()) {
+                crate::output::err_line(&format!("fm-watch: warning: {e}"));
+            }
+            next_beat = Instant::now() + poll;
         }
     }
 }
@@ -318,30 +436,5 @@ pub fn follow(home: &Home, start: u64) -> Result<Followed> {
             next_try = Instant::now() + TAKEOVER_EVERY;
         }
         std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn own_writes_and_temp_files_do_not_trigger() {
-        for p in [
-            "/h/state/.ring-state",
-            "/h/state/.x.tmp.1.2",
-            "/h/state/wakes.log",
-            "/h/state/events.jsonl",
-            "/h/state/.watch.beat",
-        ] {
-            assert!(!relevant(Path::new(p)), "{p}");
-        }
-        for p in [
-            "/h/state/t.inbox/001.msg",
-            "/h/state/t.status",
-            "/h/state/t.busy",
-        ] {
-            assert!(relevant(Path::new(p)), "{p}");
-        }
     }
 }

@@ -60,6 +60,29 @@ pub(crate) fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Erro
     )
 }
 
+/// The ladder files from their bytes (`None`: the file is missing), as
+/// [`load`] reads them: for a reader that opened them itself.
+pub(crate) fn parse(
+    ring: Option<&[u8]>,
+    escalated: Option<&[u8]>,
+    owed: Option<&[u8]>,
+) -> LadderFiles {
+    LadderFiles {
+        ring: ring.and_then(shared::RingState::parse).and_then(|r| {
+            Some(RingState {
+                seq: seq_of(&r.record)?,
+                count: r.count,
+                last: r.last,
+            })
+        }),
+        escalated: escalated.and_then(|b| {
+            let name = String::from_utf8_lossy(b);
+            seq_of(name.split_whitespace().next()?)
+        }),
+        owed: owed.and_then(|b| String::from_utf8_lossy(b).trim().parse().ok()),
+    }
+}
+
 /// Records a ring attempt (not fsynced here; see the module doc).
 pub(crate) fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
     let state = shared::RingState {
@@ -111,6 +134,17 @@ mod tests {
         assert!(err.is_none());
         assert_eq!(files.ring, Some(r));
         assert_eq!(files.escalated, Some(3));
+        let bytes = |p: std::path::PathBuf| std::fs::read(p).ok();
+        let parsed = parse(
+            bytes(home.ring_state(&id)).as_deref(),
+            bytes(home.escalated(&id)).as_deref(),
+            bytes(home.ring_owed(&id)).as_deref(),
+        );
+        assert_eq!(parsed, files);
+        set_owed(&home, &id, Some(42)).unwrap();
+        let parsed = parse(None, None, bytes(home.ring_owed(&id)).as_deref());
+        assert_eq!(parsed.owed, Some(42));
+        assert_eq!(parsed.owed, load(&home, &id).0.owed);
         clear(&home, &id).unwrap();
         assert!(load(&home, &id).0.is_empty());
     }

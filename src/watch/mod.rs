@@ -14,6 +14,7 @@
 
 mod act;
 pub(crate) mod daemon;
+mod events;
 pub(crate) mod hook;
 pub(crate) mod ladder;
 pub(crate) mod ladder_io;

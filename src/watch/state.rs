@@ -4,14 +4,16 @@
 //! [`super::pass`] (which runs a pass) and `act` (which carries out each
 //! task's ladder action).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::pass::InboxMemo;
 use super::status_feed::Offsets;
 use crate::error::Result;
 use crate::home::Home;
+use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome;
 use crate::tmux::pane::Pane;
 use crate::wakes::Wake;
@@ -27,6 +29,8 @@ pub struct State {
     pub(crate) offsets: Offsets,
     /// Warnings already printed (each is printed once per process).
     warned: BTreeSet<String>,
+    /// Each inbox as last read, answered from while it is unchanged.
+    pub(crate) inboxes: HashMap<TaskId, InboxMemo>,
 }
 
 impl State {
@@ -34,7 +38,19 @@ impl State {
         Ok(State {
             offsets: Offsets::load(home)?,
             warned: BTreeSet::new(),
+            inboxes: HashMap::new(),
         })
+    }
+
+    /// Forgets every remembered inbox, so the next pass reads each again
+    /// (the daemon's periodic rescan).
+    pub(crate) fn forget_inboxes(&mut self) {
+        self.inboxes.clear();
+    }
+
+    /// Forgets one task's inbox (a file event named it).
+    pub(crate) fn forget_inbox(&mut self, id: &TaskId) {
+        self.inboxes.remove(id);
     }
 
     pub(super) fn warn(&mut self, msg: String) {
@@ -61,6 +77,12 @@ pub struct Report {
     pub(crate) wakes: Vec<Wake>,
     /// Earliest second at which some ladder may act without a file change.
     pub(crate) next_due: Option<u64>,
+    /// Each task the pass acted on, with its own next due second.
+    #[serde(skip)]
+    pub(crate) dues: Vec<(TaskId, Option<u64>)>,
+    /// Tasks whose inbox was answered from memory.
+    #[serde(skip)]
+    pub(crate) memo_hits: usize,
     /// Inbox directories seen (the daemon watches them).
     #[serde(skip)]
     pub(crate) inboxes: Vec<PathBuf>,

@@ -154,35 +154,67 @@ pub(crate) fn scan(chunk: &[u8], paused: &str) -> (Vec<(String, u64)>, u64) {
     (texts, complete.len() as u64)
 }
 
+/// What a pass needs to know of a status log before reading it: its
+/// inode and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogFacts {
+    pub(crate) ino: u64,
+    pub(crate) len: u64,
+}
+
+/// The facts of a task's status log by its path; `None` when it is
+/// missing or not a regular file.
+pub(crate) fn log_facts(home: &Home, id: &TaskId) -> Result<Option<LogFacts>> {
+    Ok(match fsx::stat(&home.status(id))? {
+        Some(m) if m.is_file() => Some(LogFacts {
+            ino: m.ino(),
+            len: m.len(),
+        }),
+        _ => None,
+    })
+}
+
 /// New status wakes from a task's status log since the saved offset; the
 /// new offset is recorded in `offsets` (the caller saves it, after
 /// [`Offsets::rewind`] if appending one of them failed).
+#[cfg(test)]
 pub(crate) fn new_wakes(
     home: &Home,
     id: &TaskId,
     offsets: &mut Offsets,
     paused: &str,
 ) -> Result<Vec<StatusWake>> {
+    match log_facts(home, id)? {
+        Some(facts) => new_wakes_at(home, id, facts, offsets, paused),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// [`new_wakes`] for a log whose facts the caller already has (a pass
+/// looks at every log with one `fstatat` relative to `state/`).
+pub(crate) fn new_wakes_at(
+    home: &Home,
+    id: &TaskId,
+    meta: LogFacts,
+    offsets: &mut Offsets,
+    paused: &str,
+) -> Result<Vec<StatusWake>> {
     let path = home.status(id);
-    let meta = match fsx::stat(&path)? {
-        Some(m) if m.is_file() => m,
-        _ => return Ok(Vec::new()),
-    };
-    let ino = meta.ino();
+    let ino = meta.ino;
     let saved = offsets.map.get(id.as_str()).copied();
     let mut mark = saved.unwrap_or(Mark {
         offset: 0,
         ino,
         tail: None,
     });
-    if mark.ino != ino || meta.len() < mark.offset {
+    if mark.ino != ino || meta.len < mark.offset {
         mark = Mark {
             offset: 0,
             ino,
             tail: None,
         };
     }
-    if meta.len() == mark.offset {
+    if meta.len == mark.offset {
         offsets.set(id.as_str(), mark);
         return Ok(Vec::new());
     }

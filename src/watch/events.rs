@@ -1,0 +1,259 @@
+//! The daemon's filesystem events: one inotify instance watching `state/`
+//! and every inbox directory for entries created, removed, renamed or
+//! closed after writing (never for opens or reads, so a pass's own reading
+//! raises nothing), each event turned into the task it concerns.
+//!
+//! A name in `state/` is `<task>.<what>`; a dot-file there (the watcher's
+//! own lock, heartbeat and offsets), the logs the watcher appends and temp
+//! files are not changes. An event in an inbox concerns that inbox's task,
+//! whatever the name but a temp file (a new record, an ack, `.ring-owed`).
+//! A name that names no task (`state/poke`, say) and a queue overflow ask
+//! for a pass over every task.
+
+use std::collections::{BTreeSet, HashMap};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
+
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+/// What a batch of events asks for.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Changed {
+    /// Passes over these tasks.
+    pub(crate) tasks: BTreeSet<TaskId>,
+    /// A pass over every task (overflow, or a name that is no task's).
+    pub(crate) all: bool,
+    /// `state/` itself went away or can no longer be watched.
+    pub(crate) lost: bool,
+}
+
+/// The inotify instance and what each watch descriptor stands for.
+pub(crate) struct Events {
+    fd: OwnedFd,
+    state_wd: i32,
+    /// Inbox watch descriptor → its task.
+    inboxes: HashMap<i32, TaskId>,
+    /// Inbox directories watched, by path.
+    watched: HashMap<PathBuf, i32>,
+    buf: Vec<MaybeUninit<u8>>,
+    /// Whether some inbox could not be watched (the inotify limit).
+    pub(crate) incomplete: bool,
+}
+
+fn mask() -> WatchFlags {
+    WatchFlags::CREATE
+        | WatchFlags::DELETE
+        | WatchFlags::CLOSE_WRITE
+        | WatchFlags::MOVED_FROM
+        | WatchFlags::MOVED_TO
+        | WatchFlags::DELETE_SELF
+        | WatchFlags::MOVE_SELF
+        | WatchFlags::ONLYDIR
+        | WatchFlags::DONT_FOLLOW
+}
+
+/// Whether `name` is a temp file of an atomic write (its rename into
+/// place is the event that counts).
+fn is_temp(name: &str) -> bool {
+    name.contains(".tmp.")
+}
+
+/// The task a name in `state/` concerns: `Some(None)` for a name that is
+/// not a change, `None` for one that is no task's.
+fn state_name(name: &str) -> Option<Option<TaskId>> {
+    if name.starts_with('.') || is_temp(name) || name == "wakes.log" || name == "events.jsonl" {
+        return Some(None);
+    }
+    let (stem, _) = name.rsplit_once('.')?;
+    TaskId::parse(stem).ok().map(Some)
+}
+
+impl Events {
+    /// Starts watching `state/`.
+    pub(crate) fn start(home: &Home) -> std::io::Result<Events> {
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
+        let state_wd = inotify::add_watch(&fd, home.state_dir().as_path(), mask())?;
+        Ok(Events {
+            fd,
+            state_wd,
+            inboxes: HashMap::new(),
+            watched: HashMap::new(),
+            buf: vec![MaybeUninit::uninit(); 64 * 1024],
+            incomplete: false,
+        })
+    }
+
+    /// The descriptor to poll for readability.
+    pub(crate) fn fd(&self) -> impl AsFd + '_ {
+        self.fd.as_fd()
+    }
+
+    /// Watches each inbox of `dirs` not watched yet; returns the tasks
+    /// whose inbox was newly watched (the caller passes over them once
+    /// more, for what landed before the watch).
+    pub(crate) fn watch_inboxes(&mut self, home: &Home, dirs: &[PathBuf]) -> Vec<TaskId> {
+        let mut new = Vec::new();
+        for dir in dirs {
+            if self.watched.contains_key(dir) {
+                continue;
+            }
+            let Some(id) = inbox_task(home, dir) else {
+                continue;
+            };
+            match inotify::add_watch(&self.fd, dir.as_path(), mask()) {
+                Ok(wd) => {
+                    self.watched.insert(dir.clone(), wd);
+                    self.inboxes.insert(wd, id.clone());
+                    new.push(id);
+                }
+                Err(_) => self.incomplete = true,
+            }
+        }
+        new
+    }
+
+    /// Reads every event queued now (without blocking).
+    pub(crate) fn drain(&mut self) -> Changed {
+        let mut out = Changed::default();
+        let mut gone = Vec::new();
+        let mut reader = inotify::Reader::new(&self.fd, &mut self.buf);
+        loop {
+            let ev = match reader.next() {
+                Ok(ev) => ev,
+                Err(Errno::AGAIN | Errno::INTR) => break,
+                Err(_) => {
+                    out.all = true;
+                    break;
+                }
+            };
+            let flags = ev.events();
+            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                out.all = true;
+                continue;
+            }
+            let wd = ev.wd();
+            if flags.contains(ReadFlags::IGNORED) {
+                gone.push(wd);
+                continue;
+            }
+            let name = ev.file_name().and_then(|n| n.to_str().ok());
+            if wd == self.state_wd {
+                if flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF) {
+                    out.lost = true;
+                    continue;
+                }
+                match name.map(state_name) {
+                    Some(Some(Some(id))) => {
+                        out.tasks.insert(id);
+                    }
+                    Some(Some(None)) => {}
+                    Some(None) | None => out.all = true,
+                }
+            } else if let Some(id) = self.inboxes.get(&wd) {
+                if name.is_some_and(is_temp) {
+                    continue;
+                }
+                out.tasks.insert(id.clone());
+            }
+        }
+        for wd in gone {
+            if wd == self.state_wd {
+                out.lost = true;
+            } else if let Some(id) = self.inboxes.remove(&wd) {
+                self.watched.retain(|_, w| *w != wd);
+                out.tasks.insert(id);
+            }
+        }
+        out
+    }
+
+    /// How many inbox directories are watched.
+    #[cfg(test)]
+    pub(crate) fn inboxes_watched(&self) -> usize {
+        self.inboxes.len()
+    }
+}
+
+/// The task whose inbox `dir` is (`state/<task>.inbox`).
+fn inbox_task(home: &Home, dir: &Path) -> Option<TaskId> {
+    if dir.parent()? != home.state_dir() {
+        return None;
+    }
+    let name = dir.file_name()?.to_str()?;
+    TaskId::parse(name.strip_suffix(".inbox")?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> TaskId {
+        TaskId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn names_in_state_map_to_their_task_or_to_nothing() {
+        assert_eq!(state_name("t.status"), Some(Some(id("t"))));
+        assert_eq!(state_name("a.b.meta"), Some(Some(id("a.b"))));
+        assert_eq!(state_name("t.inbox"), Some(Some(id("t"))));
+        for quiet in [
+            ".watch.beat",
+            ".x.tmp.1.2",
+            "wakes.log",
+            "events.jsonl",
+            "t.status.tmp.9",
+        ] {
+            assert_eq!(state_name(quiet), Some(None), "{quiet}");
+        }
+        assert_eq!(state_name("poke"), None);
+        assert_eq!(state_name("-bad.meta"), None);
+    }
+
+    /// Real inotify on a temp home: our own reads raise nothing, a write
+    /// names its task, an inbox event names the inbox's task, a removed
+    /// inbox is forgotten, an unknown name asks for everything.
+    #[test]
+    fn events_name_the_tasks_they_concern() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("state")).unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let state = home.state_dir();
+        std::fs::create_dir_all(state.join("t.inbox")).unwrap();
+        std::fs::write(state.join("t.status"), "working: x\n").unwrap();
+        let mut ev = Events::start(&home).unwrap();
+        let new = ev.watch_inboxes(&home, &[state.join("t.inbox"), d.path().join("elsewhere")]);
+        assert_eq!(new, [id("t")]);
+        assert!(ev.watch_inboxes(&home, &[state.join("t.inbox")]).is_empty());
+        assert_eq!(ev.inboxes_watched(), 1);
+
+        std::fs::read(state.join("t.status")).unwrap();
+        std::fs::read_dir(state.join("t.inbox"))
+            .unwrap()
+            .for_each(drop);
+        assert_eq!(ev.drain(), Changed::default());
+
+        std::fs::write(state.join("u.status"), "done: y\n").unwrap();
+        std::fs::write(state.join(".watch.beat"), "").unwrap();
+        std::fs::write(state.join("t.inbox/001.msg"), "x").unwrap();
+        std::fs::write(state.join("t.inbox/.x.tmp.1"), "x").unwrap();
+        let got = ev.drain();
+        assert_eq!(got.tasks, BTreeSet::from([id("t"), id("u")]));
+        assert!(!got.all && !got.lost);
+
+        std::fs::write(state.join("poke"), "").unwrap();
+        assert!(ev.drain().all);
+
+        std::fs::remove_dir_all(state.join("t.inbox")).unwrap();
+        let got = ev.drain();
+        assert!(got.tasks.contains(&id("t")));
+        assert_eq!(ev.inboxes_watched(), 0);
+        // Watched again once it is back.
+        std::fs::create_dir_all(state.join("t.inbox")).unwrap();
+        assert_eq!(ev.watch_inboxes(&home, &[state.join("t.inbox")]), [id("t")]);
+    }
+}
