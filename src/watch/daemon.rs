@@ -152,7 +152,8 @@ pub fn relevant(path: &Path) -> bool {
 pub enum End {
     Signal(i32),
     /// `--until-wake`: every wake past the starting offset at the moment
-    /// the first one was noticed (never empty).
+    /// the first one was noticed (empty when a host's wakes ended it:
+    /// `Options::hosts` holds those).
     Wakes(Vec<Wake>),
 }
 
@@ -164,6 +165,8 @@ pub struct Options {
     pub until_wake: Option<u64>,
     /// Do not use filesystem events (poll only).
     pub no_notify: bool,
+    /// `--until-wake`: the hosts' wakes, read in the background; one ends the loop.
+    pub hosts: Option<std::sync::Arc<crate::remote::wakes::Feed>>,
 }
 
 fn wall_secs() -> f64 {
@@ -181,6 +184,9 @@ pub fn run(
     show: &mut dyn FnMut(&Report),
 ) -> Result<End> {
     let (tx, rx) = mpsc::channel::<()>();
+    if let Some(f) = &opts.hosts {
+        f.ping(tx.clone());
+    }
     let mut watcher = if opts.no_notify {
         crate::output::err_line(&format!(
             "fm-watch: warning: filesystem events disabled; polling every {}s",
@@ -218,7 +224,7 @@ pub fn run(
         }
         if let Some(start) = opts.until_wake {
             let (found, _) = wakes::read_since(home, start)?;
-            if !found.is_empty() {
+            if !found.is_empty() || opts.hosts.as_ref().is_some_and(|f| f.any()) {
                 return Ok(End::Wakes(found));
             }
         }
@@ -300,13 +306,19 @@ pub enum Followed {
 /// acting, for wakes past `start`, and tries to take the lock over every
 /// [`TAKEOVER_EVERY`], so a watcher that dies (even by SIGKILL) does not
 /// leave the home unwatched.
-pub fn follow(home: &Home, start: u64) -> Result<Followed> {
+pub fn follow(
+    home: &Home,
+    start: u64,
+    hosts: Option<&crate::remote::wakes::Feed>,
+) -> Result<Followed> {
     let mut next_try = Instant::now() + TAKEOVER_EVERY;
     loop {
         if let Some(sig) = stop_signal() {
             return Ok(Followed::End(End::Signal(sig)));
         }
-        if !wakes::read_since(home, start)?.0.is_empty() {
+        if !wakes::read_since(home, start)?.0.is_empty()
+            || hosts.is_some_and(crate::remote::wakes::Feed::any)
+        {
             std::thread::sleep(BATCH_SETTLE);
             let (found, _) = wakes::read_since(home, start)?;
             return Ok(Followed::End(End::Wakes(found)));
