@@ -1,6 +1,6 @@
 //! The captain's side of remote tasks beyond one write, over a real sshd:
-//! a retry that arrives while the far doorbell is still ringing, the
-//! wakes of every host for `fm-watch --until-wake`, and broadcasts.
+//! a retry that arrives while the far doorbell is still ringing, and
+//! broadcasts (`fm-send --all`) reaching the remote tasks.
 
 use std::process::Command;
 
