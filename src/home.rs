@@ -249,6 +249,10 @@ impl Home {
     pub(crate) fn top_cursor(&self) -> PathBuf {
         self.state_dir().join(".top.cursor")
     }
+    /// `fm top`'s "seen" of each host's wakes: `<host>\t<seq>` lines.
+    pub(crate) fn top_hosts_cursor(&self) -> PathBuf {
+        self.state_dir().join(".top-hosts.cursor")
+    }
     /// A notification channel's cursor into `wakes.log`: `<offset> <seq>`
     /// of the last wake it delivered or passed over.
     pub(crate) fn notify_cursor(&self, channel: &str) -> PathBuf {

@@ -198,6 +198,7 @@ mod tests {
                 "--idempotency-key",
                 "--json",
                 "--key",
+                "--only",
                 "--quiet",
                 "--resolve-key"
             ]

@@ -2,6 +2,7 @@
 //! ring the doorbell in its pane. The record is the message; the ring is a
 //! courtesy the watcher retries, so the exit code only reports the record.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -64,9 +65,18 @@ pub(crate) struct Args {
     /// Sender recorded in the header and the event
     #[arg(long, value_name = "NAME", default_value = "captain")]
     from: String,
-    /// Broadcast: one record per task whose pane exists and whose agent is alive
+    /// Broadcast: one record per task whose pane exists and whose agent is
+    /// alive, on this host and on every configured host
     #[arg(long)]
     all: bool,
+    /// With --all: only these tasks (comma-separated ids)
+    #[arg(
+        long,
+        value_name = "ID,ID,...",
+        requires = "all",
+        value_delimiter = ','
+    )]
+    only: Vec<String>,
     /// Press one key in the task's pane instead of sending a message (no record)
     #[arg(long, value_name = "KEY", value_parser = KEYS.to_vec())]
     key: Option<String>,
@@ -75,7 +85,7 @@ pub(crate) struct Args {
     json: bool,
     /// Key of a write made across hosts: a key already served prints that
     /// call's answer again and writes nothing
-    #[arg(long = "idempotency-key", value_name = "KEY", conflicts_with = "all")]
+    #[arg(long = "idempotency-key", value_name = "KEY")]
     idempotency_key: Option<String>,
     #[command(flatten)]
     home: HomeArg,
@@ -406,33 +416,228 @@ pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
     })
 }
 
-/// `--all`: one record per task whose pane exists and whose agent is alive.
+/// `--all`: one record per task whose pane exists and whose agent is
+/// alive, here and on every configured host (docs/remote.md, "Broadcasts
+/// across hosts"). The remote tasks of each host are sent in one keyed
+/// ssh call, `fm-send --all --only <ids>` there, the hosts in parallel and
+/// while the local records are written; their lines are printed after the
+/// local ones, hosts in name order. A task that could not be sent is
+/// reported on stderr and the others are still sent; the exit code is the
+/// highest of the failures (3 for the tasks of an unreachable host).
 fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
-    let live = recipient::live(&ctx.home, &ctx.cfg)?;
-    if live.is_empty() {
+    let only = parse_only(&a.only)?;
+    if let Some(k) = &a.idempotency_key {
+        remote::seen::validate(k)?;
+    }
+    let wanted = |id: &TaskId| only.as_ref().is_none_or(|o| o.contains(id));
+    let mut hosts = remote::call::tasks_by_host(&ctx.home)?;
+    for ids in hosts.values_mut() {
+        ids.retain(|id| wanted(id));
+    }
+    hosts.retain(|_, ids| !ids.is_empty());
+    let remote_ids: BTreeSet<&TaskId> = hosts.values().flatten().collect();
+    let mut jobs: BTreeMap<TaskId, Job> = recipient::live(&ctx.home, &ctx.cfg)?
+        .into_iter()
+        .filter(|(r, _)| wanted(&r.id) && !remote_ids.contains(&r.id))
+        .map(|(r, info)| (r.id.clone(), Job::Live(Box::new((r, info)))))
+        .collect();
+    // Under a key, a task named by --only that is not live now but was
+    // sent by an earlier attempt with this key gets that answer again.
+    if let (Some(key), Some(only)) = (&a.idempotency_key, &only) {
+        for id in only {
+            if jobs.contains_key(id) || remote_ids.contains(id) {
+                continue;
+            }
+            if let Some(answer) = remote::seen::find_in(&ctx.home.seen_keys(id), key)? {
+                jobs.insert(id.clone(), Job::Replay(answer));
+            }
+        }
+    }
+    let key = a
+        .idempotency_key
+        .clone()
+        .unwrap_or_else(|| remote::call::new_key_for("all"));
+    let mut tally = Tally::default();
+    std::thread::scope(|s| {
+        let far: Vec<_> = hosts
+            .iter()
+            .map(|(name, ids)| {
+                let key = key.as_str();
+                let call = s.spawn(move || far_all(ctx, a, name, ids, key, body));
+                (name, ids, call)
+            })
+            .collect();
+        for (id, job) in &jobs {
+            let sent = match job {
+                Job::Live(live) => send_keyed(ctx, a, &live.0, &live.1, body),
+                Job::Replay(answer) => answer.replay(),
+            };
+            tally.local(id, sent);
+        }
+        for (name, ids, call) in far {
+            let got = call
+                .join()
+                .unwrap_or_else(|_| Far::Failed(Error::refused("the host's call panicked")));
+            tally.far(name, ids, &key, got);
+        }
+    });
+    if tally.pipe_closed && tally.code == 0 {
+        return Err(Error::ClosedPipe);
+    }
+    if tally.sent == 0 && tally.code == 0 && only.is_none() {
         return Err(Error::refused("no task has a live pane; nothing sent"));
     }
-    let mut code = 0;
-    let mut pipe_closed = false;
-    for (r, info) in &live {
-        if let Err(e) = send_one(ctx, a, &r.id, body, Ring::Known(r, info), None) {
+    Ok(tally.code)
+}
+
+/// A local task of a broadcast: live, or sent already under this key.
+enum Job {
+    Live(Box<(Recipient, crate::tmux::pane::PaneInfo)>),
+    Replay(remote::seen::Answer),
+}
+
+/// The ids of `--only`, checked; `None` when not given.
+fn parse_only(raw: &[String]) -> Result<Option<BTreeSet<TaskId>>> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    raw.iter()
+        .map(|s| TaskId::parse(s.trim()))
+        .collect::<Result<BTreeSet<_>>>()
+        .map(Some)
+}
+
+/// One live task of a broadcast: sent, under the call's key when it has
+/// one (a key already served for the task replays its answer).
+fn send_keyed(
+    ctx: &Ctx,
+    a: &Args,
+    r: &Recipient,
+    info: &crate::tmux::pane::PaneInfo,
+    body: &[u8],
+) -> Result<u8> {
+    let fresh = match a.idempotency_key.as_deref() {
+        None => None,
+        Some(k) => match remote::seen::lookup(&ctx.home, &r.id, k)? {
+            remote::seen::Lookup::Seen(answer) => return answer.replay(),
+            remote::seen::Lookup::Fresh(f) => Some(f),
+        },
+    };
+    send_one(ctx, a, &r.id, body, Ring::Known(r, info), fresh)
+}
+
+/// What a host's part of a broadcast came to.
+enum Far {
+    /// The host is not configured.
+    Unconfigured(Error),
+    Called(remote::call::Keyed),
+    Failed(Error),
+}
+
+/// The host's part of a broadcast: one keyed `fm-send --all --only
+/// <ids>` there, the body on stdin.
+fn far_all(ctx: &Ctx, a: &Args, name: &str, ids: &[TaskId], key: &str, body: &[u8]) -> Far {
+    let Some(cfg) = ctx.cfg.hosts.get(name) else {
+        return Far::Unconfigured(Error::refused(format!(
+            "runs on host {name}, which config does not define ([hosts.{name}])"
+        )));
+    };
+    let host = remote::call::Remote {
+        name: name.to_string(),
+        cfg: cfg.clone(),
+    };
+    let list = ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(",");
+    let mut args = vec!["--all", "--only", list.as_str(), "--from", a.from.as_str()];
+    for (on, flag) in [
+        (a.quiet, "--quiet"),
+        (a.fire_and_forget, "--fire-and-forget"),
+        (a.dedupe, "--dedupe"),
+        (a.json, "--json"),
+    ] {
+        if on {
+            args.push(flag);
+        }
+    }
+    args.push("-");
+    Far::Called(remote::call::keyed(
+        &ctx.home,
+        &host,
+        key,
+        TOOL,
+        &args,
+        Some(body),
+    ))
+}
+
+/// The running account of a broadcast.
+#[derive(Default)]
+struct Tally {
+    /// Records reported (local lines and far lines).
+    sent: usize,
+    code: u8,
+    pipe_closed: bool,
+}
+
+impl Tally {
+    fn local(&mut self, id: &TaskId, got: Result<u8>) {
+        match got {
+            Ok(c) => {
+                self.sent += 1;
+                self.code = self.code.max(c);
+            }
             // A reader that stopped reading (`| head -1`) must not stop
             // the broadcast: every recipient still gets its record; only
             // the printing stops (each record is queued before its line
             // is printed).
-            if matches!(e, Error::ClosedPipe) {
-                pipe_closed = true;
-                continue;
+            Err(Error::ClosedPipe) => {
+                self.sent += 1;
+                self.pipe_closed = true;
             }
-            let e = common::naming(e, r.id.as_str());
-            crate::output::err_line(&format!("{TOOL}: error: {}", common::describe(&e)));
-            code = code.max(e.exit_code());
+            Err(e) => {
+                let e = common::naming(e, id.as_str());
+                crate::output::err_line(&format!("{TOOL}: error: {}", common::describe(&e)));
+                self.code = self.code.max(e.exit_code());
+            }
         }
     }
-    if pipe_closed && code == 0 {
-        return Err(Error::ClosedPipe);
+
+    fn far(&mut self, name: &str, ids: &[TaskId], key: &str, got: Far) {
+        let each = |why: &str| {
+            for id in ids {
+                crate::output::err_line(&format!("{TOOL}: error: {id}: {why}"));
+            }
+        };
+        match got {
+            Far::Called(remote::call::Keyed::Answered(reply)) => {
+                let lines: Vec<&str> = reply.stdout.lines().collect();
+                self.sent += lines.len();
+                if !self.pipe_closed && !lines.is_empty() {
+                    match crate::output::out_lines(&lines) {
+                        Ok(()) => {}
+                        Err(Error::ClosedPipe) => self.pipe_closed = true,
+                        Err(e) => crate::output::err_line(&format!("{TOOL}: error: {e}")),
+                    }
+                }
+                for line in reply.stderr.lines() {
+                    crate::output::err_line(line);
+                }
+                self.code = self
+                    .code
+                    .max(u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV));
+            }
+            Far::Called(remote::call::Keyed::Unreachable(why)) => {
+                each(&format!(
+                    "host {name} unreachable: {why} ({} attempts; the message may have landed there: key {key})",
+                    remote::call::ATTEMPTS
+                ));
+                self.code = self.code.max(crate::error::exit::ENV);
+            }
+            Far::Called(remote::call::Keyed::Failed(e)) | Far::Unconfigured(e) | Far::Failed(e) => {
+                each(&common::describe(&e));
+                self.code = self.code.max(e.exit_code());
+            }
+        }
     }
-    Ok(code)
 }
 
 /// JSON/human report of `--key`.

@@ -87,11 +87,21 @@ fn run(a: Args) -> Result<u8> {
     } else {
         None
     };
+    // `--until-wake` also ends on a configured host's new wake.
+    let hosts = start.and_then(|_| {
+        crate::remote::wakes::Feed::start(
+            &ctx.home,
+            &ctx.cfg,
+            crate::remote::wakes::From::Now,
+            crate::remote::wakes::FEED_EVERY,
+        )
+        .map(std::sync::Arc::new)
+    });
     let mut lock = match (daemon::acquire(&ctx.home)?, start) {
         (Ok(lock), _) => lock,
         // Another watcher acts: wait for its wakes, or take over if it dies.
-        (Err(_), Some(start)) => match daemon::follow(&ctx.home, start)? {
-            Followed::End(end) => return finish_loop(end, a.json),
+        (Err(_), Some(start)) => match daemon::follow(&ctx.home, start, hosts.as_deref())? {
+            Followed::End(end) => return finish_loop(end, a.json, hosts.as_deref()),
             Followed::Lock(lock) => lock,
         },
         (Err(pid), None) => {
@@ -121,6 +131,7 @@ fn run(a: Args) -> Result<u8> {
         let opts = Options {
             until_wake: start,
             no_notify: a.no_notify,
+            hosts: hosts.clone(),
         };
         let quiet = start.is_some();
         let json = a.json;
@@ -132,7 +143,8 @@ fn run(a: Args) -> Result<u8> {
                 show_report(r, json);
             }
         };
-        daemon::run(&ctx.home, &ctx.cfg, &opts, &mut show).and_then(|end| finish_loop(end, json))
+        daemon::run(&ctx.home, &ctx.cfg, &opts, &mut show)
+            .and_then(|end| finish_loop(end, json, hosts.as_deref()))
     };
     notifier.finish();
     lock.release();
@@ -140,11 +152,29 @@ fn run(a: Args) -> Result<u8> {
     result
 }
 
-fn finish_loop(end: End, json: bool) -> Result<u8> {
+/// Prints the wakes that ended the loop: the local ones, merged in time
+/// order with the hosts' (a host's line ends with ` · host <name>`, its
+/// JSON object has `"host"`, as `--drain` prints them).
+fn finish_loop(end: End, json: bool, hosts: Option<&crate::remote::wakes::Feed>) -> Result<u8> {
     match end {
         End::Wakes(ws) => {
-            for w in &ws {
-                common::out(&wake_line(w, json))?;
+            let Some(hosts) = hosts else {
+                for w in &ws {
+                    common::out(&wake_line(w, json))?;
+                }
+                return Ok(exit::OK);
+            };
+            for m in &hosts.merge(ws) {
+                let line = if json {
+                    crate::output::json_line(m)?
+                } else {
+                    let line = wake_line(&m.wake, false);
+                    match &m.host {
+                        Some(h) => format!("{line} \u{b7} host {h}"),
+                        None => line,
+                    }
+                };
+                common::out(&line)?;
             }
             Ok(exit::OK)
         }

@@ -10,6 +10,7 @@
 //! a second record. A host that stays unreachable through every attempt
 //! is exit 3, naming the host, ssh's reason and the key.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -51,6 +52,52 @@ pub fn host_of(home: &Home, cfg: &Config, id: &TaskId) -> Result<Option<Remote>>
         None => Err(Error::refused(format!(
             "task {id} runs on host {name}, which config does not define ([hosts.{name}])"
         ))),
+    }
+}
+
+/// The tasks whose meta names a host, by host name, each host's in id
+/// order. A meta that cannot be read is left out: the local side of a
+/// broadcast warns about it.
+pub fn tasks_by_host(home: &Home) -> Result<BTreeMap<String, Vec<TaskId>>> {
+    let mut by: BTreeMap<String, Vec<TaskId>> = BTreeMap::new();
+    for id in home.task_ids_with_meta()? {
+        if let Ok(Some(host)) =
+            crate::meta::TaskMeta::load(home, &id).map(|m| m.and_then(|m| m.host))
+        {
+            by.entry(host).or_default().push(id);
+        }
+    }
+    Ok(by)
+}
+
+/// What one keyed call to a host came to.
+pub enum Keyed {
+    /// The far tool answered (whatever its exit code).
+    Answered(Reply),
+    /// No attempt got an answer: why (ssh's reason).
+    Unreachable(String),
+    /// The call could not be made at all (the ssh runner's own setup).
+    Failed(Error),
+}
+
+/// [`write_with_key`] on host `host`, made from its table: the keyed
+/// write `tool --idempotency-key K args…`, retried while the host is
+/// unreachable.
+pub fn keyed(
+    home: &Home,
+    host: &Remote,
+    key: &str,
+    tool: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Keyed {
+    let ssh = match Ssh::new(home, &host.name, &host.cfg) {
+        Ok(s) => s,
+        Err(e) => return Keyed::Failed(e),
+    };
+    match write_with_key(&ssh, key, tool, args, stdin) {
+        Ok(reply) => Keyed::Answered(reply),
+        Err(why) => Keyed::Unreachable(why),
     }
 }
 

@@ -9,6 +9,10 @@
 //! <offset>`, which reads and changes nothing there. A host's cursor moves
 //! only after its wakes were printed; a host that gives no answer keeps
 //! its cursor and its wakes come with the next drain that reaches it.
+//!
+//! [`Feed`] reads the hosts in the background for the readers that must
+//! never wait on a host (`fm-watch --until-wake`, `fm top`), moving no
+//! cursor.
 
 use std::collections::BTreeMap;
 
@@ -185,5 +189,225 @@ impl Gathered {
             text.push_str(&format!("{name}\t{off}\n"));
         }
         fsx::atomic_write(&home.wakes_hosts_cursor(), text.as_bytes())
+    }
+}
+
+/// Where a [`Feed`] starts reading each host's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    /// At the log's end when the host first answers: only wakes appended
+    /// after that count (`fm-watch --until-wake`).
+    Now,
+    /// At the log's start, keeping the last [`FEED_KEEP`] wakes of each
+    /// host (`fm top`'s feed).
+    Start,
+}
+
+/// Most wakes a [`Feed`] keeps per host (the newest).
+pub const FEED_KEEP: usize = 500;
+
+/// How often a [`Feed`] asks the hosts, at most.
+pub const FEED_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A host as a [`Feed`] knows it.
+#[derive(Debug, Default, Clone)]
+struct FeedHost {
+    /// The offset the next ask starts from; `None` before the first answer.
+    next: Option<u64>,
+    wakes: std::collections::VecDeque<Wake>,
+    /// Why the last ask got no answer.
+    why: Option<String>,
+}
+
+#[derive(Default)]
+struct FeedShared {
+    hosts: BTreeMap<String, FeedHost>,
+    /// Told (once per round that found wakes) that there are new ones.
+    ping: Option<Box<dyn Fn() + Send>>,
+}
+
+/// Every configured host's wakes, read in the background: a thread asks
+/// each host (in parallel, each bounded by its `timeout_ms`) for the wakes
+/// past what it has read, at most every [`FEED_EVERY`], so a reader never
+/// waits on a slow or unreachable host. It reads no cursor and moves none:
+/// `--drain`'s per-host cursors are the drain's alone.
+pub struct Feed {
+    shared: std::sync::Arc<std::sync::Mutex<FeedShared>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed").finish_non_exhaustive()
+    }
+}
+
+impl Feed {
+    /// Starts reading every configured host, from `from`, asking at most
+    /// every `every`; `None` when no host is configured.
+    pub fn start(
+        home: &Home,
+        cfg: &Config,
+        from: From,
+        every: std::time::Duration,
+    ) -> Option<Feed> {
+        if cfg.hosts.is_empty() {
+            return None;
+        }
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(FeedShared {
+            hosts: cfg
+                .hosts
+                .keys()
+                .map(|n| (n.clone(), FeedHost::default()))
+                .collect(),
+            ping: None,
+        }));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (home, hosts) = (home.clone(), cfg.hosts.clone());
+        let (sh, st) = (shared.clone(), stop.clone());
+        std::thread::spawn(move || feed_loop(&home, &hosts, from, every, &sh, &st));
+        Some(Feed { shared, stop })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FeedShared> {
+        self.shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Calls `wake` whenever a round finds new wakes (a waiting loop
+    /// wakes up at once instead of at its next poll).
+    pub fn ping(&self, wake: Box<dyn Fn() + Send>) {
+        self.lock().ping = Some(wake);
+    }
+
+    /// Whether any host has a wake.
+    pub fn any(&self) -> bool {
+        self.lock().hosts.values().any(|h| !h.wakes.is_empty())
+    }
+
+    /// Every host's wakes read so far, each host's in its order, with its
+    /// host.
+    pub fn wakes(&self) -> Vec<Merged> {
+        self.lock()
+            .hosts
+            .iter()
+            .flat_map(|(name, h)| {
+                h.wakes.iter().map(|w| Merged {
+                    wake: w.clone(),
+                    host: Some(name.clone()),
+                })
+            })
+            .collect()
+    }
+
+    /// The hosts whose last ask got no answer, with why.
+    pub fn unreachable(&self) -> Vec<(String, String)> {
+        self.lock()
+            .hosts
+            .iter()
+            .filter_map(|(n, h)| h.why.clone().map(|w| (n.clone(), w)))
+            .collect()
+    }
+
+    /// The local wakes and the hosts' read so far, in time order (a local
+    /// wake first on a tie, then the hosts in name order), as `--drain`
+    /// merges them.
+    pub fn merge(&self, local: Vec<Wake>) -> Vec<Merged> {
+        let mut all: Vec<Merged> = local
+            .into_iter()
+            .map(|wake| Merged { wake, host: None })
+            .collect();
+        all.extend(self.wakes());
+        all.sort_by_key(|m| m.wake.epoch);
+        all
+    }
+}
+
+impl Drop for Feed {
+    /// Tells the thread to end; it is not waited for (it may be inside an
+    /// ask, bounded by the host's `timeout_ms`).
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn feed_loop(
+    home: &Home,
+    hosts: &BTreeMap<String, super::HostCfg>,
+    from: From,
+    every: std::time::Duration,
+    shared: &std::sync::Mutex<FeedShared>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    let lock = || {
+        shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let began = std::time::Instant::now();
+        let next: BTreeMap<String, Option<u64>> = lock()
+            .hosts
+            .iter()
+            .map(|(n, h)| (n.clone(), h.next))
+            .collect();
+        let answers: Vec<(String, std::result::Result<FarWakes, String>)> =
+            std::thread::scope(|s| {
+                let running: Vec<_> = hosts
+                    .iter()
+                    .map(|(name, host)| {
+                        let at = next.get(name).copied().flatten().unwrap_or(0);
+                        (name, s.spawn(move || ask(home, name, host, at)))
+                    })
+                    .collect();
+                running
+                    .into_iter()
+                    .map(|(name, h)| {
+                        let got = h
+                            .join()
+                            .unwrap_or_else(|_| Err("the query panicked".into()));
+                        (name.clone(), got)
+                    })
+                    .collect()
+            });
+        let mut found = false;
+        {
+            let mut sh = lock();
+            for (name, got) in answers {
+                let Some(h) = sh.hosts.get_mut(&name) else {
+                    continue;
+                };
+                match got {
+                    Ok(far) => {
+                        let first = h.next.is_none();
+                        h.next = Some(far.end);
+                        h.why = None;
+                        if first && from == From::Now {
+                            continue;
+                        }
+                        found |= !far.wakes.is_empty();
+                        h.wakes.extend(far.wakes.into_iter().map(|w| Wake {
+                            seq: w.seq,
+                            epoch: w.epoch,
+                            task: w.task,
+                            kind: w.kind,
+                            text: w.text,
+                        }));
+                        while h.wakes.len() > FEED_KEEP {
+                            h.wakes.pop_front();
+                        }
+                    }
+                    Err(why) => h.why = Some(why),
+                }
+            }
+            if found && let Some(wake) = &sh.ping {
+                wake();
+            }
+        }
+        while !stop.load(Ordering::Relaxed) && began.elapsed() < every {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }

@@ -248,6 +248,7 @@ fn w_opens_the_feed_and_scrolls() {
             text: "x".into(),
         },
         new: seq > 1,
+        host: None,
     };
     app.show_wakes(vec![line(1), line(2)]);
     assert_eq!(app.new_wakes, 0);

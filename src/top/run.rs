@@ -48,6 +48,8 @@ pub const SLICE: Duration = Duration::from_millis(100);
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// The redraw tick (ages, a peeked screen).
 pub const TICK: Duration = Duration::from_secs(1);
+/// How often the hosts' wakes are asked for, at most.
+pub const HOSTS_EVERY: Duration = Duration::from_secs(3);
 
 /// How the dashboard refreshes.
 #[derive(Debug, Clone)]
@@ -152,6 +154,15 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
     let (tx, rx) = mpsc::channel();
     let source = Source::start(home, cfg, &tx, opts.events);
     source.refresh();
+    // Every configured host's wakes, read in the background: the loop
+    // only looks at what has arrived and never waits on a host.
+    let feed = crate::remote::wakes::Feed::start(
+        home,
+        cfg,
+        crate::remote::wakes::From::Start,
+        HOSTS_EVERY,
+    );
+    let feed = feed.as_ref();
     let mut app = App::new(home.root().display().to_string());
     if let Some(why) = &source.events_off {
         app.warn(format!(
@@ -178,7 +189,12 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
                         if let Effect::Quit(code) = effect {
                             return Ok(code);
                         }
-                        let ctx = Ctx { home, cfg, tx: &tx };
+                        let ctx = Ctx {
+                            home,
+                            cfg,
+                            tx: &tx,
+                            feed,
+                        };
                         ctx.apply(effect, &mut app, &mut screen);
                         source.refresh();
                     }
@@ -196,7 +212,8 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
                     new_wakes,
                 } => {
                     app.set_rows(rows);
-                    app.new_wakes = new_wakes;
+                    app.new_wakes =
+                        new_wakes + feed.map_or(0, |f| seen::unseen_hosts(home, &f.wakes()));
                     if let Some(w) = warnings.first() {
                         app.warn(format!("warning: {w}"));
                     }
@@ -224,7 +241,13 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
         if now >= next_tick {
             next_tick = now + TICK;
             if let Some(id) = app.peeking().map(str::to_string) {
-                Ctx { home, cfg, tx: &tx }.peek(&id, &mut app);
+                Ctx {
+                    home,
+                    cfg,
+                    tx: &tx,
+                    feed,
+                }
+                .peek(&id, &mut app);
             }
             dirty = true;
         }
@@ -264,6 +287,8 @@ struct Ctx<'a> {
     home: &'a Home,
     cfg: &'a Config,
     tx: &'a Sender<Msg>,
+    /// The hosts' wakes, when hosts are configured.
+    feed: Option<&'a crate::remote::wakes::Feed>,
 }
 
 impl Ctx<'_> {
@@ -279,7 +304,13 @@ impl Ctx<'_> {
                 Err(e) => app.warn(format!("{id}: {e}")),
             },
             Effect::Peek { id } => self.peek(&id, app),
-            Effect::OpenWakes => match seen::open(self.home) {
+            Effect::OpenWakes => match seen::open(
+                self.home,
+                &self
+                    .feed
+                    .map(crate::remote::wakes::Feed::wakes)
+                    .unwrap_or_default(),
+            ) {
                 Ok(lines) => app.show_wakes(lines),
                 Err(e) => app.warn(format!("cannot read the wakes feed: {e}")),
             },

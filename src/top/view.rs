@@ -216,9 +216,14 @@ fn wakes(
     let end = scroll.min(lines.len());
     let from = end.saturating_sub(usize::from(inner.height));
     let shown = &lines[from..end];
+    // A host's wake names its task as `<task>@<host>`.
+    let task = |l: &super::seen::FeedLine| match &l.host {
+        Some(h) => format!("{}@{h}", l.wake.task),
+        None => l.wake.task.clone(),
+    };
     let task_w = shown
         .iter()
-        .map(|l| l.wake.task.chars().count())
+        .map(|l| task(l).chars().count())
         .max()
         .unwrap_or(0);
     let kind_w = shown
@@ -237,7 +242,7 @@ fn wakes(
                     Span::raw("  ")
                 },
                 Span::styled(format!("{:>8}  ", ago(Some(w.epoch), now)), p.dim()),
-                Span::raw(format!("{:<task_w$}  ", w.task)),
+                Span::raw(format!("{:<task_w$}  ", task(l))),
                 Span::styled(format!("{:<kind_w$}  ", w.kind), p.title()),
                 Span::raw(w.text.clone()),
             ])

@@ -193,6 +193,7 @@ fn the_wakes_feed() {
             text: text.into(),
         },
         new,
+        host: None,
     };
     a.show_wakes(vec![
         w(1, "docs", "status", "done: PR https://x/pull/7", false),
@@ -213,6 +214,27 @@ fn the_wakes_feed() {
     ]);
     let t = frame(&mut a, 90, 8, true);
     insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn a_hosts_wake_names_its_task_at_its_host() {
+    let mut a = app();
+    let line = |task: &str, host: Option<&str>| FeedLine {
+        wake: Wake {
+            seq: 1,
+            epoch: NOW - 60,
+            task: task.into(),
+            kind: "status".into(),
+            text: "done: x".into(),
+        },
+        new: true,
+        host: host.map(String::from),
+    };
+    a.show_wakes(vec![line("docs", None), line("api", Some("box2"))]);
+    let screen = format!("{}", frame(&mut a, 90, 8, true).backend());
+    assert!(screen.contains("api@box2  status"), "{screen}");
+    assert!(screen.contains("docs      status"), "{screen}");
+    assert!(!screen.contains("docs@"), "{screen}");
 }
 
 #[test]

@@ -143,7 +143,8 @@ pub fn tmux_for(socket: &str) -> Box<dyn Pane> {
 pub enum End {
     Signal(i32),
     /// `--until-wake`: every wake past the starting offset at the moment
-    /// the first one was noticed (never empty).
+    /// the first one was noticed (empty when a host's wakes ended it:
+    /// `Options::hosts` holds those).
     Wakes(Vec<Wake>),
 }
 
@@ -155,6 +156,8 @@ pub struct Options {
     pub until_wake: Option<u64>,
     /// Do not use filesystem events (poll only).
     pub no_notify: bool,
+    /// `--until-wake`: the hosts' wakes, read in the background; one ends the loop.
+    pub hosts: Option<std::sync::Arc<crate::remote::wakes::Feed>>,
 }
 
 fn wall_secs() -> f64 {
@@ -168,6 +171,7 @@ fn wall_secs() -> f64 {
 /// says which one).
 struct SignalPipe {
     read: std::os::unix::net::UnixStream,
+    write: std::os::unix::net::UnixStream,
     ids: Vec<signal_hook::SigId>,
 }
 
@@ -182,7 +186,16 @@ impl SignalPipe {
             let w = write.try_clone().ok()?;
             ids.push(signal_hook::low_level::pipe::register(sig, w).ok()?);
         }
-        Some(SignalPipe { read, ids })
+        Some(SignalPipe { read, write, ids })
+    }
+
+    /// Ends the current wait from another thread (a host's new wake).
+    fn waker(&self) -> Option<Box<dyn Fn() + Send>> {
+        let w = self.write.try_clone().ok()?;
+        Some(Box::new(move || {
+            use std::io::Write;
+            let _ = (&w).write(&[1]);
+        }))
     }
 
     fn drain(&self) {
@@ -277,6 +290,9 @@ pub fn run(
         }
     };
     let signals = SignalPipe::new();
+    if let (Some(f), Some(wake)) = (&opts.hosts, signals.as_ref().and_then(SignalPipe::waker)) {
+        f.ping(wake);
+    }
     let mut state = State::load(home)?;
     let mut dues: HashMap<TaskId, u64> = HashMap::new();
     let mut todo: BTreeSet<TaskId> = BTreeSet::new();
@@ -354,15 +370,15 @@ pub fn run(
                 // What landed in a new inbox before its watch: once more.
                 todo.extend(e.watch_inboxes(home, &report.inboxes));
             }
-            if let Some(start) = opts.until_wake {
-                let (found, _) = wakes::read_since(home, start)?;
-                if !found.is_empty() {
-                    return Ok(End::Wakes(found));
-                }
+        }
+        if let Some(start) = opts.until_wake {
+            let (found, _) = wakes::read_since(home, start)?;
+            if !found.is_empty() || opts.hosts.as_ref().is_some_and(|f| f.any()) {
+                return Ok(End::Wakes(found));
             }
-            if !todo.is_empty() {
-                continue;
-            }
+        }
+        if !todo.is_empty() {
+            continue;
         }
         let mut until = next_beat.min(next_rescan);
         if let Some(&due) = dues.values().min() {
@@ -418,13 +434,19 @@ pub enum Followed {
 /// acting, for wakes past `start`, and tries to take the lock over every
 /// [`TAKEOVER_EVERY`], so a watcher that dies (even by SIGKILL) does not
 /// leave the home unwatched.
-pub fn follow(home: &Home, start: u64) -> Result<Followed> {
+pub fn follow(
+    home: &Home,
+    start: u64,
+    hosts: Option<&crate::remote::wakes::Feed>,
+) -> Result<Followed> {
     let mut next_try = Instant::now() + TAKEOVER_EVERY;
     loop {
         if let Some(sig) = stop_signal() {
             return Ok(Followed::End(End::Signal(sig)));
         }
-        if !wakes::read_since(home, start)?.0.is_empty() {
+        if !wakes::read_since(home, start)?.0.is_empty()
+            || hosts.is_some_and(crate::remote::wakes::Feed::any)
+        {
             std::thread::sleep(BATCH_SETTLE);
             let (found, _) = wakes::read_since(home, start)?;
             return Ok(Followed::End(End::Wakes(found)));

@@ -1,8 +1,11 @@
 //! The captain's feed across hosts over a real sshd: `fm-watch --drain`
 //! merges every host's wakes with its own, in time order, each once, and
-//! none is lost while a host was unreachable.
+//! none is lost while a host was unreachable; `fm-watch --until-wake` ends
+//! on a host's new wake and never waits on a host.
 
-use super::harness::TestHome;
+use std::time::{Duration, Instant};
+
+use super::harness::{TestHome, wait_until};
 use super::sshd::Sshd;
 
 fn wake(seq: u64, epoch: u64, task: &str, text: &str) -> String {
@@ -74,4 +77,109 @@ fn drain_merges_the_hosts_wakes_once_and_keeps_those_of_a_host_that_was_down() {
     h.fm("watch").arg("--drain").stdout("").stderr("").run();
     // The far side's own cursor never moved: its captain is this drain.
     assert!(!sshd.far_home.join("state/.wakes.cursor").exists());
+}
+
+/// Whether the captain's ssh master connection to a host is up.
+fn connected(h: &TestHome) -> bool {
+    std::fs::read_dir(h.path("state/ssh")).is_ok_and(|d| d.count() > 0)
+}
+
+#[test]
+fn until_wake_returns_on_a_hosts_new_wake_and_never_waits_on_a_stopped_host() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 5_000));
+    let now = firstmate::clock::now();
+    let old = wake(1, now - 50, "r1", "far one");
+    sshd.far_write("state/wakes.log", &old);
+
+    // A long poll: the host's wake must end the wait by itself.
+    let mut waiting = h
+        .fm("watch")
+        .arg("--until-wake")
+        .env("FM_WATCH_POLL_SECS", "30")
+        .stdout(format!(
+            "wake 2 {} r1 status \u{b7} far two \u{b7} host far\n",
+            iso(now - 1)
+        ))
+        .stderr("")
+        .start();
+    assert!(wait_until(10.0, || connected(&h)), "{}", sshd.log());
+    // The host's first answer (its start) is in; the wake before it is old.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(waiting.exited(), None, "{}", waiting.stdout_so_far());
+    sshd.far_write(
+        "state/wakes.log",
+        old.clone() + &wake(2, now - 1, "r1", "far two"),
+    );
+    let began = Instant::now();
+    waiting.wait(10.0);
+    assert!(
+        began.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        began.elapsed()
+    );
+    // It moved no cursor: the drain still has both of the host's wakes.
+    h.fm("watch")
+        .arg("--drain")
+        .stdout(format!(
+            "wake 1 {} r1 status \u{b7} far one \u{b7} host far\n\
+             wake 2 {} r1 status \u{b7} far two \u{b7} host far\n",
+            iso(now - 50),
+            iso(now - 1)
+        ))
+        .stderr("")
+        .run();
+
+    // The host hangs: a local wake still ends the wait at once.
+    sshd.freeze();
+    let waiting = h
+        .fm("watch")
+        .arg("--until-wake")
+        .env("FM_WATCH_POLL_SECS", "1")
+        .stdout(format!("wake 1 {} l1 status \u{b7} local one\n", iso(now)))
+        .stderr("")
+        .start();
+    std::thread::sleep(Duration::from_millis(1500));
+    h.write("state/wakes.log", wake(1, now, "l1", "local one"));
+    let began = Instant::now();
+    waiting.wait(10.0);
+    assert!(
+        began.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        began.elapsed()
+    );
+    sshd.thaw();
+
+    // Another watcher holds the lock: the waiting one follows it, and a
+    // host's new wake ends its wait too.
+    let d = h
+        .fm("watch")
+        .env("FM_WATCH_POLL_SECS", "30")
+        .status_any()
+        .stdout_any()
+        .stderr_any()
+        .start();
+    let pid = format!("{}\n", d.pid());
+    assert!(wait_until(10.0, || h.exists("state/.watch.lock")
+        && h.read("state/.watch.lock") == pid.as_bytes()));
+    let follower = h
+        .fm("watch")
+        .arg("--until-wake")
+        .stdout(format!(
+            "wake 3 {} r2 status \u{b7} far three \u{b7} host far\n",
+            iso(now)
+        ))
+        .stderr("")
+        .start();
+    std::thread::sleep(Duration::from_millis(2500));
+    sshd.far_write(
+        "state/wakes.log",
+        old + &wake(2, now - 1, "r1", "far two") + &wake(3, now, "r2", "far three"),
+    );
+    follower.wait(15.0);
+    d.signal(libc::SIGTERM);
+    d.wait(10.0);
 }

@@ -23,7 +23,7 @@ fn setup(sshd: &Sshd) -> TestHome {
 /// tool to its end (the write is made, its answer kept in `first.out`),
 /// then marks `dropped` and hangs, so the answer never travels; later
 /// calls run the real tool.
-fn drop_first_answer(sshd: &Sshd, tool: &str) {
+pub(super) fn drop_first_answer(sshd: &Sshd, tool: &str) {
     let bin = sshd.far_home.join("bin");
     std::fs::rename(bin.join(tool), bin.join(format!("{tool}.real"))).unwrap();
     let script = format!(
@@ -47,7 +47,7 @@ fn drop_first_answer(sshd: &Sshd, tool: &str) {
 /// starts it again: the connection that carried the write is gone before
 /// the answer came back.
 #[track_caller]
-fn kill_after_the_write(sshd: &mut Sshd) {
+pub(super) fn kill_after_the_write(sshd: &mut Sshd) {
     let marker = sshd.far_home.join("dropped");
     assert!(
         wait_until(20.0, || marker.exists()),

@@ -627,3 +627,56 @@ fn dedupe_still_resolves_and_a_bad_meta_does_not_stop_a_broadcast() {
         .run();
     assert_eq!(record_body(&h, "ok", 1), b"hello");
 }
+
+/// `--all --only <ids>` under a key (how a captain's broadcast reaches a
+/// host's tasks): only the tasks named, each record keyed, so the same
+/// call again writes nothing and prints the first answers, even for a
+/// task whose pane went away meanwhile.
+#[test]
+fn a_keyed_broadcast_to_named_tasks_is_written_once() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    for id in ["b1", "b2", "b3"] {
+        let pane = t.window(id, &["cat"]);
+        meta(&h, id, &format!("pane={pane}\ntmux_socket={}\n", t.socket));
+    }
+    let first =
+        "queued b1 001.msg \u{b7} doorbell quiet\nqueued b3 001.msg \u{b7} doorbell quiet\n";
+    let send = || {
+        h.fm("send")
+            .args(["--all", "--only", "b3,b1", "--idempotency-key", "cap-all-1"])
+            .args(["--quiet", "-"])
+            .stdin("stand down\n")
+    };
+    send().stdout(first).stderr("").run();
+    assert!(!h.exists("state/b2.inbox/001.msg"));
+    // b3's pane goes away: the retry still answers for it, from its key.
+    meta(&h, "b3", &format!("pane=%999\ntmux_socket={}\n", t.socket));
+    send().stdout(first).stderr("").run();
+    for id in ["b1", "b3"] {
+        assert_eq!(record_body(&h, id, 1), b"stand down\n", "{id}");
+        assert!(!h.exists(&format!("state/{id}.inbox/002.msg")), "{id}");
+        assert_eq!(
+            h.read_string(&format!("state/{id}.seen")).lines().count(),
+            1
+        );
+    }
+    // None of the named tasks live: nothing to do, no refusal.
+    h.fm("send")
+        .args(["--all", "--only", "b3", "--quiet", "again"])
+        .stdout("")
+        .stderr("")
+        .run();
+    h.fm("send")
+        .args(["--only", "b1", "b1", "hello"])
+        .status(2)
+        .stdout("")
+        .stderr_has("--all")
+        .run();
+    h.fm("send")
+        .args(["--all", "--only", "../x", "hello"])
+        .status(2)
+        .stdout("")
+        .stderr_has("invalid task id")
+        .run();
+}

@@ -428,6 +428,62 @@ fn w_shows_the_feed_and_marks_it_seen() {
     s.wait("one new wake", |x| x.contains("1 new wake (w)"));
 }
 
+/// The feed covers every configured host, read off the drawing thread: a
+/// host's wake is counted and listed as `<task>@<host>`, and a host that
+/// hangs never stops the dashboard.
+#[test]
+fn the_feed_has_every_hosts_wakes_and_a_hung_host_never_stops_it() {
+    let Some(sshd) = crate::sshd::Sshd::start() else {
+        return;
+    };
+    let Some(f) = Fleet::new() else { return };
+    f.h.write("config/firstmate.toml", sshd.host_toml("far", 2_000));
+    let t = now();
+    f.h.write(
+        "state/wakes.log",
+        format!(
+            "1\t{}\tschema\tstatus\tneeds-decision key=schema: which?\n",
+            t - 120
+        ),
+    );
+    sshd.far_write(
+        "state/wakes.log",
+        format!("1\t{}\tapi\tstatus\tdone: far work shipped\n", t - 60),
+    );
+    let s = f.dashboard(&[]);
+    s.wait("the new-wakes count with the host's", |x| {
+        x.contains("2 new wakes (w)")
+    });
+    s.keys(&["w"]);
+    s.wait("the host's wake in the feed", |x| {
+        x.contains("schema   status  needs-decision key=schema: which?")
+            && x.contains("api@far  status  done: far work shipped")
+    });
+    assert_eq!(f.h.read_string("state/.top-hosts.cursor"), "far\t1\n");
+    assert!(
+        !f.h.exists("state/.wakes-hosts.cursor"),
+        "--drain's cursors are not ours"
+    );
+    s.keys(&["Escape"]);
+    s.wait("no new wakes", |x| {
+        x.contains("need you") && !x.contains("new wake")
+    });
+
+    // The host hangs: the dashboard still answers and counts a local wake.
+    sshd.freeze();
+    let mut log = f.h.read_string("state/wakes.log");
+    log.push_str(&format!("2\t{t}\tdocs\tstatus\tdone: report written\n"));
+    f.h.write("state/wakes.log", log);
+    s.wait("one new wake while the host hangs", |x| {
+        x.contains("1 new wake (w)")
+    });
+    s.keys(&["w"]);
+    s.wait("the feed while the host hangs", |x| {
+        x.contains("docs     status  done: report written")
+    });
+    sshd.thaw();
+}
+
 #[test]
 fn every_way_out_restores_the_terminal() {
     let Some(f) = Fleet::new() else { return };
