@@ -1,6 +1,6 @@
 //! Watcher benchmarks: in-process passes over 10 … 10,000 tasks with a
 //! pending record each (tasks without panes, so no tmux typing or waits), the CPU
-//! an idle daemon uses with 100 tasks, and how soon a due record is rung.
+//! an idle daemon uses with 1,000 tasks, and how soon a due record is rung.
 //! Run with `cargo bench --bench watch` (`FM_BENCH_IDLE_SECS` shortens the
 //! 60 s idle measurement).
 
@@ -142,14 +142,20 @@ fn daemon(home: &Path, envs: &[(&str, &str)]) -> std::process::Child {
     c.spawn().expect("start fm-watch")
 }
 
+/// The idle daemon's fleet.
+const IDLE_TASKS: usize = 1000;
+
 fn idle_cpu() {
     let secs: u64 = std::env::var("FM_BENCH_IDLE_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
     let (d, home) = new_home();
-    fleet(&home, 100, clock::now(), false);
-    let mut child = daemon(d.path(), &[]);
+    fleet(&home, IDLE_TASKS, clock::now(), false);
+    // Its safety rescan as configured by default (300 s) unless
+    // `FM_BENCH_IDLE_RESCAN_SECS` says otherwise (30 puts two in a minute).
+    let rescan = std::env::var("FM_BENCH_IDLE_RESCAN_SECS").unwrap_or_else(|_| "300".into());
+    let mut child = daemon(d.path(), &[("FM_WATCH_RESCAN_SECS", rescan.as_str())]);
     std::thread::sleep(Duration::from_secs(2));
     let before = cpu_ticks(child.id());
     std::thread::sleep(Duration::from_secs(secs));
@@ -159,7 +165,9 @@ fn idle_cpu() {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     let pct = used as f64 / hz / secs as f64 * 100.0;
-    println!("idle daemon, 100 tasks, {secs} s: {used} ticks = {pct:.3} % of a core");
+    println!(
+        "idle daemon, {IDLE_TASKS} tasks, rescan every {rescan} s, {secs} s: {used} ticks = {pct:.3} % of a core"
+    );
     common::fig("watch.idle_cpu", pct, "%");
 }
 
