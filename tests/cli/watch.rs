@@ -1233,3 +1233,55 @@ fn a_second_dialog_right_after_the_captains_key_gets_its_own_wake() {
     assert!(!h.exists("state/t1.inbox/.dialog"));
     assert_eq!(wakes_of(&h, "dialog").len(), 2);
 }
+
+/// The event-driven daemon (polling only every 30 s here): a record
+/// rewritten in place (no rename, so its inbox's times stay as they were)
+/// is read again because an event named its task; a task created after
+/// the daemon started has its new inbox watched and its record rung at its
+/// due second; a status line surfaces at once.
+#[test]
+fn the_daemon_passes_on_events_and_dues_and_rereads_an_inbox_rewritten_in_place() {
+    use std::io::Write;
+    let home = TestHome::new();
+    home.write("state/old.meta", "kind=ship\n");
+    // Fire-and-forget: never rung.
+    home.write("state/old.inbox/001.msg", record_bytes(600, true));
+    let d = home
+        .fm("watch")
+        .env("FM_WATCH_POLL_SECS", "30")
+        .env("FM_WATCH_GRACE_SECS", "2")
+        .status_any()
+        .stdout_any()
+        .stderr_regex(&watching_line(&home))
+        .start();
+    wait_for("the daemon's start line", 10.0, || {
+        d.stderr_so_far().ends_with("Ctrl-C to stop\n")
+    });
+    // Settled (its times over 2 s old), then a pass over every task (a
+    // name that is no task's) remembers the inbox.
+    std::thread::sleep(Duration::from_secs(3));
+    let last = beat(&home);
+    home.write("state/poke", "1\n");
+    wait_beat_after(&home, last);
+    assert!(!home.exists("state/old.inbox/.ring-state"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(home.path("state/old.inbox/001.msg"))
+        .unwrap();
+    f.write_all(&record_bytes(600, false)).unwrap();
+    drop(f);
+    wait_for("the record rewritten in place rung", 10.0, || {
+        home.exists("state/old.inbox/.ring-state")
+    });
+    home.write("state/new.meta", "kind=ship\n");
+    queue_record(&home, "new", 1, 0);
+    wait_for("the new task's record rung at its due second", 10.0, || {
+        home.exists("state/new.inbox/.ring-state")
+    });
+    append(&home, "state/new.status", "needs-decision: which way?\n");
+    wait_for("the status wake", 10.0, || {
+        wakes_of(&home, "status").iter().any(|w| w.task == "new")
+    });
+    stop(d);
+}
