@@ -441,13 +441,21 @@ fn gather_all(
     let read_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let sh = Shared {
+        home,
+        state: &state,
+        now,
+        cfg,
+        memo,
+        read_at,
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(8)
         .min(ids.len() / (PARALLEL_FROM / 2).max(1))
         .max(1);
     if threads < 2 || ids.len() < PARALLEL_FROM {
-        let mut r = Reader::new(home, &state, now, cfg, memo, read_at);
+        let mut r = Reader::new(sh);
         return Ok(ids.iter().map(|(id, seen)| r.gather(id, *seen)).collect());
     }
     let chunk = ids.len().div_ceil(threads);
@@ -455,9 +463,8 @@ fn gather_all(
         let handles: Vec<_> = ids
             .chunks(chunk)
             .map(|part| {
-                let state = &state;
                 s.spawn(move || {
-                    let mut r = Reader::new(home, state, now, cfg, memo, read_at);
+                    let mut r = Reader::new(sh);
                     part.iter()
                         .map(|(id, seen)| r.gather(id, *seen))
                         .collect::<Vec<_>>()
@@ -533,9 +540,9 @@ fn finish(
     })
 }
 
-/// Reads tasks relative to an open `state/`, with buffers reused from one
-/// task to the next.
-struct Reader<'a> {
+/// What every reader of one pass shares.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
     home: &'a Home,
     state: &'a OwnedFd,
     now: u64,
@@ -543,6 +550,12 @@ struct Reader<'a> {
     memo: &'a HashMap<TaskId, InboxMemo>,
     /// Wall-clock seconds when the pass began reading.
     read_at: i64,
+}
+
+/// Reads tasks relative to an open `state/`, with buffers reused from one
+/// task to the next.
+struct Reader<'a> {
+    sh: Shared<'a>,
     buf: Vec<u8>,
     dirbuf: Vec<MaybeUninit<u8>>,
 }
@@ -551,21 +564,9 @@ struct Reader<'a> {
 struct Unusual;
 
 impl<'a> Reader<'a> {
-    fn new(
-        home: &'a Home,
-        state: &'a OwnedFd,
-        now: u64,
-        cfg: &'a crate::config::WatchCfg,
-        memo: &'a HashMap<TaskId, InboxMemo>,
-        read_at: i64,
-    ) -> Reader<'a> {
+    fn new(sh: Shared<'a>) -> Reader<'a> {
         Reader {
-            home,
-            state,
-            now,
-            cfg,
-            memo,
-            read_at,
+            sh,
             buf: vec![0; 16 * 1024],
             dirbuf: vec![MaybeUninit::uninit(); 16 * 1024],
         }
@@ -584,13 +585,21 @@ impl<'a> Reader<'a> {
             Ok((None, Memo::Drop))
         };
         let Ok((found, memo)) = read else {
-            let mut g = gather_by_path(self.home, id, self.now, self.cfg);
+            let mut g = gather_by_path(self.sh.home, id, self.sh.now, self.sh.cfg);
             g.status = status;
             return g;
         };
         let inbox_dir = found.is_some();
         let (pending, target, files) = found.unwrap_or_default();
-        let task = finish(self.home, id, pending, target, files, self.now, self.cfg);
+        let task = finish(
+            self.sh.home,
+            id,
+            pending,
+            target,
+            files,
+            self.sh.now,
+            self.sh.cfg,
+        );
         Gathered {
             task,
             inbox_dir,
@@ -604,7 +613,7 @@ impl<'a> Reader<'a> {
     /// anything but there or missing.
     fn log_facts(&self, id: &TaskId) -> Result<Option<LogFacts>> {
         let name = format!("{id}.status");
-        match rustix::fs::statat(self.state, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        match rustix::fs::statat(self.sh.state, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
                 Ok(Some(LogFacts {
                     ino: st.st_ino,
@@ -612,7 +621,7 @@ impl<'a> Reader<'a> {
                 }))
             }
             Ok(_) | Err(Errno::NOENT) => Ok(None),
-            Err(_) => super::status_feed::log_facts(self.home, id),
+            Err(_) => super::status_feed::log_facts(self.sh.home, id),
         }
     }
 
@@ -628,12 +637,12 @@ impl<'a> Reader<'a> {
     ) -> std::result::Result<(Option<(Vec<Pending>, Option<Record>, LadderFiles)>, Memo), Unusual>
     {
         let name = format!("{id}.inbox");
-        if let Some(m) = self.memo.get(id) {
-            match rustix::fs::statat(self.state, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        if let Some(m) = self.sh.memo.get(id) {
+            match rustix::fs::statat(self.sh.state, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st)
                     if FileType::from_raw_mode(st.st_mode) == FileType::Directory
                         && DirKey::of(&st) == m.key
-                        && m.key.settled(self.read_at) =>
+                        && m.key.settled(self.sh.read_at) =>
                 {
                     let found = (m.pending.clone(), m.target.clone(), m.files);
                     return Ok((Some(found), Memo::Keep));
@@ -643,7 +652,7 @@ impl<'a> Reader<'a> {
             }
         }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let dir = match rustix::fs::openat(self.state, name.as_str(), flags, Mode::empty()) {
+        let dir = match rustix::fs::openat(self.sh.state, name.as_str(), flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok((None, Memo::Drop)),
             Err(_) => return Err(Unusual),
@@ -652,7 +661,7 @@ impl<'a> Reader<'a> {
         let key = rustix::fs::fstat(&dir).ok().map(|st| DirKey::of(&st));
         let quiet = notes.lines.len();
         let (listing, present) = self.list(&dir)?;
-        let (home, now) = (self.home, self.now);
+        let (home, now) = (self.sh.home, self.sh.now);
         let buf = &mut self.buf;
         // A record the fast read cannot take (a symlink, a FIFO, no `--`
         // line, an I/O error) is read again by path, which says why.
@@ -677,7 +686,7 @@ impl<'a> Reader<'a> {
         };
         // Remembered only when nothing about it needed a word or the clock.
         let memo = match key {
-            Some(key) if stamped && notes.lines.len() == quiet && key.settled(self.read_at) => {
+            Some(key) if stamped && notes.lines.len() == quiet && key.settled(self.sh.read_at) => {
                 Memo::Set(Box::new(InboxMemo {
                     key,
                     pending: pending.clone(),
