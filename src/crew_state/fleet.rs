@@ -87,6 +87,8 @@ pub struct FleetReader {
     panes: Panes,
     done: DoneCheck,
     ancestry: Ancestry,
+    /// The git-file reader, kept across frames by a kept reader.
+    git: GitFiles,
 }
 
 /// What the reader threads share.
@@ -214,6 +216,7 @@ impl FleetReader {
         FleetReader {
             keep: true,
             panes: Panes::kept(),
+            git: GitFiles::kept(),
             ..FleetReader::default()
         }
     }
@@ -285,14 +288,40 @@ impl FleetReader {
         keep: bool,
         emit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<Vec<String>> {
-        let git = GitFiles::new();
+        // A kept reader's git answers are looked at again, not re-read,
+        // while the files they came from are as they were.
+        let mut git = if keep {
+            std::mem::take(&mut self.git)
+        } else {
+            GitFiles::new()
+        };
+        git.begin_frame(now);
+        let result = self.read_with(home, cfg, now, items, keep, emit, &git);
+        if keep {
+            git.end_frame();
+            self.git = git;
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_with(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        now: u64,
+        items: Vec<Item>,
+        keep: bool,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+        git: &GitFiles,
+    ) -> Result<Vec<String>> {
         let state = StateDir::open(home);
         let shared = Shared {
             home,
             cfg,
             now,
             keep,
-            git: &git,
+            git,
             ancestry: &self.ancestry,
             state: &state,
         };
@@ -360,7 +389,7 @@ impl FleetReader {
         }
         let mut warnings = Vec::new();
         let mut held = std::mem::take(&mut em.held);
-        self.second_step(home, cfg, &git, now, &mut held, &mut warnings);
+        self.second_step(home, cfg, git, now, &mut held, &mut warnings);
         for d in held {
             em.out(d, &stop);
             if em.error.is_some() {
