@@ -181,11 +181,22 @@ impl Seen {
 /// and what it showed (`None`: it did not exist).
 #[derive(Debug, Clone)]
 struct Look {
-    anchor: PathBuf,
+    anchor: Arc<Anchor>,
+    /// `path` relative to the anchor (empty: the anchor itself); `None`
+    /// when the anchor is no prefix of it (the whole path is looked at).
+    rel: Option<PathBuf>,
     path: PathBuf,
     follow: bool,
     how: Compare,
     seen: Option<Seen>,
+}
+
+/// A directory looks are taken from, opened once per frame.
+#[derive(Debug)]
+struct Anchor {
+    path: PathBuf,
+    /// The frame it was opened in, and what opened.
+    fd: Mutex<(u64, Option<Arc<OwnedFd>>)>,
 }
 
 /// What a look finds: what the stat showed (`None`: nothing there), or
@@ -244,11 +255,8 @@ pub(crate) struct GitFiles {
     /// By directory and whether the answer is its HEAD (else its common
     /// directory).
     answers: Mutex<HashMap<(PathBuf, bool), KeptAnswer>>,
-    /// The directories looks are taken from this frame, opened once.
-    anchors: Mutex<HashMap<PathBuf, Option<Arc<OwnedFd>>>>,
-    /// Looks shared by many answers (a repository's common directory),
-    /// taken once per frame.
-    shared: Mutex<HashMap<(PathBuf, bool), Stat>>,
+    /// The directories looks are taken from, each opened once per frame.
+    anchors: Mutex<HashMap<PathBuf, Arc<Anchor>>>,
 }
 
 impl Default for GitFiles {
@@ -432,7 +440,6 @@ impl GitFiles {
             reads: AtomicU64::new(0),
             answers: Mutex::new(HashMap::new()),
             anchors: Mutex::new(HashMap::new()),
-            shared: Mutex::new(HashMap::new()),
         }
     }
 
@@ -450,8 +457,6 @@ impl GitFiles {
     pub(crate) fn begin_frame(&mut self, now: u64) {
         self.frame += 1;
         self.now = now;
-        self.anchors.get_mut().expect("anchors").clear();
-        self.shared.get_mut().expect("shared looks").clear();
         if !self.keep {
             self.commons.get_mut().expect("git files memo").clear();
         }
@@ -468,67 +473,67 @@ impl GitFiles {
             .get_mut()
             .expect("git files memo")
             .retain(|_, c| c.frame == frame);
-        self.anchors.get_mut().expect("anchors").clear();
-        self.shared.get_mut().expect("shared looks").clear();
+        // Directories no kept answer looks from are closed.
+        self.anchors
+            .get_mut()
+            .expect("anchors")
+            .retain(|_, a| Arc::strong_count(a) > 1);
     }
 
-    /// `dir` opened for looks this frame; `None` when it does not open.
-    fn anchor(&self, dir: &Path) -> Option<Arc<OwnedFd>> {
-        if let Some(fd) = self.anchors.lock().expect("anchors").get(dir) {
-            return fd.clone();
-        }
-        let fd = rustix::fs::open(
-            dir,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .ok()
-        .map(Arc::new);
+    /// The anchor for `dir`, made once.
+    fn anchor(&self, dir: &Path) -> Arc<Anchor> {
         self.anchors
             .lock()
             .expect("anchors")
-            .insert(dir.to_path_buf(), fd.clone());
-        fd
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                Arc::new(Anchor {
+                    path: dir.to_path_buf(),
+                    fd: Mutex::new((0, None)),
+                })
+            })
+            .clone()
     }
 
-    /// Stats `path` from `anchor` (a lexical prefix of it: the same file
-    /// as by the whole path); `Ok(None)` when it does not exist.
-    fn stat_from(&self, anchor: &Path, path: &Path, follow: bool) -> Stat {
+    /// The anchor opened this frame; `None` when it does not open.
+    fn opened(&self, a: &Anchor) -> Option<Arc<OwnedFd>> {
+        let mut g = a.fd.lock().expect("anchor");
+        if g.0 != self.frame {
+            *g = (
+                self.frame,
+                rustix::fs::open(
+                    &a.path,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )
+                .ok()
+                .map(Arc::new),
+            );
+        }
+        g.1.clone()
+    }
+
+    /// Stats `path` (as `rel` from `anchor`, a lexical prefix of it: the
+    /// same file as by the whole path); `Ok(None)` when it does not exist.
+    fn stat_from(&self, anchor: &Anchor, rel: Option<&Path>, path: &Path, follow: bool) -> Stat {
         let flags = if follow {
             AtFlags::empty()
         } else {
             AtFlags::SYMLINK_NOFOLLOW
         };
-        let rel = path.strip_prefix(anchor).ok();
-        let fd = rel.and_then(|_| self.anchor(anchor));
-        let st = match (rel, fd) {
-            (Some(rel), Some(fd)) if rel.as_os_str().is_empty() => {
-                if follow {
-                    rustix::fs::fstat(&*fd)
-                } else {
-                    rustix::fs::statat(rustix::fs::CWD, path, flags)
-                }
-            }
-            (Some(rel), Some(fd)) => rustix::fs::statat(&*fd, rel, flags),
-            _ => rustix::fs::statat(rustix::fs::CWD, path, flags),
+        // The anchor itself not followed: by its path.
+        let rel = rel.filter(|r| follow || !r.as_os_str().is_empty());
+        let opened = rel.and_then(|r| Some((r, self.opened(anchor)?)));
+        let st = match opened {
+            Some((rel, fd)) if rel.as_os_str().is_empty() => rustix::fs::fstat(&*fd),
+            Some((rel, fd)) => rustix::fs::statat(&*fd, rel, flags),
+            None => rustix::fs::statat(rustix::fs::CWD, path, flags),
         };
         match st {
             Ok(st) => Ok(Some(Seen::of(&st))),
             Err(Errno::NOENT | Errno::NOTDIR) => Ok(None),
             Err(_) => Err(()),
         }
-    }
-
-    /// [`GitFiles::stat_from`], taken once per frame for looks many
-    /// answers share.
-    fn stat_shared(&self, anchor: &Path, path: &Path, follow: bool) -> Stat {
-        let key = (path.to_path_buf(), follow);
-        if let Some(r) = self.shared.lock().expect("shared looks").get(&key) {
-            return *r;
-        }
-        let r = self.stat_from(anchor, path, follow);
-        self.shared.lock().expect("shared looks").insert(key, r);
-        r
     }
 
     /// Takes a look for `rec` (before the file is read); `Compare::Contents`
@@ -544,7 +549,9 @@ impl GitFiles {
         {
             return;
         }
-        let Ok(seen) = self.stat_from(anchor, path, follow) else {
+        let rel = path.strip_prefix(anchor).ok().map(Path::to_path_buf);
+        let anchor = self.anchor(anchor);
+        let Ok(seen) = self.stat_from(&anchor, rel.as_deref(), path, follow) else {
             r.ok = false;
             return;
         };
@@ -561,7 +568,8 @@ impl GitFiles {
             return;
         }
         r.looks.push(Look {
-            anchor: anchor.to_path_buf(),
+            anchor,
+            rel,
             path: path.to_path_buf(),
             follow,
             how,
@@ -572,11 +580,7 @@ impl GitFiles {
     /// Whether every look shows what it showed.
     fn still(&self, looks: &[Look]) -> bool {
         looks.iter().all(|l| {
-            let now = if l.anchor == l.path {
-                self.stat_shared(&l.anchor, &l.path, l.follow)
-            } else {
-                self.stat_from(&l.anchor, &l.path, l.follow)
-            };
+            let now = self.stat_from(&l.anchor, l.rel.as_deref(), &l.path, l.follow);
             match (now, l.seen) {
                 (Ok(Some(a)), Some(b)) => a.same(&b, l.how),
                 (Ok(None), None) => true,
