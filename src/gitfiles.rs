@@ -18,13 +18,30 @@
 //! [`GitFiles`] memoises per-repository reads (the common directory's
 //! checks, its `packed-refs`) for the readers of one view; it is `Sync` so
 //! the fleet's reader threads share it.
+//!
+//! A reader held across frames ([`GitFiles::kept`], the live view's) also
+//! keeps each worktree's answer with what every file it came from looked
+//! like ([`Look`]): the next frame looks at those files again — relative to
+//! their directories, opened once per frame — and reads only when one of
+//! them changed. A look compares what the answer depends on: a file read
+//! by its inode, size, modification and change times (so a rewrite, a
+//! rename over it, a chmod or chown all show), and only if it had settled
+//! (changed more than a second before the read); a directory checked for
+//! its owner and type by those only; the common directory's identity by
+//! device and inode. The repository's own facts (`config`, `packed-refs`,
+//! `objects/`, `refs/`) are looked at once per frame the same way.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use rustix::fs::{AtFlags, OFlags};
+use rustix::io::Errno;
 
 /// What the files say about a directory's HEAD.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,13 +108,131 @@ struct Packed {
     odd: bool,
 }
 
-/// Per-repository facts, read once per view.
+/// Per-repository facts, read once per view (a kept reader looks at
+/// their files again once per frame).
 #[derive(Debug, Clone)]
 struct Common {
     /// `objects/` and `refs/` exist, and the config names nothing that
     /// changes where the work tree is or how refs are stored.
     usual: bool,
     packed: Arc<Packed>,
+    /// Which read of the facts this is (answers kept across frames name it).
+    generation: u64,
+    /// The frame they were last found current in.
+    frame: u64,
+    /// What their files looked like; `None` when they cannot be kept.
+    looks: Option<Arc<Vec<Look>>>,
+}
+
+/// What a look compares ([`Look`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compare {
+    /// A file whose contents were read: every stamp, and settled.
+    Contents,
+    /// A directory's type and owner only.
+    Owner,
+    /// Which file it is: device and inode.
+    Identity,
+}
+
+/// What a stat showed, as far as an answer can depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    uid: u32,
+    size: i64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Seen {
+    fn of(st: &rustix::fs::Stat) -> Seen {
+        Seen {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mode: st.st_mode,
+            uid: st.st_uid,
+            size: st.st_size,
+            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+            ctime_ns: i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
+        }
+    }
+
+    fn same(&self, other: &Seen, how: Compare) -> bool {
+        match how {
+            Compare::Contents => self == other,
+            Compare::Owner => self.mode == other.mode && self.uid == other.uid,
+            Compare::Identity => self.dev == other.dev && self.ino == other.ino,
+        }
+    }
+
+    /// Whether no change at `read_at` (Unix seconds) or later can leave
+    /// these stamps as they are (modification times are coarse).
+    fn settled(&self, read_at: u64) -> bool {
+        let before = (i128::from(read_at) - 1) * 1_000_000_000;
+        self.mtime_ns < before && self.ctime_ns < before
+    }
+}
+
+/// One file an answer came from: `path` looked at relative to its
+/// directory `anchor` (a lexical prefix of it), following a symlink or not,
+/// and what it showed (`None`: it did not exist).
+#[derive(Debug, Clone)]
+struct Look {
+    anchor: Arc<Anchor>,
+    /// `path` relative to the anchor (empty: the anchor itself); `None`
+    /// when the anchor is no prefix of it (the whole path is looked at).
+    rel: Option<PathBuf>,
+    path: PathBuf,
+    follow: bool,
+    how: Compare,
+    seen: Option<Seen>,
+}
+
+/// A directory looks are taken from, opened once per frame.
+#[derive(Debug)]
+struct Anchor {
+    path: PathBuf,
+    /// The frame it was opened in, and what opened.
+    fd: Mutex<(u64, Option<Arc<OwnedFd>>)>,
+}
+
+/// What a look finds: what the stat showed (`None`: nothing there), or
+/// `Err` when it could not be taken.
+type Stat = Result<Option<Seen>, ()>;
+
+/// An answer kept across frames, with the looks it came from.
+#[derive(Debug, Clone)]
+struct KeptAnswer {
+    looks: Vec<Look>,
+    /// The common directory's facts it used, by path and generation.
+    common: Option<(PathBuf, u64)>,
+    answer: Answer,
+    frame: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    Head(Result<Head, &'static str>),
+    CommonDir(Option<PathBuf>),
+}
+
+/// The looks of one read, when it is to be kept.
+struct Rec {
+    looks: Vec<Look>,
+    /// Every look could be taken and every file read had settled.
+    ok: bool,
+    common: Option<(PathBuf, u64)>,
+}
+
+/// Which directory a path is looked at from: its parent when it has one.
+fn parent_anchor(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(p), Some(_)) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// Reads HEADs from git's files; memoises per-repository reads.
@@ -109,6 +244,19 @@ pub(crate) struct GitFiles {
     /// under sudo makes git compare against `SUDO_UID`).
     euid: Option<u32>,
     commons: Mutex<HashMap<PathBuf, Common>>,
+    /// Answers are kept across frames ([`GitFiles::kept`]).
+    keep: bool,
+    /// The current frame (counted from 1 when kept) and its clock.
+    frame: u64,
+    now: u64,
+    generations: AtomicU64,
+    /// Answers read from the files (not kept ones), for tests.
+    reads: AtomicU64,
+    /// By directory and whether the answer is its HEAD (else its common
+    /// directory).
+    answers: Mutex<HashMap<(PathBuf, bool), KeptAnswer>>,
+    /// The directories looks are taken from, each opened once per frame.
+    anchors: Mutex<HashMap<PathBuf, Arc<Anchor>>>,
 }
 
 impl Default for GitFiles {
@@ -234,8 +382,8 @@ fn config_is_usual(text: &str) -> bool {
 
 /// `path` with `.` and `..` taken lexically — the one name every worktree
 /// of a repository shares for its common directory (`…/worktrees/<name>/../..`
-/// otherwise differs per worktree) — provided it is the same directory.
-fn same_dir_normalised(path: &Path) -> Option<PathBuf> {
+/// otherwise differs per worktree).
+fn normalised(path: &Path) -> Option<PathBuf> {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in path.components() {
@@ -249,8 +397,15 @@ fn same_dir_normalised(path: &Path) -> Option<PathBuf> {
             c => out.push(c),
         }
     }
-    let (a, b) = (std::fs::metadata(path).ok()?, std::fs::metadata(&out).ok()?);
-    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(out)
+    Some(out)
+}
+
+/// Whether `path` and its lexical form `out` are the same directory.
+fn same_dir(path: &Path, out: &Path) -> bool {
+    match (std::fs::metadata(path), std::fs::metadata(out)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 fn parse_packed(text: &str) -> Packed {
@@ -278,17 +433,251 @@ impl GitFiles {
             plain_env,
             euid: (!sudo).then_some(uid),
             commons: Mutex::new(HashMap::new()),
+            keep: false,
+            frame: 0,
+            now: 0,
+            generations: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            answers: Mutex::new(HashMap::new()),
+            anchors: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A reader to hold across frames: each frame starts with
+    /// [`GitFiles::begin_frame`] and ends with [`GitFiles::end_frame`].
+    pub(crate) fn kept() -> GitFiles {
+        GitFiles {
+            keep: true,
+            ..GitFiles::new()
+        }
+    }
+
+    /// Starts a frame read at `now` (Unix seconds): the files answers
+    /// came from are looked at again before an answer is reused.
+    pub(crate) fn begin_frame(&mut self, now: u64) {
+        self.frame += 1;
+        self.now = now;
+        if !self.keep {
+            self.commons.get_mut().expect("git files memo").clear();
+        }
+    }
+
+    /// Ends a frame: forgets answers and repositories it did not use.
+    pub(crate) fn end_frame(&mut self) {
+        let frame = self.frame;
+        self.answers
+            .get_mut()
+            .expect("answers")
+            .retain(|_, a| a.frame == frame);
+        self.commons
+            .get_mut()
+            .expect("git files memo")
+            .retain(|_, c| c.frame == frame);
+        // Directories no kept answer looks from are closed.
+        self.anchors
+            .get_mut()
+            .expect("anchors")
+            .retain(|_, a| Arc::strong_count(a) > 1);
+    }
+
+    /// The anchor for `dir`, made once.
+    fn anchor(&self, dir: &Path) -> Arc<Anchor> {
+        self.anchors
+            .lock()
+            .expect("anchors")
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                Arc::new(Anchor {
+                    path: dir.to_path_buf(),
+                    fd: Mutex::new((0, None)),
+                })
+            })
+            .clone()
+    }
+
+    /// The anchor opened this frame; `None` when it does not open.
+    fn opened(&self, a: &Anchor) -> Option<Arc<OwnedFd>> {
+        let mut g = a.fd.lock().expect("anchor");
+        if g.0 != self.frame {
+            *g = (
+                self.frame,
+                rustix::fs::open(
+                    &a.path,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )
+                .ok()
+                .map(Arc::new),
+            );
+        }
+        g.1.clone()
+    }
+
+    /// Stats `path` (as `rel` from `anchor`, a lexical prefix of it: the
+    /// same file as by the whole path); `Ok(None)` when it does not exist.
+    fn stat_from(&self, anchor: &Anchor, rel: Option<&Path>, path: &Path, follow: bool) -> Stat {
+        let flags = if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        // The anchor itself not followed: by its path.
+        let rel = rel.filter(|r| follow || !r.as_os_str().is_empty());
+        let opened = rel.and_then(|r| Some((r, self.opened(anchor)?)));
+        let st = match opened {
+            Some((rel, fd)) if rel.as_os_str().is_empty() => rustix::fs::fstat(&*fd),
+            Some((rel, fd)) => rustix::fs::statat(&*fd, rel, flags),
+            None => rustix::fs::statat(rustix::fs::CWD, path, flags),
+        };
+        match st {
+            Ok(st) => Ok(Some(Seen::of(&st))),
+            Err(Errno::NOENT | Errno::NOTDIR) => Ok(None),
+            Err(_) => Err(()),
+        }
+    }
+
+    /// Takes a look for `rec` (before the file is read); `Compare::Contents`
+    /// of a directory compares its owner only.
+    fn look(&self, rec: &mut Option<Rec>, anchor: &Path, path: &Path, follow: bool, how: Compare) {
+        let Some(r) = rec.as_mut() else { return };
+        if !r.ok {
+            return;
+        }
+        if r.looks
+            .iter()
+            .any(|l| l.path == path && l.follow == follow && l.how == how)
+        {
+            return;
+        }
+        let rel = path.strip_prefix(anchor).ok().map(Path::to_path_buf);
+        let anchor = self.anchor(anchor);
+        let Ok(seen) = self.stat_from(&anchor, rel.as_deref(), path, follow) else {
+            r.ok = false;
+            return;
+        };
+        let how = match (how, seen) {
+            (Compare::Contents, Some(s))
+                if rustix::fs::FileType::from_raw_mode(s.mode).is_dir() =>
+            {
+                Compare::Owner
+            }
+            _ => how,
+        };
+        if how == Compare::Contents && seen.is_some_and(|s| !s.settled(self.now)) {
+            r.ok = false;
+            return;
+        }
+        r.looks.push(Look {
+            anchor,
+            rel,
+            path: path.to_path_buf(),
+            follow,
+            how,
+            seen,
+        });
+    }
+
+    /// Whether every look shows what it showed.
+    fn still(&self, looks: &[Look]) -> bool {
+        looks.iter().all(|l| {
+            let now = self.stat_from(&l.anchor, l.rel.as_deref(), &l.path, l.follow);
+            match (now, l.seen) {
+                (Ok(Some(a)), Some(b)) => a.same(&b, l.how),
+                (Ok(None), None) => true,
+                _ => false,
+            }
+        })
+    }
+
+    /// The kept answer for `dir`, when every file it came from is as it was.
+    fn kept_answer(&self, dir: &Path, want_head: bool) -> Option<Answer> {
+        if !self.keep {
+            return None;
+        }
+        let key = (dir.to_path_buf(), want_head);
+        let mut answers = self.answers.lock().expect("answers");
+        let a = answers.get_mut(&key)?;
+        if a.frame != self.frame {
+            let looks = std::mem::take(&mut a.looks);
+            let common = a.common.clone();
+            drop(answers);
+            let fresh = self.still(&looks)
+                && common
+                    .as_ref()
+                    .is_none_or(|(c, g)| self.common(c).generation == *g);
+            answers = self.answers.lock().expect("answers");
+            let a = answers.get_mut(&key)?;
+            a.looks = looks;
+            if !fresh {
+                answers.remove(&key);
+                return None;
+            }
+            a.frame = self.frame;
+        }
+        answers.get(&key).map(|a| a.answer.clone())
+    }
+
+    fn keep_answer(&self, dir: &Path, want_head: bool, rec: Option<Rec>, answer: &Answer) {
+        let Some(rec) = rec.filter(|r| r.ok) else {
+            return;
+        };
+        self.answers.lock().expect("answers").insert(
+            (dir.to_path_buf(), want_head),
+            KeptAnswer {
+                looks: rec.looks,
+                common: rec.common,
+                answer: answer.clone(),
+                frame: self.frame,
+            },
+        );
+    }
+
+    /// How many answers were read from the files rather than kept.
+    #[cfg(test)]
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    fn recorder(&self) -> Option<Rec> {
+        self.keep.then(|| Rec {
+            looks: Vec::new(),
+            ok: true,
+            common: None,
+        })
     }
 
     fn owned(&self, md: &std::fs::Metadata) -> bool {
         self.euid == Some(md.uid())
     }
 
-    /// The repository facts of a common directory, read once.
+    /// The repository facts of a common directory, read once (a kept
+    /// reader looks at their files again once per frame).
     fn common(&self, dir: &Path) -> Common {
-        if let Some(c) = self.commons.lock().expect("git files memo").get(dir) {
-            return c.clone();
+        let prev = self
+            .commons
+            .lock()
+            .expect("git files memo")
+            .get(dir)
+            .cloned();
+        if let Some(mut c) = prev {
+            if c.frame == self.frame {
+                return c;
+            }
+            if c.looks.as_ref().is_some_and(|l| self.still(l)) {
+                c.frame = self.frame;
+                self.commons
+                    .lock()
+                    .expect("git files memo")
+                    .insert(dir.to_path_buf(), c.clone());
+                return c;
+            }
+        }
+        let mut rec = self.recorder();
+        for d in ["objects", "refs"] {
+            self.look(&mut rec, dir, &dir.join(d), true, Compare::Owner);
+        }
+        for f in ["config", "packed-refs"] {
+            self.look(&mut rec, dir, &dir.join(f), false, Compare::Contents);
         }
         let dirs_ok = ["objects", "refs"]
             .iter()
@@ -311,6 +700,9 @@ impl GitFiles {
         let c = Common {
             usual: dirs_ok && config,
             packed: Arc::new(packed),
+            generation: self.generations.fetch_add(1, Ordering::Relaxed) + 1,
+            frame: self.frame,
+            looks: rec.filter(|r| r.ok).map(|r| Arc::new(r.looks)),
         };
         self.commons
             .lock()
@@ -321,7 +713,16 @@ impl GitFiles {
 
     /// Branch and HEAD of the repository whose top level is `dir`.
     pub(crate) fn head(&self, dir: &Path) -> Head {
-        match self.read(dir) {
+        let r = if let Some(Answer::Head(r)) = self.kept_answer(dir, true) {
+            r
+        } else {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let mut rec = self.recorder();
+            let r = self.read(dir, &mut rec);
+            self.keep_answer(dir, true, rec, &Answer::Head(r.clone()));
+            r
+        };
+        match r {
             Ok(h) => h,
             Err(why) => Head::Unusual(why),
         }
@@ -330,19 +731,43 @@ impl GitFiles {
     /// The common directory of the repository whose top level is `dir`,
     /// when its layout is a usual one (whatever its HEAD).
     pub(crate) fn common_dir(&self, dir: &Path) -> Option<PathBuf> {
-        let (_, common_dir) = self.dirs(dir).ok()??;
-        self.common(&common_dir).usual.then_some(common_dir)
+        if let Some(Answer::CommonDir(c)) = self.kept_answer(dir, false) {
+            return c;
+        }
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let mut rec = self.recorder();
+        let c = (|| {
+            let (_, common_dir) = self.dirs(dir, &mut rec).ok()??;
+            let common = self.common(&common_dir);
+            if let Some(r) = rec.as_mut() {
+                r.common = Some((common_dir.clone(), common.generation));
+            }
+            common.usual.then_some(common_dir)
+        })();
+        self.keep_answer(dir, false, rec, &Answer::CommonDir(c.clone()));
+        c
     }
 
-    fn read(&self, dir: &Path) -> Result<Head, &'static str> {
-        let Some((git_dir, common_dir)) = self.dirs(dir)? else {
+    fn read(&self, dir: &Path, rec: &mut Option<Rec>) -> Result<Head, &'static str> {
+        let Some((git_dir, common_dir)) = self.dirs(dir, rec)? else {
             return Ok(Head::NotRepo);
         };
         let common = self.common(&common_dir);
+        if let Some(r) = rec.as_mut() {
+            r.common = Some((common_dir.clone(), common.generation));
+        }
         if !common.usual {
             return Err("unusual repository");
         }
-        let head = read_small(&git_dir.join("HEAD"))?.ok_or("no HEAD")?;
+        let head_path = git_dir.join("HEAD");
+        self.look(
+            rec,
+            &parent_anchor(&git_dir),
+            &head_path,
+            false,
+            Compare::Contents,
+        );
+        let head = read_small(&head_path)?.ok_or("no HEAD")?;
         let head = head.trim_end();
         let Some(target) = head.strip_prefix("ref:") else {
             if !is_hex_id(head) {
@@ -359,7 +784,9 @@ impl GitFiles {
             if !is_branch_ref(&name) {
                 return Err("HEAD names no branch");
             }
-            let value = if let Some(v) = read_small(&common_dir.join(&name))? {
+            let ref_path = common_dir.join(&name);
+            self.look(rec, &common_dir, &ref_path, false, Compare::Contents);
+            let value = if let Some(v) = read_small(&ref_path)? {
                 v.trim_end().to_string()
             } else {
                 if common.packed.odd {
@@ -388,16 +815,23 @@ impl GitFiles {
 
     /// The git directory and common directory of the repository whose top
     /// level is `dir`; `None` when `dir/.git` does not exist.
-    fn dirs(&self, dir: &Path) -> Result<Option<(PathBuf, PathBuf)>, &'static str> {
+    fn dirs(
+        &self,
+        dir: &Path,
+        rec: &mut Option<Rec>,
+    ) -> Result<Option<(PathBuf, PathBuf)>, &'static str> {
         if !self.plain_env {
             return Err("git environment variables set");
         }
         let dotgit = dir.join(".git");
+        let wt_anchor = parent_anchor(dir);
+        self.look(rec, &wt_anchor, &dotgit, false, Compare::Contents);
         let md = match std::fs::symlink_metadata(&dotgit) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(_) => return Err("unreadable .git"),
         };
+        self.look(rec, &wt_anchor, dir, true, Compare::Owner);
         let wt = std::fs::metadata(dir).map_err(|_| "unreadable worktree")?;
         if !self.owned(&md) || !self.owned(&wt) {
             return Err("owned by another user");
@@ -417,6 +851,8 @@ impl GitFiles {
         } else {
             return Err(".git is neither a file nor a directory");
         };
+        let gd_anchor = parent_anchor(&git_dir);
+        self.look(rec, &gd_anchor, &git_dir, true, Compare::Owner);
         let gd = std::fs::metadata(&git_dir).map_err(|_| "git directory missing")?;
         if !gd.is_dir() {
             return Err("git directory missing");
@@ -424,13 +860,23 @@ impl GitFiles {
         if !self.owned(&gd) {
             return Err("owned by another user");
         }
-        let common_dir = match read_small(&git_dir.join("commondir"))? {
+        let commondir = git_dir.join("commondir");
+        self.look(rec, &gd_anchor, &commondir, false, Compare::Contents);
+        let common_dir = match read_small(&commondir)? {
             Some(t) => {
                 let t = t.trim_end_matches(['\n', '\r']);
                 if t.is_empty() {
                     return Err("empty commondir");
                 }
-                same_dir_normalised(&git_dir.join(t)).ok_or("unusual commondir")?
+                let target = git_dir.join(t);
+                let out = normalised(&target).ok_or("unusual commondir")?;
+                // The answer depends on which directories these are.
+                self.look(rec, &gd_anchor, &target, true, Compare::Identity);
+                self.look(rec, &out, &out, true, Compare::Identity);
+                if !same_dir(&target, &out) {
+                    return Err("unusual commondir");
+                }
+                out
             }
             None => git_dir.clone(),
         };

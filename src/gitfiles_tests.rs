@@ -269,3 +269,140 @@ fn a_fifo_among_the_git_files_is_not_waited_on() {
         assert_eq!(unusual, file != "packed-refs", "{file} as a FIFO: {h:?}");
     }
 }
+
+/// A kept reader's answers for `dirs` in a frame read at `now`.
+fn frame(files: &mut GitFiles, now: u64, dirs: &[&Path]) -> Vec<Head> {
+    files.begin_frame(now);
+    let heads = dirs.iter().map(|d| files.head(d)).collect();
+    files.end_frame();
+    heads
+}
+
+fn branch_and_head(h: &Head) -> (Option<String>, String) {
+    match h {
+        Head::Found(f) => (f.branch.clone(), f.head.clone()),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn rev(dir: &Path, what: &str) -> String {
+    crate::git::run(dir, &["rev-parse", what])
+        .unwrap()
+        .stdout
+        .trim()
+        .to_string()
+}
+
+/// A repository with worktrees `a` (on `fm/a`) and `b` (on `fm/b`, one
+/// commit ahead), read once and then again by a kept reader: the second
+/// frame reads nothing. Returns (tempdir, repository, a, b, reader, now).
+fn kept_fixture() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, GitFiles, u64) {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    let r = repo(&root, "r");
+    let (a, b) = (root.join("wt/a"), root.join("wt/b"));
+    for (wt, br) in [(&a, "fm/a"), (&b, "fm/b")] {
+        git(
+            &r,
+            &["worktree", "add", "-q", "-b", br, wt.to_str().unwrap()],
+        );
+    }
+    commit_empty(&b);
+    // Settled: the files were written more than a second before `now`.
+    let now = crate::clock::now() + 5;
+    let mut files = GitFiles::kept();
+    let first = frame(&mut files, now, &[&a, &b, &r]);
+    assert_eq!(files.reads(), 3);
+    assert_eq!(frame(&mut files, now, &[&a, &b, &r]), first);
+    assert_eq!(files.reads(), 3, "nothing changed: nothing read");
+    (d, r, a, b, files, now)
+}
+
+#[test]
+fn a_kept_reader_sees_a_moved_branch_ref_on_the_next_frame() {
+    let (_d, r, a, b, mut files, now) = kept_fixture();
+    let b_head = rev(&b, "HEAD");
+    git(&r, &["update-ref", "refs/heads/fm/a", &b_head]);
+    let h = frame(&mut files, now + 5, &[&a, &b]);
+    assert_eq!(branch_and_head(&h[0]), (Some("fm/a".into()), b_head));
+    assert_eq!(files.reads(), 4, "only the changed worktree is read");
+    // A commit landing in the worktree.
+    commit_empty(&a);
+    let h = frame(&mut files, now + 10, &[&a]);
+    assert_eq!(branch_and_head(&h[0]).1, rev(&a, "HEAD"));
+}
+
+#[test]
+fn a_kept_reader_sees_a_rewritten_head_on_the_next_frame() {
+    let (_d, r, a, b, mut files, now) = kept_fixture();
+    // Rewritten in place (no rename): detached, then on another branch.
+    let head_file = r.join(".git/worktrees/a/HEAD");
+    let b_head = rev(&b, "HEAD");
+    std::fs::write(&head_file, format!("{b_head}\n")).unwrap();
+    let h = frame(&mut files, now + 5, &[&a]);
+    assert_eq!(branch_and_head(&h[0]), (None, b_head));
+    std::fs::write(&head_file, "ref: refs/heads/main\n").unwrap();
+    let h = frame(&mut files, now + 10, &[&a]);
+    assert_eq!(
+        branch_and_head(&h[0]),
+        (Some("main".into()), rev(&r, "main"))
+    );
+}
+
+#[test]
+fn a_kept_reader_sees_a_packed_refs_only_branch_update_on_the_next_frame() {
+    let (_d, r, _a, b, mut files, now) = kept_fixture();
+    git(&r, &["pack-refs", "--all"]);
+    assert!(!r.join(".git/refs/heads/fm/b").exists());
+    let b_head = rev(&b, "HEAD");
+    let h = frame(&mut files, now + 5, &[&b]);
+    assert_eq!(branch_and_head(&h[0]).1, b_head);
+    let main = rev(&r, "main");
+    git(&r, &["update-ref", "refs/heads/fm/b", &main]);
+    git(&r, &["pack-refs", "--all"]);
+    assert!(!r.join(".git/refs/heads/fm/b").exists());
+    let h = frame(&mut files, now + 10, &[&b]);
+    assert_eq!(branch_and_head(&h[0]), (Some("fm/b".into()), main));
+}
+
+#[test]
+fn a_kept_reader_sees_a_removed_and_recreated_worktree_on_the_next_frame() {
+    let (_d, r, a, b, mut files, now) = kept_fixture();
+    git(&r, &["worktree", "remove", "--force", b.to_str().unwrap()]);
+    assert_eq!(frame(&mut files, now + 5, &[&b]), [Head::NotRepo]);
+    let main = rev(&r, "main");
+    git(
+        &r,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "fm/b2",
+            b.to_str().unwrap(),
+            "main",
+        ],
+    );
+    let h = frame(&mut files, now + 10, &[&b]);
+    assert_eq!(branch_and_head(&h[0]), (Some("fm/b2".into()), main));
+    // Each answer is still what a fresh reader says.
+    for wt in [&a, &b, &r] {
+        assert_eq!(frame(&mut files, now + 10, &[wt.as_path()])[0], agrees(wt));
+    }
+}
+
+#[test]
+fn a_kept_reader_rereads_files_that_had_not_settled() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    let r = repo(&root, "r");
+    let now = crate::clock::now();
+    let mut files = GitFiles::kept();
+    // Read as they were just written: not kept, read again each frame.
+    frame(&mut files, now, &[&r]);
+    frame(&mut files, now, &[&r]);
+    assert_eq!(files.reads(), 2);
+    frame(&mut files, now + 5, &[&r]);
+    frame(&mut files, now + 5, &[&r]);
+    assert_eq!(files.reads(), 3);
+}

@@ -24,15 +24,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::facts::Gate;
+use super::read::Dirs;
 use crate::config::Config;
 use crate::dod::gate::{Check, HeadFact, Plan, judge};
 use crate::dod::{self, Verdict};
+use crate::git;
 use crate::gitfiles::{GitFiles, Head};
 use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::status::StatusLine;
 use crate::task_id::TaskId;
-use crate::{fsx, git};
 
 /// One `done` line to judge.
 pub(crate) struct Request<'a> {
@@ -87,20 +88,22 @@ impl DoneCheck {
         home: &Home,
         cfg: &Config,
         git: &GitFiles,
+        dirs: &Dirs,
         reqs: &[Request],
         now: u64,
     ) -> Vec<Gate> {
         let mut out: Vec<Option<Gate>> = vec![None; reqs.len()];
         let mut pending = Vec::new();
         for (i, r) in reqs.iter().enumerate() {
-            let check = match dod::gate::plan(home, cfg, r.id, r.meta, &r.line) {
+            let physical = |p: &Path| dirs.physical(p);
+            let check = match dod::gate::plan_with(home, cfg, r.id, r.meta, &r.line, &physical) {
                 Plan::Decided(v) => {
                     out[i] = Some(gate_of(v));
                     continue;
                 }
                 Plan::Check(c) => c,
             };
-            if !matches!(fsx::is_dir(&check.worktree), Ok(true)) {
+            if !matches!(dirs.is_dir_nofollow(&check.worktree), Ok(true)) {
                 out[i] = Some(gate_of(judge(&check.worktree, &HeadFact::Missing, None)));
                 continue;
             }

@@ -83,10 +83,18 @@ pub struct Stats {
 pub struct FleetReader {
     keep: bool,
     stats: Stats,
-    kept: Vec<Kept>,
+    /// Boxed: a task's facts are large, and are handed from frame to frame
+    /// without being copied.
+    #[allow(
+        clippy::vec_box,
+        reason = "each box is handed on to the next frame's item"
+    )]
+    kept: Vec<Box<Kept>>,
     panes: Panes,
     done: DoneCheck,
     ancestry: Ancestry,
+    /// The git-file reader, kept across frames by a kept reader.
+    git: GitFiles,
 }
 
 /// What the reader threads share.
@@ -102,14 +110,14 @@ struct Shared<'a> {
 
 /// Facts kept from the last frame, ready for this one: the per-view inputs
 /// cleared, the worktree looked at again.
-fn reuse(mut f: Facts, now: u64) -> Facts {
+fn reuse(mut f: Facts, now: u64, dirs: &read::Dirs) -> Facts {
     f.now = now;
     f.pane = PaneFact::Unset;
     f.screen = None;
     f.gate = None;
     f.git = None;
     f.run_contains_head = false;
-    read::check_worktree(&mut f);
+    read::check_worktree(&mut f, dirs);
     f
 }
 
@@ -120,17 +128,18 @@ fn refresh(s: &Shared, item: Item) -> Done {
     let mut facts = None;
     if s.keep {
         let brief = prev.as_ref().is_none_or(|p| Stamps::needs_brief(&p.facts));
-        let now_stamps = Stamps::take(home, s.state, id, present, s.now, brief);
+        let last = prev.as_ref().map(|p| &p.stamps);
+        let now_stamps = Stamps::take(home, s.state, id, present, s.now, brief, last);
         match prev {
             Some(p) if p.stamps.still(&now_stamps) => {
-                facts = Some(reuse(p.facts, s.now));
+                facts = Some(reuse(p.facts, s.now, &s.state.dirs));
                 stamps = Some(p.stamps);
             }
             _ => {
                 stamps = Some(if brief {
                     now_stamps
                 } else {
-                    Stamps::take(home, s.state, id, present, s.now, true)
+                    Stamps::take(home, s.state, id, present, s.now, true, None)
                 });
             }
         }
@@ -166,7 +175,11 @@ struct Emitter<'e> {
     next: usize,
     held: Vec<Done>,
     blocked: bool,
-    kept: Vec<Kept>,
+    #[allow(
+        clippy::vec_box,
+        reason = "each box is handed on to the next frame's item"
+    )]
+    kept: Vec<Box<Kept>>,
     error: Option<crate::Error>,
     stats: Stats,
 }
@@ -198,7 +211,7 @@ impl Emitter<'_> {
             stop.store(true, Ordering::SeqCst);
         }
         if let (Some(facts), Some(stamps)) = (d.facts, d.stamps) {
-            self.kept.push(Kept { facts, stamps });
+            self.kept.push(Box::new(Kept { facts, stamps }));
         }
     }
 }
@@ -214,6 +227,7 @@ impl FleetReader {
         FleetReader {
             keep: true,
             panes: Panes::kept(),
+            git: GitFiles::kept(),
             ..FleetReader::default()
         }
     }
@@ -241,7 +255,7 @@ impl FleetReader {
             .into_iter()
             .map(|listed| {
                 while prev.next_if(|k| k.facts.id < listed.id).is_some() {}
-                let prev = prev.next_if(|k| k.facts.id == listed.id).map(Box::new);
+                let prev = prev.next_if(|k| k.facts.id == listed.id);
                 Item { listed, prev }
             })
             .collect();
@@ -285,14 +299,40 @@ impl FleetReader {
         keep: bool,
         emit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<Vec<String>> {
-        let git = GitFiles::new();
+        // A kept reader's git answers are looked at again, not re-read,
+        // while the files they came from are as they were.
+        let mut git = if keep {
+            std::mem::take(&mut self.git)
+        } else {
+            GitFiles::new()
+        };
+        git.begin_frame(now);
+        let result = self.read_with(home, cfg, now, items, keep, emit, &git);
+        if keep {
+            git.end_frame();
+            self.git = git;
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_with(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        now: u64,
+        items: Vec<Item>,
+        keep: bool,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+        git: &GitFiles,
+    ) -> Result<Vec<String>> {
         let state = StateDir::open(home);
         let shared = Shared {
             home,
             cfg,
             now,
             keep,
-            git: &git,
+            git,
             ancestry: &self.ancestry,
             state: &state,
         };
@@ -308,7 +348,7 @@ impl FleetReader {
             next: 0,
             held: Vec::new(),
             blocked: false,
-            kept: Vec::new(),
+            kept: Vec::with_capacity(if keep { n } else { 0 }),
             error: None,
             stats: Stats::default(),
         };
@@ -360,7 +400,7 @@ impl FleetReader {
         }
         let mut warnings = Vec::new();
         let mut held = std::mem::take(&mut em.held);
-        self.second_step(home, cfg, &git, now, &mut held, &mut warnings);
+        self.second_step(home, cfg, git, &state.dirs, now, &mut held, &mut warnings);
         for d in held {
             em.out(d, &stop);
             if em.error.is_some() {
@@ -379,11 +419,13 @@ impl FleetReader {
     }
 
     /// tmux and git for the tasks the first step could not resolve.
+    #[allow(clippy::too_many_arguments)]
     fn second_step(
         &mut self,
         home: &Home,
         cfg: &Config,
         git: &GitFiles,
+        dirs: &read::Dirs,
         now: u64,
         held: &mut [Done],
         warnings: &mut Vec<String>,
@@ -424,7 +466,7 @@ impl FleetReader {
                     }
                 })
                 .collect();
-            let verdicts = self.done.verdicts(home, cfg, git, &requests, now);
+            let verdicts = self.done.verdicts(home, cfg, git, dirs, &requests, now);
             drop(requests);
             for (&i, v) in gated.iter().zip(verdicts) {
                 open[i].gate = Some(v);

@@ -2,12 +2,16 @@
 //! place every interval until Ctrl-C, with the wake feed's latest lines
 //! under it.
 //!
-//! Ctrl-C is caught (SIGINT sets a flag; the loop notices within 50 ms),
+//! Ctrl-C is caught (SIGINT sets a flag and wakes the wait between frames
+//! through a socket pair, so an idle view makes one wait per frame rather
+//! than waking every 50 ms to look at the flag),
 //! the terminal is left with its colours reset and the cursor on a fresh
 //! line, and the view exits with 130 (SPEC §14 "interrupted"). Off a
 //! terminal each frame is printed in full, followed by a blank line, so the
 //! view can be piped or tested.
 
+use std::io::Read;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,9 +20,30 @@ use crate::error::{Result, exit};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-fn install_sigint() {
+/// Catches SIGINT; returns the end a SIGINT writes a byte to, when one
+/// could be made (else the wait looks at the flag every 50 ms).
+fn install_sigint() -> Option<UnixStream> {
     // Without the flag Ctrl-C would kill the view with the cursor hidden.
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, &INTERRUPTED);
+    let (rx, tx) = UnixStream::pair().ok()?;
+    signal_hook::low_level::pipe::register(signal_hook::consts::SIGINT, tx).ok()?;
+    Some(rx)
+}
+
+/// Waits up to `d`, less when a SIGINT's byte arrives on `wake`; whether
+/// one did.
+fn wait(wake: Option<&mut UnixStream>, d: Duration) -> bool {
+    let d = d.max(Duration::from_millis(1));
+    match wake {
+        Some(w) if w.set_read_timeout(Some(d)).is_ok() => {
+            let mut buf = [0u8; 16];
+            w.read(&mut buf).is_ok_and(|n| n > 0)
+        }
+        _ => {
+            std::thread::sleep(Duration::from_millis(50).min(d));
+            false
+        }
+    }
 }
 
 /// The last `n` complete lines of a file, reading at most its last 64 KiB.
@@ -64,7 +89,7 @@ fn write_out(bytes: &[u8]) -> Result<()> {
 
 /// Redraws `frame()` every `interval` until Ctrl-C; returns the exit code.
 pub fn run(interval: Duration, tty: bool, mut frame: impl FnMut() -> Result<String>) -> Result<u8> {
-    install_sigint();
+    let mut wake = install_sigint();
     if tty {
         write_out(b"\x1b[?25l")?;
     }
@@ -76,11 +101,17 @@ pub fn run(interval: Duration, tty: bool, mut frame: impl FnMut() -> Result<Stri
             write_out(format!("{text}\n").as_bytes())?;
         }
         let until = Instant::now() + interval;
-        while Instant::now() < until {
+        loop {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 return Ok(exit::INTERRUPTED);
             }
-            std::thread::sleep(Duration::from_millis(50).min(interval));
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            if wait(wake.as_mut(), left) {
+                return Ok(exit::INTERRUPTED);
+            }
         }
         if INTERRUPTED.load(Ordering::SeqCst) {
             return Ok(exit::INTERRUPTED);

@@ -158,6 +158,11 @@ pub(crate) struct Stamps {
 impl Stamps {
     /// Takes the stamps of the task's present files (relative to `dir`),
     /// and of its brief when `brief` (the facts may depend on it).
+    ///
+    /// With the stamps `prev` of the last read: a file that was not in the
+    /// inbox then is not there now if the inbox's own stamp is unchanged
+    /// and had settled (adding a name to a directory changes its
+    /// modification time), so it is not looked for.
     pub(crate) fn take(
         home: &Home,
         dir: &StateDir,
@@ -165,6 +170,7 @@ impl Stamps {
         present: Present,
         now: u64,
         brief: bool,
+        prev: Option<&Stamps>,
     ) -> Stamps {
         let take = |bit: u8, suffix: &str| {
             present
@@ -172,15 +178,24 @@ impl Stamps {
                 .then(|| dir.stamp(home, id, suffix))
                 .flatten()
         };
+        let inbox = take(Present::INBOX, "inbox");
+        let same_inbox = prev.is_some_and(|p| {
+            p.inbox
+                .is_some_and(|s| Some(s) == inbox && s.settled(p.read_at))
+        });
+        let inside = |was: Option<Option<Stamp>>, suffix: &str| match was {
+            Some(None) if same_inbox => None,
+            _ => take(Present::INBOX, suffix),
+        };
         Stamps {
             present,
             meta: take(Present::META, "meta"),
             status: take(Present::STATUS, "status"),
             busy: take(Present::BUSY, "busy"),
             run: take(Present::RUN, "run"),
-            inbox: take(Present::INBOX, "inbox"),
-            escalated: take(Present::INBOX, "inbox/.escalated"),
-            ring_state: take(Present::INBOX, "inbox/.ring-state"),
+            inbox,
+            escalated: inside(prev.map(|p| p.escalated), "inbox/.escalated"),
+            ring_state: inside(prev.map(|p| p.ring_state), "inbox/.ring-state"),
             brief: brief.then(|| Stamp::of(&home.brief(id))),
             read_at: now,
         }
@@ -229,6 +244,119 @@ pub(crate) struct StateDir {
     /// The harness profiles of the view, by name: built once and shared
     /// by every task naming them.
     profiles: Mutex<HashMap<String, Option<Arc<HarnessProfile>>>>,
+    /// The directories holding the view's worktrees.
+    pub(crate) dirs: Dirs,
+}
+
+/// The directories a view looks into, each opened once for the view: a
+/// worktree is looked at relative to its parent, not by walking its whole
+/// path again. What a look says is what the whole path says (the parent
+/// opened now is the directory that path names now); a path that does not
+/// end in a plain name, or whose parent does not open, is looked at by its
+/// whole path.
+#[derive(Debug, Default)]
+pub(crate) struct Dirs {
+    /// Opened parents, and their physical path when asked.
+    open: Mutex<HashMap<PathBuf, Option<Arc<Parent>>>>,
+}
+
+#[derive(Debug)]
+struct Parent {
+    fd: OwnedFd,
+    physical: std::sync::OnceLock<Option<PathBuf>>,
+}
+
+impl Dirs {
+    /// The parent of `path` opened, and the name in it.
+    fn split<'p>(&self, path: &'p Path) -> Option<(Arc<Parent>, &'p std::ffi::OsStr)> {
+        use std::os::unix::ffi::OsStrExt;
+        let name = path.file_name()?;
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty())?;
+        // Only a path ending in the name itself (no trailing `/` or `/.`).
+        let bytes = path.as_os_str().as_bytes();
+        if !bytes.ends_with(name.as_bytes()) || bytes.len() == name.len() {
+            return None;
+        }
+        if bytes[bytes.len() - name.len() - 1] != b'/' {
+            return None;
+        }
+        let mut open = self.open.lock().expect("dirs");
+        if let Some(p) = open.get(parent) {
+            return p.clone().map(|p| (p, name));
+        }
+        let fd = rustix::fs::open(
+            parent,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+        .map(|fd| {
+            Arc::new(Parent {
+                fd,
+                physical: std::sync::OnceLock::new(),
+            })
+        });
+        open.insert(parent.to_path_buf(), fd.clone());
+        fd.map(|p| (p, name))
+    }
+
+    fn stat(&self, path: &Path, follow: bool) -> Option<rustix::io::Result<rustix::fs::Stat>> {
+        let (parent, name) = self.split(path)?;
+        let flags = if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        Some(rustix::fs::statat(&parent.fd, name, flags))
+    }
+
+    /// [`Path::is_dir`].
+    pub(crate) fn is_dir(&self, path: &Path) -> bool {
+        match self.stat(path, true) {
+            Some(r) => r.is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_dir()),
+            None => path.is_dir(),
+        }
+    }
+
+    /// [`fsx::is_dir`] (a symlink is refused). Below a home that walk
+    /// also refuses a symlink on the way: there it is taken as is.
+    pub(crate) fn is_dir_nofollow(&self, path: &Path) -> Result<bool> {
+        if fsx::is_below_home(path) {
+            return fsx::is_dir(path);
+        }
+        match self.stat(path, false) {
+            Some(Ok(st)) if FileType::from_raw_mode(st.st_mode) != FileType::Symlink => {
+                Ok(FileType::from_raw_mode(st.st_mode).is_dir())
+            }
+            Some(Err(Errno::NOENT)) => Ok(false),
+            _ => fsx::is_dir(path),
+        }
+    }
+
+    /// [`crate::home::physical`]: for a path that exists and is no
+    /// symlink, its parent's physical path (found once per view) and its
+    /// name.
+    pub(crate) fn physical(&self, path: &Path) -> PathBuf {
+        let slow = || crate::home::physical(path);
+        if !path.is_absolute() {
+            return slow();
+        }
+        let Some((parent, name)) = self.split(path) else {
+            return slow();
+        };
+        match rustix::fs::statat(&parent.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Symlink => {}
+            _ => return slow(),
+        }
+        let real = parent.physical.get_or_init(|| {
+            let p = path.parent()?;
+            p.canonicalize().ok()
+        });
+        match real {
+            Some(r) => r.join(name),
+            None => slow(),
+        }
+    }
 }
 
 /// What a task's inbox holds, from one listing.
@@ -249,6 +377,7 @@ impl StateDir {
                 .ok()
                 .map(OwnedFd::from),
             profiles: Mutex::default(),
+            dirs: Dirs::default(),
         }
     }
 
@@ -460,7 +589,7 @@ fn files(
             f.profile = dir.profile(cfg, name);
         }
     }
-    check_worktree(&mut f);
+    check_worktree(&mut f, &dir.dirs);
     Ok(f)
 }
 
@@ -489,13 +618,13 @@ fn escalation(home: &Home, id: &TaskId, pending: &[u64]) -> Result<Option<Escala
 
 /// Rule 1's look at the worktree meta names (asked on every read: it can
 /// be torn down while its task's files stay as they were).
-pub(crate) fn check_worktree(f: &mut Facts) {
+pub(crate) fn check_worktree(f: &mut Facts, dirs: &Dirs) {
     f.worktree = WorktreeFact::Unchecked;
     if let Some(meta) = &f.meta
         && f.kind().has_worktree()
         && let Some(wt) = &meta.worktree
     {
-        f.worktree = if wt.is_dir() {
+        f.worktree = if dirs.is_dir(wt) {
             WorktreeFact::Present
         } else {
             WorktreeFact::Missing
@@ -569,6 +698,7 @@ mod tests {
         let by_path = StateDir {
             fd: None,
             profiles: Mutex::default(),
+            dirs: Dirs::default(),
         };
         (
             task(home, &cfg, &open, &id, Present::ALL, 1),
@@ -646,6 +776,30 @@ mod tests {
     }
 
     #[test]
+    fn a_file_appearing_in_an_unchanged_inbox_is_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t").unwrap();
+        std::fs::create_dir_all(home.inbox(&id)).unwrap();
+        std::fs::write(home.meta(&id), "kind=ship\n").unwrap();
+        let present = Present(Present::META | Present::INBOX);
+        let now = crate::clock::now() + 5;
+        let dir = StateDir::open(&home);
+        let take = |prev| Stamps::take(&home, &dir, &id, present, now, true, prev);
+        let first = take(None);
+        assert_eq!((first.escalated, first.ring_state), (None, None));
+        assert!(first.still(&take(Some(&first))));
+        for name in [".escalated", ".ring-state"] {
+            let p = home.inbox(&id).join(name);
+            std::fs::write(&p, "001.msg\n").unwrap();
+            let next = take(Some(&first));
+            assert!(!first.still(&next), "{name} appearing is seen");
+            assert!(next.escalated.is_some() || next.ring_state.is_some());
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+
+    #[test]
     fn stamps_trust_only_settled_unchanged_files() {
         let d = tempfile::tempdir().unwrap();
         let home = Home::at(d.path()).unwrap();
@@ -655,7 +809,7 @@ mod tests {
         let present = Present(Present::META);
         let now = crate::clock::now();
         let dir = StateDir::open(&home);
-        let take = |present, at| Stamps::take(&home, &dir, &id, present, at, true);
+        let take = |present, at| Stamps::take(&home, &dir, &id, present, at, true, None);
         let before = take(present, now);
         // Just written: not settled, so read again.
         assert!(!before.still(&take(present, now)));
@@ -666,7 +820,15 @@ mod tests {
         std::fs::create_dir_all(home.task_data(&id)).unwrap();
         std::fs::write(home.brief(&id), "---\nkind: scout\n---\n").unwrap();
         assert!(!later.still(&take(present, now + 5)));
-        assert!(later.still(&Stamps::take(&home, &dir, &id, present, now + 5, false)));
+        assert!(later.still(&Stamps::take(
+            &home,
+            &dir,
+            &id,
+            present,
+            now + 5,
+            false,
+            None
+        )));
         // Replaced (a new inode), appended to, or a new file appearing.
         std::fs::write(home.meta(&id), "kind=ship\nx=1\n").unwrap();
         assert!(!later.still(&take(present, now + 5)));

@@ -142,9 +142,21 @@ pub(crate) fn head_fact(worktree: &Path) -> HeadFact {
 /// The worktree the gate inspects for a task (and a brief names): meta
 /// `worktree`, else the default location; physical as far as it exists.
 pub(crate) fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
+    worktree_with(home, cfg, id, meta, &crate::home::physical)
+}
+
+/// [`worktree_of`], an absolute path made physical by `physical` (which
+/// answers as [`crate::home::physical`] does).
+fn worktree_with(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    meta: &TaskMeta,
+    physical: &dyn Fn(&Path) -> PathBuf,
+) -> PathBuf {
     match &meta.worktree {
         None => home.worktree(cfg, id),
-        Some(w) if w.is_absolute() => crate::home::physical(w),
+        Some(w) if w.is_absolute() => physical(w),
         Some(w) => w.clone(),
     }
 }
@@ -205,6 +217,20 @@ pub(crate) fn plan(
     meta: &TaskMeta,
     line: &StatusLine,
 ) -> Plan {
+    plan_with(home, cfg, id, meta, line, &crate::home::physical)
+}
+
+/// [`plan`], the worktree made physical by `physical` (which answers as
+/// [`crate::home::physical`] does: the fleet view's looks relative to
+/// directories opened once).
+pub(crate) fn plan_with(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    meta: &TaskMeta,
+    line: &StatusLine,
+    physical: &dyn Fn(&Path) -> PathBuf,
+) -> Plan {
     let mode = mode_of(home, id, meta);
     let kind = kind_of(home, id, meta);
     let (pr, pr_head) = (meta.pr.as_deref(), meta.pr_head.as_deref());
@@ -212,7 +238,7 @@ pub(crate) fn plan(
         return Plan::Decided(v);
     }
     Plan::Check(Check {
-        worktree: worktree_of(home, cfg, id, meta),
+        worktree: worktree_with(home, cfg, id, meta, physical),
         project: meta.project.clone(),
         local_only: mode == Some(Mode::LocalOnly),
     })
