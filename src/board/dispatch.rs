@@ -11,7 +11,7 @@
 //! `state/<id>.inbox/handled/`. An assignee on another host (its meta
 //! names one) is refused, the task left as it was (docs/remote.md).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ops::{self, Op};
 use super::{BoardId, Status, Task, store};
@@ -121,10 +121,58 @@ fn acked(home: &Home, assignee: &str, seq: Option<u64>) -> bool {
     }
 }
 
+/// A keyed dispatch's memory of what it did to each task (the far side of
+/// `fm-board --host <name> dispatch`, docs/remote.md): a dispatch run
+/// again under the same key after it was killed midway finishes what it
+/// began and never acts twice on a task it already acted on.
+pub(crate) trait Journal {
+    /// What this dispatch noted of `task`, if anything.
+    fn get(&mut self, task: BoardId) -> Result<Option<Note>>;
+    /// Notes `note` for `task` (the last note of a task is the one kept).
+    fn put(&mut self, task: BoardId, note: &Note) -> Result<()>;
+}
+
+/// One task's note in a [`Journal`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Note {
+    /// `dispatched`, `resent` or `failed`.
+    pub action: String,
+    pub assignee: String,
+    /// The assignee's highest record number before the queueing began.
+    pub after: u64,
+    /// The record queued; `None` while the queueing is under way (the
+    /// record may or may not have landed: it is looked for above `after`).
+    pub seq: Option<u64>,
+    pub dispatches: u32,
+}
+
+fn action_of(s: &str) -> &'static str {
+    match s {
+        "dispatched" => "dispatched",
+        "resent" => "resent",
+        "failed" => "failed",
+        _ => "error",
+    }
+}
+
 /// One dispatch pass over the whole board, under the board lock (records
 /// are queued, not rung, while it is held). A task whose queueing fails is
 /// reported (`error`) and left unchanged.
-pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result<Vec<Outcome>> {
+///
+/// With a `journal`, each step is noted: before a record is
+/// queued (with the assignee's highest record number), once it is queued
+/// (with its number; the task is saved after), and once the breaker failed
+/// a task. A task the journal already holds is not planned again: a
+/// queued note is finished (the task saved if it was not) and reported as
+/// it was; a queueing note looks for its record above the number noted
+/// and, finding it, finishes the same way (planned afresh otherwise).
+pub(crate) fn run(
+    home: &Home,
+    now: u64,
+    grace: u64,
+    queue: &mut QueueFn<'_>,
+    mut journal: Option<&mut dyn Journal>,
+) -> Result<Vec<Outcome>> {
     let _guard = store::lock(home)?;
     let (tasks, warnings) = store::load_all(home)?;
     for w in warnings {
@@ -133,6 +181,14 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
     let mut out = Vec::new();
     let mut any_failed = false;
     for t in tasks {
+        if let Some(j) = journal.as_deref_mut()
+            && let Some(note) = j.get(t.id)?
+            && let Some(o) = resume(home, &t, &note, now, j)?
+        {
+            any_failed |= o.action == "failed";
+            out.push(o);
+            continue;
+        }
         let assignee = t
             .owner
             .clone()
@@ -164,19 +220,48 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
                 any_failed = true;
                 o.action = "failed";
                 o.detail = Some(BREAKER_REASON.into());
+                if let Some(j) = journal.as_deref_mut() {
+                    j.put(
+                        t.id,
+                        &Note {
+                            action: "failed".into(),
+                            assignee: assignee.clone(),
+                            after: 0,
+                            seq: None,
+                            dispatches: o.dispatches,
+                        },
+                    )?;
+                }
             }
             Plan::Send | Plan::Resend => {
-                let queued =
-                    TaskId::parse(&assignee).and_then(|id| queue(&id, &message(&t, &assignee)));
-                match queued {
+                let action = if p == Plan::Send {
+                    "dispatched"
+                } else {
+                    "resent"
+                };
+                let body = message(&t, &assignee);
+                let id = TaskId::parse(&assignee);
+                let mut note = Note {
+                    action: action.into(),
+                    assignee: assignee.clone(),
+                    after: 0,
+                    seq: None,
+                    dispatches: t.dispatches,
+                };
+                if let (Some(j), Ok(id)) = (journal.as_deref_mut(), &id) {
+                    note.after = inbox::last_seq(home, id).unwrap_or(0);
+                    j.put(t.id, &note)?;
+                }
+                match id.and_then(|id| queue(&id, &body)) {
                     Ok(seq) => {
                         let n = ops::apply(&t, &Op::Dispatch { seq }, now)?;
+                        if let Some(j) = journal.as_deref_mut() {
+                            note.seq = Some(seq);
+                            note.dispatches = n.dispatches;
+                            j.put(t.id, &note)?;
+                        }
                         store::save(home, &n)?;
-                        o.action = if p == Plan::Send {
-                            "dispatched"
-                        } else {
-                            "resent"
-                        };
+                        o.action = action;
                         o.seq = Some(seq);
                         o.dispatches = n.dispatches;
                     }
@@ -193,6 +278,65 @@ pub fn run(home: &Home, now: u64, grace: u64, queue: &mut QueueFn<'_>) -> Result
         }
     }
     Ok(out)
+}
+
+/// Finishes what a keyed dispatch noted of `t` ([`run`]); `None`
+/// when the note is of a queueing whose record never landed.
+fn resume(
+    home: &Home,
+    t: &Task,
+    note: &Note,
+    now: u64,
+    journal: &mut dyn Journal,
+) -> Result<Option<Outcome>> {
+    let mut o = Outcome {
+        task: t.id,
+        action: action_of(&note.action),
+        assignee: note.assignee.clone(),
+        seq: note.seq,
+        dispatches: note.dispatches,
+        doorbell: None,
+        detail: None,
+        released: Vec::new(),
+    };
+    if o.action == "failed" {
+        o.detail = Some(BREAKER_REASON.into());
+        return Ok(Some(o));
+    }
+    let seq = if let Some(seq) = note.seq {
+        seq
+    } else {
+        let found = match TaskId::parse(&note.assignee) {
+            Ok(id) => inbox::find_since(
+                home,
+                &id,
+                note.after,
+                DISPATCH_FROM,
+                message(t, &note.assignee).as_bytes(),
+            )?,
+            Err(_) => None,
+        };
+        let Some(seq) = found else {
+            return Ok(None);
+        };
+        seq
+    };
+    o.seq = Some(seq);
+    // Saved already unless the first run ended between the record and the
+    // task's file; a task changed by hand since is left as it is.
+    if t.dispatch_seq != Some(seq)
+        && let Ok(n) = ops::apply(t, &Op::Dispatch { seq }, now)
+    {
+        o.dispatches = n.dispatches;
+        if note.seq.is_none() {
+            let mut done = note.clone();
+            done.seq = Some(seq);
+            done.dispatches = n.dispatches;
+            journal.put(t.id, &done)?;
+        }
+        store::save(home, &n)?;
+    }
+    Ok(Some(o))
 }
 
 /// Refuses (exit 1) an assignee whose meta names a host: this home's
@@ -219,6 +363,19 @@ fn refuse_remote(home: &Home, id: &TaskId) -> Result<()> {
 /// retries — never holds up other board commands, such as the workers' own
 /// `fm-board complete` the message asks for), then the events.
 pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
+    let mut outcomes = queue_all(home, cfg, now, None)?;
+    ring_and_record(home, cfg, now, &mut outcomes);
+    Ok(outcomes)
+}
+
+/// The part of [`dispatch`] under the board lock: [`run`] queueing
+/// with [`inbox::send`] (no ring).
+pub(crate) fn queue_all(
+    home: &Home,
+    cfg: &Config,
+    now: u64,
+    journal: Option<&mut dyn Journal>,
+) -> Result<Vec<Outcome>> {
     let mut queue = |id: &TaskId, body: &str| {
         refuse_remote(home, id)?;
         let msg = Outgoing {
@@ -229,7 +386,13 @@ pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcom
         };
         inbox::send(home, cfg, Tool::Board, id, &msg, Ring::Later, now).map(|s| s.seq)
     };
-    let mut outcomes = run(home, now, cfg.watch.grace_secs, &mut queue)?;
+    run(home, now, cfg.watch.grace_secs, &mut queue, journal)
+}
+
+/// The part of [`dispatch`] after the board lock: rings each assignee a
+/// record was queued for (filling [`Outcome::doorbell`]), then records one
+/// event per outcome.
+pub(crate) fn ring_and_record(home: &Home, cfg: &Config, now: u64, outcomes: &mut [Outcome]) {
     for o in outcomes
         .iter_mut()
         .filter(|o| matches!(o.action, "dispatched" | "resent"))
@@ -245,7 +408,7 @@ pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcom
             o.doorbell = Some(rung.as_str().to_string());
         }
     }
-    for o in &outcomes {
+    for o in outcomes.iter() {
         let d = events::Dispatch {
             assignee: o.assignee.clone(),
             seq: o.seq,
@@ -261,7 +424,6 @@ pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcom
         Entry::new(now, Tool::Board, &o.task.to_string(), event).record(home);
         super::apply::record_releases(home, o.task, &o.released, now);
     }
-    Ok(outcomes)
 }
 
 #[cfg(test)]
@@ -292,6 +454,88 @@ mod tests {
         t.updated_at = 50;
         assert_eq!(super::plan(&t, false, 100, 90), Plan::Skip);
         assert_eq!(super::plan(&t, false, 140, 90), Plan::Break);
+    }
+
+    /// A journal in memory whose `fail_at`-th note fails, the way a
+    /// dispatch killed at that point ends.
+    struct Mem {
+        notes: std::collections::HashMap<BoardId, Note>,
+        puts: usize,
+        fail_at: usize,
+    }
+
+    impl Journal for Mem {
+        fn get(&mut self, task: BoardId) -> Result<Option<Note>> {
+            Ok(self.notes.get(&task).cloned())
+        }
+
+        fn put(&mut self, task: BoardId, note: &Note) -> Result<()> {
+            self.puts += 1;
+            if self.puts == self.fail_at {
+                return Err(crate::error::Error::refused("killed"));
+            }
+            self.notes.insert(task, note.clone());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_keyed_dispatch_killed_at_any_step_then_rerun_acts_once_per_task() {
+        // Notes: intent T-1, queued T-1, intent T-2, queued T-2; killed at
+        // each in turn (5: not killed), then run again under the same key.
+        for fail_at in 1..=5 {
+            let d = tempfile::tempdir().unwrap();
+            let home = Home::at(d.path()).unwrap();
+            let mut cfg = Config::default();
+            // No grace: a task planned afresh would be re-sent at once.
+            cfg.watch.grace_secs = 0;
+            for (w, subject) in [("w1", "one"), ("w2", "two")] {
+                fsx::ensure_dir(&home.state_dir()).unwrap();
+                std::fs::write(home.meta(&TaskId::parse(w).unwrap()), "kind=ship\n").unwrap();
+                let new = store::NewTask {
+                    subject: subject.into(),
+                    assignee: Some(w.into()),
+                    ..Default::default()
+                };
+                store::add(&home, new, 1).unwrap();
+            }
+            let mut j = Mem {
+                notes: std::collections::HashMap::new(),
+                puts: 0,
+                fail_at,
+            };
+            let first = queue_all(&home, &cfg, 2, Some(&mut j));
+            assert_eq!(first.is_err(), fail_at < 5, "{fail_at}");
+            let again = queue_all(&home, &cfg, 3, Some(&mut j)).unwrap();
+            let lines: Vec<String> = again
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{} {} {} {:?} {}",
+                        o.action, o.task, o.assignee, o.seq, o.dispatches
+                    )
+                })
+                .collect();
+            assert_eq!(
+                lines,
+                [
+                    "dispatched T-001 w1 Some(1) 1",
+                    "dispatched T-002 w2 Some(1) 1"
+                ],
+                "killed at note {fail_at}"
+            );
+            for (w, n) in [("w1", 1), ("w2", 2)] {
+                let id = TaskId::parse(w).unwrap();
+                assert_eq!(inbox::pending(&home, &id).unwrap(), [1], "{w} at {fail_at}");
+                let t = store::load(&home, BoardId(n)).unwrap();
+                assert_eq!(t.status, Status::InProgress, "{w} at {fail_at}");
+                assert_eq!(
+                    (t.dispatches, t.dispatch_seq),
+                    (1, Some(1)),
+                    "{w} at {fail_at}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -234,7 +234,10 @@ fn run(a: Args) -> Result<u8> {
         }
         Cmd::Dispatch => {
             let ctx = a.home.ctx(TOOL)?;
-            return run_dispatch(&ctx, a.json, now);
+            return match a.idempotency_key.as_deref() {
+                None => run_dispatch(&ctx, a.json, now),
+                Some(k) => run_dispatch_keyed(&ctx, k, a.json, now),
+            };
         }
         cmd => write_of(cmd)?,
     };
@@ -403,11 +406,74 @@ fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
     Ok(u8::from(outcomes.iter().any(|o| o.action == "error")))
 }
 
+/// The far side of `fm-board --host <name> dispatch`: a dispatch under a
+/// key. A key already served prints its answer again and does nothing; a
+/// new one runs the dispatch with each task's step noted beside the key
+/// ([`dispatch::Journal`]), so a run killed midway and retried under the
+/// same key finishes what it began and acts on no task twice. Once the
+/// records are queued the answer is kept with the doorbells `ringing`
+/// and the key lock released (a retry during the rings gets it at once),
+/// then the final answer after the rings (docs/remote.md).
+fn run_dispatch_keyed(ctx: &Ctx, key: &str, json: bool, now: u64) -> Result<u8> {
+    let fresh = match remote::seen::lookup_board(&ctx.home, key)? {
+        remote::seen::Lookup::Seen(answer) => return answer.replay(),
+        remote::seen::Lookup::Fresh(f) => f,
+    };
+    let mut journal = KeyJournal(&fresh);
+    let mut outcomes = dispatch::queue_all(&ctx.home, &ctx.cfg, now, Some(&mut journal))?;
+    let code = u8::from(outcomes.iter().any(|o| o.action == "error"));
+    let mut ringing = outcomes.clone();
+    for o in ringing
+        .iter_mut()
+        .filter(|o| matches!(o.action, "dispatched" | "resent"))
+    {
+        o.doorbell = Some("ringing".into());
+    }
+    let provisional = remote::seen::Answer {
+        code,
+        stdout: super::board_view::dispatch_text(&ringing, json)?,
+    };
+    let held = fresh.hold(&provisional);
+    dispatch::ring_and_record(&ctx.home, &ctx.cfg, now, &mut outcomes);
+    let answer = remote::seen::Answer {
+        code,
+        stdout: super::board_view::dispatch_text(&outcomes, json)?,
+    };
+    if let Err(e) = held.and_then(|h| h.finish(&answer)) {
+        crate::output::err_line(&format!(
+            "{TOOL}: warning: dispatched, but its idempotency key was not kept: {e}"
+        ));
+    }
+    answer.replay()
+}
+
+/// A keyed dispatch's notes, one per task, beside its key in the board's
+/// keys (`<key>#T-NNN`, the note as JSON).
+struct KeyJournal<'a>(&'a remote::seen::Fresh);
+
+impl dispatch::Journal for KeyJournal<'_> {
+    fn get(&mut self, task: BoardId) -> Result<Option<dispatch::Note>> {
+        Ok(self
+            .0
+            .noted(&task.to_string())?
+            .and_then(|a| serde_json::from_str(&a.stdout).ok()))
+    }
+
+    fn put(&mut self, task: BoardId, note: &dispatch::Note) -> Result<()> {
+        let stdout = serde_json::to_string(note).map_err(|e| Error::External {
+            program: "serde_json".into(),
+            msg: e.to_string(),
+        })?;
+        self.0
+            .note(&task.to_string(), &remote::seen::Answer { code: 0, stdout })
+    }
+}
+
 /// `fm-board --host <name> …`: the far host's own `fm-board`, on that
-/// host's board. A change travels with an idempotency key and its
-/// arguments on stdin ([`args_from_stdin`]), so a retry after a dropped
-/// connection changes the board once; `list` and `show` are read there;
-/// `dispatch` runs there once, never retried (docs/remote.md).
+/// host's board. A change or a dispatch travels with an idempotency key
+/// and its arguments on stdin ([`args_from_stdin`]), so a retry after a
+/// dropped connection changes the board once and dispatches each task
+/// once; `list` and `show` are read there (docs/remote.md).
 fn remote_board(a: &Args, name: &str) -> Result<u8> {
     if a.idempotency_key.is_some() {
         return Err(Error::usage(
@@ -422,17 +488,7 @@ fn remote_board(a: &Args, name: &str) -> Result<u8> {
     }
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     match &a.cmd {
-        Cmd::List { .. } | Cmd::Show { .. } => {
-            remote::call::relay(&ctx.home, &host, TOOL, &words)
-        }
-        Cmd::Dispatch => remote::call::relay(&ctx.home, &host, TOOL, &words).map_err(|e| {
-            Error::External {
-                program: "ssh".into(),
-                msg: format!(
-                    "{e}; the dispatch may have run there: `fm-board --host {name} list` shows the board"
-                ),
-            }
-        }),
+        Cmd::List { .. } | Cmd::Show { .. } => remote::call::relay(&ctx.home, &host, TOOL, &words),
         _ => {
             let stdin = words.join("\0");
             remote::call::write_for(

@@ -122,6 +122,16 @@ pub(crate) fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
     if json {
         return common::out_json(&outcomes);
     }
+    crate::output::out_block(&dispatch_text(outcomes, false)?)
+}
+
+/// What [`dispatch_report`] prints.
+pub(crate) fn dispatch_text(outcomes: &[Outcome], json: bool) -> Result<String> {
+    if json {
+        let mut s = crate::output::json_line(&outcomes)?;
+        s.push('\n');
+        return Ok(s);
+    }
     let mut s = String::new();
     for o in outcomes {
         let _ = match o.action {
@@ -157,5 +167,5 @@ pub(crate) fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
     if s.is_empty() {
         s.push_str("nothing to dispatch\n");
     }
-    crate::output::out_block(&s)
+    Ok(s)
 }

@@ -187,6 +187,41 @@ pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -
     })
 }
 
+/// The highest record number the inbox ever gave (pending or handled),
+/// 0 for none: every record queued later has a higher one.
+pub(crate) fn last_seq(home: &Home, id: &TaskId) -> Result<u64> {
+    let top = |v: Vec<u64>| v.last().copied().unwrap_or(0);
+    Ok(top(pending(home, id)?).max(top(handled(home, id)?)))
+}
+
+/// The first record numbered above `after` (pending or handled) sent by
+/// `from` with the body `body`, if any.
+pub(crate) fn find_since(
+    home: &Home,
+    id: &TaskId,
+    after: u64,
+    from: &str,
+    body: &[u8],
+) -> Result<Option<u64>> {
+    let mut seqs: Vec<(u64, PathBuf)> = Vec::new();
+    for seq in pending(home, id)?.into_iter().filter(|&s| s > after) {
+        seqs.push((seq, home.inbox_record(id, seq)));
+    }
+    for seq in handled(home, id)?.into_iter().filter(|&s| s > after) {
+        seqs.push((seq, home.handled_record(id, seq)));
+    }
+    seqs.sort_unstable();
+    for (seq, path) in seqs {
+        let same = fsx::read_optional(&path)?
+            .and_then(|b| parse(seq, &b))
+            .is_some_and(|r| r.from == from && r.body == body);
+        if same {
+            return Ok(Some(seq));
+        }
+    }
+    Ok(None)
+}
+
 /// The newest record (pending first, then handled) whose body is `body`.
 fn find_body(home: &Home, id: &TaskId, body: &[u8]) -> Result<Option<Queued>> {
     let places = [

@@ -148,6 +148,19 @@ impl Fresh {
         keep(path, &self.key, answer)
     }
 
+    /// What the write noted under `sub` beside this key (a keyed
+    /// dispatch's note of one task), if anything. Sub-keys are
+    /// `<key>#<sub>`: `#` is no key's, so no caller's key is one.
+    pub fn noted(&self, sub: &str) -> Result<Option<Answer>> {
+        find_in(&self.path, &format!("{}#{sub}", self.key))
+    }
+
+    /// Notes `answer` under `sub` beside this key, the lock still held
+    /// (the last note of a sub-key is the one [`Fresh::noted`] gives).
+    pub fn note(&self, sub: &str, answer: &Answer) -> Result<()> {
+        keep(&self.path, &format!("{}#{sub}", self.key), answer)
+    }
+
     /// Records the key with a provisional answer (the record is written,
     /// a slow part is still to come) and releases the lock, so a retry
     /// arriving meanwhile gets that answer at once instead of waiting
@@ -173,6 +186,14 @@ impl Held {
     /// Records the final answer under the key lock it was looked up
     /// under; the last line of a key is the one a lookup gives.
     pub fn remember(self, _home: &Home, _id: &TaskId, answer: &Answer) -> Result<()> {
+        let _guard = fsx::lock(&self.lock, fsx::LOCK_WAIT)?;
+        keep(&self.path, &self.key, answer)
+    }
+}
+
+impl Held {
+    /// [`Held::remember`] for a key that is no task's (the board's).
+    pub fn finish(self, answer: &Answer) -> Result<()> {
         let _guard = fsx::lock(&self.lock, fsx::LOCK_WAIT)?;
         keep(&self.path, &self.key, answer)
     }
@@ -283,6 +304,35 @@ mod tests {
         // A task's keys are its own.
         assert!(matches!(lookup(&home, &id, "k").unwrap(), Lookup::Fresh(_)));
         assert!(home.state_dir().join(".board.seen").is_file());
+    }
+
+    #[test]
+    fn notes_beside_a_key_are_its_own_and_the_last_one_counts() {
+        let (_d, home, _id) = setup();
+        let Lookup::Fresh(f) = lookup_board(&home, "k").unwrap() else {
+            panic!("a new key is fresh");
+        };
+        assert_eq!(f.noted("T-001").unwrap(), None);
+        let note = |s: &str| Answer {
+            code: 0,
+            stdout: s.into(),
+        };
+        f.note("T-001", &note("one")).unwrap();
+        f.note("T-001", &note("two")).unwrap();
+        assert_eq!(f.noted("T-001").unwrap(), Some(note("two")));
+        assert_eq!(f.noted("T-002").unwrap(), None);
+        // A note is not the key's answer: the key is still fresh.
+        drop(f);
+        let Lookup::Fresh(f) = lookup_board(&home, "k").unwrap() else {
+            panic!("a noted key is still fresh");
+        };
+        assert_eq!(f.noted("T-001").unwrap(), Some(note("two")));
+        let held = f.hold(&note("ringing")).unwrap();
+        held.finish(&note("rang")).unwrap();
+        match lookup_board(&home, "k").unwrap() {
+            Lookup::Seen(got) => assert_eq!(got, note("rang")),
+            Lookup::Fresh(_) => panic!("a served key is seen"),
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod notify;
 mod pane;
 mod remote;
 mod remote_control;
+mod remote_dispatch;
 mod remote_feed;
 mod remote_wakes;
 mod remote_write;

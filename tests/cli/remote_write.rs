@@ -58,12 +58,12 @@ pub(super) fn kill_after_the_write(sshd: &mut Sshd) {
     sshd.restart();
 }
 
-fn far_read(sshd: &Sshd, rel: &str) -> String {
+pub(super) fn far_read(sshd: &Sshd, rel: &str) -> String {
     std::fs::read_to_string(sshd.far_home.join(rel)).unwrap_or_default()
 }
 
 /// The names in `dir`, but for dot files (the inbox lock).
-fn entries(dir: &Path) -> Vec<String> {
+pub(super) fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
@@ -210,7 +210,7 @@ fn a_host_down_through_every_attempt_is_exit_3_naming_the_key() {
 }
 
 /// The far events of `action`.
-fn far_events(sshd: &Sshd, action: &str) -> usize {
+pub(super) fn far_events(sshd: &Sshd, action: &str) -> usize {
     far_read(sshd, "state/events.jsonl")
         .lines()
         .filter(|l| l.contains(&format!("\"action\":\"{action}\"")))
