@@ -99,24 +99,8 @@ pub fn gather(home: &Home, cfg: &Config) -> Result<Option<Gathered>> {
         return Ok(None);
     }
     let mut cursors = read_cursors(home)?;
-    let answers: Vec<(String, std::result::Result<FarWakes, String>)> = std::thread::scope(|s| {
-        let running: Vec<_> = cfg
-            .hosts
-            .iter()
-            .map(|(name, host)| {
-                let from = cursors.get(name).copied().unwrap_or(0);
-                (name, s.spawn(move || ask(home, name, host, from)))
-            })
-            .collect();
-        running
-            .into_iter()
-            .map(|(name, h)| {
-                let got = h
-                    .join()
-                    .unwrap_or_else(|_| Err("the query panicked".into()));
-                (name.clone(), got)
-            })
-            .collect()
+    let answers = ask_all(home, &cfg.hosts, |name| {
+        cursors.get(name).copied().unwrap_or(0)
     });
     let mut wakes = Vec::new();
     let mut warnings = Vec::new();
@@ -145,6 +129,33 @@ pub fn gather(home: &Home, cfg: &Config) -> Result<Option<Gathered>> {
         cursors,
         warnings,
     }))
+}
+
+/// Asks every host of `hosts` in parallel for its wakes past `from` of
+/// its name, in the hosts' order.
+fn ask_all(
+    home: &Home,
+    hosts: &super::Hosts,
+    from: impl Fn(&str) -> u64,
+) -> Vec<(String, std::result::Result<FarWakes, String>)> {
+    std::thread::scope(|s| {
+        let running: Vec<_> = hosts
+            .iter()
+            .map(|(name, host)| {
+                let at = from(name);
+                (name, s.spawn(move || ask(home, name, host, at)))
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|(name, h)| {
+                let got = h
+                    .join()
+                    .unwrap_or_else(|_| Err("the query panicked".into()));
+                (name.clone(), got)
+            })
+            .collect()
+    })
 }
 
 fn ask(
@@ -353,25 +364,9 @@ fn feed_loop(
             .iter()
             .map(|(n, h)| (n.clone(), h.next))
             .collect();
-        let answers: Vec<(String, std::result::Result<FarWakes, String>)> =
-            std::thread::scope(|s| {
-                let running: Vec<_> = hosts
-                    .iter()
-                    .map(|(name, host)| {
-                        let at = next.get(name).copied().flatten().unwrap_or(0);
-                        (name, s.spawn(move || ask(home, name, host, at)))
-                    })
-                    .collect();
-                running
-                    .into_iter()
-                    .map(|(name, h)| {
-                        let got = h
-                            .join()
-                            .unwrap_or_else(|_| Err("the query panicked".into()));
-                        (name.clone(), got)
-                    })
-                    .collect()
-            });
+        let answers = ask_all(home, hosts, |name| {
+            next.get(name).copied().flatten().unwrap_or(0)
+        });
         let mut found = false;
         {
             let mut sh = lock();
