@@ -227,9 +227,9 @@ fn read_body(a: &Args, max: u64) -> Result<Vec<u8>> {
     }
 }
 
-/// The far `fm-send` arguments for a remote task: this call's options,
-/// the id, and `-` (the body goes on stdin).
-fn far_args<'a>(a: &'a Args, id: &'a TaskId) -> Vec<&'a str> {
+/// The options of this call a far `fm-send` repeats: the sender and the
+/// flags given.
+fn far_options(a: &Args) -> Vec<&str> {
     let mut v = vec!["--from", a.from.as_str()];
     for (on, flag) in [
         (a.quiet, "--quiet"),
@@ -241,6 +241,13 @@ fn far_args<'a>(a: &'a Args, id: &'a TaskId) -> Vec<&'a str> {
             v.push(flag);
         }
     }
+    v
+}
+
+/// The far `fm-send` arguments for a remote task: this call's options,
+/// the id, and `-` (the body goes on stdin).
+fn far_args<'a>(a: &'a Args, id: &'a TaskId) -> Vec<&'a str> {
+    let mut v = far_options(a);
     for k in &a.resolve_key {
         v.extend(["--resolve-key", k.as_str()]);
     }
@@ -547,17 +554,8 @@ fn far_all(ctx: &Ctx, a: &Args, name: &str, ids: &[TaskId], key: &str, body: &[u
         cfg: cfg.clone(),
     };
     let list = ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(",");
-    let mut args = vec!["--all", "--only", list.as_str(), "--from", a.from.as_str()];
-    for (on, flag) in [
-        (a.quiet, "--quiet"),
-        (a.fire_and_forget, "--fire-and-forget"),
-        (a.dedupe, "--dedupe"),
-        (a.json, "--json"),
-    ] {
-        if on {
-            args.push(flag);
-        }
-    }
+    let mut args = vec!["--all", "--only", list.as_str()];
+    args.extend(far_options(a));
     args.push("-");
     Far::Called(remote::call::keyed(
         &ctx.home,
