@@ -398,6 +398,12 @@ pub fn run(
                 all = true;
             }
             all |= changed.all;
+            let soon = crate::clock::now() + CREATED_WAIT_SECS;
+            for id in changed.later {
+                state.forget_inbox(&id);
+                let due = dues.entry(id).or_insert(soon);
+                *due = (*due).min(soon);
+            }
             for id in changed.tasks {
                 // A changed inbox is read afresh.
                 state.forget_inbox(&id);
@@ -412,6 +418,11 @@ pub fn run(
         }
     }
 }
+
+/// How long after a file is created, with no close-write since, the
+/// daemon passes over its task anyway (whole seconds, so between one and
+/// two): a writer's close-write normally comes well before.
+const CREATED_WAIT_SECS: u64 = 2;
 
 /// How often a follower tries to take the lock over.
 const TAKEOVER_EVERY: Duration = Duration::from_secs(1);

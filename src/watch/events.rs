@@ -8,7 +8,10 @@
 //! files are not changes. An event in an inbox concerns that inbox's task,
 //! whatever the name but a temp file (a new record, an ack, `.ring-owed`).
 //! A name that names no task (`state/poke`, say) and a queue overflow ask
-//! for a pass over every task.
+//! for a pass over every task. A file's creation alone is a change for a
+//! little later ([`Changed::later`]): a file written in place raises its
+//! create at the open, before its bytes, and reading it then would find
+//! half a record.
 
 use std::collections::{BTreeSet, HashMap};
 use std::mem::MaybeUninit;
@@ -30,6 +33,12 @@ pub(crate) struct Changed {
     pub(crate) all: bool,
     /// `state/` itself went away or can no longer be watched.
     pub(crate) lost: bool,
+    /// Tasks whose only event was a file created: its writer may still be
+    /// writing it (a create comes at the open, before any byte), and its
+    /// close-write names the task again. The caller passes over these a
+    /// little later, for a file that is never written to (a link, a
+    /// symlink, a FIFO).
+    pub(crate) later: BTreeSet<TaskId>,
 }
 
 /// The inotify instance and what each watch descriptor stands for.
@@ -142,25 +151,34 @@ impl Events {
                 continue;
             }
             let name = ev.file_name().and_then(|n| n.to_str().ok());
+            let created = flags.contains(ReadFlags::CREATE) && !flags.contains(ReadFlags::ISDIR);
+            let add = |out: &mut Changed, id: TaskId| {
+                if created {
+                    out.later.insert(id);
+                } else {
+                    out.tasks.insert(id);
+                }
+            };
             if wd == self.state_wd {
                 if flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF) {
                     out.lost = true;
                     continue;
                 }
                 match name.map(state_name) {
-                    Some(Some(Some(id))) => {
-                        out.tasks.insert(id);
-                    }
+                    Some(Some(Some(id))) => add(&mut out, id),
                     Some(Some(None)) => {}
+                    Some(None) | None if created => {}
                     Some(None) | None => out.all = true,
                 }
             } else if let Some(id) = self.inboxes.get(&wd) {
                 if name.is_some_and(is_temp) {
                     continue;
                 }
-                out.tasks.insert(id.clone());
+                add(&mut out, id.clone());
             }
         }
+        let now = &out.tasks;
+        out.later.retain(|id| !now.contains(id));
         for wd in gone {
             if wd == self.state_wd {
                 out.lost = true;
@@ -247,6 +265,22 @@ mod tests {
 
         std::fs::write(state.join("poke"), "").unwrap();
         assert!(ev.drain().all);
+
+        // A file being written in place: its create is for later, its
+        // close-write is the change.
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(state.join("t.inbox/002.msg")).unwrap();
+            let got = ev.drain();
+            assert!(got.tasks.is_empty(), "{got:?}");
+            assert_eq!(got.later, BTreeSet::from([id("t")]));
+            f.write_all(b"half").unwrap();
+        }
+        let got = ev.drain();
+        assert_eq!(got.tasks, BTreeSet::from([id("t")]));
+        assert!(got.later.is_empty());
+        std::os::unix::fs::symlink("nowhere", state.join("t.inbox/003.msg")).unwrap();
+        assert_eq!(ev.drain().later, BTreeSet::from([id("t")]));
 
         std::fs::remove_dir_all(state.join("t.inbox")).unwrap();
         let got = ev.drain();

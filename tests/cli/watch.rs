@@ -111,13 +111,23 @@ fn wait_beat_after(h: &TestHome, since: Option<SystemTime>) -> Option<SystemTime
     beat(h)
 }
 
+/// Puts `state/poke` (a name that is no task's, so a full pass) in place
+/// by one rename from outside `state/`: a single file event, so no second
+/// pass starts after the one the caller waits for. (A plain write is a
+/// create and then a close-write, two events, and the second pass could
+/// race whatever the test does next.)
+fn poke(h: &TestHome, n: usize) {
+    h.write("poke.tmp", format!("{n}\n"));
+    std::fs::rename(h.path("poke.tmp"), h.path("state/poke")).unwrap();
+}
+
 /// Wakes the running daemon `n` times with a change under `state/` and
 /// waits for each pass to end; the last of them began after the call.
 #[track_caller]
 fn daemon_passes(h: &TestHome, n: usize) {
     let mut last = beat(h);
     for i in 0..n {
-        h.write("state/poke", format!("{i}\n"));
+        poke(h, i);
         last = wait_beat_after(h, last);
     }
 }
@@ -1261,7 +1271,7 @@ fn the_daemon_passes_on_events_and_dues_and_rereads_an_inbox_rewritten_in_place(
     // name that is no task's) remembers the inbox.
     std::thread::sleep(Duration::from_secs(3));
     let last = beat(&home);
-    home.write("state/poke", "1\n");
+    poke(&home, 1);
     wait_beat_after(&home, last);
     assert!(!home.exists("state/old.inbox/.ring-state"));
     let mut f = std::fs::OpenOptions::new()
@@ -1284,4 +1294,50 @@ fn the_daemon_passes_on_events_and_dues_and_rereads_an_inbox_rewritten_in_place(
         wakes_of(&home, "status").iter().any(|w| w.task == "new")
     });
     stop(d);
+}
+
+/// A record written in place (created, written in two parts, then closed)
+/// is read once its writer closes it, never half-written; a record linked
+/// into an inbox (a create and no close-write) is still rung, a second or
+/// two later.
+#[test]
+fn the_daemon_reads_a_record_written_in_place_once_its_writer_closes_it() {
+    use std::io::Write;
+    let home = TestHome::new();
+    home.write("state/a.meta", "kind=ship\n");
+    home.write("state/b.meta", "kind=ship\n");
+    std::fs::create_dir_all(home.path("state/a.inbox")).unwrap();
+    std::fs::create_dir_all(home.path("state/b.inbox")).unwrap();
+    let d = home
+        .fm("watch")
+        .env("FM_WATCH_POLL_SECS", "30")
+        .env("FM_WATCH_GRACE_SECS", "2")
+        .status_any()
+        .stdout_any()
+        .stderr_regex(&watching_line(&home))
+        .start();
+    wait_for("the daemon's start line", 10.0, || {
+        d.stderr_so_far().ends_with("Ctrl-C to stop\n")
+    });
+    let last = beat(&home);
+    poke(&home, 1);
+    wait_beat_after(&home, last);
+    let bytes = record_bytes(600, false);
+    let (head, tail) = bytes.split_at(bytes.len() / 3);
+    let mut f = std::fs::File::create(home.path("state/a.inbox/001.msg")).unwrap();
+    f.write_all(head).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    f.write_all(tail).unwrap();
+    drop(f);
+    wait_for("the record written in place rung", 10.0, || {
+        home.exists("state/a.inbox/.ring-state")
+    });
+    home.write("b.msg", &bytes);
+    std::fs::hard_link(home.path("b.msg"), home.path("state/b.inbox/001.msg")).unwrap();
+    wait_for("the linked record rung", 10.0, || {
+        home.exists("state/b.inbox/.ring-state")
+    });
+    stop(d);
+    assert_eq!(ring_state(&home, "a").0, "001.msg");
+    assert_eq!(ring_state(&home, "b").0, "001.msg");
 }
