@@ -189,6 +189,9 @@ struct Look {
     follow: bool,
     how: Compare,
     seen: Option<Seen>,
+    /// The file events may vouch for it: no symlink was followed at its
+    /// end ([`crate::fsnotice`]).
+    plain: bool,
 }
 
 /// A directory looks are taken from, opened once per frame.
@@ -211,6 +214,10 @@ struct KeptAnswer {
     common: Option<(PathBuf, u64)>,
     answer: Answer,
     frame: u64,
+    /// The events' frame and the clock (Unix seconds) its looks were last
+    /// taken in ([`crate::fsnotice::Watches::quiet`]).
+    verified: u64,
+    verified_at: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,13 +257,41 @@ pub(crate) struct GitFiles {
     frame: u64,
     now: u64,
     generations: AtomicU64,
-    /// Answers read from the files (not kept ones), for tests.
+    /// Answers read from the files (not kept ones), and kept answers the
+    /// file events vouched for (no look taken), for tests.
     reads: AtomicU64,
+    quiet_hits: AtomicU64,
     /// By directory and whether the answer is its HEAD (else its common
     /// directory).
     answers: Mutex<HashMap<(PathBuf, bool), KeptAnswer>>,
     /// The directories looks are taken from, each opened once per frame.
     anchors: Mutex<HashMap<PathBuf, Arc<Anchor>>>,
+    /// A kept reader's file events, and their current frame: a kept
+    /// answer none of whose files an event named since its looks is
+    /// reused without them.
+    notice: Option<crate::fsnotice::Watches>,
+    notice_frame: u64,
+    /// A kept reader's [`GitFiles::refs_state`] answers, by common
+    /// directory and `heads`, with the directories walked, the common
+    /// facts' generation and when they were taken.
+    refs_kept: Mutex<HashMap<(PathBuf, bool), KeptRefs>>,
+    /// A kept reader's [`GitFiles::kept_stat`] answers, by path and
+    /// whether a symlink was followed, with the events' frame and the
+    /// clock they were taken at.
+    stats_kept: Mutex<HashMap<(PathBuf, bool), KeptStat>>,
+}
+
+type KeptStat = (rustix::io::Result<rustix::fs::Stat>, u64, u64);
+
+/// A [`RefsState`] kept while no event came from the directories walked
+/// for it (and `packed-refs` is unchanged).
+#[derive(Debug, Clone)]
+struct KeptRefs {
+    state: RefsState,
+    dirs: Vec<PathBuf>,
+    generation: u64,
+    verified: u64,
+    verified_at: u64,
 }
 
 impl Default for GitFiles {
@@ -438,8 +473,13 @@ impl GitFiles {
             now: 0,
             generations: AtomicU64::new(0),
             reads: AtomicU64::new(0),
+            quiet_hits: AtomicU64::new(0),
             answers: Mutex::new(HashMap::new()),
             anchors: Mutex::new(HashMap::new()),
+            notice: None,
+            notice_frame: 0,
+            refs_kept: Mutex::new(HashMap::new()),
+            stats_kept: Mutex::new(HashMap::new()),
         }
     }
 
@@ -448,6 +488,7 @@ impl GitFiles {
     pub(crate) fn kept() -> GitFiles {
         GitFiles {
             keep: true,
+            notice: crate::fsnotice::Watches::new(),
             ..GitFiles::new()
         }
     }
@@ -457,6 +498,9 @@ impl GitFiles {
     pub(crate) fn begin_frame(&mut self, now: u64) {
         self.frame += 1;
         self.now = now;
+        if let Some(w) = self.notice.as_mut() {
+            self.notice_frame = w.begin_frame();
+        }
         if !self.keep {
             self.commons.get_mut().expect("git files memo").clear();
         }
@@ -465,6 +509,15 @@ impl GitFiles {
     /// Ends a frame: forgets answers and repositories it did not use.
     pub(crate) fn end_frame(&mut self) {
         let frame = self.frame;
+        if let Some(w) = self.notice.as_mut() {
+            w.end_frame();
+        }
+        // Paths no longer asked about are not tracked: a bound, not an
+        // exact forgetting (what is dropped is only taken again).
+        let stats = self.stats_kept.get_mut().expect("stats");
+        if stats.len() > 16_384 {
+            stats.clear();
+        }
         self.answers
             .get_mut()
             .expect("answers")
@@ -567,6 +620,10 @@ impl GitFiles {
             r.ok = false;
             return;
         }
+        // What was followed is not what the events of its directory see.
+        let plain = !follow
+            || rustix::fs::lstat(path)
+                .is_ok_and(|st| !rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink());
         r.looks.push(Look {
             anchor,
             rel,
@@ -574,6 +631,7 @@ impl GitFiles {
             follow,
             how,
             seen,
+            plain,
         });
     }
 
@@ -600,8 +658,10 @@ impl GitFiles {
         if a.frame != self.frame {
             let looks = std::mem::take(&mut a.looks);
             let common = a.common.clone();
+            let (verified, verified_at) = (a.verified, a.verified_at);
             drop(answers);
-            let fresh = self.still(&looks)
+            let quiet = self.quiet(&looks, verified, verified_at);
+            let fresh = (quiet || self.still(&looks))
                 && common
                     .as_ref()
                     .is_none_or(|(c, g)| self.common(c).generation == *g);
@@ -613,8 +673,30 @@ impl GitFiles {
                 return None;
             }
             a.frame = self.frame;
+            if quiet {
+                self.quiet_hits.fetch_add(1, Ordering::Relaxed);
+            } else {
+                (a.verified, a.verified_at) = (self.notice_frame, self.now);
+            }
         }
         answers.get(&key).map(|a| a.answer.clone())
+    }
+
+    /// Whether no event named a file of `looks` since they were taken in
+    /// the events' frame `verified` (at Unix second `verified_at`), less
+    /// than [`crate::fsnotice::RECHECK_SECS`] ago. Every look is asked
+    /// about, so each is watched from this frame's end.
+    fn quiet(&self, looks: &[Look], verified: u64, verified_at: u64) -> bool {
+        let Some(w) = &self.notice else {
+            return false;
+        };
+        let recent =
+            self.now >= verified_at && self.now - verified_at < crate::fsnotice::RECHECK_SECS;
+        let mut all = recent;
+        for l in looks {
+            all &= l.plain && w.quiet(&l.path, verified);
+        }
+        all
     }
 
     fn keep_answer(&self, dir: &Path, want_head: bool, rec: Option<Rec>, answer: &Answer) {
@@ -628,6 +710,8 @@ impl GitFiles {
                 common: rec.common,
                 answer: answer.clone(),
                 frame: self.frame,
+                verified: self.notice_frame,
+                verified_at: self.now,
             },
         );
     }
@@ -636,6 +720,12 @@ impl GitFiles {
     #[cfg(test)]
     pub(crate) fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
+    }
+
+    /// How many kept answers the file events vouched for.
+    #[cfg(test)]
+    pub(crate) fn quiet_hits(&self) -> u64 {
+        self.quiet_hits.load(Ordering::Relaxed)
     }
 
     fn recorder(&self) -> Option<Rec> {
@@ -890,6 +980,105 @@ impl GitFiles {
     /// (so an answer about these refs may be kept while the stamp holds).
     /// `None` when the directory cannot be walked.
     pub(crate) fn refs_state(&self, common_dir: &Path, heads: bool, now: u64) -> Option<RefsState> {
+        let Some(w) = &self.notice else {
+            return self.refs_walk(common_dir, heads, now, &mut Vec::new());
+        };
+        let key = (common_dir.to_path_buf(), heads);
+        let kept = self.refs_kept.lock().expect("refs").get(&key).cloned();
+        if let Some(k) = kept {
+            let recent =
+                now >= k.verified_at && now - k.verified_at < crate::fsnotice::RECHECK_SECS;
+            let mut quiet = recent && w.quiet(&common_dir.join("packed-refs"), k.verified);
+            for d in &k.dirs {
+                quiet &= w.dir_quiet(d, k.verified);
+            }
+            if quiet && self.common(common_dir).generation == k.generation {
+                return Some(k.state);
+            }
+        }
+        let mut dirs = Vec::new();
+        let generation = self.common(common_dir).generation;
+        let state = self.refs_walk(common_dir, heads, now, &mut dirs);
+        // Each directory walked is asked about, so watched from now on.
+        for d in &dirs {
+            w.dir_quiet(d, self.notice_frame);
+        }
+        w.quiet(&common_dir.join("packed-refs"), self.notice_frame);
+        let mut kept = self.refs_kept.lock().expect("refs");
+        match state {
+            Some(s) if s.settled => {
+                kept.insert(
+                    key,
+                    KeptRefs {
+                        state: s,
+                        dirs,
+                        generation,
+                        verified: self.notice_frame,
+                        verified_at: now,
+                    },
+                );
+            }
+            _ => {
+                kept.remove(&key);
+            }
+        }
+        state
+    }
+
+    /// What `take` says of `path` (a stat, following a symlink at its end
+    /// or not; `None` when it cannot be taken that way): a kept reader
+    /// keeps it across frames while no file event names the path, for up
+    /// to [`crate::fsnotice::RECHECK_SECS`], unless it is a symlink (what
+    /// it points at is not what the events of its directory see).
+    pub(crate) fn kept_stat(
+        &self,
+        path: &Path,
+        follow: bool,
+        take: impl FnOnce() -> Option<rustix::io::Result<rustix::fs::Stat>>,
+    ) -> Option<rustix::io::Result<rustix::fs::Stat>> {
+        let Some(w) = &self.notice else {
+            return take();
+        };
+        let key = (path.to_path_buf(), follow);
+        if let Some((r, verified, at)) = self.stats_kept.lock().expect("stats").get(&key).copied()
+            && self.now >= at
+            && self.now - at < crate::fsnotice::RECHECK_SECS
+            && w.quiet(path, verified)
+        {
+            return Some(r);
+        }
+        let r = take()?;
+        let plain = match r {
+            Ok(st) if follow => rustix::fs::lstat(path).is_ok_and(|l| {
+                l.st_ino == st.st_ino
+                    && !rustix::fs::FileType::from_raw_mode(l.st_mode).is_symlink()
+            }),
+            Ok(st) => !rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink(),
+            // Nothing there, and no dangling symlink either.
+            Err(Errno::NOENT | Errno::NOTDIR) => {
+                !follow || matches!(rustix::fs::lstat(path), Err(Errno::NOENT | Errno::NOTDIR))
+            }
+            Err(_) => false,
+        };
+        let mut kept = self.stats_kept.lock().expect("stats");
+        if plain {
+            w.quiet(path, self.notice_frame);
+            kept.insert(key, (r, self.notice_frame, self.now));
+        } else {
+            kept.remove(&key);
+        }
+        Some(r)
+    }
+
+    /// [`GitFiles::refs_state`] by walking the refs; `dirs` gets every
+    /// directory walked (or looked for).
+    fn refs_walk(
+        &self,
+        common_dir: &Path,
+        heads: bool,
+        now: u64,
+        dirs: &mut Vec<PathBuf>,
+    ) -> Option<RefsState> {
         use std::hash::{Hash, Hasher};
         let mut h = std::hash::DefaultHasher::new();
         let mut st = RefsState {
@@ -913,12 +1102,18 @@ impl GitFiles {
             .iter()
             .map(|p| common_dir.join(p.trim_end_matches('/')))
             .collect();
+        // `refs/` itself: a prefix directory made or removed is an event
+        // there.
+        dirs.push(common_dir.join("refs"));
         while let Some(dir) = todo.pop() {
+            // One that does not exist is made by an event in its parent,
+            // which is walked (or is `refs/`).
             let rd = match std::fs::read_dir(&dir) {
                 Ok(rd) => rd,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(_) => return None,
             };
+            dirs.push(dir.clone());
             for entry in rd {
                 let entry = entry.ok()?;
                 let path = entry.path();

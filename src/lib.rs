@@ -41,6 +41,7 @@ pub(crate) mod dod;
 pub(crate) mod error;
 pub mod events;
 pub mod frontmatter;
+pub(crate) mod fsnotice;
 pub mod fsx;
 pub(crate) mod git;
 #[allow(dead_code)]

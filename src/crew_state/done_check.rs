@@ -95,7 +95,7 @@ impl DoneCheck {
         let mut out: Vec<Option<Gate>> = vec![None; reqs.len()];
         let mut pending = Vec::new();
         for (i, r) in reqs.iter().enumerate() {
-            let physical = |p: &Path| dirs.physical(p);
+            let physical = |p: &Path| dirs.physical(p, Some(git));
             let check = match dod::gate::plan_with(home, cfg, r.id, r.meta, &r.line, &physical) {
                 Plan::Decided(v) => {
                     out[i] = Some(gate_of(v));
@@ -103,7 +103,7 @@ impl DoneCheck {
                 }
                 Plan::Check(c) => c,
             };
-            if !matches!(dirs.is_dir_nofollow(&check.worktree), Ok(true)) {
+            if !matches!(dirs.is_dir_nofollow(&check.worktree, Some(git)), Ok(true)) {
                 out[i] = Some(gate_of(judge(&check.worktree, &HeadFact::Missing, None)));
                 continue;
             }

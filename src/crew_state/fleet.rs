@@ -26,6 +26,7 @@ use std::sync::mpsc;
 use super::Row;
 use super::done_check::{DoneCheck, Request};
 use super::facts::{Facts, PaneFact};
+use super::feed::TaskFeed;
 use super::gather::{self, Ancestry, Panes};
 use super::read::{self, Listed, Listing, Present, Stamps, StateDir};
 use super::resolve::{Need, Resolution, step};
@@ -49,6 +50,10 @@ pub const KEEP_MAX: usize = 20_000;
 struct Kept {
     facts: Facts,
     stamps: Stamps,
+    /// The frame the stamps were last looked at in, and its clock (Unix
+    /// seconds) ([`TaskFeed::quiet`]).
+    taken: u64,
+    taken_at: u64,
 }
 
 /// One task to read, with what the last frame kept of it (boxed: a
@@ -62,9 +67,14 @@ struct Item {
 struct Done {
     /// Its files were read (not reused).
     reread: bool,
+    /// Its stamps were taken (not trusted on the events' word).
+    looked: bool,
     /// Kept for the next frame, or for the second step.
     facts: Option<Facts>,
     stamps: Option<Stamps>,
+    /// The frame the stamps were last looked at in, and its clock.
+    taken: u64,
+    taken_at: u64,
     /// Known after the first step.
     row: Option<Row>,
 }
@@ -76,6 +86,9 @@ pub struct Stats {
     pub tasks: usize,
     /// Tasks whose files were read (not reused from the last frame).
     pub reread: usize,
+    /// Tasks whose files' stamps were taken (the others were trusted on
+    /// the file events' word).
+    pub looked: usize,
 }
 
 /// Reads fleets; see the module doc.
@@ -95,6 +108,10 @@ pub struct FleetReader {
     ancestry: Ancestry,
     /// The git-file reader, kept across frames by a kept reader.
     git: GitFiles,
+    /// A kept reader's file events, once started ([`TaskFeed`]); whether
+    /// starting it was tried.
+    feed: Option<TaskFeed>,
+    feed_tried: bool,
 }
 
 /// What the reader threads share.
@@ -106,18 +123,21 @@ struct Shared<'a> {
     git: &'a GitFiles,
     ancestry: &'a Ancestry,
     state: &'a StateDir,
+    feed: Option<&'a TaskFeed>,
+    /// The frame now read (0 without a feed).
+    frame: u64,
 }
 
 /// Facts kept from the last frame, ready for this one: the per-view inputs
 /// cleared, the worktree looked at again.
-fn reuse(mut f: Facts, now: u64, dirs: &read::Dirs) -> Facts {
+fn reuse(mut f: Facts, now: u64, dirs: &read::Dirs, git: &GitFiles) -> Facts {
     f.now = now;
     f.pane = PaneFact::Unset;
     f.screen = None;
     f.gate = None;
     f.git = None;
     f.run_contains_head = false;
-    read::check_worktree(&mut f, dirs);
+    read::check_worktree(&mut f, dirs, Some(git));
     f
 }
 
@@ -126,13 +146,31 @@ fn refresh(s: &Shared, item: Item) -> Done {
     let (home, id, present) = (s.home, &listed.id, listed.present);
     let mut stamps = None;
     let mut facts = None;
-    if s.keep {
+    let (mut taken, mut taken_at) = (s.frame, s.now);
+    let mut looked = false;
+    // No event named the task since its stamps were taken: they hold
+    // without a look.
+    let quiet = |p: &Kept| {
+        s.feed.is_some_and(|feed| {
+            p.stamps.present() == present
+                && !Stamps::needs_brief(&p.facts)
+                && feed.quiet(id, present.inbox(), p.taken, p.taken_at, s.now)
+        })
+    };
+    if s.keep && prev.as_deref().is_some_and(quiet) {
+        let p = prev.expect("a kept task");
+        (taken, taken_at) = (p.taken, p.taken_at);
+        facts = Some(reuse(p.facts, s.now, &s.state.dirs, s.git));
+        stamps = Some(p.stamps);
+    } else if s.keep {
+        looked = true;
         let brief = prev.as_ref().is_none_or(|p| Stamps::needs_brief(&p.facts));
         let last = prev.as_ref().map(|p| &p.stamps);
         let now_stamps = Stamps::take(home, s.state, id, present, s.now, brief, last);
+        let named = |p: &Kept| s.feed.is_some_and(|feed| feed.named_since(id, p.taken));
         match prev {
-            Some(p) if p.stamps.still(&now_stamps) => {
-                facts = Some(reuse(p.facts, s.now, &s.state.dirs));
+            Some(p) if !named(&p) && p.stamps.still(&now_stamps) => {
+                facts = Some(reuse(p.facts, s.now, &s.state.dirs, s.git));
                 stamps = Some(p.stamps);
             }
             _ => {
@@ -161,7 +199,10 @@ fn refresh(s: &Shared, item: Item) -> Done {
     let keep_facts = row.is_none() || (s.keep && f.error.is_none());
     Done {
         reread,
+        looked,
         stamps: stamps.filter(|_| f.error.is_none()),
+        taken,
+        taken_at,
         facts: keep_facts.then_some(f),
         row,
     }
@@ -203,6 +244,7 @@ impl Emitter<'_> {
     fn out(&mut self, mut d: Done, stop: &AtomicBool) {
         self.stats.tasks += 1;
         self.stats.reread += usize::from(d.reread);
+        self.stats.looked += usize::from(d.looked);
         if self.error.is_none()
             && let Some(row) = d.row.take()
             && let Err(e) = (self.emit)(row)
@@ -211,7 +253,12 @@ impl Emitter<'_> {
             stop.store(true, Ordering::SeqCst);
         }
         if let (Some(facts), Some(stamps)) = (d.facts, d.stamps) {
-            self.kept.push(Box::new(Kept { facts, stamps }));
+            self.kept.push(Box::new(Kept {
+                facts,
+                stamps,
+                taken: d.taken,
+                taken_at: d.taken_at,
+            }));
         }
     }
 }
@@ -249,6 +296,15 @@ impl FleetReader {
     ) -> Result<Vec<String>> {
         let listing = Listing::read(home)?;
         let keep = self.keep && listing.tasks.len() <= KEEP_MAX;
+        let inboxes: Vec<(TaskId, bool)> = if keep {
+            listing
+                .tasks
+                .iter()
+                .map(|l| (l.id.clone(), l.present.inbox()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut prev = std::mem::take(&mut self.kept).into_iter().peekable();
         let items: Vec<Item> = listing
             .tasks
@@ -259,7 +315,25 @@ impl FleetReader {
                 Item { listed, prev }
             })
             .collect();
-        self.read(home, cfg, now, items, keep, emit)
+        if keep && !self.feed_tried {
+            self.feed_tried = true;
+            self.feed = TaskFeed::start(home);
+        }
+        if !keep {
+            // Too big to keep: started afresh once it is small again.
+            self.feed = None;
+            self.feed_tried = false;
+        }
+        if let Some(feed) = self.feed.as_mut()
+            && !feed.begin_frame()
+        {
+            self.feed = None;
+        }
+        let result = self.read(home, cfg, now, items, keep, emit);
+        if let Some(feed) = self.feed.as_mut() {
+            feed.end_frame(home, &inboxes);
+        }
+        result
     }
 
     /// The rows of `ids` (in the order given), and the warnings.
@@ -335,6 +409,8 @@ impl FleetReader {
             git,
             ancestry: &self.ancestry,
             state: &state,
+            feed: if keep { self.feed.as_ref() } else { None },
+            frame: self.feed.as_ref().map_or(0, TaskFeed::frame),
         };
         let n = items.len();
         let mut blocks: Vec<Mutex<Option<Vec<Item>>>> = Vec::new();

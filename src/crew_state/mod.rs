@@ -19,6 +19,7 @@
 pub mod attention;
 mod done_check;
 pub mod facts;
+mod feed;
 mod fleet;
 pub(crate) mod gather;
 pub(crate) mod live;

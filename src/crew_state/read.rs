@@ -25,6 +25,7 @@ use rustix::io::Errno;
 use super::facts::{Escalation, Facts, RunRecord, WorktreeFact};
 use crate::config::Config;
 use crate::error::Result;
+use crate::gitfiles::GitFiles;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
 use crate::meta::TaskMeta;
@@ -49,6 +50,11 @@ impl Present {
 
     fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+
+    /// The task has an inbox directory.
+    pub(crate) fn inbox(self) -> bool {
+        self.has(Present::INBOX)
     }
 }
 
@@ -224,6 +230,11 @@ impl Stamps {
             }
     }
 
+    /// Which files the listing saw.
+    pub(crate) fn present(&self) -> Present {
+        self.present
+    }
+
     /// Whether facts read with these stamps depend on the brief.
     pub(crate) fn needs_brief(f: &Facts) -> bool {
         f.meta.as_ref().is_some_and(|m| m.kind.is_none())
@@ -300,19 +311,32 @@ impl Dirs {
         fd.map(|p| (p, name))
     }
 
-    fn stat(&self, path: &Path, follow: bool) -> Option<rustix::io::Result<rustix::fs::Stat>> {
-        let (parent, name) = self.split(path)?;
-        let flags = if follow {
-            AtFlags::empty()
-        } else {
-            AtFlags::SYMLINK_NOFOLLOW
+    /// A kept reader's `git` keeps the answer across frames while file
+    /// events vouch for it ([`GitFiles::kept_stat`]).
+    fn stat(
+        &self,
+        path: &Path,
+        follow: bool,
+        git: Option<&GitFiles>,
+    ) -> Option<rustix::io::Result<rustix::fs::Stat>> {
+        let take = || {
+            let (parent, name) = self.split(path)?;
+            let flags = if follow {
+                AtFlags::empty()
+            } else {
+                AtFlags::SYMLINK_NOFOLLOW
+            };
+            Some(rustix::fs::statat(&parent.fd, name, flags))
         };
-        Some(rustix::fs::statat(&parent.fd, name, flags))
+        match git {
+            Some(g) => g.kept_stat(path, follow, take),
+            None => take(),
+        }
     }
 
     /// [`Path::is_dir`].
-    pub(crate) fn is_dir(&self, path: &Path) -> bool {
-        match self.stat(path, true) {
+    pub(crate) fn is_dir(&self, path: &Path, git: Option<&GitFiles>) -> bool {
+        match self.stat(path, true, git) {
             Some(r) => r.is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_dir()),
             None => path.is_dir(),
         }
@@ -320,11 +344,11 @@ impl Dirs {
 
     /// [`fsx::is_dir`] (a symlink is refused). Below a home that walk
     /// also refuses a symlink on the way: there it is taken as is.
-    pub(crate) fn is_dir_nofollow(&self, path: &Path) -> Result<bool> {
+    pub(crate) fn is_dir_nofollow(&self, path: &Path, git: Option<&GitFiles>) -> Result<bool> {
         if fsx::is_below_home(path) {
             return fsx::is_dir(path);
         }
-        match self.stat(path, false) {
+        match self.stat(path, false, git) {
             Some(Ok(st)) if FileType::from_raw_mode(st.st_mode) != FileType::Symlink => {
                 Ok(FileType::from_raw_mode(st.st_mode).is_dir())
             }
@@ -336,7 +360,7 @@ impl Dirs {
     /// [`crate::home::physical`]: for a path that exists and is no
     /// symlink, its parent's physical path (found once per view) and its
     /// name.
-    pub(crate) fn physical(&self, path: &Path) -> PathBuf {
+    pub(crate) fn physical(&self, path: &Path, git: Option<&GitFiles>) -> PathBuf {
         let slow = || crate::home::physical(path);
         if !path.is_absolute() {
             return slow();
@@ -344,8 +368,8 @@ impl Dirs {
         let Some((parent, name)) = self.split(path) else {
             return slow();
         };
-        match rustix::fs::statat(&parent.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Symlink => {}
+        match self.stat(path, false, git) {
+            Some(Ok(st)) if FileType::from_raw_mode(st.st_mode) != FileType::Symlink => {}
             _ => return slow(),
         }
         let real = parent.physical.get_or_init(|| {
@@ -589,7 +613,7 @@ fn files(
             f.profile = dir.profile(cfg, name);
         }
     }
-    check_worktree(&mut f, &dir.dirs);
+    check_worktree(&mut f, &dir.dirs, None);
     Ok(f)
 }
 
@@ -618,13 +642,13 @@ fn escalation(home: &Home, id: &TaskId, pending: &[u64]) -> Result<Option<Escala
 
 /// Rule 1's look at the worktree meta names (asked on every read: it can
 /// be torn down while its task's files stay as they were).
-pub(crate) fn check_worktree(f: &mut Facts, dirs: &Dirs) {
+pub(crate) fn check_worktree(f: &mut Facts, dirs: &Dirs, git: Option<&GitFiles>) {
     f.worktree = WorktreeFact::Unchecked;
     if let Some(meta) = &f.meta
         && f.kind().has_worktree()
         && let Some(wt) = &meta.worktree
     {
-        f.worktree = if dirs.is_dir(wt) {
+        f.worktree = if dirs.is_dir(wt, git) {
             WorktreeFact::Present
         } else {
             WorktreeFact::Missing

@@ -50,6 +50,8 @@ pub(crate) struct Events {
     /// Inbox directories watched, by path.
     watched: HashMap<PathBuf, i32>,
     buf: Vec<MaybeUninit<u8>>,
+    /// What every watch takes.
+    mask: WatchFlags,
     /// Whether some inbox could not be watched (the inotify limit).
     pub(crate) incomplete: bool,
 }
@@ -85,16 +87,34 @@ fn state_name(name: &str) -> Option<Option<TaskId>> {
 impl Events {
     /// Starts watching `state/`.
     pub(crate) fn start(home: &Home) -> std::io::Result<Events> {
+        Events::start_with(home, false)
+    }
+
+    /// Starts watching `state/`; with `writes`, every write to a file is
+    /// an event too, not only its writer's close (for a reader that must
+    /// see a file appended by a writer that keeps it open).
+    pub(crate) fn start_with(home: &Home, writes: bool) -> std::io::Result<Events> {
+        let mask = if writes {
+            mask() | WatchFlags::MODIFY | WatchFlags::ATTRIB
+        } else {
+            mask()
+        };
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
-        let state_wd = inotify::add_watch(&fd, home.state_dir().as_path(), mask())?;
+        let state_wd = inotify::add_watch(&fd, home.state_dir().as_path(), mask)?;
         Ok(Events {
             fd,
             state_wd,
             inboxes: HashMap::new(),
             watched: HashMap::new(),
             buf: vec![MaybeUninit::uninit(); 64 * 1024],
+            mask,
             incomplete: false,
         })
+    }
+
+    /// Whether the inbox directory `dir` is watched.
+    pub(crate) fn watches(&self, dir: &Path) -> bool {
+        self.watched.contains_key(dir)
     }
 
     /// The descriptor to poll for readability.
@@ -114,7 +134,7 @@ impl Events {
             let Some(id) = inbox_task(home, dir) else {
                 continue;
             };
-            match inotify::add_watch(&self.fd, dir.as_path(), mask()) {
+            match inotify::add_watch(&self.fd, dir.as_path(), self.mask) {
                 Ok(wd) => {
                     self.watched.insert(dir.clone(), wd);
                     self.inboxes.insert(wd, id.clone());

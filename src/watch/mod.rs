@@ -14,7 +14,7 @@
 
 mod act;
 pub(crate) mod daemon;
-mod events;
+pub(crate) mod events;
 pub(crate) mod hook;
 pub(crate) mod ladder;
 pub(crate) mod ladder_io;
