@@ -93,6 +93,35 @@ impl std::fmt::Debug for Watches {
     }
 }
 
+/// Reads every event queued on the inotify `fd` now (without blocking),
+/// handing each to `each` with its watch descriptor and name; `false` when
+/// some were lost (the queue overflowed, or could not be read).
+pub(crate) fn drain(
+    fd: &OwnedFd,
+    buf: &mut [MaybeUninit<u8>],
+    mut each: impl FnMut(ReadFlags, i32, Option<&std::ffi::CStr>),
+) -> bool {
+    let mut complete = true;
+    let mut reader = inotify::Reader::new(fd, buf);
+    loop {
+        let ev = match reader.next() {
+            Ok(ev) => ev,
+            Err(Errno::AGAIN | Errno::INTR) => break,
+            Err(_) => {
+                complete = false;
+                break;
+            }
+        };
+        let flags = ev.events();
+        if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+            complete = false;
+            continue;
+        }
+        each(flags, ev.wd(), ev.file_name());
+    }
+    complete
+}
+
 /// The directory and name of `path`, when it ends in a plain name.
 fn split(path: &Path) -> Option<(&Path, &OsStr)> {
     let name = path.file_name()?;
@@ -123,38 +152,28 @@ impl Watches {
         self.frame += 1;
         let frame = self.frame;
         let mut gone = Vec::new();
-        let mut reader = inotify::Reader::new(&self.fd, &mut self.buf);
-        loop {
-            let ev = match reader.next() {
-                Ok(ev) => ev,
-                Err(Errno::AGAIN | Errno::INTR) => break,
-                Err(_) => {
-                    self.overflow = frame;
-                    break;
-                }
-            };
-            let flags = ev.events();
-            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                self.overflow = frame;
-                continue;
-            }
-            let Some(dir) = self.by_wd.get_mut(&ev.wd()) else {
-                continue;
+        let by_wd = &mut self.by_wd;
+        let complete = drain(&self.fd, &mut self.buf, |flags, wd, name| {
+            let Some(dir) = by_wd.get_mut(&wd) else {
+                return;
             };
             dir.any = frame;
             if flags.intersects(ReadFlags::IGNORED | ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF)
             {
                 dir.touched = frame;
                 if flags.contains(ReadFlags::IGNORED) {
-                    gone.push(ev.wd());
+                    gone.push(wd);
                 }
-                continue;
+                return;
             }
-            if let Some(name) = ev.file_name()
+            if let Some(name) = name
                 && let Some(seen) = dir.names.get_mut(OsStr::from_bytes(name.to_bytes()))
             {
                 seen.1 = frame;
             }
+        });
+        if !complete {
+            self.overflow = frame;
         }
         for wd in gone {
             self.by_wd.remove(&wd);

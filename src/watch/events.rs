@@ -19,7 +19,6 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
-use rustix::io::Errno;
 
 use crate::home::Home;
 use crate::task_id::TaskId;
@@ -150,27 +149,13 @@ impl Events {
     pub(crate) fn drain(&mut self) -> Changed {
         let mut out = Changed::default();
         let mut gone = Vec::new();
-        let mut reader = inotify::Reader::new(&self.fd, &mut self.buf);
-        loop {
-            let ev = match reader.next() {
-                Ok(ev) => ev,
-                Err(Errno::AGAIN | Errno::INTR) => break,
-                Err(_) => {
-                    out.all = true;
-                    break;
-                }
-            };
-            let flags = ev.events();
-            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                out.all = true;
-                continue;
-            }
-            let wd = ev.wd();
+        let (state_wd, inboxes) = (self.state_wd, &self.inboxes);
+        let complete = crate::fsnotice::drain(&self.fd, &mut self.buf, |flags, wd, name| {
             if flags.contains(ReadFlags::IGNORED) {
                 gone.push(wd);
-                continue;
+                return;
             }
-            let name = ev.file_name().and_then(|n| n.to_str().ok());
+            let name = name.and_then(|n| n.to_str().ok());
             let created = flags.contains(ReadFlags::CREATE) && !flags.contains(ReadFlags::ISDIR);
             let add = |out: &mut Changed, id: TaskId| {
                 if created {
@@ -179,10 +164,10 @@ impl Events {
                     out.tasks.insert(id);
                 }
             };
-            if wd == self.state_wd {
+            if wd == state_wd {
                 if flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF) {
                     out.lost = true;
-                    continue;
+                    return;
                 }
                 match name.map(state_name) {
                     Some(Some(Some(id))) => add(&mut out, id),
@@ -190,12 +175,15 @@ impl Events {
                     Some(None) | None if created => {}
                     Some(None) | None => out.all = true,
                 }
-            } else if let Some(id) = self.inboxes.get(&wd) {
+            } else if let Some(id) = inboxes.get(&wd) {
                 if name.is_some_and(is_temp) {
-                    continue;
+                    return;
                 }
                 add(&mut out, id.clone());
             }
+        });
+        if !complete {
+            out.all = true;
         }
         let now = &out.tasks;
         out.later.retain(|id| !now.contains(id));
