@@ -36,9 +36,20 @@ use rustix::io::Errno;
 /// the file is looked at by its stat again.
 pub(crate) const RECHECK_SECS: u64 = 30;
 
-/// At most this many directories are watched (a share of the usual
-/// per-user inotify limit, which other programs need too).
-const MAX_DIRS: usize = 4096;
+/// How many watches one kind of kept reader's watching may take: a
+/// quarter of the system's per-user inotify limit (the watcher daemon and
+/// other programs need the rest), at most 4,096.
+pub(crate) fn watch_budget() -> usize {
+    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        crate::fsx::read_optional(Path::new("/proc/sys/fs/inotify/max_user_watches"))
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<usize>().ok())
+            .map_or(1024, |limit| limit / 4)
+            .min(4096)
+    })
+}
 
 fn mask() -> WatchFlags {
     WatchFlags::CREATE
@@ -262,7 +273,7 @@ impl Watches {
             let wd = if let Some(Some(w)) = self.dirs.get(&dir) {
                 Some(*w)
             } else if tried.insert(dir.clone()) {
-                let w = if self.by_wd.len() < MAX_DIRS {
+                let w = if self.by_wd.len() < watch_budget() {
                     inotify::add_watch(&self.fd, dir.as_path(), mask()).ok()
                 } else {
                     None
@@ -287,5 +298,19 @@ impl Watches {
                 d.names.entry(name).or_insert((frame, frame));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The budget is a quarter of the system's limit, at most 4,096.
+    #[test]
+    fn the_watch_budget_is_a_share_of_the_systems_limit() {
+        let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(super::watch_budget(), (limit / 4).min(4096));
     }
 }

@@ -20,8 +20,8 @@
 //! for a change no event reports (a filesystem without inotify's
 //! coverage, such as a network mount written from another machine).
 //! Without inotify, or when an inbox cannot be watched (past
-//! [`MAX_INBOXES`], or the system's limit), those tasks are looked at
-//! every frame, as before.
+//! [`crate::fsnotice::watch_budget`], or the system's limit), those tasks
+//! are looked at every frame, as before.
 //!
 //! [`Stamps`]: super::read::Stamps
 
@@ -33,11 +33,6 @@ use crate::watch::events::Events;
 
 /// The longest a task's stamps are trusted without a look (seconds).
 pub(crate) const RECHECK_SECS: u64 = 30;
-
-/// At most this many inboxes are watched (a share of the per-user inotify
-/// watch limit, which the watcher daemon needs too); the tasks past it are
-/// looked at every frame.
-const MAX_INBOXES: usize = 4096;
 
 /// The events of a kept reader's tasks, frame by frame.
 pub(crate) struct TaskFeed {
@@ -147,7 +142,9 @@ impl TaskFeed {
                 continue;
             }
             self.inboxes.remove(id);
-            if self.inboxes.len() + dirs.len() < MAX_INBOXES {
+            // A share of the watch limit (the watcher daemon needs its
+            // own); the tasks past it are looked at every frame.
+            if self.inboxes.len() + dirs.len() < crate::fsnotice::watch_budget() {
                 dirs.push(dir);
             }
         }
