@@ -348,8 +348,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
     });
     if let Ok(cfg) = &loaded {
         for (name, r) in crate::remote::doctor::check_all(home, &cfg.hosts) {
-            let level = if r.ok { Level::Ok } else { Level::Fail };
-            checks.push(Check::new(format!("host {name}"), level, r.detail));
+            checks.push(Check::new(format!("host {name}"), r.level, r.detail));
         }
     }
     for (name, dir) in [

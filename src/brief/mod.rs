@@ -87,6 +87,81 @@ pub(crate) struct BriefPaths {
     pub(crate) report: PathBuf,
 }
 
+impl BriefPaths {
+    /// The paths a brief of task `id` names in `home`.
+    pub(crate) fn of(
+        home: &crate::home::Home,
+        cfg: &crate::config::Config,
+        id: &TaskId,
+        meta: &crate::meta::TaskMeta,
+    ) -> BriefPaths {
+        BriefPaths {
+            worktree: crate::dod::gate::worktree_of(home, cfg, id, meta),
+            status: home.status(id),
+            inbox: home.inbox(id),
+            report: home.report(id),
+        }
+    }
+
+    /// The four paths, in the order `fm-control spawn --brief-paths`
+    /// takes them: worktree, status log, inbox, report.
+    pub(crate) fn to_vec(&self) -> Vec<PathBuf> {
+        vec![
+            self.worktree.clone(),
+            self.status.clone(),
+            self.inbox.clone(),
+            self.report.clone(),
+        ]
+    }
+
+    /// [`BriefPaths::to_vec`]'s inverse; `None` unless exactly four.
+    pub(crate) fn from_slice(p: &[PathBuf]) -> Option<BriefPaths> {
+        let [worktree, status, inbox, report] = p else {
+            return None;
+        };
+        Some(BriefPaths {
+            worktree: worktree.clone(),
+            status: status.clone(),
+            inbox: inbox.clone(),
+            report: report.clone(),
+        })
+    }
+
+    /// A brief written for these paths, rewritten for the paths `to` (a
+    /// brief made on the captain's side for a worker on another host,
+    /// whose home is elsewhere). Each path is replaced in both forms a
+    /// brief writes it (as shown, and shell-quoted), in one pass over
+    /// the text, the longest match first, so a replacement is never
+    /// matched again.
+    pub(crate) fn rehome(&self, text: &str, to: &BriefPaths) -> String {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (f, t) in self.to_vec().iter().zip(to.to_vec()) {
+            pairs.push((crate::shq::quote_path(f), crate::shq::quote_path(&t)));
+            pairs.push((
+                f.to_string_lossy().into_owned(),
+                t.to_string_lossy().into_owned(),
+            ));
+        }
+        pairs.retain(|(f, t)| !f.is_empty() && f != t);
+        pairs.sort_by_key(|(f, _)| std::cmp::Reverse(f.len()));
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        'scan: while !rest.is_empty() {
+            for (f, t) in &pairs {
+                if let Some(after) = rest.strip_prefix(f.as_str()) {
+                    out.push_str(t);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+            let c = rest.chars().next().unwrap_or_default();
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        out
+    }
+}
+
 /// Everything a brief is rendered from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BriefSpec {
@@ -415,5 +490,36 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    fn paths(root: &str) -> BriefPaths {
+        BriefPaths {
+            worktree: PathBuf::from(format!("{root}/worktrees/t1")),
+            status: PathBuf::from(format!("{root}/state/t1.status")),
+            inbox: PathBuf::from(format!("{root}/state/t1.inbox")),
+            report: PathBuf::from(format!("{root}/data/t1/report.md")),
+        }
+    }
+
+    #[test]
+    fn a_rehomed_brief_names_the_far_paths_in_both_forms_once() {
+        // The far home holds the captain's path: a second pass would
+        // rewrite a replacement again.
+        let (here, there) = ("/c/fm", "/x/c/fm");
+        let text = "print `/c/fm/worktrees/t1`.\n>> '/c/fm/state/t1.status'\nin `/c/fm/state/t1.inbox`, \
+                    ls '/c/fm/state/t1.inbox'; `/c/fm/data/t1/report.md`; /c/fm/elsewhere\n";
+        let out = paths(here).rehome(text, &paths(there));
+        assert_eq!(
+            out,
+            "print `/x/c/fm/worktrees/t1`.\n>> '/x/c/fm/state/t1.status'\nin `/x/c/fm/state/t1.inbox`, \
+             ls '/x/c/fm/state/t1.inbox'; `/x/c/fm/data/t1/report.md`; /c/fm/elsewhere\n"
+        );
+        // A path with an apostrophe is matched in its shell-quoted form.
+        let odd = paths("/it's");
+        let quoted = crate::shq::quote_path(&odd.status);
+        let out = odd.rehome(&format!(">> {quoted} é\n"), &paths("/far"));
+        assert_eq!(out, ">> '/far/state/t1.status' é\n");
+        // Paths that do not differ change nothing.
+        assert_eq!(paths(here).rehome(text, &paths(here)), text);
     }
 }

@@ -226,12 +226,7 @@ impl BriefRequest {
             projects,
             charter: self.charter.clone(),
             scope: self.scope.clone(),
-            paths: BriefPaths {
-                worktree: crate::dod::gate::worktree_of(home, cfg, id, &meta),
-                status: home.status(id),
-                inbox: home.inbox(id),
-                report: home.report(id),
-            },
+            paths: BriefPaths::of(home, cfg, id, &meta),
             default_branch: cfg.brief.default_branch.clone(),
             paused_verb: cfg.brief.paused_verb.clone(),
             tools: cfg.brief.tools.clone(),

@@ -202,7 +202,15 @@ fn remote_ack(ctx: &Ctx, a: &Args, id: &TaskId, host: &remote::call::Remote) -> 
     }
     far.push(id.as_str());
     far.extend(a.seqs.iter().map(String::as_str));
-    remote::call::write(&ctx.home, host, id, TOOL, &far, None)
+    remote::call::write(
+        &ctx.home,
+        host,
+        id,
+        TOOL,
+        &far,
+        None,
+        a.idempotency_key.as_deref(),
+    )
 }
 
 /// Lists the readable records, then warns about each unreadable one; the

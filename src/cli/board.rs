@@ -475,11 +475,6 @@ impl dispatch::Journal for KeyJournal<'_> {
 /// dropped connection changes the board once and dispatches each task
 /// once; `list` and `show` are read there (docs/remote.md).
 fn remote_board(a: &Args, name: &str) -> Result<u8> {
-    if a.idempotency_key.is_some() {
-        return Err(Error::usage(
-            "--idempotency-key is the far side's flag: with --host the key is made here",
-        ));
-    }
     let ctx = a.home.ctx(TOOL)?;
     let host = remote::call::named(&ctx.cfg, name)?;
     let mut words = far_words(&a.cmd);
@@ -498,6 +493,7 @@ fn remote_board(a: &Args, name: &str) -> Result<u8> {
                 TOOL,
                 &["--args-stdin"],
                 Some(stdin.as_bytes()),
+                a.idempotency_key.as_deref(),
             )
         }
     }

@@ -58,6 +58,11 @@ enum Verb {
         /// The task is new here: its brief comes on stdin (what spawn --host sends)
         #[arg(long, conflicts_with = "host")]
         brief_stdin: bool,
+        /// The paths the brief on stdin was written for (worktree, status
+        /// log, inbox, report, in the captain's home): rewritten to this
+        /// home's
+        #[arg(long, num_args = 4, value_names = ["WORKTREE", "STATUS", "INBOX", "REPORT"], requires = "brief_stdin")]
+        brief_paths: Option<Vec<PathBuf>>,
     },
     /// Send the harness's interrupt keys
     Interrupt,
@@ -114,10 +119,17 @@ fn run(a: Args) -> Result<u8> {
             base,
             host: h,
             brief_stdin,
+            brief_paths,
         } => {
             host = h;
             if brief_stdin {
-                brief = Some(remote::control::read_brief()?);
+                let bytes = remote::control::read_brief()?;
+                brief = Some(match brief_paths {
+                    Some(from) => {
+                        remote::control::rehome_brief(&ctx.home, &ctx.cfg, &id, bytes, &from)?
+                    }
+                    None => bytes,
+                });
             }
             Action::Spawn {
                 project,

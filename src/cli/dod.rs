@@ -38,6 +38,9 @@ pub(crate) struct Args {
     /// The status line to judge instead of the log's latest done line
     #[arg(long, value_name = "LINE", requires = "check")]
     line: Option<String>,
+    /// Read that status line from stdin (one line)
+    #[arg(long, requires = "check", conflicts_with = "line")]
+    line_stdin: bool,
     /// Print the result as JSON
     #[arg(long)]
     json: bool,
@@ -117,10 +120,57 @@ pub(crate) fn latest_done(bytes: &[u8], paused: &str) -> Option<StatusLine> {
         })
 }
 
+/// The line to judge given on the command line or (`--line-stdin`) on
+/// stdin, its one line without the newline; `None` for the log's latest.
+fn given_line(a: &Args) -> Result<Option<String>> {
+    if !a.line_stdin {
+        return Ok(a.line.clone());
+    }
+    let mut buf = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::io::stdin().lock(), status::MAX_TEXT as u64 + 4096),
+        &mut buf,
+    )
+    .map_err(|e| Error::io("read", "<stdin>", e))?;
+    let text = String::from_utf8(buf).map_err(|_| Error::usage("--line-stdin: not UTF-8"))?;
+    Ok(Some(text.strip_suffix('\n').unwrap_or(&text).to_string()))
+}
+
+/// `fm-dod --check` of a task on another host: the gate runs there, on
+/// that host's worktree and clone, through its own `fm-dod`; a given line
+/// travels on stdin.
+fn remote_check(
+    ctx: &common::Ctx,
+    a: &Args,
+    id: &TaskId,
+    host: &crate::remote::call::Remote,
+    line: Option<&str>,
+) -> Result<u8> {
+    let mut far = vec!["--check", id.as_str()];
+    if a.json {
+        far.push("--json");
+    }
+    let body = line.map(|l| format!("{l}\n"));
+    if body.is_some() {
+        far.push("--line-stdin");
+    }
+    crate::remote::call::relay_stdin(
+        &ctx.home,
+        host,
+        TOOL,
+        &far,
+        body.as_deref().map(str::as_bytes),
+    )
+}
+
 fn check(a: &Args, id: &TaskId) -> Result<u8> {
+    let given = given_line(a)?;
     let ctx = a.home.ctx(TOOL)?;
+    if let Some(host) = crate::remote::call::host_of(&ctx.home, &ctx.cfg, id)? {
+        return remote_check(&ctx, a, id, &host, given.as_deref());
+    }
     let paused = &ctx.cfg.brief.paused_verb;
-    let line = match &a.line {
+    let line = match &given {
         Some(raw) => match status::parse_line(raw.as_bytes(), paused) {
             Parsed::Line(l) if l.kind == Verb::Done => Some(l),
             _ => {

@@ -180,6 +180,7 @@ fn run(mut a: Args) -> Result<u8> {
                     TOOL,
                     &far_args(&a, &id),
                     Some(&body),
+                    a.idempotency_key.as_deref(),
                 );
             }
             let fresh = match a.idempotency_key.as_deref() {

@@ -210,7 +210,15 @@ fn remote_status(
     }
     far.extend(["--text-stdin", id.as_str(), verb.as_str()]);
     let body = format!("{text}\n");
-    remote::call::write(&ctx.home, host, id, TOOL, &far, Some(body.as_bytes()))
+    remote::call::write(
+        &ctx.home,
+        host,
+        id,
+        TOOL,
+        &far,
+        Some(body.as_bytes()),
+        a.idempotency_key.as_deref(),
+    )
 }
 
 fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {

@@ -162,8 +162,20 @@ pub fn named(cfg: &Config, name: &str) -> Result<Remote> {
 /// Runs `tool args…` on the host once (a read, or a write that is safe to
 /// repeat), and relays the answer.
 pub fn relay(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Result<u8> {
+    relay_stdin(home, host, tool, args, None)
+}
+
+/// [`relay`] with `stdin` on the far tool's stdin (a text that must not
+/// travel on a command line).
+pub fn relay_stdin(
+    home: &Home,
+    host: &Remote,
+    tool: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<u8> {
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
-    let reply = ssh.tool_or_err(tool, args, None)?;
+    let reply = ssh.tool_or_err(tool, args, stdin.map(<[u8]>::to_vec))?;
     Ok(print(&reply))
 }
 
@@ -181,7 +193,11 @@ pub fn relay_body(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Resu
 
 /// Runs the write `tool args… --idempotency-key K` on the host, `stdin`
 /// on its stdin, retrying while the host is unreachable, and relays the
-/// answer of the attempt that got one.
+/// answer of the attempt that got one. `given` is a key the caller gave
+/// (`--idempotency-key` on the captain's side): it is checked and used as
+/// the far key, so the captain's own retry of the same command with the
+/// same key is answered from the far side's keys; without it a fresh key
+/// is made.
 pub fn write(
     home: &Home,
     host: &Remote,
@@ -189,8 +205,9 @@ pub fn write(
     tool: &str,
     args: &[&str],
     stdin: Option<&[u8]>,
+    given: Option<&str>,
 ) -> Result<u8> {
-    write_for(home, host, id.as_str(), tool, args, stdin)
+    write_for(home, host, id.as_str(), tool, args, stdin, given)
 }
 
 /// [`write`] on what `subject` names (a task id, or `board`).
@@ -201,9 +218,13 @@ pub fn write_for(
     tool: &str,
     args: &[&str],
     stdin: Option<&[u8]>,
+    given: Option<&str>,
 ) -> Result<u8> {
+    if let Some(k) = given {
+        super::seen::validate(k)?;
+    }
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
-    let key = new_key_for(subject);
+    let key = given.map_or_else(|| new_key_for(subject), str::to_string);
     match write_with_key(&ssh, &key, tool, args, stdin) {
         Ok(reply) => Ok(print(&reply)),
         Err(why) => Err(unreachable_write(&host.name, &why, &key, "the write")),

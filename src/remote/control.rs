@@ -149,7 +149,18 @@ pub(crate) fn captain(
                         "no brief for {id}: write it first (fm-brief {id} …)"
                     ))
                 })?;
+                // The brief names this home's paths; the far side
+                // rewrites them to its own.
                 args.push("--brief-stdin".into());
+                args.push("--brief-paths".into());
+                let meta = crate::meta::TaskMeta::load(home, id)?.unwrap_or_default();
+                let paths = crate::brief::BriefPaths::of(home, cfg, id, &meta);
+                args.extend(
+                    paths
+                        .to_vec()
+                        .iter()
+                        .map(|p| p.to_string_lossy().into_owned()),
+                );
                 stdin = Some(brief);
                 keep = Some(SPAWN_KEY);
                 key = pending(SPAWN_KEY);
@@ -314,6 +325,25 @@ pub fn read_brief() -> Result<Vec<u8>> {
         ))),
         Err(e) => Err(Error::io("read", Path::new("<stdin>"), e)),
     }
+}
+
+/// The brief a spawn brought, written on the captain's side for the
+/// paths `from` (`--brief-paths`: worktree, status log, inbox, report),
+/// rewritten to name this home's paths of task `id` (docs/remote.md,
+/// "A brief's paths on another host").
+pub fn rehome_brief(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    bytes: Vec<u8>,
+    from: &[std::path::PathBuf],
+) -> Result<Vec<u8>> {
+    let from = crate::brief::BriefPaths::from_slice(from)
+        .ok_or_else(|| Error::usage("--brief-paths takes four paths"))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
+    let to = crate::brief::BriefPaths::of(home, cfg, id, &crate::meta::TaskMeta::default());
+    Ok(from.rehome(&text, &to).into_bytes())
 }
 
 /// Reads a relaunch note from stdin (`relaunch --note-stdin`).

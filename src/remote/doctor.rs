@@ -1,17 +1,32 @@
 //! `fm doctor`'s check of one configured host: reachable, firstmate
-//! installed there and of a compatible version, tmux and git present —
-//! one round trip (docs/remote.md, "Version compatibility").
+//! installed there and of a compatible version, tmux and git present, and
+//! the far home sound by the far side's own doctor (its layout, its
+//! permissions, its watcher) — one round trip (docs/remote.md, "Version
+//! compatibility").
+
+use serde::Deserialize;
 
 use super::host::HostCfg;
 use super::ssh::Ssh;
+use crate::doctor::Level;
 use crate::home::Home;
 use crate::shq::quote;
 
-/// The verdict for one host: whether it passes, and what was found.
+/// The verdict for one host: its level, and what was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HostReport {
-    pub(crate) ok: bool,
+    pub(crate) level: Level,
     pub(crate) detail: String,
+}
+
+/// One line of the far `fm doctor --json`, read leniently: a field this
+/// side does not know is ignored, a missing one is empty.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct FarCheck {
+    check: String,
+    level: String,
+    detail: String,
 }
 
 /// Checks every configured host, each on its own thread, so the doctor
@@ -26,7 +41,7 @@ pub(crate) fn check_all(home: &Home, hosts: &super::Hosts) -> Vec<(String, HostR
             .into_iter()
             .map(|(name, h)| {
                 let r = h.join().unwrap_or_else(|_| HostReport {
-                    ok: false,
+                    level: Level::Fail,
                     detail: "the check panicked".into(),
                 });
                 (name.clone(), r)
@@ -35,9 +50,13 @@ pub(crate) fn check_all(home: &Home, hosts: &super::Hosts) -> Vec<(String, HostR
     })
 }
 
-/// Asks host `name` for `fm --version`, `tmux -V` and `git --version`.
+/// Asks host `name` for `fm --version`, `tmux -V`, `git --version` and
+/// its own `fm doctor --json` on the far home.
 pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
-    let fail = |detail: String| HostReport { ok: false, detail };
+    let fail = |detail: String| HostReport {
+        level: Level::Fail,
+        detail,
+    };
     let ssh = match Ssh::new(home, name, cfg) {
         Ok(s) => s,
         Err(e) => return fail(e.to_string()),
@@ -46,10 +65,17 @@ pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
     let probe =
         |key: &str, cmd: &str| format!("printf '{key}=%s\\n' \"$({cmd} 2>&1 | head -n 1)\"");
     let fm = format!("{} --version", quote(&cfg.tool("fm")));
+    // The far doctor's stderr is left out: its one JSON line is the answer.
+    let far_doctor = format!(
+        "FM_HOME={} {} doctor --json 2>/dev/null | head -n 1",
+        quote(&cfg.home.to_string_lossy()),
+        quote(&cfg.tool("fm"))
+    );
     let line = [
         probe("fm", &fm),
         probe("tmux", "tmux -V"),
         probe("git", "git --version"),
+        format!("printf 'doctor=%s\\n' \"$({far_doctor})\""),
     ]
     .join("; ");
     let reply = match ssh.shell(&line) {
@@ -66,7 +92,53 @@ pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
             .to_string()
     };
     let (fm, tmux, git) = (field("fm"), field("tmux"), field("git"));
-    verdict(&fm, &tmux, &git, env!("CARGO_PKG_VERSION"))
+    let mut report = verdict(&fm, &tmux, &git, env!("CARGO_PKG_VERSION"));
+    if report.level != Level::Fail {
+        report = with_far_doctor(report, &cfg.home.to_string_lossy(), &field("doctor"));
+    }
+    report
+}
+
+/// The far doctor's verdict on the far home, added to a report whose
+/// probes passed: its `fail` checks make the host fail, its `warn` checks
+/// make it warn, each named `there: <check>: <detail>`. The far side's own
+/// host checks are left out (they are that side's hosts, not ours), and
+/// so are the tool checks the probes made already. An answer that is not
+/// the doctor's JSON is a failure naming it.
+pub(crate) fn with_far_doctor(report: HostReport, far_home: &str, json: &str) -> HostReport {
+    let Ok(checks) = serde_json::from_str::<Vec<FarCheck>>(json) else {
+        let shown: String = json.chars().take(200).collect();
+        let shown = if shown.is_empty() {
+            "no output".to_string()
+        } else {
+            shown
+        };
+        return HostReport {
+            level: Level::Fail,
+            detail: format!("the far doctor of home {far_home} gave no report ({shown})"),
+        };
+    };
+    let mut level = report.level;
+    let mut notes = Vec::new();
+    for c in checks {
+        if c.check.starts_with("host ") || matches!(c.check.as_str(), "tmux" | "git") {
+            continue;
+        }
+        let this = match c.level.as_str() {
+            "ok" => continue,
+            "warn" => Level::Warn,
+            _ => Level::Fail,
+        };
+        if this == Level::Fail || level == Level::Ok {
+            level = this;
+        }
+        notes.push(format!("there: {}: {}", c.check, c.detail));
+    }
+    let mut detail = format!("{}, home {far_home}", report.detail);
+    if !notes.is_empty() {
+        detail = format!("{detail}; {}", notes.join("; "));
+    }
+    HostReport { level, detail }
 }
 
 /// The pure part: the three probe lines against this side's version.
@@ -89,12 +161,12 @@ pub(crate) fn verdict(fm: &str, tmux: &str, git: &str, ours: &str) -> HostReport
     let found = format!("{fm}, {tmux}, {git}");
     if problems.is_empty() {
         HostReport {
-            ok: true,
+            level: Level::Ok,
             detail: found,
         }
     } else {
         HostReport {
-            ok: false,
+            level: Level::Fail,
             detail: problems.join("; "),
         }
     }
@@ -129,7 +201,7 @@ mod tests {
     #[test]
     fn the_verdict_names_every_problem() {
         let ok = verdict("fm 0.1.0", "tmux 3.3a", "git version 2.39.5", "0.1.0");
-        assert!(ok.ok, "{ok:?}");
+        assert_eq!(ok.level, Level::Ok, "{ok:?}");
         assert_eq!(ok.detail, "fm 0.1.0, tmux 3.3a, git version 2.39.5");
         let bad = verdict(
             "sh: 1: fm: not found",
@@ -137,7 +209,7 @@ mod tests {
             "sh: git: not found",
             "0.1.0",
         );
-        assert!(!bad.ok);
+        assert_eq!(bad.level, Level::Fail);
         assert_eq!(
             bad.detail,
             "firstmate not found there (sh: 1: fm: not found); git not found there (sh: git: not found)"
@@ -146,6 +218,35 @@ mod tests {
         assert_eq!(
             old.detail,
             "firstmate 0.0.9 there is not compatible with 0.1.0 here"
+        );
+    }
+
+    #[test]
+    fn the_far_doctor_raises_the_hosts_level_and_names_its_checks() {
+        let ok = || HostReport {
+            level: Level::Ok,
+            detail: "fm 0.1.0".into(),
+        };
+        let clean = r#"[{"check":"tmux","level":"fail","detail":"x"},{"check":"home","level":"ok","detail":"/h"},{"check":"host z","level":"fail","detail":"down"}]"#;
+        let r = with_far_doctor(ok(), "/h", clean);
+        assert_eq!(r.level, Level::Ok, "{r:?}");
+        assert_eq!(r.detail, "fm 0.1.0, home /h");
+        let warned = r#"[{"check":"watcher","level":"warn","detail":"not running","new":1}]"#;
+        let r = with_far_doctor(ok(), "/h", warned);
+        assert_eq!(r.level, Level::Warn);
+        assert_eq!(r.detail, "fm 0.1.0, home /h; there: watcher: not running");
+        let failed = r#"[{"check":"home","level":"fail","detail":"missing"},{"check":"watcher","level":"warn","detail":"off"}]"#;
+        let r = with_far_doctor(ok(), "/h", failed);
+        assert_eq!(r.level, Level::Fail);
+        assert_eq!(
+            r.detail,
+            "fm 0.1.0, home /h; there: home: missing; there: watcher: off"
+        );
+        let r = with_far_doctor(ok(), "/h", "");
+        assert_eq!(r.level, Level::Fail);
+        assert_eq!(
+            r.detail,
+            "the far doctor of home /h gave no report (no output)"
         );
     }
 }

@@ -271,16 +271,44 @@ fn doctor_checks_each_host_for_firstmate_tmux_and_git() {
         "config/firstmate.toml",
         sshd.host_toml("far", 5_000) + &missing,
     );
+    // The far home is made private, so the far doctor's one remark is
+    // the watcher that does not run there.
+    for dir in ["data", "state"] {
+        std::fs::set_permissions(
+            sshd.far_home.join(dir),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+    }
     let lines = doctor_host_lines(&h);
     assert_eq!(lines.len(), 2, "{lines:?}");
     let version = env!("CARGO_PKG_VERSION");
+    let far_home = sshd.far_home.display().to_string();
     assert!(
-        lines[0].starts_with(&format!("ok   host far: fm {version}, tmux ")),
+        lines[0].starts_with(&format!("warn host far: fm {version}, tmux ")),
         "{lines:?}"
     );
-    assert!(lines[0].contains(", git version "), "{lines:?}");
+    assert!(
+        lines[0].contains(&format!(", home {far_home}; there: watcher: not running (")),
+        "{lines:?}"
+    );
+    assert!(!lines[0].contains("there: data dir"), "{lines:?}");
     assert!(
         lines[1].starts_with("fail host nofm: firstmate not found there ("),
+        "{lines:?}"
+    );
+    // A far home that lost its config is no firstmate home: the host fails.
+    std::fs::rename(
+        sshd.far_home.join("config/firstmate.toml"),
+        sshd.far_home.join("config/firstmate.toml.away"),
+    )
+    .unwrap();
+    let lines = doctor_host_lines(&h);
+    assert!(
+        lines[0].starts_with("fail host far: fm ")
+            && lines[0].contains(&format!(
+                "; there: home: {far_home} is not a firstmate home (no config/firstmate.toml)"
+            )),
         "{lines:?}"
     );
     sshd.kill();

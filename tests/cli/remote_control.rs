@@ -127,6 +127,30 @@ fn spawned(sshd: &Sshd, id: &str) -> String {
     )
 }
 
+/// The far brief of `id` is the captain's, each of its paths (worktree,
+/// status log, inbox) the far home's, and names nothing of the captain's
+/// home.
+#[track_caller]
+fn assert_far_brief_is_the_captains(h: &TestHome, sshd: &Sshd, id: &str) {
+    let far = far_read(sshd, &format!("data/{id}/brief.md"));
+    let mine = h.read_string(&format!("data/{id}/brief.md"));
+    let here = h.root().canonicalize().unwrap().display().to_string();
+    let there = sshd.far_home.display().to_string();
+    assert!(
+        mine.contains(&format!("'{here}/state/{id}.status'")),
+        "{mine}"
+    );
+    assert_eq!(far, mine.replace(&here, &there));
+    assert!(!far.contains(&here), "{far}");
+    for line in [
+        format!("Both must print `{there}/worktrees/{id}`."),
+        format!(">> '{there}/state/{id}.status'`"),
+        format!("numbered files in `{there}/state/{id}.inbox`."),
+    ] {
+        assert!(far.contains(&line), "{line}\n{far}");
+    }
+}
+
 fn pane_of(out: &str) -> String {
     out.split("pane=")
         .nth(1)
@@ -142,16 +166,14 @@ fn a_task_spawned_on_another_host_lives_and_ends_there() {
     let h = captain(&sshd, &["t1"]);
     let pane = spawn(&h, &sshd, "t1", &project);
 
-    // The far side holds the task: its meta, the captain's brief byte for
-    // byte, a worktree, and the stand-in on the far tmux server.
+    // The far side holds the task: its meta, the captain's brief with its
+    // paths made the far home's, a worktree, and the stand-in on the far
+    // tmux server.
     let far_meta = far_read(&sshd, "state/t1.meta");
     assert!(far_meta.contains(&format!("pane={pane}\n")), "{far_meta}");
     assert!(far_meta.contains("harness=stand-in\n"), "{far_meta}");
     assert!(!far_meta.contains("host="), "{far_meta}");
-    assert_eq!(
-        far_read(&sshd, "data/t1/brief.md").as_bytes(),
-        h.read("data/t1/brief.md")
-    );
+    assert_far_brief_is_the_captains(&h, &sshd, "t1");
     assert!(
         wait_until(10.0, || far_capture(&sshd, &pane).contains("stand-in>")),
         "{}",
@@ -237,6 +259,26 @@ fn a_task_spawned_on_another_host_lives_and_ends_there() {
         Path::new(&wt),
         &["commit", "-q", "--allow-empty", "-m", "work"],
     );
+    // The gate runs there too, on the far worktree (the captain's side has
+    // none); a given line travels on stdin.
+    let gate = |code: i32, out: &str| {
+        h.fm("dod")
+            .args([
+                "--check",
+                "t1",
+                "--line",
+                "done: ready in branch fm/t1",
+                "--json",
+            ])
+            .status(code)
+            .stdout_regex(out)
+            .stderr("")
+            .run();
+    };
+    gate(
+        1,
+        r#"^\{"task":"t1","verdict":"refused","reason":"named head [0-9a-f]{40} is unreachable outside the worker copy","line":"ready in branch fm/t1"\}\n$"#,
+    );
     ctl(&["teardown"])
         .status(1)
         .stdout("")
@@ -251,6 +293,14 @@ fn a_task_spawned_on_another_host_lives_and_ends_there() {
     );
     assert!(sshd.far_home.join("state/t1.meta").exists());
     assert!(Path::new(&wt).join(".git").exists());
+
+    // Kept in a branch of the far clone, the same head passes the gate.
+    let head = far_git(Path::new(&wt), &["rev-parse", "HEAD"]);
+    far_git(&project, &["branch", "kept", head.trim()]);
+    gate(
+        0,
+        r#"^\{"task":"t1","verdict":"accepted","reason":"head [0-9a-f]{40} is on refs/heads/kept of /\S+/project","line":"ready in branch fm/t1"\}\n$"#,
+    );
 
     let archive = regex::escape(&sshd.far_home.join("state/archive").display().to_string());
     ctl(&["teardown", "--force"])

@@ -311,11 +311,18 @@ fn a_board_change_to_a_host_down_is_exit_3_and_an_unknown_host_exit_2() {
         .stdout("")
         .stderr_has("unknown host \"near\" (configured: far; define [hosts.near])")
         .run();
+    // A key given by hand is the far key, and a malformed one goes nowhere.
     h.fm("board")
         .args(["--host", "far", "--idempotency-key", "k1", "retry", "1"])
+        .status(3)
+        .stdout("")
+        .stderr_regex(r"^fm-board: error: ssh: host far unreachable: .*\(3 attempts; the write may have landed there: key k1\)\n$")
+        .run();
+    h.fm("board")
+        .args(["--host", "far", "--idempotency-key", "k 1", "retry", "1"])
         .status(2)
         .stdout("")
-        .stderr_has("--idempotency-key is the far side's flag")
+        .stderr_has("malformed idempotency key \"k 1\"")
         .run();
     assert!(!h.exists("data/board"));
 }
@@ -349,4 +356,52 @@ fn dispatch_to_an_assignee_on_another_host_is_refused_and_changes_nothing() {
         .stderr("")
         .run();
     assert!(!h.exists("state/t1.inbox"));
+}
+
+#[test]
+fn a_key_given_by_hand_to_a_remote_task_is_the_far_key() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    // The captain retries a send with the key of the first attempt: the
+    // second run is answered from the far keys and writes nothing.
+    for _ in 0..2 {
+        h.fm("send")
+            .args(["--quiet", "--idempotency-key", "mine.1", "t1", "-"])
+            .stdin("once\n")
+            .stdout("queued t1 001.msg \u{b7} doorbell quiet\n")
+            .stderr("")
+            .run();
+    }
+    let inbox = sshd.far_home.join("state/t1.inbox");
+    assert_eq!(entries(&inbox), ["001.msg", "handled"]);
+    let seen = far_read(&sshd, "state/t1.seen");
+    assert!(seen.starts_with("mine.1 0 "), "{seen}");
+    // The same for a status append and an ack.
+    for _ in 0..2 {
+        h.fm("status")
+            .args(["--idempotency-key", "mine.2", "t1", "working", "on it"])
+            .stdout("")
+            .stderr("")
+            .run();
+        h.fm("ack")
+            .args(["--idempotency-key", "mine.3", "t1", "1"])
+            .stdout("handled 001.msg\n")
+            .stderr("")
+            .run();
+    }
+    assert_eq!(far_read(&sshd, "state/t1.status").lines().count(), 1);
+    assert_eq!(far_events(&sshd, "inbox.acked"), 1);
+    // None of it touched the captain's files of the task.
+    assert!(!h.exists("state/t1.inbox"));
+    assert!(!h.exists("state/t1.status"));
+    assert!(!h.exists("state/t1.seen"));
+    // A malformed key is refused before any call.
+    h.fm("send")
+        .args(["--idempotency-key", "a/b", "t1", "x"])
+        .status(2)
+        .stdout("")
+        .stderr_has("malformed idempotency key \"a/b\"")
+        .run();
 }
