@@ -56,6 +56,24 @@ pub(crate) fn write(
     force: bool,
     actor: &str,
 ) -> Result<Report> {
+    write_notifying(home, cfg, spec, force, actor, true)
+}
+
+/// [`write`] of the captain's copy of a brief whose task runs on another
+/// host: the same checks, history and meta, no notice (the worker is
+/// there, told by the far side) and no event (the far side records it).
+pub(crate) fn write_here(home: &Home, cfg: &Config, spec: &BriefSpec, force: bool) -> Result<()> {
+    write_notifying(home, cfg, spec, force, "", false).map(|_| ())
+}
+
+fn write_notifying(
+    home: &Home,
+    cfg: &Config,
+    spec: &BriefSpec,
+    force: bool,
+    actor: &str,
+    notify: bool,
+) -> Result<Report> {
     let id = &spec.id;
     let text = super::render(spec);
     let placeholders = spec.placeholders();
@@ -87,8 +105,89 @@ pub(crate) fn write(
     let notice = w
         .history
         .as_ref()
+        .filter(|_| notify)
         .map(|_| notify_live_worker(home, cfg, id, &w.path, &mut warnings));
     let kind = spec.kind;
+    let event = Event::BriefWritten {
+        kind: kind.name(),
+        forced: w.history.is_some(),
+        scaffold: !placeholders.is_empty(),
+        mode: kind.mode().map(Mode::as_str),
+    };
+    if notify {
+        Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
+            .by(actor)
+            .record(home);
+    }
+    Ok(Report {
+        action: if placeholders.is_empty() {
+            "written"
+        } else {
+            "scaffolded"
+        },
+        path: w.path,
+        kind: kind.name(),
+        mode: kind.mode(),
+        placeholders,
+        history: w.history,
+        notice,
+        warnings,
+    })
+}
+
+/// Replaces task `id`'s brief by `text`, a brief rendered elsewhere (the
+/// captain's side of a task on this host, `fm-brief --install-stdin`):
+/// the old one goes to history, meta follows the new frontmatter, a live
+/// worker is told, and `brief.written` is recorded as for `--force`. The
+/// text must be a brief of this task (frontmatter whose `delegatee` is
+/// `id`) and the task must be known here (exit 2 and 1 otherwise).
+pub(crate) fn install(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    text: &str,
+    actor: &str,
+) -> Result<Report> {
+    let Ok((fm, _)) = frontmatter::parse(text) else {
+        return Err(Error::usage("the brief on stdin has no frontmatter"));
+    };
+    match frontmatter::get(&fm, "delegatee") {
+        Some(d) if d == id.as_str() => {}
+        other => {
+            return Err(Error::usage(format!(
+                "the brief on stdin is for task {}, not {id}",
+                other.unwrap_or("(none)")
+            )));
+        }
+    }
+    let kind = match frontmatter::get(&fm, "kind") {
+        Some("ship") => super::BriefKind::Ship(Mode::parse(
+            frontmatter::get(&fm, "mode").unwrap_or_default(),
+        )?),
+        Some("scout") => super::BriefKind::Scout,
+        Some("secondmate") => super::BriefKind::Secondmate,
+        other => {
+            return Err(Error::usage(format!(
+                "the brief on stdin has kind {}: not ship, scout or secondmate",
+                other.unwrap_or("(none)")
+            )));
+        }
+    };
+    if !meta::task_known(home, id)? {
+        return Err(Error::refused(format!(
+            "unknown task {id} on this host: no meta and no brief to replace"
+        )));
+    }
+    let placeholders: Vec<&'static str> = [super::TASK_PLACEHOLDER, super::SPEC_PLACEHOLDER]
+        .into_iter()
+        .filter(|p| text.contains(p))
+        .collect();
+    let w = store::write(home, id, text.as_bytes(), true)?;
+    if fsx::exists(&home.meta(id))? {
+        follow_brief_in_meta(home, id, text)?;
+    }
+    let mut warnings = Vec::new();
+    let notice = Some(notify_live_worker(home, cfg, id, &w.path, &mut warnings));
     let event = Event::BriefWritten {
         kind: kind.name(),
         forced: w.history.is_some(),
@@ -112,6 +211,12 @@ pub(crate) fn write(
         notice,
         warnings,
     })
+}
+
+/// [`revoke`] of the captain's copy of a brief whose task runs on another
+/// host: history kept, no notice and no event (the far side's).
+pub(crate) fn revoke_here(home: &Home, id: &TaskId) -> Result<()> {
+    store::revoke(home, id, clock::now()).map(|_| ())
 }
 
 /// Revokes task `id`'s brief (history kept) and records `brief.revoked`.

@@ -21,6 +21,7 @@ use crate::brief::request::{BriefRequest, Text, read_text};
 use crate::brief::{self, BriefKind, apply, response};
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::remote;
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-brief";
@@ -31,7 +32,7 @@ const TOOL: &str = "fm-brief";
     name = "fm-brief",
     version,
     group = clap::ArgGroup::new("op")
-        .args(["check", "revoke", "respond", "check_response"])
+        .args(["check", "revoke", "respond", "check_response", "install_stdin"])
         .conflicts_with("id"),
     after_help = "Examples:\n  \
       fm-brief fix-login webapp --mode direct-PR --intent 'Login takes 9 s; make it fast.' --spec-file spec.md\n  \
@@ -132,6 +133,18 @@ pub(crate) struct Args {
     /// Validate data/<id>/response.md
     #[arg(long, value_name = "ID")]
     check_response: Option<OsString>,
+    /// Replace the brief of task ID by the one on stdin, written on the
+    /// captain's side for a task on this host (what a re-apply there sends)
+    #[arg(long, value_name = "ID")]
+    install_stdin: Option<OsString>,
+    /// The paths the brief on stdin was written for (worktree, status log,
+    /// inbox, report, in the captain's home): rewritten to this home's
+    #[arg(long, num_args = 4, value_names = ["WORKTREE", "STATUS", "INBOX", "REPORT"], requires = "install_stdin")]
+    brief_paths: Option<Vec<PathBuf>>,
+    /// Key of a change made across hosts: a key already served prints its
+    /// first answer again and changes nothing
+    #[arg(long = "idempotency-key", value_name = "KEY")]
+    idempotency_key: Option<String>,
     /// Print the result as JSON
     #[arg(long)]
     json: bool,
@@ -168,7 +181,112 @@ fn run(a: Args) -> Result<u8> {
     if let Some(id) = &a.check_response {
         return check_response(&a, &TaskId::parse_os(id)?);
     }
+    if let Some(id) = &a.install_stdin {
+        return install(&a, &TaskId::parse_os(id)?);
+    }
     write(&a)
+}
+
+/// Runs a change of task `id`'s brief under the caller's idempotency key,
+/// when one was given: a key served before prints its first answer and
+/// changes nothing; a new one keeps the printed report with the key.
+fn keyed(
+    a: &Args,
+    ctx: &common::Ctx,
+    id: &TaskId,
+    change: impl FnOnce() -> Result<apply::Report>,
+) -> Result<u8> {
+    let fresh = match a.idempotency_key.as_deref() {
+        None => None,
+        Some(k) => match remote::seen::lookup(&ctx.home, id, k)? {
+            remote::seen::Lookup::Seen(answer) => return answer.replay(),
+            remote::seen::Lookup::Fresh(f) => Some(f),
+        },
+    };
+    let report = change()?;
+    let code = print_report(a, &report)?;
+    if let Some(f) = fresh {
+        let answer = remote::seen::Answer {
+            code: 0,
+            stdout: report_text(a, &report)?,
+        };
+        if let Err(e) = f.remember(&answer) {
+            crate::output::err_line(&format!(
+                "{TOOL}: warning: {id}: brief changed, but its idempotency key was not kept: {e}"
+            ));
+        }
+    }
+    Ok(code)
+}
+
+/// `--install-stdin <id>`: the far side of a brief re-applied on the
+/// captain's side (docs/remote.md, "A brief re-applied or revoked on
+/// another host").
+fn install(a: &Args, id: &TaskId) -> Result<u8> {
+    if let Some(k) = &a.idempotency_key {
+        remote::seen::validate(k)?;
+    }
+    let bytes = remote::control::read_brief()?;
+    let ctx = a.home.ctx(TOOL)?;
+    let bytes = match &a.brief_paths {
+        Some(from) => remote::control::rehome_brief(&ctx.home, &ctx.cfg, id, bytes, from)?,
+        None => bytes,
+    };
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
+    keyed(a, &ctx, id, || {
+        apply::install(&ctx.home, &ctx.cfg, id, &text, &a.from)
+    })
+}
+
+/// A brief change of a task on another host: made here first (the
+/// captain's copy, with its history), then there, through the far
+/// `fm-brief` under one idempotency key — `--install-stdin` with the new
+/// brief on stdin and the paths it names, or `--revoke`. The answer is the
+/// far side's: its path, history and the notice of its live worker.
+fn remote_change(
+    a: &Args,
+    ctx: &common::Ctx,
+    id: &TaskId,
+    host: &remote::call::Remote,
+    revoke: bool,
+) -> Result<u8> {
+    let mut far: Vec<String> = Vec::new();
+    if a.json {
+        far.push("--json".into());
+    }
+    if !a.from.is_empty() {
+        far.extend(["--from".into(), a.from.clone()]);
+    }
+    let stdin = if revoke {
+        far.extend(["--revoke".into(), id.to_string()]);
+        None
+    } else {
+        far.extend([
+            "--install-stdin".into(),
+            id.to_string(),
+            "--brief-paths".into(),
+        ]);
+        let meta = crate::meta::TaskMeta::load(&ctx.home, id)?.unwrap_or_default();
+        let paths = brief::BriefPaths::of(&ctx.home, &ctx.cfg, id, &meta);
+        far.extend(
+            paths
+                .to_vec()
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned()),
+        );
+        Some(crate::fsx::read(&ctx.home.brief(id))?)
+    };
+    let far: Vec<&str> = far.iter().map(String::as_str).collect();
+    remote::call::write(
+        &ctx.home,
+        host,
+        id,
+        TOOL,
+        &far,
+        stdin.as_deref(),
+        a.idempotency_key.as_deref(),
+    )
 }
 
 fn check(a: &Args, id: &TaskId) -> Result<u8> {
@@ -187,19 +305,30 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
 
 fn revoke(a: &Args, id: &TaskId) -> Result<u8> {
     let ctx = a.home.ctx(TOOL)?;
-    let report = apply::revoke(&ctx.home, &ctx.cfg, id, &a.from)?;
-    print_report(a, &report)
+    if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, id)? {
+        apply::revoke_here(&ctx.home, id)?;
+        return remote_change(a, &ctx, id, &host, true);
+    }
+    keyed(a, &ctx, id, || {
+        apply::revoke(&ctx.home, &ctx.cfg, id, &a.from)
+    })
 }
 
-/// The report as `--json`, or its human lines: `<action>: <path> (<kind>,
-/// mode=<m>; replace <placeholders>)`, then the history and the notice.
+/// Prints the report's warnings on stderr and the report on stdout.
 fn print_report(a: &Args, r: &apply::Report) -> Result<u8> {
     for w in &r.warnings {
         crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
+    crate::output::out_block(&report_text(a, r)?)?;
+    Ok(0)
+}
+
+/// The report as `--json`, or its human lines: `<action>: <path> (<kind>,
+/// mode=<m>; replace <placeholders>)`, then the history and the notice;
+/// each line ends with a newline.
+fn report_text(a: &Args, r: &apply::Report) -> Result<String> {
     if a.json {
-        common::out_json(r)?;
-        return Ok(0);
+        return Ok(format!("{}\n", crate::output::json_line(r)?));
     }
     let mut detail = String::new();
     if r.action != "revoked" {
@@ -212,14 +341,14 @@ fn print_report(a: &Args, r: &apply::Report) -> Result<u8> {
         }
         detail.push(')');
     }
-    common::out(&format!("{}: {}{detail}", r.action, r.path.display()))?;
+    let mut out = format!("{}: {}{detail}\n", r.action, r.path.display());
     if let Some(h) = &r.history {
-        common::out(&format!("history: {}", h.display()))?;
+        out.push_str(&format!("history: {}\n", h.display()));
     }
     if let Some(n) = &r.notice {
-        common::out(&format!("notice: {n}"))?;
+        out.push_str(&format!("notice: {n}\n"));
     }
-    Ok(0)
+    Ok(out)
 }
 
 /// `--respond --json`.
@@ -312,7 +441,16 @@ fn write(a: &Args) -> Result<u8> {
     };
     request.check_flags()?;
     let ctx = a.home.ctx(TOOL)?;
+    let id = request.id.clone();
+    let host = remote::call::host_of(&ctx.home, &ctx.cfg, &id)?;
     let spec = request.validate(&ctx.home, &ctx.cfg, clock::now())?;
-    let report = apply::write(&ctx.home, &ctx.cfg, &spec, a.force, &a.from)?;
-    print_report(a, &report)
+    if let Some(host) = host {
+        // The captain's copy first (a refusal, such as an existing brief
+        // without --force, stops here and sends nothing).
+        apply::write_here(&ctx.home, &ctx.cfg, &spec, a.force)?;
+        return remote_change(a, &ctx, &id, &host, false);
+    }
+    keyed(a, &ctx, &id, || {
+        apply::write(&ctx.home, &ctx.cfg, &spec, a.force, &a.from)
+    })
 }

@@ -236,12 +236,20 @@ mod tests {
     /// quadratic, and 200,000 took 89 s.
     #[test]
     fn the_fold_is_linear_in_distinct_open_decisions() {
+        // The fastest of five folds of each size: a busy machine slows
+        // some runs, rarely all five, so the ratio of the minima keeps the
+        // factor of 10 a linear fold has (a quadratic one has 100).
         let time = |n: usize| {
             let log = many_decisions(n);
-            let t = std::time::Instant::now();
-            let f = fold(&log);
-            assert_eq!(f.open.len(), n / 2);
-            t.elapsed()
+            (0..5)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    let f = fold(&log);
+                    assert_eq!(f.open.len(), n / 2);
+                    t.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
         };
         time(2_000);
         let small = time(20_000).max(std::time::Duration::from_micros(500));

@@ -1146,3 +1146,68 @@ fn reapply_brings_meta_in_line_with_the_new_brief() {
     );
     assert!(!h.exists("state/t2.meta"));
 }
+
+#[test]
+fn install_stdin_takes_only_a_brief_of_a_known_task_and_keeps_history() {
+    let h = TestHome::new();
+    h.fm("brief")
+        .args([
+            "t1",
+            "demo",
+            "--mode",
+            "local-only",
+            "--intent",
+            "a",
+            "--spec",
+            "b",
+        ])
+        .stdout_has("written: ")
+        .run();
+    let mine = h.read_string("data/t1/brief.md");
+    // Not a brief, another task's brief, a task this home does not know:
+    // each refused, nothing written.
+    for (id, stdin, code, err) in [
+        (
+            "t1",
+            "no frontmatter\n".to_string(),
+            2,
+            "the brief on stdin has no frontmatter",
+        ),
+        (
+            "t1",
+            mine.replace("delegatee: t1", "delegatee: t2"),
+            2,
+            "the brief on stdin is for task t2, not t1",
+        ),
+        (
+            "t9",
+            mine.replace("delegatee: t1", "delegatee: t9"),
+            1,
+            "unknown task t9 on this host",
+        ),
+    ] {
+        h.fm("brief")
+            .args(["--install-stdin", id])
+            .stdin(stdin)
+            .status(code)
+            .stdout("")
+            .stderr_has(err)
+            .run();
+    }
+    assert!(!h.exists("data/t1/brief.history"));
+    assert!(!h.exists("data/t9"));
+    // A brief of this task replaces the old one into history, once per key.
+    let new = mine.replace("\na\n", "\nchanged\n");
+    assert_ne!(new, mine);
+    for _ in 0..2 {
+        h.fm("brief")
+            .args(["--install-stdin", "t1", "--idempotency-key", "k.1"])
+            .stdin(new.clone())
+            .stdout_regex(r"^written: .*/data/t1/brief\.md \(ship, mode=local-only\)\nhistory: .*/data/t1/brief\.history/001\.md\nnotice: no live worker notified \(no pane recorded\)\n$")
+            .stderr("")
+            .run();
+    }
+    assert_eq!(h.read_string("data/t1/brief.md"), new);
+    assert_eq!(h.read_string("data/t1/brief.history/001.md"), mine);
+    assert!(!h.exists("data/t1/brief.history/002.md"));
+}

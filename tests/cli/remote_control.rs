@@ -151,6 +151,16 @@ fn assert_far_brief_is_the_captains(h: &TestHome, sshd: &Sshd, id: &str) {
     }
 }
 
+fn entries_of(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn pane_of(out: &str) -> String {
     out.split("pane=")
         .nth(1)
@@ -246,6 +256,39 @@ fn a_task_spawned_on_another_host_lives_and_ends_there() {
         far_capture(&sshd, &pane)
     );
     assert!(far_read(&sshd, "state/t1.meta").contains("spawn_gen=2\n"));
+
+    // A brief re-applied here is re-applied there: the captain's copy and
+    // its history here, the far copy (the far paths, the relaunch note
+    // gone into history) and the live worker told there.
+    let far_data = regex::escape(&sshd.far_home.join("data/t1").display().to_string());
+    h.fm("brief")
+        .args(["t1", "demo", "--mode", "local-only", "--force"])
+        .args(["--intent", "new ask: it's $HOME", "--spec", "two commits"])
+        .stdout_regex(&format!(
+            "^written: {far_data}/brief.md \\(ship, mode=local-only\\)\n\
+             history: {far_data}/brief.history/001.md\n\
+             notice: queued t1 \\d{{3}}\\.msg \u{b7} doorbell rang\n$"
+        ))
+        .stderr("")
+        .run();
+    assert!(
+        h.read_string("data/t1/brief.md")
+            .contains("new ask: it's $HOME")
+    );
+    assert!(h.exists("data/t1/brief.history/001.md"));
+    assert_far_brief_is_the_captains(&h, &sshd, "t1");
+    assert!(far_read(&sshd, "data/t1/brief.history/001.md").contains(note));
+    let told = entries_of(&sshd.far_home.join("state/t1.inbox"))
+        .into_iter()
+        .chain(entries_of(&sshd.far_home.join("state/t1.inbox/handled")))
+        .filter(|n| n.ends_with(".msg"))
+        .map(|n| {
+            far_read(&sshd, &format!("state/t1.inbox/{n}"))
+                + &far_read(&sshd, &format!("state/t1.inbox/handled/{n}"))
+        })
+        .filter(|body| body.contains("brief updated: re-read "))
+        .count();
+    assert_eq!(told, 1);
 
     // Work that exists only in the far worktree: teardown is refused
     // there, the refusal and its exit code come back, and nothing of the

@@ -405,3 +405,55 @@ fn a_key_given_by_hand_to_a_remote_task_is_the_far_key() {
         .stderr_has("malformed idempotency key \"a/b\"")
         .run();
 }
+
+#[test]
+fn a_brief_reapplied_for_a_remote_task_whose_answer_was_lost_is_installed_once() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    sshd.far_write("data/t1/brief.md", "the brief spawn brought\n");
+    drop_first_answer(&sshd, "fm-brief");
+    let far_data = regex::escape(&sshd.far_home.join("data/t1").display().to_string());
+    let brief = h
+        .fm("brief")
+        .args(["t1", "demo", "--mode", "local-only"])
+        .args(["--intent", "new ask", "--spec", "one commit"])
+        .stdout_regex(&format!(
+            "^written: {far_data}/brief.md \\(ship, mode=local-only\\)\n\
+             history: {far_data}/brief.history/001.md\n\
+             notice: no live worker notified \\(no pane recorded\\)\n$"
+        ))
+        .stderr("")
+        .start();
+    kill_after_the_write(&mut sshd);
+    brief.wait(30.0);
+    assert_eq!(far_read(&sshd, "first.code"), "0\n");
+    // Installed once: one history entry, one event, the far paths.
+    assert_eq!(
+        entries(&sshd.far_home.join("data/t1/brief.history")),
+        ["001.md"]
+    );
+    assert_eq!(far_events(&sshd, "brief.written"), 1);
+    let far = far_read(&sshd, "data/t1/brief.md");
+    let here = h.root().canonicalize().unwrap().display().to_string();
+    let there = sshd.far_home.display().to_string();
+    assert_eq!(
+        far,
+        h.read_string("data/t1/brief.md").replace(&here, &there)
+    );
+    assert!(far.contains("new ask") && !far.contains(&here), "{far}");
+
+    // A revoke goes the same way: here, then there.
+    h.fm("brief")
+        .args(["--revoke", "t1"])
+        .stdout_regex(&format!(
+            "^revoked: {far_data}/brief.md\nhistory: {far_data}/brief.history/002.md\n\
+             notice: no live worker notified \\(no pane recorded\\)\n$"
+        ))
+        .stderr("")
+        .run();
+    assert!(h.read_string("data/t1/brief.md").contains("revoked"));
+    assert!(far_read(&sshd, "data/t1/brief.md").contains("revoked"));
+    assert_eq!(far_events(&sshd, "brief.revoked"), 1);
+}
