@@ -346,7 +346,10 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
         Ok(_) => Check::new("config", Level::Ok, cfg_path.display().to_string()),
         Err(e) => Check::new("config", Level::Fail, e.to_string()),
     });
-    if let Ok(cfg) = &loaded {
+    // A far doctor asked by another home's doctor checks its home, not
+    // its own hosts: two homes naming each other would ask on forever.
+    let hosts_wanted = std::env::var_os(crate::remote::doctor::NO_HOSTS_VAR).is_none();
+    if let (Ok(cfg), true) = (&loaded, hosts_wanted) {
         for (name, r) in crate::remote::doctor::check_all(home, &cfg.hosts) {
             checks.push(Check::new(format!("host {name}"), r.level, r.detail));
         }

@@ -56,28 +56,30 @@ pub(crate) fn write(
     force: bool,
     actor: &str,
 ) -> Result<Report> {
-    write_notifying(home, cfg, spec, force, actor, true)
+    let text = render_checked(home, spec, force)?;
+    write_notifying(home, cfg, spec, &text, force, actor, true)
 }
 
 /// [`write`] of the captain's copy of a brief whose task runs on another
-/// host: the same checks, history and meta, no notice (the worker is
-/// there, told by the far side) and no event (the far side records it).
-pub(crate) fn write_here(home: &Home, cfg: &Config, spec: &BriefSpec, force: bool) -> Result<()> {
-    write_notifying(home, cfg, spec, force, "", false).map(|_| ())
-}
-
-fn write_notifying(
+/// host (`text` is [`render_checked`]'s): the same checks, history and
+/// meta, no notice (the worker is there, told by the far side) and no
+/// event (the far side records it).
+pub(crate) fn write_here(
     home: &Home,
     cfg: &Config,
     spec: &BriefSpec,
+    text: &str,
     force: bool,
-    actor: &str,
-    notify: bool,
-) -> Result<Report> {
-    let id = &spec.id;
+) -> Result<()> {
+    write_notifying(home, cfg, spec, text, force, "", false).map(|_| ())
+}
+
+/// The brief `spec` renders, refused as [`write`] would refuse it (a
+/// filled brief its own `--check` would refuse; an existing brief without
+/// `force`), writing nothing.
+pub(crate) fn render_checked(home: &Home, spec: &BriefSpec, force: bool) -> Result<String> {
     let text = super::render(spec);
-    let placeholders = spec.placeholders();
-    if placeholders.is_empty() {
+    if spec.placeholders().is_empty() {
         // An unclosed code fence in the intent, say, would hide a heading.
         let problems = super::check::problems(&text, None);
         if !problems.is_empty() {
@@ -87,6 +89,21 @@ fn write_notifying(
             )));
         }
     }
+    store::refuse_existing(home, &spec.id, force)?;
+    Ok(text)
+}
+
+fn write_notifying(
+    home: &Home,
+    cfg: &Config,
+    spec: &BriefSpec,
+    text: &str,
+    force: bool,
+    actor: &str,
+    notify: bool,
+) -> Result<Report> {
+    let id = &spec.id;
+    let placeholders = spec.placeholders();
     if spec.lineage.as_ref().is_some_and(|l| l.parent.is_some()) {
         // Refuse a symlinked meta before the brief is written, not after.
         fsx::refuse_symlink(&home.meta(id))?;
@@ -99,7 +116,7 @@ fn write_notifying(
         meta::update(home, id, |m| m.set("parent", p.as_str()))?;
     }
     if w.history.is_some() && fsx::exists(&home.meta(id))? {
-        follow_brief_in_meta(home, id, &text)?;
+        follow_brief_in_meta(home, id, text)?;
     }
     let mut warnings = Vec::new();
     let notice = w
@@ -146,6 +163,7 @@ pub(crate) fn install(
     cfg: &Config,
     id: &TaskId,
     text: &str,
+    force: bool,
     actor: &str,
 ) -> Result<Report> {
     let Ok((fm, _)) = frontmatter::parse(text) else {
@@ -182,7 +200,7 @@ pub(crate) fn install(
         .into_iter()
         .filter(|p| text.contains(p))
         .collect();
-    let w = store::write(home, id, text.as_bytes(), true)?;
+    let w = store::write(home, id, text.as_bytes(), force)?;
     if fsx::exists(&home.meta(id))? {
         follow_brief_in_meta(home, id, text)?;
     }

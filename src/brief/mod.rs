@@ -132,7 +132,8 @@ impl BriefPaths {
     /// whose home is elsewhere). Each path is replaced in both forms a
     /// brief writes it (as shown, and shell-quoted), in one pass over
     /// the text, the longest match first, so a replacement is never
-    /// matched again.
+    /// matched again; a match must be the whole path (what follows it is
+    /// no name character).
     pub(crate) fn rehome(&self, text: &str, to: &BriefPaths) -> String {
         let mut pairs: Vec<(String, String)> = Vec::new();
         for (f, t) in self.to_vec().iter().zip(to.to_vec()) {
@@ -148,7 +149,17 @@ impl BriefPaths {
         let mut rest = text;
         'scan: while !rest.is_empty() {
             for (f, t) in &pairs {
-                if let Some(after) = rest.strip_prefix(f.as_str()) {
+                // A whole path only: `/h/worktrees/t1` is not the start of
+                // `/h/worktrees/t10` (a quoted form ends in its quote).
+                let whole = |after: &str| {
+                    !after
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                };
+                if let Some(after) = rest.strip_prefix(f.as_str())
+                    && whole(after)
+                {
                     out.push_str(t);
                     rest = after;
                     continue 'scan;
@@ -519,6 +530,12 @@ mod tests {
         let quoted = crate::shq::quote_path(&odd.status);
         let out = odd.rehome(&format!(">> {quoted} é\n"), &paths("/far"));
         assert_eq!(out, ">> '/far/state/t1.status' é\n");
+        // A longer name that starts like a path is another path.
+        let out = paths(here).rehome(
+            "`/c/fm/worktrees/t10` /c/fm/state/t1.status.x\n",
+            &paths(there),
+        );
+        assert_eq!(out, "`/c/fm/worktrees/t10` /c/fm/state/t1.status.x\n");
         // Paths that do not differ change nothing.
         assert_eq!(paths(here).rehome(text, &paths(here)), text);
     }

@@ -141,8 +141,9 @@ pub(crate) struct Args {
     /// inbox, report, in the captain's home): rewritten to this home's
     #[arg(long, num_args = 4, value_names = ["WORKTREE", "STATUS", "INBOX", "REPORT"], requires = "install_stdin")]
     brief_paths: Option<Vec<PathBuf>>,
-    /// Key of a change made across hosts: a key already served prints its
-    /// first answer again and changes nothing
+    /// Key of a change made across hosts: a key already served on the
+    /// host keeping the brief prints its first answer again and changes
+    /// nothing there
     #[arg(long = "idempotency-key", value_name = "KEY")]
     idempotency_key: Option<String>,
     /// Print the result as JSON
@@ -204,11 +205,13 @@ fn keyed(
         },
     };
     let report = change()?;
-    let code = print_report(a, &report)?;
+    // The key is kept before the answer goes out: on the far side stdout
+    // is the link, and a link that dropped must not cost the key.
+    let text = report_text(a, &report)?;
     if let Some(f) = fresh {
         let answer = remote::seen::Answer {
             code: 0,
-            stdout: report_text(a, &report)?,
+            stdout: text.clone(),
         };
         if let Err(e) = f.remember(&answer) {
             crate::output::err_line(&format!(
@@ -216,7 +219,11 @@ fn keyed(
             ));
         }
     }
-    Ok(code)
+    for w in &report.warnings {
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
+    }
+    crate::output::out_block(&text)?;
+    Ok(0)
 }
 
 /// `--install-stdin <id>`: the far side of a brief re-applied on the
@@ -235,21 +242,22 @@ fn install(a: &Args, id: &TaskId) -> Result<u8> {
     let text =
         String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
     keyed(a, &ctx, id, || {
-        apply::install(&ctx.home, &ctx.cfg, id, &text, &a.from)
+        apply::install(&ctx.home, &ctx.cfg, id, &text, a.force, &a.from)
     })
 }
 
-/// A brief change of a task on another host: made here first (the
-/// captain's copy, with its history), then there, through the far
+/// A brief change of a task on another host, made there through the far
 /// `fm-brief` under one idempotency key — `--install-stdin` with the new
-/// brief on stdin and the paths it names, or `--revoke`. The answer is the
-/// far side's: its path, history and the notice of its live worker.
+/// brief (`text`) on stdin and the paths it names, or `--revoke` (`text`
+/// `None`). The answer is the far side's: its path, history and the
+/// notice of its live worker. The caller changes the captain's copy only
+/// once the far side took the change (exit 0).
 fn remote_change(
     a: &Args,
     ctx: &common::Ctx,
     id: &TaskId,
     host: &remote::call::Remote,
-    revoke: bool,
+    text: Option<&str>,
 ) -> Result<u8> {
     let mut far: Vec<String> = Vec::new();
     if a.json {
@@ -258,24 +266,30 @@ fn remote_change(
     if !a.from.is_empty() {
         far.extend(["--from".into(), a.from.clone()]);
     }
-    let stdin = if revoke {
-        far.extend(["--revoke".into(), id.to_string()]);
-        None
-    } else {
-        far.extend([
-            "--install-stdin".into(),
-            id.to_string(),
-            "--brief-paths".into(),
-        ]);
-        let meta = crate::meta::TaskMeta::load(&ctx.home, id)?.unwrap_or_default();
-        let paths = brief::BriefPaths::of(&ctx.home, &ctx.cfg, id, &meta);
-        far.extend(
-            paths
-                .to_vec()
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned()),
-        );
-        Some(crate::fsx::read(&ctx.home.brief(id))?)
+    let stdin = match text {
+        None => {
+            far.extend(["--revoke".into(), id.to_string()]);
+            None
+        }
+        Some(text) => {
+            if a.force {
+                far.push("--force".into());
+            }
+            far.extend([
+                "--install-stdin".into(),
+                id.to_string(),
+                "--brief-paths".into(),
+            ]);
+            let meta = crate::meta::TaskMeta::load(&ctx.home, id)?.unwrap_or_default();
+            let paths = brief::BriefPaths::of(&ctx.home, &ctx.cfg, id, &meta);
+            far.extend(
+                paths
+                    .to_vec()
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned()),
+            );
+            Some(text.as_bytes().to_vec())
+        }
     };
     let far: Vec<&str> = far.iter().map(String::as_str).collect();
     remote::call::write(
@@ -304,23 +318,20 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
 }
 
 fn revoke(a: &Args, id: &TaskId) -> Result<u8> {
+    if let Some(k) = &a.idempotency_key {
+        remote::seen::validate(k)?;
+    }
     let ctx = a.home.ctx(TOOL)?;
     if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, id)? {
-        apply::revoke_here(&ctx.home, id)?;
-        return remote_change(a, &ctx, id, &host, true);
+        let code = remote_change(a, &ctx, id, &host, None)?;
+        if code == 0 {
+            apply::revoke_here(&ctx.home, id)?;
+        }
+        return Ok(code);
     }
     keyed(a, &ctx, id, || {
         apply::revoke(&ctx.home, &ctx.cfg, id, &a.from)
     })
-}
-
-/// Prints the report's warnings on stderr and the report on stdout.
-fn print_report(a: &Args, r: &apply::Report) -> Result<u8> {
-    for w in &r.warnings {
-        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
-    }
-    crate::output::out_block(&report_text(a, r)?)?;
-    Ok(0)
 }
 
 /// The report as `--json`, or its human lines: `<action>: <path> (<kind>,
@@ -341,14 +352,20 @@ fn report_text(a: &Args, r: &apply::Report) -> Result<String> {
         }
         detail.push(')');
     }
-    let mut out = format!("{}: {}{detail}\n", r.action, r.path.display());
+    // Each line made safe for a terminal, as a line printed alone is.
+    let mut lines = vec![format!("{}: {}{detail}", r.action, r.path.display())];
     if let Some(h) = &r.history {
-        out.push_str(&format!("history: {}\n", h.display()));
+        lines.push(format!("history: {}", h.display()));
     }
     if let Some(n) = &r.notice {
-        out.push_str(&format!("notice: {n}\n"));
+        lines.push(format!("notice: {n}"));
     }
-    Ok(out)
+    let mut text = String::new();
+    for l in &lines {
+        text.push_str(&crate::output::sanitize(l));
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// `--respond --json`.
@@ -440,15 +457,23 @@ fn write(a: &Args) -> Result<u8> {
         branch_prefix: a.branch_prefix.clone(),
     };
     request.check_flags()?;
+    if let Some(k) = &a.idempotency_key {
+        remote::seen::validate(k)?;
+    }
     let ctx = a.home.ctx(TOOL)?;
     let id = request.id.clone();
     let host = remote::call::host_of(&ctx.home, &ctx.cfg, &id)?;
     let spec = request.validate(&ctx.home, &ctx.cfg, clock::now())?;
     if let Some(host) = host {
-        // The captain's copy first (a refusal, such as an existing brief
-        // without --force, stops here and sends nothing).
-        apply::write_here(&ctx.home, &ctx.cfg, &spec, a.force)?;
-        return remote_change(a, &ctx, &id, &host, false);
+        // Checked here first (a refusal, such as an existing brief without
+        // --force, sends nothing); the captain's copy is written once the
+        // far side took it.
+        let text = apply::render_checked(&ctx.home, &spec, a.force)?;
+        let code = remote_change(a, &ctx, &id, &host, Some(&text))?;
+        if code == 0 {
+            apply::write_here(&ctx.home, &ctx.cfg, &spec, &text, a.force)?;
+        }
+        return Ok(code);
     }
     keyed(a, &ctx, &id, || {
         apply::write(&ctx.home, &ctx.cfg, &spec, a.force, &a.from)

@@ -136,6 +136,10 @@ fn given_line(a: &Args) -> Result<Option<String>> {
     Ok(Some(text.strip_suffix('\n').unwrap_or(&text).to_string()))
 }
 
+/// Time the far gate may take beyond the host's bound: up to three git
+/// calls of 10 s each there (SPEC §8.2).
+const DOD_EXTRA: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// `fm-dod --check` of a task on another host: the gate runs there, on
 /// that host's worktree and clone, through its own `fm-dod`; a given line
 /// travels on stdin.
@@ -154,13 +158,10 @@ fn remote_check(
     if body.is_some() {
         far.push("--line-stdin");
     }
-    crate::remote::call::relay_stdin(
-        &ctx.home,
-        host,
-        TOOL,
-        &far,
-        body.as_deref().map(str::as_bytes),
-    )
+    let ssh =
+        crate::remote::ssh::Ssh::new(&ctx.home, &host.name, &host.cfg)?.with_extra_time(DOD_EXTRA);
+    let reply = ssh.tool_or_err(TOOL, &far, body.map(String::into_bytes))?;
+    Ok(crate::remote::call::print(&reply))
 }
 
 fn check(a: &Args, id: &TaskId) -> Result<u8> {

@@ -239,8 +239,10 @@ impl DoneCheck {
                 for chunk in ask.chunks(HEADS_PER_CALL) {
                     let mut present: Vec<&str> = chunk.to_vec();
                     if check_exist {
-                        let mut args = vec!["rev-list", "--no-walk", "--ignore-missing"];
+                        let mut args = vec![NO_REFNAME_CHECK, NO_REFNAME_CHECK_VALUE];
+                        args.extend(["rev-list", "--no-walk", "--ignore-missing"]);
                         args.extend(chunk);
+                        args.push("--");
                         let out = git::run(run_in, &args).ok().filter(|o| o.ok)?;
                         let have: HashSet<&str> = out.stdout.lines().map(str::trim).collect();
                         present.retain(|s| have.contains(s));
@@ -248,12 +250,13 @@ impl DoneCheck {
                     if present.is_empty() {
                         continue;
                     }
-                    let mut args = vec!["rev-list"];
+                    let mut args = vec![NO_REFNAME_CHECK, NO_REFNAME_CHECK_VALUE, "rev-list"];
                     args.extend(&present);
                     args.extend(["--not", "--remotes"]);
                     if heads {
                         args.push("--branches");
                     }
+                    args.push("--");
                     let out = git::run(run_in, &args).ok().filter(|o| o.ok)?;
                     let outside: HashSet<&str> = out.stdout.lines().map(str::trim).collect();
                     for s in present {
@@ -273,6 +276,16 @@ impl DoneCheck {
         Some(held)
     }
 }
+
+/// `git -c core.warnAmbiguousRefs=false`: a full object name on the
+/// command line is that object either way, but with the warning on git
+/// also looks it up as a ref name, in each of the six places a short ref
+/// may live (and in `packed-refs` each time), only to warn when one
+/// exists. With hundreds of heads per call that was most of the call's
+/// system calls. The closing `--` spares the check that each argument is
+/// not a file of the worktree.
+const NO_REFNAME_CHECK: &str = "-c";
+const NO_REFNAME_CHECK_VALUE: &str = "core.warnAmbiguousRefs=false";
 
 /// The gate's own project step for one head (SPEC §8.2).
 fn project_reach(check: &Check, project: &Path, sha: &str) -> crate::Result<Option<String>> {

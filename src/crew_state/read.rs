@@ -269,6 +269,10 @@ pub(crate) struct StateDir {
 pub(crate) struct Dirs {
     /// Opened parents, and their physical path when asked.
     open: Mutex<HashMap<PathBuf, Option<Arc<Parent>>>>,
+    /// What a look of the view found at a path that is no symlink: the
+    /// worktree is looked at by its presence, its physical path and the
+    /// gate, and one look answers all three.
+    looked: Mutex<HashMap<PathBuf, rustix::fs::Stat>>,
 }
 
 #[derive(Debug)]
@@ -319,14 +323,26 @@ impl Dirs {
         follow: bool,
         git: Option<&GitFiles>,
     ) -> Option<rustix::io::Result<rustix::fs::Stat>> {
+        // The path itself is looked at without following it: what is no
+        // symlink answers a look that follows as well, and is kept for
+        // the view's next look; a symlink followed costs a second look.
         let take = || {
+            if let Some(st) = self.looked.lock().expect("dirs").get(path) {
+                return Some(Ok(*st));
+            }
             let (parent, name) = self.split(path)?;
-            let flags = if follow {
-                AtFlags::empty()
-            } else {
-                AtFlags::SYMLINK_NOFOLLOW
-            };
-            Some(rustix::fs::statat(&parent.fd, name, flags))
+            let r = rustix::fs::statat(&parent.fd, name, AtFlags::SYMLINK_NOFOLLOW);
+            match r {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Symlink => {
+                    self.looked
+                        .lock()
+                        .expect("dirs")
+                        .insert(path.to_path_buf(), st);
+                    Some(Ok(st))
+                }
+                Ok(_) if follow => Some(rustix::fs::statat(&parent.fd, name, AtFlags::empty())),
+                r => Some(r),
+            }
         };
         match git {
             Some(g) => g.kept_stat(path, follow, take),

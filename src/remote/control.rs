@@ -342,7 +342,8 @@ pub fn rehome_brief(
         .ok_or_else(|| Error::usage("--brief-paths takes four paths"))?;
     let text =
         String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
-    let to = crate::brief::BriefPaths::of(home, cfg, id, &crate::meta::TaskMeta::default());
+    let meta = TaskMeta::load(home, id)?.unwrap_or_default();
+    let to = crate::brief::BriefPaths::of(home, cfg, id, &meta);
     Ok(from.rehome(&text, &to).into_bytes())
 }
 

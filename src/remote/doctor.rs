@@ -12,6 +12,13 @@ use crate::doctor::Level;
 use crate::home::Home;
 use crate::shq::quote;
 
+/// Set for the far doctor: it leaves out its own hosts' checks.
+pub(crate) const NO_HOSTS_VAR: &str = "FM_DOCTOR_NO_HOSTS";
+
+/// Time the far doctor may take beyond the host's bound (its harness and
+/// tmux probes run one after another there).
+const FAR_DOCTOR_EXTRA: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The verdict for one host: its level, and what was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HostReport {
@@ -58,7 +65,7 @@ pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
         detail,
     };
     let ssh = match Ssh::new(home, name, cfg) {
-        Ok(s) => s,
+        Ok(s) => s.with_extra_time(FAR_DOCTOR_EXTRA),
         Err(e) => return fail(e.to_string()),
     };
     // Each probe prints one line of its own, prefixed, whatever it says.
@@ -67,7 +74,7 @@ pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
     let fm = format!("{} --version", quote(&cfg.tool("fm")));
     // The far doctor's stderr is left out: its one JSON line is the answer.
     let far_doctor = format!(
-        "FM_HOME={} {} doctor --json 2>/dev/null | head -n 1",
+        "FM_HOME={} {NO_HOSTS_VAR}=1 {} doctor --json 2>/dev/null | head -n 1",
         quote(&cfg.home.to_string_lossy()),
         quote(&cfg.tool("fm"))
     );
@@ -102,8 +109,9 @@ pub(crate) fn check(home: &Home, name: &str, cfg: &HostCfg) -> HostReport {
 /// The far doctor's verdict on the far home, added to a report whose
 /// probes passed: its `fail` checks make the host fail, its `warn` checks
 /// make it warn, each named `there: <check>: <detail>`. The far side's own
-/// host checks are left out (they are that side's hosts, not ours), and
-/// so are the tool checks the probes made already. An answer that is not
+/// host checks are left out (they are that side's hosts, not ours; it is
+/// asked not to make them), and so are its tmux and git checks that
+/// passed (the probes found those tools). An answer that is not
 /// the doctor's JSON is a failure naming it.
 pub(crate) fn with_far_doctor(report: HostReport, far_home: &str, json: &str) -> HostReport {
     let Ok(checks) = serde_json::from_str::<Vec<FarCheck>>(json) else {
@@ -121,7 +129,8 @@ pub(crate) fn with_far_doctor(report: HostReport, far_home: &str, json: &str) ->
     let mut level = report.level;
     let mut notes = Vec::new();
     for c in checks {
-        if c.check.starts_with("host ") || matches!(c.check.as_str(), "tmux" | "git") {
+        let probed = matches!(c.check.as_str(), "tmux" | "git") && c.level == "ok";
+        if c.check.starts_with("host ") || probed {
             continue;
         }
         let this = match c.level.as_str() {
@@ -227,7 +236,7 @@ mod tests {
             level: Level::Ok,
             detail: "fm 0.1.0".into(),
         };
-        let clean = r#"[{"check":"tmux","level":"fail","detail":"x"},{"check":"home","level":"ok","detail":"/h"},{"check":"host z","level":"fail","detail":"down"}]"#;
+        let clean = r#"[{"check":"tmux","level":"ok","detail":"x"},{"check":"home","level":"ok","detail":"/h"},{"check":"host z","level":"fail","detail":"down"}]"#;
         let r = with_far_doctor(ok(), "/h", clean);
         assert_eq!(r.level, Level::Ok, "{r:?}");
         assert_eq!(r.detail, "fm 0.1.0, home /h");
@@ -241,6 +250,13 @@ mod tests {
         assert_eq!(
             r.detail,
             "fm 0.1.0, home /h; there: home: missing; there: watcher: off"
+        );
+        let old_tmux = r#"[{"check":"tmux","level":"fail","detail":"tmux 2.9 is older than 3.0"}]"#;
+        let r = with_far_doctor(ok(), "/h", old_tmux);
+        assert_eq!(r.level, Level::Fail);
+        assert_eq!(
+            r.detail,
+            "fm 0.1.0, home /h; there: tmux: tmux 2.9 is older than 3.0"
         );
         let r = with_far_doctor(ok(), "/h", "");
         assert_eq!(r.level, Level::Fail);

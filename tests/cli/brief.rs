@@ -1199,9 +1199,18 @@ fn install_stdin_takes_only_a_brief_of_a_known_task_and_keeps_history() {
     // A brief of this task replaces the old one into history, once per key.
     let new = mine.replace("\na\n", "\nchanged\n");
     assert_ne!(new, mine);
+    // Without --force an existing brief stays.
+    h.fm("brief")
+        .args(["--install-stdin", "t1"])
+        .stdin(new.clone())
+        .status(1)
+        .stdout("")
+        .stderr_has("already exists")
+        .run();
+    assert_eq!(h.read_string("data/t1/brief.md"), mine);
     for _ in 0..2 {
         h.fm("brief")
-            .args(["--install-stdin", "t1", "--idempotency-key", "k.1"])
+            .args(["--install-stdin", "t1", "--force", "--idempotency-key", "k.1"])
             .stdin(new.clone())
             .stdout_regex(r"^written: .*/data/t1/brief\.md \(ship, mode=local-only\)\nhistory: .*/data/t1/brief\.history/001\.md\nnotice: no live worker notified \(no pane recorded\)\n$")
             .stderr("")

@@ -413,11 +413,33 @@ fn a_brief_reapplied_for_a_remote_task_whose_answer_was_lost_is_installed_once()
     };
     let h = setup(&sshd);
     sshd.far_write("data/t1/brief.md", "the brief spawn brought\n");
+    // A malformed key, and a far refusal (the far brief exists, no
+    // --force): the captain's copy is written only once the far side
+    // took the change.
+    h.fm("brief")
+        .args(["t1", "demo", "--mode", "local-only", "--force"])
+        .args(["--intent", "x", "--spec", "y", "--idempotency-key", "a b"])
+        .status(2)
+        .stdout("")
+        .stderr_has("malformed idempotency key \"a b\"")
+        .run();
+    h.fm("brief")
+        .args(["t1", "demo", "--mode", "local-only"])
+        .args(["--intent", "x", "--spec", "y"])
+        .status(1)
+        .stdout("")
+        .stderr_has("brief.md already exists (use --force to replace it)")
+        .run();
+    assert!(!h.exists("data/t1/brief.md"));
+    assert_eq!(
+        far_read(&sshd, "data/t1/brief.md"),
+        "the brief spawn brought\n"
+    );
     drop_first_answer(&sshd, "fm-brief");
     let far_data = regex::escape(&sshd.far_home.join("data/t1").display().to_string());
     let brief = h
         .fm("brief")
-        .args(["t1", "demo", "--mode", "local-only"])
+        .args(["t1", "demo", "--mode", "local-only", "--force"])
         .args(["--intent", "new ask", "--spec", "one commit"])
         .stdout_regex(&format!(
             "^written: {far_data}/brief.md \\(ship, mode=local-only\\)\n\
