@@ -29,7 +29,7 @@ use crate::config::Config;
 use crate::dod::gate::{Check, HeadFact, Plan, judge};
 use crate::dod::{self, Verdict};
 use crate::git;
-use crate::gitfiles::{GitFiles, Head};
+use crate::gitfiles::{GitFiles, Head, RefsState};
 use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::status::StatusLine;
@@ -127,10 +127,21 @@ impl DoneCheck {
             by_repo.entry(p.common.clone()).or_default().push(p);
         }
         let mut to_project: Vec<Pending> = Vec::new();
-        for (common, group) in by_repo {
-            let shas: Vec<&str> = group.iter().map(|p| p.sha.as_str()).collect();
-            let run_in = group[0].check.worktree.clone();
-            match self.contained(git, &common, false, &run_in, &shas, false, now) {
+        // A repository's refs are walked once per view and ref set.
+        let mut states: HashMap<(PathBuf, bool), Option<RefsState>> = HashMap::new();
+        let jobs: Vec<Job> = by_repo
+            .iter()
+            .map(|(common, group)| Job {
+                common: common.clone(),
+                heads: false,
+                run_in: group[0].check.worktree.clone(),
+                shas: group.iter().map(|p| p.sha.clone()).collect(),
+                check_exist: false,
+            })
+            .collect();
+        let answers = self.contained(git, &jobs, &mut states, now);
+        for ((_, group), held) in by_repo.into_iter().zip(answers) {
+            match held {
                 Some(held) => {
                     for p in group {
                         if held[&p.sha] {
@@ -154,9 +165,15 @@ impl DoneCheck {
 
         // Then the project's, per (repository, ref set).
         let mut by_project: BTreeMap<(PathBuf, bool), (PathBuf, Vec<Pending>)> = BTreeMap::new();
+        // Many ships share a project: its layout is read once per view.
+        let mut commons: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
         for p in to_project {
             let project = p.check.project.clone().expect("a project");
-            if let Some(pc) = git.common_dir(&project) {
+            let pc = commons
+                .entry(project.clone())
+                .or_insert_with(|| git.common_dir(&project))
+                .clone();
+            if let Some(pc) = pc {
                 by_project
                     .entry((pc, p.check.local_only))
                     .or_insert_with(|| (project, Vec::new()))
@@ -168,10 +185,19 @@ impl DoneCheck {
                 out[p.req] = Some(gate_of(p.check.verdict(&head, reach)));
             }
         }
-        for ((pc, heads), (project, group)) in by_project {
-            let shas: Vec<&str> = group.iter().map(|p| p.sha.as_str()).collect();
-            let other_repo = group.iter().any(|p| p.common != pc);
-            match self.contained(git, &pc, heads, &project, &shas, other_repo, now) {
+        let jobs: Vec<Job> = by_project
+            .iter()
+            .map(|((pc, heads), (project, group))| Job {
+                common: pc.clone(),
+                heads: *heads,
+                run_in: project.clone(),
+                shas: group.iter().map(|p| p.sha.clone()).collect(),
+                check_exist: group.iter().any(|p| &p.common != pc),
+            })
+            .collect();
+        let answers = self.contained(git, &jobs, &mut states, now);
+        for ((_, (project, group)), held) in by_project.into_iter().zip(answers) {
+            match held {
                 Some(held) => {
                     for p in group {
                         out[p.req] = Some(if held[&p.sha] {
@@ -201,80 +227,166 @@ impl DoneCheck {
         self.memo.retain(|k, _| used.contains(k));
     }
 
-    /// For each head, whether some ref under `refs/remotes/` (and
-    /// `refs/heads/` when `heads`) of the repository at `common` holds it,
-    /// asked by running git in `run_in`; `None` when that cannot be told
-    /// this way. `check_exist`: the repository may lack some heads.
-    #[allow(clippy::too_many_arguments)]
-    fn contained(
+    /// For each job, for each of its heads, whether some ref under
+    /// `refs/remotes/` (and `refs/heads/` when `heads`) of the repository
+    /// at `common` holds it, asked by running git in `run_in`; `None` when
+    /// that cannot be told this way. The memo answers first; the git calls
+    /// of different repositories run at once, one thread per job up to the
+    /// cores (each call waits on its own process).
+    fn contained<'j>(
         &mut self,
         git: &GitFiles,
-        common: &Path,
-        heads: bool,
-        run_in: &Path,
-        shas: &[&str],
-        check_exist: bool,
+        jobs: &'j [Job],
+        states: &mut HashMap<(PathBuf, bool), Option<RefsState>>,
         now: u64,
-    ) -> Option<HashMap<String, bool>> {
-        let state = git.refs_state(common, heads, now)?;
-        let mut held: HashMap<String, bool> = HashMap::new();
-        let mut ask: Vec<&str> = Vec::new();
-        for &sha in shas {
-            if held.contains_key(sha) || ask.contains(&sha) {
+    ) -> Vec<Option<Held>> {
+        let mut known: Vec<Option<(RefsState, Held, Vec<&'j str>)>> =
+            Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let state = *states
+                .entry((job.common.clone(), job.heads))
+                .or_insert_with(|| git.refs_state(&job.common, job.heads, now));
+            let Some(state) = state else {
+                known.push(None);
                 continue;
-            }
-            let key = (common.to_path_buf(), heads, sha.to_string());
-            match self.memo.get(&key) {
-                Some(&(stamp, c)) if state.settled && stamp == state.stamp => {
-                    self.used.insert(key);
-                    held.insert(sha.to_string(), c);
+            };
+            let mut held: Held = HashMap::new();
+            let mut ask: Vec<&str> = Vec::new();
+            for sha in &job.shas {
+                let sha = sha.as_str();
+                if held.contains_key(sha) || ask.contains(&sha) {
+                    continue;
                 }
-                _ => ask.push(sha),
+                let key = (job.common.clone(), job.heads, sha.to_string());
+                match self.memo.get(&key) {
+                    Some(&(stamp, c)) if state.settled && stamp == state.stamp => {
+                        self.used.insert(key);
+                        held.insert(sha.to_string(), c);
+                    }
+                    _ => ask.push(sha),
+                }
             }
+            known.push(Some((state, held, ask)));
         }
-        if !ask.is_empty() {
-            let mut answers: HashMap<String, bool> =
-                ask.iter().map(|s| (s.to_string(), false)).collect();
-            if state.any {
-                for chunk in ask.chunks(HEADS_PER_CALL) {
-                    let mut present: Vec<&str> = chunk.to_vec();
-                    if check_exist {
-                        let mut args = vec![NO_REFNAME_CHECK, NO_REFNAME_CHECK_VALUE];
-                        args.extend(["rev-list", "--no-walk", "--ignore-missing"]);
-                        args.extend(chunk);
-                        args.push("--");
-                        let out = git::run(run_in, &args).ok().filter(|o| o.ok)?;
-                        let have: HashSet<&str> = out.stdout.lines().map(str::trim).collect();
-                        present.retain(|s| have.contains(s));
+        // The git calls: pure, one job's at a time per thread.
+        let asks: Vec<Option<(&Job, &[&str], bool)>> = jobs
+            .iter()
+            .zip(&known)
+            .map(|(job, k)| {
+                k.as_ref()
+                    .filter(|(_, _, ask)| !ask.is_empty())
+                    .map(|(state, _, ask)| (job, ask.as_slice(), state.any))
+            })
+            .collect();
+        let answers = run_all(&asks);
+        let mut out = Vec::with_capacity(jobs.len());
+        for ((job, k), answer) in jobs.iter().zip(known).zip(answers) {
+            let Some((state, mut held, ask)) = k else {
+                out.push(None);
+                continue;
+            };
+            if !ask.is_empty() {
+                let Some(answers) = answer else {
+                    out.push(None);
+                    continue;
+                };
+                for (sha, c) in answers {
+                    if state.settled {
+                        let key = (job.common.clone(), job.heads, sha.clone());
+                        self.memo.insert(key.clone(), (state.stamp, c));
+                        self.used.insert(key);
                     }
-                    if present.is_empty() {
-                        continue;
-                    }
-                    let mut args = vec![NO_REFNAME_CHECK, NO_REFNAME_CHECK_VALUE, "rev-list"];
-                    args.extend(&present);
-                    args.extend(["--not", "--remotes"]);
-                    if heads {
-                        args.push("--branches");
-                    }
-                    args.push("--");
-                    let out = git::run(run_in, &args).ok().filter(|o| o.ok)?;
-                    let outside: HashSet<&str> = out.stdout.lines().map(str::trim).collect();
-                    for s in present {
-                        answers.insert(s.to_string(), !outside.contains(s));
-                    }
+                    held.insert(sha, c);
                 }
             }
-            for (sha, c) in answers {
-                if state.settled {
-                    let key = (common.to_path_buf(), heads, sha.clone());
-                    self.memo.insert(key.clone(), (state.stamp, c));
-                    self.used.insert(key);
-                }
-                held.insert(sha, c);
-            }
+            out.push(Some(held));
         }
-        Some(held)
+        out
     }
+}
+
+/// Whether each head is held by a ref outside the worktree.
+type Held = HashMap<String, bool>;
+
+/// One repository's question: its heads, against `refs/remotes/` (and
+/// `refs/heads/` when `heads`) of the repository at `common`, asked in
+/// `run_in`. `check_exist`: the repository may lack some heads.
+struct Job {
+    common: PathBuf,
+    heads: bool,
+    run_in: PathBuf,
+    shas: Vec<String>,
+    check_exist: bool,
+}
+
+/// Runs [`ask`] for each present entry, at once on up to the cores.
+fn run_all(asks: &[Option<(&Job, &[&str], bool)>]) -> Vec<Option<Held>> {
+    let one =
+        |a: &Option<(&Job, &[&str], bool)>| a.and_then(|(job, shas, any)| ask(job, shas, any));
+    let busy = asks.iter().filter(|a| a.is_some()).count();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(busy);
+    if threads < 2 {
+        return asks.iter().map(one).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Held>>> =
+        asks.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(a) = asks.get(i) else { break };
+                    let r = one(a);
+                    *slots[i].lock().expect("done check slot") = r;
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().expect("done check slot"))
+        .collect()
+}
+
+/// The git calls for the heads `shas` of `job`; `any`: the repository
+/// has some ref to hold them (else none is held, and no git is run).
+fn ask(job: &Job, shas: &[&str], any: bool) -> Option<Held> {
+    let mut answers: Held = shas.iter().map(|s| (s.to_string(), false)).collect();
+    if !any {
+        return Some(answers);
+    }
+    let run_in = job.run_in.as_path();
+    for chunk in shas.chunks(HEADS_PER_CALL) {
+        let mut present: Vec<&str> = chunk.to_vec();
+        if job.check_exist {
+            let mut args = vec![NO_REFNAME_CHECK, NO_REFNAME_CHECK_VALUE];
+            args.extend(["rev-list", "--no-walk", "--ignore-missing"]);
+            args.extend(chunk);
+            args.push("--");
+            let out = git::run(run_in, &args).ok().filter(|o| o.ok)?;
+            let have: HashSet<&str> = out.stdout.lines().map(str::trim).collect();
+            present.retain(|s| have.contains(s));
+        }
+        if present.is_empty() {
+            continue;
+        }
+        let mut args = vec![NO_REFNAME_CHECK, NO_REFNAME_CHECK_VALUE, "rev-list"];
+        args.extend(&present);
+        args.extend(["--not", "--remotes"]);
+        if job.heads {
+            args.push("--branches");
+        }
+        args.push("--");
+        let out = git::run(run_in, &args).ok().filter(|o| o.ok)?;
+        let outside: HashSet<&str> = out.stdout.lines().map(str::trim).collect();
+        for s in present {
+            answers.insert(s.to_string(), !outside.contains(s));
+        }
+    }
+    Some(answers)
 }
 
 /// `git -c core.warnAmbiguousRefs=false`: a full object name on the
