@@ -38,17 +38,26 @@ pub struct Fold {
 impl Fold {
     /// Folds the complete lines of a log (a torn final line is ignored).
     /// Lines are parsed borrowed; only open decisions and the newest state
-    /// line are copied out.
+    /// line are copied out. Text that is valid UTF-8 is read in place,
+    /// anything else decoded lossily first.
     pub fn from_bytes(bytes: &[u8], paused: &str) -> Fold {
-        let text = String::from_utf8_lossy(crate::fsx::complete_lines(bytes));
+        let bytes = crate::fsx::complete_lines(bytes);
+        let text = match std::str::from_utf8(bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let paused_lower = paused.to_lowercase();
         let mut f = Fold::default();
         // Slots in (re)opening order; a closed or reopened decision leaves
         // an empty slot behind. `by_key` points at each open key's slot.
         let mut slots: Vec<Option<LineRef>> = Vec::new();
-        let mut by_key: HashMap<&str, usize> = HashMap::new();
+        let mut by_key: HashMap<&str, usize, foldhash::quality::RandomState> = HashMap::default();
         let mut last_state: Option<LineRef> = None;
-        for line in text.split('\n') {
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+            // A '\n' byte ends a character: both ends are boundaries.
+            let line = &text[start..end];
+            start = end + 1;
             if line.bytes().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }

@@ -14,6 +14,8 @@ mod append;
 pub mod busy;
 mod fold;
 mod parse;
+#[cfg(test)]
+mod reference;
 
 pub use append::*;
 pub use fold::*;

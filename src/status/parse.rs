@@ -13,21 +13,64 @@ fn real_colon(s: &str) -> Option<(usize, bool)> {
     // Byte scan: '[', ']' and ':' are ASCII and never part of a multi-byte
     // UTF-8 sequence, so byte offsets here are char boundaries.
     let mut depth = 0usize;
+    let mut first = None;
     for (i, b) in s.bytes().enumerate() {
         match b {
             b'[' => depth += 1,
             b']' => depth = depth.saturating_sub(1),
             b':' if depth == 0 => return Some((i, true)),
+            b':' => {
+                first.get_or_insert(i);
+            }
             _ => {}
         }
     }
-    s.bytes().position(|b| b == b':').map(|i| (i, false))
+    first.map(|i| (i, false))
+}
+
+/// The head of a plainly written line in one scan: a verb of ASCII
+/// letters and '-' at its very start, then only spaces and `[...]` tags
+/// holding neither '[' nor ':', then the colon. Gives the verb, the tags'
+/// part (from the first '[' to the colon) and the colon's index, as
+/// [`real_colon`] and the split after it would; `None` for any other
+/// line, which the general scan reads.
+fn plain_head(line: &str) -> Option<(&str, &str, usize)> {
+    let b = line.as_bytes();
+    let verb_end = b
+        .iter()
+        .position(|&c| !(c.is_ascii_alphabetic() || c == b'-'))?;
+    if verb_end == 0 {
+        return None;
+    }
+    let mut i = verb_end;
+    let mut first_tag = None;
+    loop {
+        match *b.get(i)? {
+            b' ' => i += 1,
+            b':' => break,
+            b'[' => {
+                first_tag.get_or_insert(i);
+                i += 1;
+                loop {
+                    match *b.get(i)? {
+                        b']' => break,
+                        b'[' | b':' => return None,
+                        _ => i += 1,
+                    }
+                }
+                i += 1;
+            }
+            _ => return None,
+        }
+    }
+    let tag_part = first_tag.map_or("", |t| &line[t..i]);
+    Some((&line[..verb_end], tag_part, i))
 }
 
 /// Walks the `[name=value]` tags of `s` in order, calling `f` for each;
 /// `false` if `s` holds anything else.
 fn tags<'a>(s: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> bool {
-    let mut rest = s.trim();
+    let mut rest = trim(s);
     while !rest.is_empty() {
         let Some(inner) = rest.strip_prefix('[') else {
             return false;
@@ -36,11 +79,52 @@ fn tags<'a>(s: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> bool {
             return false;
         };
         let tag = &inner[..end];
-        let (name, value) = tag.split_once('=').unwrap_or((tag, ""));
-        f(name.trim(), value.trim());
-        rest = inner[end + 1..].trim_start();
+        let (name, value) = match tag.bytes().position(|b| b == b'=') {
+            Some(i) => (&tag[..i], &tag[i + 1..]),
+            None => (tag, ""),
+        };
+        f(trim(name), trim(value));
+        rest = trim_start(&inner[end + 1..]);
     }
     true
+}
+
+/// Whether `b` is an ASCII byte `char::is_whitespace` holds for (which,
+/// unlike `u8::is_ascii_whitespace`, includes the vertical tab).
+#[inline]
+fn ascii_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | b' ')
+}
+
+/// `str::trim_start`, by byte while the text is ASCII.
+#[inline]
+fn trim_start(s: &str) -> &str {
+    let b = s.as_bytes();
+    let i = b.iter().position(|&c| !ascii_space(c)).unwrap_or(b.len());
+    match b.get(i) {
+        Some(c) if !c.is_ascii() => s[i..].trim_start(),
+        _ => &s[i..],
+    }
+}
+
+/// `str::trim_end`, by byte while the text is ASCII.
+#[inline]
+fn trim_end(s: &str) -> &str {
+    let b = s.as_bytes();
+    let n = b
+        .iter()
+        .rposition(|&c| !ascii_space(c))
+        .map_or(0, |i| i + 1);
+    match n.checked_sub(1).map(|i| b[i]) {
+        Some(c) if !c.is_ascii() => s[..n].trim_end(),
+        _ => &s[..n],
+    }
+}
+
+/// `str::trim`, by byte while the text is ASCII.
+#[inline]
+fn trim(s: &str) -> &str {
+    trim_end(trim_start(s))
 }
 
 fn parse_at(v: &str) -> Option<u64> {
@@ -94,18 +178,28 @@ pub(crate) enum ParsedRef<'a> {
 /// The verb of `word` without allocating; `paused_lower` is the configured
 /// paused word, lower-cased.
 fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
-    const FIXED: [(&str, Verb); 8] = [
-        ("working", Verb::Working),
-        ("needs-decision", Verb::NeedsDecision),
-        ("blocked", Verb::Blocked),
-        ("done", Verb::Done),
-        ("failed", Verb::Failed),
-        ("resolved", Verb::Resolved),
-        ("note", Verb::Note),
-        ("paused", Verb::Paused),
-    ];
-    if let Some((_, v)) = FIXED.iter().find(|(w, _)| w.eq_ignore_ascii_case(word)) {
-        return Some(*v);
+    // The fixed verbs are ASCII: only an ASCII word of at most their
+    // length can be one, compared lower-cased on the stack.
+    let mut buf = [0u8; 14];
+    if word.len() <= buf.len() && word.is_ascii() {
+        let lower = &mut buf[..word.len()];
+        for (d, s) in lower.iter_mut().zip(word.bytes()) {
+            *d = s.to_ascii_lowercase();
+        }
+        let fixed = match &*lower {
+            b"working" => Some(Verb::Working),
+            b"needs-decision" => Some(Verb::NeedsDecision),
+            b"blocked" => Some(Verb::Blocked),
+            b"done" => Some(Verb::Done),
+            b"failed" => Some(Verb::Failed),
+            b"resolved" => Some(Verb::Resolved),
+            b"note" => Some(Verb::Note),
+            b"paused" => Some(Verb::Paused),
+            _ => None,
+        };
+        if fixed.is_some() {
+            return fixed;
+        }
     }
     let is_paused = if word.is_ascii() {
         word.eq_ignore_ascii_case(paused_lower)
@@ -119,16 +213,26 @@ fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
 /// fails, never panics; `paused_lower` is the configured paused word,
 /// lower-cased.
 pub(crate) fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
-    let line = line.trim_end_matches(['\r', '\n']);
-    let Some((colon, balanced)) = real_colon(line) else {
-        return ParsedRef::Prose;
+    let b = line.as_bytes();
+    let end = b
+        .iter()
+        .rposition(|&c| c != b'\r' && c != b'\n')
+        .map_or(0, |i| i + 1);
+    let line = &line[..end];
+    let (verb, tag_part, colon, balanced) = if let Some((verb, tag_part, colon)) = plain_head(line)
+    {
+        (verb, tag_part, colon, true)
+    } else {
+        let Some((colon, balanced)) = real_colon(line) else {
+            return ParsedRef::Prose;
+        };
+        let head = &line[..colon];
+        let (verb_part, tag_part) = match head.bytes().position(|b| b == b'[') {
+            Some(i) => (&head[..i], &head[i..]),
+            None => (head, ""),
+        };
+        (trim(verb_part), tag_part, colon, balanced)
     };
-    let head = &line[..colon];
-    let (verb_part, tag_part) = match head.bytes().position(|b| b == b'[') {
-        Some(i) => (&head[..i], &head[i..]),
-        None => (head, ""),
-    };
-    let verb = verb_part.trim();
     let Some(kind) = verb_of(verb, paused_lower) else {
         return ParsedRef::Prose;
     };
@@ -156,16 +260,16 @@ pub(crate) fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> 
     if let Some(value) = bad_key {
         return ParsedRef::Invalid(format!("malformed key {value:?}"));
     }
-    let mut body = line[colon + 1..].trim_start();
+    let mut body = trim_start(&line[colon + 1..]);
     if let Some(after) = body.strip_prefix("[key=")
         && let Some(end) = after.find(']')
     {
-        let value = after[..end].trim();
+        let value = trim(&after[..end]);
         if !valid_key(value) {
             return ParsedRef::Invalid(format!("malformed key {value:?}"));
         }
         key.get_or_insert(value);
-        body = after[end + 1..].trim_start();
+        body = trim_start(&after[end + 1..]);
     }
     ParsedRef::Line(LineRef {
         verb,
