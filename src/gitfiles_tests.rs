@@ -415,3 +415,24 @@ fn a_kept_reader_rereads_files_that_had_not_settled() {
     frame(&mut files, now + 5, &[&r]);
     assert_eq!(files.reads(), 3);
 }
+
+#[test]
+fn a_kept_reader_never_takes_an_answer_through_a_symlink_on_the_events_word() {
+    let (_d, r, a, b, mut files, now) = kept_fixture();
+    let root = r.parent().unwrap().to_path_buf();
+    // `wt/link` → `hop/x` → `wt/a`: retargeting `hop/x` changes what the
+    // link reaches while no watched directory sees an event.
+    std::fs::create_dir(root.join("hop")).unwrap();
+    std::os::unix::fs::symlink(&a, root.join("hop/x")).unwrap();
+    let link = root.join("wt/link");
+    std::os::unix::fs::symlink(root.join("hop/x"), &link).unwrap();
+    let on_a = branch_and_head(&agrees(&a));
+    for _ in 0..4 {
+        let h = frame(&mut files, now + 1, &[&link]);
+        assert_eq!(branch_and_head(&h[0]), on_a);
+    }
+    std::fs::remove_file(root.join("hop/x")).unwrap();
+    std::os::unix::fs::symlink(&b, root.join("hop/x")).unwrap();
+    let h = frame(&mut files, now + 2, &[&link]);
+    assert_eq!(branch_and_head(&h[0]), branch_and_head(&agrees(&b)));
+}
