@@ -124,32 +124,61 @@ fn write_notifying(
         .as_ref()
         .filter(|_| notify)
         .map(|_| notify_live_worker(home, cfg, id, &w.path, &mut warnings));
-    let kind = spec.kind;
-    let event = Event::BriefWritten {
-        kind: kind.name(),
-        forced: w.history.is_some(),
-        scaffold: !placeholders.is_empty(),
-        mode: kind.mode().map(Mode::as_str),
-    };
-    if notify {
-        Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
-            .by(actor)
-            .record(home);
-    }
-    Ok(Report {
-        action: if placeholders.is_empty() {
-            "written"
-        } else {
-            "scaffolded"
-        },
-        path: w.path,
-        kind: kind.name(),
-        mode: kind.mode(),
+    let written = Done {
+        w,
+        kind: spec.kind,
         placeholders,
-        history: w.history,
         notice,
         warnings,
-    })
+    };
+    Ok(written.report(home, id, notify.then_some(actor)))
+}
+
+/// What a brief's write did, for its event and its report.
+struct Done {
+    w: store::Written,
+    kind: super::BriefKind,
+    placeholders: Vec<&'static str>,
+    notice: Option<String>,
+    warnings: Vec<String>,
+}
+
+impl Done {
+    /// Records `brief.written` by `actor` (none: no event) and reports.
+    fn report(self, home: &Home, id: &TaskId, actor: Option<&str>) -> Report {
+        let Done {
+            w,
+            kind,
+            placeholders,
+            notice,
+            warnings,
+        } = self;
+        if let Some(actor) = actor {
+            let event = Event::BriefWritten {
+                kind: kind.name(),
+                forced: w.history.is_some(),
+                scaffold: !placeholders.is_empty(),
+                mode: kind.mode().map(Mode::as_str),
+            };
+            Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
+                .by(actor)
+                .record(home);
+        }
+        Report {
+            action: if placeholders.is_empty() {
+                "written"
+            } else {
+                "scaffolded"
+            },
+            path: w.path,
+            kind: kind.name(),
+            mode: kind.mode(),
+            placeholders,
+            history: w.history,
+            notice,
+            warnings,
+        }
+    }
 }
 
 /// Replaces task `id`'s brief by `text`, a brief rendered elsewhere (the
@@ -206,29 +235,14 @@ pub(crate) fn install(
     }
     let mut warnings = Vec::new();
     let notice = Some(notify_live_worker(home, cfg, id, &w.path, &mut warnings));
-    let event = Event::BriefWritten {
-        kind: kind.name(),
-        forced: w.history.is_some(),
-        scaffold: !placeholders.is_empty(),
-        mode: kind.mode().map(Mode::as_str),
-    };
-    Entry::new(clock::now(), Tool::Brief, id.as_str(), event)
-        .by(actor)
-        .record(home);
-    Ok(Report {
-        action: if placeholders.is_empty() {
-            "written"
-        } else {
-            "scaffolded"
-        },
-        path: w.path,
-        kind: kind.name(),
-        mode: kind.mode(),
+    let written = Done {
+        w,
+        kind,
         placeholders,
-        history: w.history,
         notice,
         warnings,
-    })
+    };
+    Ok(written.report(home, id, Some(actor)))
 }
 
 /// [`revoke`] of the captain's copy of a brief whose task runs on another
