@@ -280,6 +280,11 @@ impl Home {
     pub(crate) fn seen_lock(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!(".seen-{id}.lock"))
     }
+    /// Held while a doorbell is rung into the task's pane, so two ringers
+    /// (a send and the watcher, say) never type into one composer at once.
+    pub(crate) fn ring_lock(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!(".ring-{id}.lock"))
+    }
     /// The board's idempotency keys (no task's: a dot file).
     pub(crate) fn board_seen_keys(&self) -> PathBuf {
         self.state_dir().join(".board.seen")

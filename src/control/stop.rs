@@ -94,6 +94,11 @@ impl Ctl<'_> {
         let exit_text = profile
             .as_ref()
             .map_or_else(|| "exit".into(), |p| p.exit.clone());
+        // No doorbell is typed while the exit command is (the ring lock).
+        let ring = crate::fsx::lock(
+            &self.home.ring_lock(self.id),
+            crate::tmux::deliver::ring_lock_wait(&self.cfg.send),
+        )?;
         let typed_before = self.clear_for_exit(
             &tmux,
             profile.as_ref(),
@@ -125,6 +130,7 @@ impl Ctl<'_> {
             0 | 1 => format!("text {exit_text:?} + Enter"),
             n => format!("text {exit_text:?} + Enter \u{d7}{n}"),
         });
+        drop(ring);
         // A huge configured wait must not overflow the clock: it waits
         // "forever" (a century) instead.
         let deadline = Instant::now()

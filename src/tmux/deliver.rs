@@ -92,6 +92,9 @@ pub(crate) struct Target<'a> {
     /// When the agent was last spawned or relaunched (meta's
     /// `spawned_at`), Unix seconds.
     pub(crate) spawned_at: Option<u64>,
+    /// The task's ring lock ([`Home::ring_lock`]), held for the whole
+    /// ring; `None` rings without one (tests on a fake pane).
+    pub(crate) ring_lock: Option<std::path::PathBuf>,
 }
 
 impl Target<'_> {
@@ -146,6 +149,19 @@ pub(crate) fn deliver_to(
     if info.in_mode {
         return Outcome::Skipped;
     }
+    // One ringer at a time: two that both saw an empty composer would
+    // type two doorbells into one line. The second rings once the first
+    // is done, on the screen the first left. A lock that cannot be made
+    // (a read-only state/) does not stop the ring; one held past the
+    // longest ring holds this one back, owed.
+    let _ring = match &target.ring_lock {
+        Some(path) => match crate::fsx::lock(path, ring_lock_wait(cfg)) {
+            Ok(held) => Some(held),
+            Err(crate::error::Error::LockTimeout { .. }) => return Outcome::Queued,
+            Err(_) => None,
+        },
+        None => None,
+    };
     let rules = rules_of(target.profile);
     let has_composer = rules.composer.is_some();
     // A composer not on screen yet (an agent still booting) is waited for,
@@ -305,6 +321,20 @@ pub(crate) fn settle(
     seen
 }
 
+/// How long a ring waits for another ring of the same task: the longest a
+/// ring can take (a composer waited for, the typed line waited for, every
+/// press), and a second more.
+pub(crate) fn ring_lock_wait(cfg: &SendCfg) -> Duration {
+    let presses = cfg
+        .enter_retries
+        .saturating_add(1)
+        .saturating_mul(cfg.enter_wait_ms.saturating_add(100));
+    let ms = (COMPOSER_WAIT_MS + SETTLE_WAIT_MS + 1000)
+        .saturating_add(cfg.settle_ms)
+        .saturating_add(presses);
+    Duration::from_millis(ms.min(120_000))
+}
+
 /// How long [`settle`] looks for typed text to show, and how often.
 const SETTLE_WAIT_MS: u64 = 2000;
 const SETTLE_POLL_MS: u64 = 50;
@@ -344,6 +374,7 @@ mod tests {
                 profile: p,
                 busy_record: busy.then_some(0),
                 spawned_at: None,
+                ring_lock: None,
             },
             ": ring",
             &cfg,
@@ -409,6 +440,7 @@ mod tests {
                     profile: None,
                     busy_record: None,
                     spawned_at: None,
+                    ring_lock: None,
                 },
                 "x",
                 &cfg,
@@ -441,6 +473,7 @@ mod tests {
             profile: Some(&q),
             busy_record: None,
             spawned_at: None,
+            ring_lock: None,
         };
         let out = deliver(&f, &target, ": ring", &cfg, &|d| {
             slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
@@ -501,6 +534,7 @@ mod tests {
                 profile: Some(p),
                 busy_record: Some(at),
                 spawned_at: None,
+                ring_lock: None,
             };
             deliver(f, &t, ": ring", &cfg, &|_| {})
         };
@@ -546,6 +580,7 @@ mod tests {
             profile: Some(p),
             busy_record: None,
             spawned_at: Some(spawned_at),
+            ring_lock: None,
         };
         deliver(f, &t, ": ring", &cfg, &|_| {})
     }
@@ -607,6 +642,7 @@ mod tests {
                 profile: Some(&p),
                 busy_record: None,
                 spawned_at: None,
+                ring_lock: None,
             };
             deliver(f, &t, door, &cfg, &|_| {})
         };

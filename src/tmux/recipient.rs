@@ -67,6 +67,7 @@ impl Recipient {
                 .as_ref()
                 .and_then(|_| crate::status::busy::busy_at(home, &self.id)),
             spawned_at: self.spawned_at,
+            ring_lock: Some(home.ring_lock(&self.id)),
         }
     }
 

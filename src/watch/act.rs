@@ -151,6 +151,7 @@ impl Exec<'_> {
                 profile: profile.as_ref(),
                 busy_record: busy_rec,
                 spawned_at: meta.spawned_at,
+                ring_lock: Some(home.ring_lock(id)),
             };
             let line = deliver::doorbell(home, id);
             let outcome = match info {

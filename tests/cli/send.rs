@@ -146,6 +146,64 @@ fn the_pane_gets_the_doorbell_and_never_a_byte_of_the_body() {
 }
 
 #[test]
+fn senders_ringing_at_once_never_type_two_doorbells_into_one_line() {
+    let Some(t) = Tmux::start() else { return };
+    let Some((h, py)) = standin_home() else {
+        return;
+    };
+    // The default settle: each ringer waits 300 ms between its typing and
+    // its Enter, time enough for another to type into the same line.
+    let cfg = String::from_utf8(h.read("config/firstmate.toml")).unwrap();
+    h.write(
+        "config/firstmate.toml",
+        cfg.replace("settle_ms = 20", "settle_ms = 300"),
+    );
+    let log = h.path("pane.log");
+    let pane = standin(&t, &py, "w", &log, 0);
+    meta(
+        &h,
+        "t1",
+        &format!("pane={pane}\ntmux_socket={}\nharness=standin\n", t.socket),
+    );
+    let root = h.root();
+    let senders: Vec<_> = (0..3)
+        .map(|n| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                Cmd::new(bin("fm-send"))
+                    .env("FM_HOME", &root)
+                    .args(["t1", &format!("message {n}")])
+                    .stdout_has("doorbell rang")
+                    .run();
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    // Every line the agent got is one doorbell, and it got one per send.
+    let door = doorbell(&h, "t1");
+    assert!(wait_until(5.0, || log_of(&log)
+        .iter()
+        .filter(|&&c| c == b'\r')
+        .count()
+        >= 3));
+    let raw = log_of(&log);
+    let lines: Vec<&[u8]> = raw
+        .split(|&c| c == b'\r')
+        .filter(|l| !l.is_empty())
+        .collect();
+    for l in &lines {
+        assert_eq!(
+            String::from_utf8_lossy(l),
+            door,
+            "a line holds more than one doorbell"
+        );
+    }
+    assert_eq!(lines.len(), 3);
+}
+
+#[test]
 fn a_swallowed_enter_is_pressed_again_and_the_doorbell_typed_once() {
     let Some(t) = Tmux::start() else { return };
     let Some((h, py)) = standin_home() else {
