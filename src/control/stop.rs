@@ -94,11 +94,17 @@ impl Ctl<'_> {
         let exit_text = profile
             .as_ref()
             .map_or_else(|| "exit".into(), |p| p.exit.clone());
-        // No doorbell is typed while the exit command is (the ring lock).
-        let ring = crate::fsx::lock(
+        // No doorbell is typed while the exit command is (the ring lock;
+        // when it cannot be made, as on a read-only state/, the exit goes
+        // ahead without it, as a ring does).
+        let ring = match crate::fsx::lock(
             &self.home.ring_lock(self.id),
             crate::tmux::deliver::ring_lock_wait(&self.cfg.send),
-        )?;
+        ) {
+            Ok(held) => Some(held),
+            Err(e @ Error::LockTimeout { .. }) => return Err(e),
+            Err(_) => None,
+        };
         let typed_before = self.clear_for_exit(
             &tmux,
             profile.as_ref(),
