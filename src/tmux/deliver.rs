@@ -383,6 +383,55 @@ mod tests {
     }
 
     #[test]
+    fn a_ring_waits_for_another_ring_of_its_task_and_a_lock_it_cannot_make_stops_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let lock = d.path().join(".ring-t1.lock");
+        let p = profile();
+        let mut cfg = Config::default().send;
+        (cfg.settle_ms, cfg.enter_wait_ms, cfg.enter_retries) = (0, 0, 0);
+        let target = |l: std::path::PathBuf| Target {
+            pane: Some("%1"),
+            profile: Some(&p),
+            busy_record: None,
+            spawned_at: None,
+            ring_lock: Some(l),
+        };
+        // Held past the longest ring: nothing typed, held back.
+        let f = FakePane::with("%1", "claude");
+        let other = crate::fsx::lock(&lock, Duration::ZERO).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(
+            deliver(&f, &target(lock.clone()), ": ring", &cfg, &|_| {}),
+            Outcome::Queued
+        );
+        assert!(started.elapsed() >= ring_lock_wait(&cfg));
+        assert!(
+            f.screen("%1").calls.is_empty(),
+            "{:?}",
+            f.screen("%1").calls
+        );
+        // Released while this one waits: it rings, after the other.
+        let f = FakePane::with("%1", "claude");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(other);
+        });
+        assert_eq!(
+            deliver(&f, &target(lock.clone()), ": ring", &cfg, &|_| {}),
+            Outcome::Rang
+        );
+        release.join().unwrap();
+        assert_eq!(f.screen("%1").calls, vec!["type:: ring", "key:Enter"]);
+        // A lock file that cannot be made (its directory is missing).
+        let f = FakePane::with("%1", "claude");
+        let missing = d.path().join("missing/.ring-t1.lock");
+        assert_eq!(
+            deliver(&f, &target(missing), ": ring", &cfg, &|_| {}),
+            Outcome::Rang
+        );
+    }
+
+    #[test]
     fn rings_once_and_submits() {
         let f = FakePane::with("%1", "claude");
         let p = profile();
