@@ -8,7 +8,122 @@
 
 use std::collections::HashMap;
 
+use super::parse::{LineRef, ParsedRef, Verbs, parse_with, scan};
 use super::*;
+
+/// The offsets of the '\n' bytes of a text, in order. Status lines are
+/// short, so the bytes are looked at eight at a time in a word, one pass
+/// over the text (a vector search per line costs more in set-up than it
+/// saves).
+struct Newlines<'b> {
+    bytes: &'b [u8],
+    /// Where the word `found` was read.
+    at: usize,
+    /// The high bit of each '\n' byte of that word not yet handed out.
+    found: u64,
+}
+
+impl<'b> Newlines<'b> {
+    fn new(bytes: &'b [u8]) -> Newlines<'b> {
+        let mut n = Newlines {
+            bytes,
+            at: 0,
+            found: 0,
+        };
+        n.found = n.word(0);
+        n
+    }
+
+    /// The newline bits of the eight bytes from `at` (past the end, none).
+    #[inline]
+    fn word(&self, at: usize) -> u64 {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        let w = if let Some(w) = self.bytes.get(at..at + 8) {
+            u64::from_le_bytes(w.try_into().unwrap_or_default())
+        } else {
+            // The last few bytes, padded with bytes that are no '\n'.
+            let mut w = [0u8; 8];
+            let rest = self.bytes.get(at..).unwrap_or_default();
+            w[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(w)
+        } ^ (ONES * u64::from(b'\n'));
+        // The high bit of each byte of `w` that is zero, and only those.
+        !(((w & LOW7) + LOW7) | w | LOW7)
+    }
+}
+
+impl Iterator for Newlines<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.found == 0 {
+            self.at += 8;
+            if self.at >= self.bytes.len() {
+                return None;
+            }
+            self.found = self.word(self.at);
+        }
+        let i = self.at + (self.found.trailing_zeros() / 8) as usize;
+        self.found &= self.found - 1;
+        Some(i)
+    }
+}
+
+/// Open keys at most looked up one by one; past this many, by hash.
+const FEW: usize = 8;
+
+/// The open decisions of a fold: the line of each opening in slots, in
+/// the order they were (re)opened, a closed or reopened one leaving an
+/// empty slot behind; and each open key's slot, in a short list while few
+/// are open (most logs), in a hash map once more are (so opening,
+/// reopening and resolving cost the same however many are open).
+#[derive(Default)]
+struct OpenKeys<'a> {
+    slots: Vec<Option<&'a str>>,
+    few: Vec<(&'a str, usize)>,
+    many: Option<HashMap<&'a str, usize, foldhash::quality::RandomState>>,
+}
+
+impl<'a> OpenKeys<'a> {
+    /// Closes `key` if it is open.
+    fn close(&mut self, key: &str) {
+        let slot = match &mut self.many {
+            Some(map) => map.remove(key),
+            None => self
+                .few
+                .iter()
+                .position(|(k, _)| *k == key)
+                .map(|p| self.few.swap_remove(p).1),
+        };
+        if let Some(i) = slot {
+            self.slots[i] = None;
+        }
+    }
+
+    /// Opens `key` (closed first) with its line.
+    fn open(&mut self, key: &'a str, line: &'a str) {
+        let slot = self.slots.len();
+        self.slots.push(Some(line));
+        match &mut self.many {
+            Some(map) => {
+                map.insert(key, slot);
+            }
+            None if self.few.len() < FEW => self.few.push((key, slot)),
+            None => {
+                let mut map: HashMap<_, _, _> = self.few.drain(..).collect();
+                map.insert(key, slot);
+                self.many = Some(map);
+            }
+        }
+    }
+
+    /// The lines of the open decisions, oldest first.
+    fn lines(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.slots.iter().flatten().copied()
+    }
+}
 
 /// An open decision: what is waiting on someone above the worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -37,9 +152,11 @@ pub struct Fold {
 
 impl Fold {
     /// Folds the complete lines of a log (a torn final line is ignored).
-    /// Lines are parsed borrowed; only open decisions and the newest state
-    /// line are copied out. Text that is valid UTF-8 is read in place,
-    /// anything else decoded lossily first.
+    /// Every line is read as far as the fold needs ([`scan`]: its verb
+    /// and key); only the lines it keeps (open decisions, the newest state
+    /// line, the newest line for its stamp) are read whole and copied out.
+    /// Text that is valid UTF-8 is read in place, anything else decoded
+    /// lossily first.
     pub fn from_bytes(bytes: &[u8], paused: &str) -> Fold {
         let bytes = crate::fsx::complete_lines(bytes);
         let text = match std::str::from_utf8(bytes) {
@@ -47,42 +164,47 @@ impl Fold {
             Err(_) => String::from_utf8_lossy(bytes),
         };
         let paused_lower = paused.to_lowercase();
+        let verbs = Verbs::new(&paused_lower);
         let mut f = Fold::default();
-        // Slots in (re)opening order; a closed or reopened decision leaves
-        // an empty slot behind. `by_key` points at each open key's slot.
-        let mut slots: Vec<Option<LineRef>> = Vec::new();
-        let mut by_key: HashMap<&str, usize, foldhash::quality::RandomState> = HashMap::default();
-        let mut last_state: Option<LineRef> = None;
+        let mut open = OpenKeys::default();
+        let mut last_state: Option<&str> = None;
+        let mut last_line: Option<&str> = None;
         let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        for end in Newlines::new(text.as_bytes()) {
             // A '\n' byte ends a character: both ends are boundaries.
             let line = &text[start..end];
             start = end + 1;
             if line.bytes().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
-            match parse_str(line, &paused_lower) {
-                ParsedRef::Prose | ParsedRef::Invalid(_) => f.malformed += 1,
-                ParsedRef::Line(l) => {
-                    f.lines += 1;
-                    f.last_at = l.at;
-                    if (l.kind.opens() || l.kind == Verb::Resolved)
-                        && let Some(i) = by_key.remove(l.key)
-                    {
-                        slots[i] = None;
-                    }
-                    if l.kind.opens() {
-                        by_key.insert(l.key, slots.len());
-                        slots.push(Some(l));
-                    }
-                    if l.kind.is_state() {
-                        last_state = Some(l);
-                    }
-                }
+            let Some((kind, key)) = scan(line, &verbs) else {
+                f.malformed += 1;
+                continue;
+            };
+            f.lines += 1;
+            last_line = Some(line);
+            if kind.opens() || kind == Verb::Resolved {
+                open.close(key);
+            }
+            if kind.opens() {
+                open.open(key, line);
+            }
+            if kind.is_state() {
+                last_state = Some(line);
             }
         }
-        f.open = slots.iter().flatten().map(LineRef::decision).collect();
-        f.last_state = last_state.map(super::parse::LineRef::to_owned_line);
+        // The lines kept, read whole: `scan` took each for a status line.
+        let whole = |line| match parse_with(line, &verbs) {
+            ParsedRef::Line(l) => Some(l),
+            ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+        };
+        f.last_at = last_line.and_then(whole).and_then(|l| l.at);
+        f.open = open
+            .lines()
+            .filter_map(whole)
+            .map(|l| l.decision())
+            .collect();
+        f.last_state = last_state.and_then(whole).map(LineRef::to_owned_line);
         f
     }
 

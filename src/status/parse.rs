@@ -28,45 +28,6 @@ fn real_colon(s: &str) -> Option<(usize, bool)> {
     first.map(|i| (i, false))
 }
 
-/// The head of a plainly written line in one scan: a verb of ASCII
-/// letters and '-' at its very start, then only spaces and `[...]` tags
-/// holding neither '[' nor ':', then the colon. Gives the verb, the tags'
-/// part (from the first '[' to the colon) and the colon's index, as
-/// [`real_colon`] and the split after it would; `None` for any other
-/// line, which the general scan reads.
-fn plain_head(line: &str) -> Option<(&str, &str, usize)> {
-    let b = line.as_bytes();
-    let verb_end = b
-        .iter()
-        .position(|&c| !(c.is_ascii_alphabetic() || c == b'-'))?;
-    if verb_end == 0 {
-        return None;
-    }
-    let mut i = verb_end;
-    let mut first_tag = None;
-    loop {
-        match *b.get(i)? {
-            b' ' => i += 1,
-            b':' => break,
-            b'[' => {
-                first_tag.get_or_insert(i);
-                i += 1;
-                loop {
-                    match *b.get(i)? {
-                        b']' => break,
-                        b'[' | b':' => return None,
-                        _ => i += 1,
-                    }
-                }
-                i += 1;
-            }
-            _ => return None,
-        }
-    }
-    let tag_part = first_tag.map_or("", |t| &line[t..i]);
-    Some((&line[..verb_end], tag_part, i))
-}
-
 /// Walks the `[name=value]` tags of `s` in order, calling `f` for each;
 /// `false` if `s` holds anything else.
 fn tags<'a>(s: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> bool {
@@ -100,6 +61,14 @@ fn ascii_space(b: u8) -> bool {
 #[inline]
 fn trim_start(s: &str) -> &str {
     let b = s.as_bytes();
+    // Most text starts with a printable ASCII byte: nothing to trim.
+    if b.first().is_none_or(|&c| c.is_ascii() && !ascii_space(c)) {
+        return s;
+    }
+    // Text after a colon: one space, then a printable ASCII byte.
+    if b[0] == b' ' && b.get(1).is_some_and(|&c| c.is_ascii() && !ascii_space(c)) {
+        return &s[1..];
+    }
     let i = b.iter().position(|&c| !ascii_space(c)).unwrap_or(b.len());
     match b.get(i) {
         Some(c) if !c.is_ascii() => s[i..].trim_start(),
@@ -111,6 +80,9 @@ fn trim_start(s: &str) -> &str {
 #[inline]
 fn trim_end(s: &str) -> &str {
     let b = s.as_bytes();
+    if b.last().is_none_or(|&c| c.is_ascii() && !ascii_space(c)) {
+        return s;
+    }
     let n = b
         .iter()
         .rposition(|&c| !ascii_space(c))
@@ -128,10 +100,13 @@ fn trim(s: &str) -> &str {
 }
 
 fn parse_at(v: &str) -> Option<u64> {
-    if v.is_empty() || v.len() > 12 || !v.bytes().all(|b| b.is_ascii_digit()) {
+    if v.is_empty() || v.len() > 12 {
         return None;
     }
-    v.parse().ok()
+    // At most 12 digits: no overflow.
+    v.bytes().try_fold(0u64, |n, c| {
+        c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0'))
+    })
 }
 
 /// A status line borrowed from the text it was parsed from; the fold turns
@@ -175,65 +150,352 @@ pub(crate) enum ParsedRef<'a> {
     Invalid(String),
 }
 
-/// The verb of `word` without allocating; `paused_lower` is the configured
-/// paused word, lower-cased.
-fn verb_of(word: &str, paused_lower: &str) -> Option<Verb> {
-    // The fixed verbs are ASCII: only an ASCII word of at most their
-    // length can be one, compared lower-cased on the stack.
-    let mut buf = [0u8; 14];
-    if word.len() <= buf.len() && word.is_ascii() {
-        let lower = &mut buf[..word.len()];
-        for (d, s) in lower.iter_mut().zip(word.bytes()) {
-            *d = s.to_ascii_lowercase();
-        }
-        let fixed = match &*lower {
-            b"working" => Some(Verb::Working),
-            b"needs-decision" => Some(Verb::NeedsDecision),
-            b"blocked" => Some(Verb::Blocked),
-            b"done" => Some(Verb::Done),
-            b"failed" => Some(Verb::Failed),
-            b"resolved" => Some(Verb::Resolved),
-            b"note" => Some(Verb::Note),
-            b"paused" => Some(Verb::Paused),
+/// Which bytes a plain verb is made of: ASCII letters and '-'.
+static VERB_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = (c as u8).is_ascii_alphabetic() || c == b'-' as usize;
+        c += 1;
+    }
+    t
+};
+
+/// What a byte is inside a plain line's tag.
+#[derive(Clone, Copy)]
+enum HeadByte {
+    Other,
+    Eq,
+    Close,
+    /// '[' or ':': not a plain line.
+    Stop,
+}
+
+static HEAD_BYTE: [HeadByte; 256] = {
+    let mut t = [HeadByte::Other; 256];
+    t[b'=' as usize] = HeadByte::Eq;
+    t[b']' as usize] = HeadByte::Close;
+    t[b'[' as usize] = HeadByte::Stop;
+    t[b':' as usize] = HeadByte::Stop;
+    t
+};
+
+/// Whether `b` may be part of a plain verb.
+#[inline]
+fn verb_byte(b: u8) -> bool {
+    VERB_BYTE[usize::from(b)]
+}
+
+/// Four bytes of a plain word from `at`, lower-cased: `| 0x20` lower-cases
+/// an ASCII letter and leaves '-' as it is, and maps no other byte of a
+/// plain word onto those, so two plain words are equal ignoring ASCII case
+/// exactly when their lower-cased bytes are.
+#[inline]
+fn lower4(w: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([w[at], w[at + 1], w[at + 2], w[at + 3]]) | 0x2020_2020
+}
+
+/// [`lower4`], eight bytes.
+#[inline]
+fn lower8(w: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes([
+        w[at],
+        w[at + 1],
+        w[at + 2],
+        w[at + 3],
+        w[at + 4],
+        w[at + 5],
+        w[at + 6],
+        w[at + 7],
+    ]) | 0x2020_2020_2020_2020
+}
+
+/// [`lower4`] of a fixed word.
+const fn word4(w: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([w[at], w[at + 1], w[at + 2], w[at + 3]])
+}
+
+/// [`lower8`] of a fixed word.
+const fn word8(w: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes([
+        w[at],
+        w[at + 1],
+        w[at + 2],
+        w[at + 3],
+        w[at + 4],
+        w[at + 5],
+        w[at + 6],
+        w[at + 7],
+    ])
+}
+
+/// The fixed verb a plain word is (ASCII case ignored): by its length,
+/// then one or two compares of overlapping words.
+fn fixed_verb(w: &[u8]) -> Option<Verb> {
+    let two4 =
+        |a: &[u8]| (lower4(w, 0), lower4(w, w.len() - 4)) == (word4(a, 0), word4(a, a.len() - 4));
+    match w.len() {
+        4 => match lower4(w, 0) {
+            x if x == word4(b"done", 0) => Some(Verb::Done),
+            x if x == word4(b"note", 0) => Some(Verb::Note),
             _ => None,
-        };
-        if fixed.is_some() {
-            return fixed;
+        },
+        6 if two4(b"failed") => Some(Verb::Failed),
+        6 if two4(b"paused") => Some(Verb::Paused),
+        7 if two4(b"working") => Some(Verb::Working),
+        7 if two4(b"blocked") => Some(Verb::Blocked),
+        8 if lower8(w, 0) == word8(b"resolved", 0) => Some(Verb::Resolved),
+        14 if (lower8(w, 0), lower8(w, 6))
+            == (word8(b"needs-decision", 0), word8(b"needs-decision", 6)) =>
+        {
+            Some(Verb::NeedsDecision)
+        }
+        _ => None,
+    }
+}
+
+/// The words a log is read with: the fixed verbs and the configured paused
+/// word, lower-cased, made ready once for a whole log.
+pub(crate) struct Verbs<'p> {
+    paused_lower: &'p str,
+    /// The paused word is a plain verb (ASCII letters and '-'): then a
+    /// line opening with a plain word that is no verb is prose.
+    paused_plain: bool,
+}
+
+impl<'p> Verbs<'p> {
+    pub(crate) fn new(paused_lower: &'p str) -> Verbs<'p> {
+        let b = paused_lower.as_bytes();
+        Verbs {
+            paused_lower,
+            paused_plain: !b.is_empty() && b.iter().all(|&c| verb_byte(c)),
         }
     }
-    let is_paused = if word.is_ascii() {
-        word.eq_ignore_ascii_case(paused_lower)
-    } else {
-        word.to_lowercase() == paused_lower
-    };
-    is_paused.then_some(Verb::Paused)
+
+    /// The verb of a plain word (ASCII letters and '-').
+    #[inline]
+    fn plain(&self, word: &str) -> Option<Verb> {
+        fixed_verb(word.as_bytes()).or_else(|| {
+            (self.paused_plain && word.eq_ignore_ascii_case(self.paused_lower))
+                .then_some(Verb::Paused)
+        })
+    }
+
+    /// The verb of `word` (any text) without allocating.
+    fn of(&self, word: &str) -> Option<Verb> {
+        if word.bytes().all(verb_byte) {
+            return self.plain(word);
+        }
+        // Only a word lower-cased by Unicode's rules can be the paused
+        // word now (the fixed verbs are plain).
+        let is_paused = if word.is_ascii() {
+            word.eq_ignore_ascii_case(self.paused_lower)
+        } else {
+            word.to_lowercase() == self.paused_lower
+        };
+        is_paused.then_some(Verb::Paused)
+    }
 }
 
 /// Parses one line (without its `\n`) of already-decoded text. Never
 /// fails, never panics; `paused_lower` is the configured paused word,
 /// lower-cased.
 pub(crate) fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
+    parse_with(line, &Verbs::new(paused_lower))
+}
+
+/// [`parse_str`] with the words made ready ([`Verbs`]).
+pub(crate) fn parse_with<'a>(line: &'a str, verbs: &Verbs) -> ParsedRef<'a> {
+    let line = without_eol(line);
+    match plain::<true>(line, verbs) {
+        Plain::Head {
+            verb_end,
+            kind,
+            key,
+            at,
+            colon,
+        } => match body(line, colon, key) {
+            Some((key, text)) => ParsedRef::Line(LineRef {
+                verb: &line[..verb_end],
+                kind,
+                key,
+                text,
+                at,
+            }),
+            None => general(line, verbs),
+        },
+        Plain::Prose => ParsedRef::Prose,
+        Plain::Other => general(line, verbs),
+    }
+}
+
+/// What [`parse_with`] says of the line, as far as the fold needs it on
+/// every line: its verb and key when it is a status line, `None` when it
+/// is prose or invalid. The stamp and the text are left for the lines the
+/// fold keeps.
+#[inline]
+pub(crate) fn scan<'a>(line: &'a str, verbs: &Verbs) -> Option<(Verb, &'a str)> {
+    let line = without_eol(line);
+    match plain::<false>(line, verbs) {
+        Plain::Head {
+            kind, key, colon, ..
+        } => match body(line, colon, key) {
+            Some((key, _)) => Some((kind, key)),
+            None => None,
+        },
+        Plain::Prose => None,
+        Plain::Other => match general(line, verbs) {
+            ParsedRef::Line(l) => Some((l.kind, l.key)),
+            ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+        },
+    }
+}
+
+/// The line without the '\r' and '\n' at its end.
+#[inline]
+fn without_eol(line: &str) -> &str {
     let b = line.as_bytes();
-    let end = b
-        .iter()
-        .rposition(|&c| c != b'\r' && c != b'\n')
-        .map_or(0, |i| i + 1);
-    let line = &line[..end];
-    let (verb, tag_part, colon, balanced) = if let Some((verb, tag_part, colon)) = plain_head(line)
-    {
-        (verb, tag_part, colon, true)
-    } else {
-        let Some((colon, balanced)) = real_colon(line) else {
-            return ParsedRef::Prose;
+    match b.last() {
+        Some(b'\r' | b'\n') => {
+            let end = b
+                .iter()
+                .rposition(|&c| c != b'\r' && c != b'\n')
+                .map_or(0, |i| i + 1);
+            &line[..end]
+        }
+        _ => line,
+    }
+}
+
+/// What [`plain`] read.
+enum Plain<'a> {
+    /// A plain head: the verb (`line[..verb_end]`), the tags' key and
+    /// stamp, and where the colon is; the text after it is still to read.
+    Head {
+        verb_end: usize,
+        kind: Verb,
+        key: Option<&'a str>,
+        at: Option<u64>,
+        colon: usize,
+    },
+    Prose,
+    /// Not plain (or a malformed key): for [`general`] to read.
+    Other,
+}
+
+/// A plainly written line's head, in one scan: a verb of ASCII letters
+/// and '-' at its very start, then only spaces and `[...]` tags holding
+/// neither '[' nor ':', then the colon — or a plain word that is no verb,
+/// which makes the line prose whatever follows. Any other line is
+/// [`Plain::Other`], for [`general`]; for the lines it answers, it answers
+/// as [`general`] would. `AT`: read the `at=` stamp (the fold reads it
+/// only on the lines it keeps).
+#[inline]
+fn plain<'a, const AT: bool>(line: &'a str, verbs: &Verbs) -> Plain<'a> {
+    let b = line.as_bytes();
+    let verb_end = b.iter().position(|&c| !verb_byte(c)).unwrap_or(b.len());
+    if verb_end == 0 {
+        return Plain::Other;
+    }
+    let Some(kind) = verbs.plain(&line[..verb_end]) else {
+        // The verb the general reading finds is this word, or this word
+        // and more: an ASCII byte that is not a verb's (whitespace, a
+        // digit, punctuation) stays in it lower-cased, so it is no plain
+        // word. Only a non-ASCII character could lower-case into one.
+        let next_ascii = b.get(verb_end).is_none_or(u8::is_ascii);
+        return if verbs.paused_plain && next_ascii {
+            Plain::Prose
+        } else {
+            Plain::Other
         };
-        let head = &line[..colon];
-        let (verb_part, tag_part) = match head.bytes().position(|b| b == b'[') {
-            Some(i) => (&head[..i], &head[i..]),
-            None => (head, ""),
-        };
-        (trim(verb_part), tag_part, colon, balanced)
     };
-    let Some(kind) = verb_of(verb, paused_lower) else {
+    let mut at = None;
+    let mut key: Option<&str> = None;
+    let mut i = verb_end;
+    let colon = loop {
+        match b.get(i) {
+            Some(b' ') => i += 1,
+            Some(b':') => break i,
+            Some(b'[') => {
+                // The tag runs to a ']' with no '[' or ':' before it.
+                let open = i + 1;
+                let mut eq = usize::MAX;
+                i = open;
+                loop {
+                    let Some(&c) = b.get(i) else {
+                        return Plain::Other;
+                    };
+                    match HEAD_BYTE[usize::from(c)] {
+                        HeadByte::Other => {}
+                        HeadByte::Eq => eq = eq.min(i),
+                        HeadByte::Close => break,
+                        HeadByte::Stop => return Plain::Other,
+                    }
+                    i += 1;
+                }
+                let tag = &line[open..i];
+                i += 1;
+                // A tag `[name=value]`, both trimmed; no '=' is a name.
+                let (name, value) = if eq == usize::MAX {
+                    (tag, "")
+                } else {
+                    (&line[open..eq], &line[eq + 1..i - 1])
+                };
+                match trim(name) {
+                    "at" if AT => at = parse_at(trim(value)).or(at),
+                    "key" => {
+                        let value = trim(value);
+                        if !valid_key(value) {
+                            return Plain::Other;
+                        }
+                        key = Some(value);
+                    }
+                    _ => {}
+                }
+            }
+            _ => return Plain::Other,
+        }
+    };
+    Plain::Head {
+        verb_end,
+        kind,
+        key,
+        at,
+        colon,
+    }
+}
+
+/// The key and the text of a line whose head ends at `colon`: a `[key=…]`
+/// at the head of the text is the key when the tags gave none. `None`
+/// when that key is malformed.
+#[inline]
+fn body<'a>(line: &'a str, colon: usize, key: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+    let text = trim_start(&line[colon + 1..]);
+    if let Some(after) = text.strip_prefix("[key=")
+        && let Some(end) = after.find(']')
+    {
+        let value = trim(&after[..end]);
+        if !valid_key(value) {
+            return None;
+        }
+        return Some((key.unwrap_or(value), trim_start(&after[end + 1..])));
+    }
+    Some((key.unwrap_or("default"), text))
+}
+
+/// Any line: the verb before the first colon outside brackets (or the
+/// first colon, when the brackets do not balance), then its tags.
+fn general<'a>(line: &'a str, verbs: &Verbs) -> ParsedRef<'a> {
+    let Some((colon, balanced)) = real_colon(line) else {
+        return ParsedRef::Prose;
+    };
+    let head = &line[..colon];
+    let (verb_part, tag_part) = match head.bytes().position(|b| b == b'[') {
+        Some(i) => (&head[..i], &head[i..]),
+        None => (head, ""),
+    };
+    let verb = trim(verb_part);
+    let Some(kind) = verbs.of(verb) else {
         return ParsedRef::Prose;
     };
     let mut at = None;
@@ -260,8 +522,8 @@ pub(crate) fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> 
     if let Some(value) = bad_key {
         return ParsedRef::Invalid(format!("malformed key {value:?}"));
     }
-    let mut body = trim_start(&line[colon + 1..]);
-    if let Some(after) = body.strip_prefix("[key=")
+    let mut text = trim_start(&line[colon + 1..]);
+    if let Some(after) = text.strip_prefix("[key=")
         && let Some(end) = after.find(']')
     {
         let value = trim(&after[..end]);
@@ -269,13 +531,13 @@ pub(crate) fn parse_str<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> 
             return ParsedRef::Invalid(format!("malformed key {value:?}"));
         }
         key.get_or_insert(value);
-        body = trim_start(&after[end + 1..]);
+        text = trim_start(&after[end + 1..]);
     }
     ParsedRef::Line(LineRef {
         verb,
         kind,
         key: key.unwrap_or("default"),
-        text: body,
+        text,
         at,
     })
 }
