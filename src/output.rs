@@ -46,7 +46,8 @@ fn is_unsafe(c: char) -> bool {
 /// Idempotent: what it returns is printable and unchanged by a second
 /// pass.
 pub fn sanitize(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_unsafe) {
+    // Most text is printable ASCII (and tab): nothing to look at by char.
+    if s.bytes().all(|b| matches!(b, b' '..=b'~' | b'\t')) || !s.chars().any(is_unsafe) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
@@ -123,8 +124,35 @@ impl Text {
 
     /// Appends `n` spaces.
     pub fn pad(&mut self, n: usize) -> &mut Text {
-        self.0.extend(std::iter::repeat_n(' ', n));
+        const SPACES: &str = "                                ";
+        let mut n = n;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            self.0.push_str(&SPACES[..k]);
+            n -= k;
+        }
         self
+    }
+
+    /// Ends a line: a `Text` may hold several, printed as one block.
+    pub fn line_break(&mut self) -> &mut Text {
+        self.0.push('\n');
+        self
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Forgets what is held, keeping the room.
+    pub fn clear(&mut self) {
+        self.0.clear();
     }
 
     /// Drops trailing spaces.
@@ -224,6 +252,12 @@ pub fn out_text<'a>(lines: impl IntoIterator<Item = &'a Text>) -> Result<()> {
         s.push('\n');
     }
     write_stdout(s.as_bytes())
+}
+
+/// Prints a block of built [`Text`] lines, each ended by its own line
+/// break ([`Text::line_break`]), in one write.
+pub fn out_block_text(block: &Text) -> Result<()> {
+    write_stdout(block.as_str().as_bytes())
 }
 
 /// `json` (a serialised document) with DEL, C1 and bidi controls written

@@ -95,17 +95,18 @@ fn fleet_table(ctx: &Ctx, reader: &mut FleetReader, colour: bool) -> Result<rend
     Ok(table)
 }
 
-/// Prints the table's lines, a bounded batch per write.
+/// Prints the table, a bounded batch of lines per write.
 fn print_table(table: &render::Table) -> Result<()> {
-    let mut batch = Vec::with_capacity(PRINT_BATCH);
-    for l in table.lines() {
-        batch.push(l);
-        if batch.len() == PRINT_BATCH {
-            crate::output::out_text(&batch)?;
-            batch.clear();
-        }
+    let mut batch = crate::output::Text::new();
+    let mut k = 0;
+    while k <= table.len() {
+        let upto = (k + PRINT_BATCH - 1).min(table.len());
+        table.write(k..=upto, &mut batch);
+        k = upto + 1;
+        crate::output::out_block_text(&batch)?;
+        batch.clear();
     }
-    crate::output::out_text(&batch)
+    Ok(())
 }
 
 /// Lines of the fleet table per write.
@@ -175,10 +176,9 @@ fn frame(ctx: &Ctx, reader: &mut FleetReader, colour: bool, interval: f64) -> Re
         clock::human_utc(clock::now()),
         table.len()
     );
-    for l in table.lines() {
-        s.push_str(l.as_str());
-        s.push('\n');
-    }
+    let mut lines = crate::output::Text::new();
+    table.write(0..=table.len(), &mut lines);
+    s.push_str(lines.as_str());
     s.push_str("\nwakes:\n");
     let wakes = live::recent_wakes(&ctx.home.wakes(), WAKE_LINES, clock::now());
     if wakes.is_empty() {

@@ -122,17 +122,33 @@ impl Attention {
     /// A short label for the table's WAITING column: `decision db`,
     /// `escalated 003.msg`, `dead agent`.
     pub fn label(&self) -> String {
+        let mut s = String::new();
+        self.push_label(&mut s);
+        s
+    }
+
+    /// Appends [`Attention::label`] to `out`.
+    pub(crate) fn push_label(&self, out: &mut String) {
         match self {
-            Attention::Decision { key, .. } => format!("decision {key}"),
-            Attention::Blocked { key: Some(k), .. } => format!("blocked {k}"),
-            Attention::Blocked { key: None, .. } => "blocked (gate)".into(),
-            Attention::Approval { .. } => "approval".into(),
-            Attention::Dialog { which } => format!("dialog: {which}"),
-            Attention::Escalated { unread, rings, .. } => {
-                format!("{} unread, {rings} rings", messages(*unread))
+            Attention::Decision { key, .. } => {
+                out.push_str("decision ");
+                out.push_str(key);
             }
-            Attention::DeadAgent { .. } => "dead agent".into(),
-            Attention::Failed { .. } => "failed".into(),
+            Attention::Blocked { key: Some(k), .. } => {
+                out.push_str("blocked ");
+                out.push_str(k);
+            }
+            Attention::Blocked { key: None, .. } => out.push_str("blocked (gate)"),
+            Attention::Approval { .. } => out.push_str("approval"),
+            Attention::Dialog { which } => {
+                out.push_str("dialog: ");
+                out.push_str(which);
+            }
+            Attention::Escalated { unread, rings, .. } => {
+                out.push_str(&format!("{} unread, {rings} rings", messages(*unread)));
+            }
+            Attention::DeadAgent { .. } => out.push_str("dead agent"),
+            Attention::Failed { .. } => out.push_str("failed"),
         }
     }
 }
@@ -193,7 +209,7 @@ pub fn of(f: &Facts, res: &Resolution) -> Option<Attention> {
     }
     let current_at = f
         .fold
-        .current()
+        .current_ref()
         .and_then(|c| c.at.or(f.log_mtime))
         .or(f.log_mtime);
     if res.state == State::Exited {

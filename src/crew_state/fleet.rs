@@ -191,19 +191,25 @@ fn refresh(s: &Shared, item: Item) -> Done {
         .meta
         .as_ref()
         .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
-    let row = if has_pane {
-        None
-    } else {
-        step(&f).ok().map(|r| Row::with(&f, r, s.cfg))
+    let resolved = if has_pane { None } else { step(&f).ok() };
+    let keep_facts = resolved.is_none() || (s.keep && f.error.is_none());
+    let stamps = stamps.filter(|_| f.error.is_none());
+    let (facts, row) = match resolved {
+        Some(r) if keep_facts => {
+            let row = Row::with(&f, r, s.cfg);
+            (Some(f), Some(row))
+        }
+        // Facts no longer needed: the row takes what it can from them.
+        Some(r) => (None, Some(Row::from_owned(f, r, s.cfg))),
+        None => (Some(f), None),
     };
-    let keep_facts = row.is_none() || (s.keep && f.error.is_none());
     Done {
         reread,
         looked,
-        stamps: stamps.filter(|_| f.error.is_none()),
+        facts,
+        stamps,
         taken,
         taken_at,
-        facts: keep_facts.then_some(f),
         row,
     }
 }

@@ -144,14 +144,12 @@ pub(crate) fn needs_attribution(f: &Facts) -> bool {
 
 /// The `done` line handed to the gate: the fold's current line.
 pub(crate) fn done_line(f: &Facts) -> StatusLine {
-    let c = f.fold.current();
+    let c = f.fold.current_ref();
     StatusLine {
         verb: "done".into(),
         kind: Verb::Done,
-        key: c
-            .as_ref()
-            .map_or_else(|| "default".into(), |c| c.key.clone()),
-        text: c.as_ref().map(|c| c.text.clone()).unwrap_or_default(),
+        key: c.map_or("default", |c| c.key).to_string(),
+        text: c.map(|c| c.text.to_string()).unwrap_or_default(),
         at: c.and_then(|c| c.at),
     }
 }

@@ -137,6 +137,18 @@ pub struct OpenDecision {
     pub opened_at: Option<u64>,
 }
 
+impl From<Decision> for OpenDecision {
+    fn from(d: Decision) -> Self {
+        OpenDecision {
+            key: d.key,
+            verb: d.verb,
+            text: d.text,
+            at: d.at,
+            opened_at: d.at,
+        }
+    }
+}
+
 impl From<&Decision> for OpenDecision {
     fn from(d: &Decision) -> Self {
         OpenDecision {
@@ -163,19 +175,9 @@ impl Row {
 
     /// The row for gathered facts and their resolution.
     pub(crate) fn with(f: &Facts, r: Resolution, cfg: &Config) -> Row {
-        let attention = attention::of(f, &r);
-        let current_at = f.fold.current().and_then(|c| c.at.or(f.log_mtime));
         let meta = f.meta.as_ref();
         Row {
-            id: f.id.to_string(),
-            state: r.state,
-            source: r.source,
-            detail: r.detail,
-            age_secs: current_at.map(|t| f.now.saturating_sub(t)),
-            inbox_pending: f.inbox_pending,
             open_decisions: f.fold.open.iter().map(OpenDecision::from).collect(),
-            current_at,
-            attention,
             project: meta.and_then(project_name),
             pane: meta.and_then(|m| m.pane.clone()),
             tmux_socket: meta
@@ -184,6 +186,55 @@ impl Row {
             // A remote task's row is replaced by its host's answer
             // (`remote::fleet`); the name marks it for that.
             host: meta.and_then(TaskMeta::host_name).map(str::to_string),
+            ..Row::head(f, r)
+        }
+    }
+
+    /// [`Row::with`], moving what it can out of facts no longer needed.
+    pub(crate) fn from_owned(f: Facts, r: Resolution, cfg: &Config) -> Row {
+        let row = Row::head(&f, r);
+        let open_decisions = f.fold.open.into_iter().map(OpenDecision::from).collect();
+        let Some(m) = f.meta else {
+            return Row {
+                open_decisions,
+                tmux_socket: cfg.tmux.socket.clone(),
+                ..row
+            };
+        };
+        Row {
+            open_decisions,
+            host: m.host_name().map(str::to_string),
+            project: m.repo.or_else(|| {
+                m.project
+                    .as_ref()
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+            }),
+            pane: m.pane,
+            tmux_socket: m.tmux_socket.unwrap_or_else(|| cfg.tmux.socket.clone()),
+            ..row
+        }
+    }
+
+    /// The row's own fields from the facts: everything but what
+    /// [`Row::with`] copies out of meta and the fold.
+    fn head(f: &Facts, r: Resolution) -> Row {
+        let attention = attention::of(f, &r);
+        let current_at = f.fold.current_ref().and_then(|c| c.at.or(f.log_mtime));
+        Row {
+            id: f.id.to_string(),
+            state: r.state,
+            source: r.source,
+            detail: r.detail,
+            age_secs: current_at.map(|t| f.now.saturating_sub(t)),
+            inbox_pending: f.inbox_pending,
+            open_decisions: Vec::new(),
+            current_at,
+            attention,
+            project: None,
+            pane: None,
+            tmux_socket: String::new(),
+            host: None,
         }
     }
 

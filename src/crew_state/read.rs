@@ -399,6 +399,36 @@ impl Dirs {
     }
 }
 
+/// A task's file name `<id>.<suffix>` as the C string a system call
+/// takes, made on the stack (a view names three files a task).
+struct FileName([u8; FileName::MAX]);
+
+impl Default for FileName {
+    fn default() -> FileName {
+        FileName([0; FileName::MAX])
+    }
+}
+
+impl FileName {
+    /// Room for the longest id, a dot, the longest suffix and the NUL.
+    const MAX: usize = crate::task_id::MAX_LEN + 32;
+
+    /// `<id>.<suffix>`; `NAMETOOLONG` when it does not fit (no suffix
+    /// here is that long), `INVAL` for a NUL (no id holds one).
+    fn of(&mut self, id: &TaskId, suffix: &str) -> rustix::io::Result<&std::ffi::CStr> {
+        let (id, suffix) = (id.as_str().as_bytes(), suffix.as_bytes());
+        let len = id.len() + 1 + suffix.len();
+        if len >= FileName::MAX {
+            return Err(Errno::NAMETOOLONG);
+        }
+        self.0[..id.len()].copy_from_slice(id);
+        self.0[id.len()] = b'.';
+        self.0[id.len() + 1..len].copy_from_slice(suffix);
+        self.0[len] = 0;
+        std::ffi::CStr::from_bytes_with_nul(&self.0[..=len]).map_err(|_| Errno::INVAL)
+    }
+}
+
 /// What a task's inbox holds, from one listing.
 struct InboxListing {
     pending: Vec<u64>,
@@ -435,18 +465,25 @@ impl StateDir {
     /// Opens `<id>.<suffix>` relative to `state/`; without a descriptor it
     /// fails, and the caller reads the ordinary (checked) way.
     fn open_at(&self, id: &TaskId, suffix: &str, flags: OFlags) -> rustix::io::Result<OwnedFd> {
-        let name = format!("{id}.{suffix}");
         let dir = self.fd.as_ref().ok_or(Errno::IO)?;
-        rustix::fs::openat(dir, name.as_str(), flags | OFlags::CLOEXEC, Mode::empty())
+        let mut name = FileName::default();
+        rustix::fs::openat(
+            dir,
+            name.of(id, suffix)?,
+            flags | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
     }
 
     /// The stamp of `<id>.<suffix>` (not following a symlink), as
     /// [`Stamp::of`] takes it.
     fn stamp(&self, home: &Home, id: &TaskId, suffix: &str) -> Option<Stamp> {
-        let name = format!("{id}.{suffix}");
         let st = match &self.fd {
-            Some(dir) => rustix::fs::statat(dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW),
-            None => return Stamp::of(&home.state_dir().join(name)),
+            Some(dir) => {
+                let mut name = FileName::default();
+                rustix::fs::statat(dir, name.of(id, suffix).ok()?, AtFlags::SYMLINK_NOFOLLOW)
+            }
+            None => return Stamp::of(&home.state_dir().join(format!("{id}.{suffix}"))),
         }
         .ok()?;
         Some(Stamp {
@@ -603,8 +640,8 @@ fn files(
         dir.read_if(id, present, Present::STATUS, "status", || home.status(id))?
     {
         f.log_mtime = mtime;
-        f.fold = status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb);
-        if f.fold.lines > 0 {
+        f.fold = status::Fold::for_view(&bytes, &cfg.brief.paused_verb);
+        if f.fold.any_line {
             f.last_line_at = f.fold.last_at.or(f.log_mtime);
         }
     }
@@ -721,12 +758,15 @@ mod tests {
         std::fs::write(state.join("r.status"), "working [at=1]: here\n").unwrap();
         std::fs::write(state.join("r.meta"), "kind=ship\nhost=far\n").unwrap();
         let (f, _) = both(&home, "r");
-        assert_eq!((f.fold.lines, f.inbox_pending, f.error), (0, 0, None));
+        assert_eq!(
+            (f.fold.any_line, f.inbox_pending, f.error),
+            (false, 0, None)
+        );
         assert_eq!(f.meta.and_then(|m| m.host).as_deref(), Some("far"));
         // The same files of a local task are read.
         std::fs::write(state.join("r.meta"), "kind=ship\nhost= \n").unwrap();
         let (f, _) = both(&home, "r");
-        assert_eq!((f.fold.lines, f.inbox_pending), (1, 1));
+        assert_eq!((f.fold.any_line, f.inbox_pending), (true, 1));
     }
 
     /// Reads `id` through `state/` opened, and by whole paths.
@@ -753,7 +793,8 @@ mod tests {
         let state = home.state_dir();
         std::fs::create_dir_all(state.join("t1.inbox/handled")).unwrap();
         std::fs::write(state.join("t1.meta"), "kind=secondmate\nrepo=r\n").unwrap();
-        let log = "working [at=5]: a\n".repeat(3_000);
+        let mut log = "working [at=5]: a\n".repeat(3_000);
+        log.push_str("needs-decision [at=6] [key=k]: the last line\n");
         std::fs::write(state.join("t1.status"), &log).unwrap();
         for name in ["001.msg", "002.msg", "handled/000.msg", "x.tmp"] {
             std::fs::write(state.join("t1.inbox").join(name), "m\n").unwrap();
@@ -763,7 +804,12 @@ mod tests {
         for f in [&a, &b] {
             assert_eq!(f.error, None);
             assert_eq!(f.meta.as_ref().and_then(|m| m.repo.as_deref()), Some("r"));
-            assert_eq!(f.fold.lines, 3_000);
+            // Read to its end: the last line is the current one.
+            let current = f.fold.current().unwrap();
+            assert_eq!(
+                (current.text.as_str(), f.fold.last_at),
+                ("the last line", Some(6))
+            );
             assert!(f.log_mtime.is_some());
             assert_eq!(f.inbox_pending, 2);
             assert_eq!(

@@ -7,8 +7,9 @@
 //! status text cannot carry an escape sequence to the captain's terminal),
 //! and column widths are measured on what is printed.
 
+use std::borrow::Cow;
+
 use super::{Row, State};
-use crate::clock;
 use crate::output::{Sgr, Text, sanitize};
 
 const SEP: &str = " \u{b7} ";
@@ -43,48 +44,85 @@ pub(crate) fn line(row: &Row, colour_on: bool) -> Text {
     t
 }
 
-/// The AGE cell: `42s ago`, `5m ago`, … or `-` without a current line.
-pub(crate) fn age_cell(row: &Row) -> String {
-    row.age_secs
-        .map_or_else(|| "-".into(), |a| format!("{} ago", clock::age(a)))
+/// Appends `n` in decimal.
+fn push_u64(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
 }
 
-/// The WAITING cell: what the captain is needed for, or `-`.
-pub(crate) fn waiting_cell(row: &Row) -> String {
-    row.attention
-        .as_ref()
-        .map_or_else(|| "-".into(), super::attention::Attention::label)
+/// Appends the AGE cell: `42s ago`, `5m ago`, … or `-` without a current
+/// line (as `clock::age` words it).
+fn push_age(out: &mut String, row: &Row) {
+    let Some(secs) = row.age_secs else {
+        out.push('-');
+        return;
+    };
+    let (n, unit) = match secs {
+        s if s < 60 => (s, 's'),
+        s if s < 3600 => (s / 60, 'm'),
+        s if s < 86_400 => (s / 3600, 'h'),
+        s => (s / 86_400, 'd'),
+    };
+    push_u64(out, n);
+    out.push(unit);
+    out.push_str(" ago");
 }
 
 /// The fleet table: a header and one row per task, columns padded to the
 /// widest cell, DETAIL last and unpadded. A HOST column follows ID when
 /// any task is remote (`-` for a local one).
 #[cfg(test)]
-pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<Text> {
+pub(crate) fn table(rows: &[Row], colour_on: bool) -> Vec<String> {
     let mut t = Table::new(colour_on);
     for r in rows {
         t.push(r);
     }
-    t.lines().collect()
+    let mut text = Text::new();
+    t.write(0..=t.len(), &mut text);
+    text.lines().map(str::to_string).collect()
 }
 
 /// The table's columns, HOST included (left out when no task is remote).
-const HEADER: [&str; 9] = [
+const HEADER: [&str; COLUMNS] = [
     "ID", "HOST", "STATE", "SOURCE", "AGE", "INBOX", "OPEN", "WAITING", "DETAIL",
 ];
+const COLUMNS: usize = 9;
 const HOST_COL: usize = 1;
 const STATE_COL: usize = 2;
 
 /// [`table`] built a row at a time: a row is kept only as its state and
-/// its printed cells, so a fleet is aligned without holding its rows.
+/// its printed cells, all rows' cells in one string, so a fleet is aligned
+/// without holding its rows.
 pub(crate) struct Table {
     colour_on: bool,
     hosts: bool,
-    /// The widest cell of each column, the header's included.
-    width: [usize; HEADER.len()],
-    /// Each row's state and its cells, sanitised (so free of `\0`),
-    /// joined by `\0`.
-    rows: Vec<(State, Box<str>)>,
+    /// The widest cell of each column, in characters, the header's
+    /// included.
+    width: [usize; COLUMNS],
+    /// Every row's cells, sanitised, one after another.
+    cells: String,
+    /// Each row's state, where its cells start in `cells`, and where each
+    /// of its cells ends, from that start (a row is far shorter than
+    /// 4 GiB: its longest cell is one line of a bounded file).
+    rows: Vec<Cells>,
+}
+
+struct Cells {
+    state: State,
+    start: usize,
+    ends: [u32; COLUMNS],
 }
 
 impl Table {
@@ -93,6 +131,7 @@ impl Table {
             colour_on,
             hosts: false,
             width: HEADER.map(str::len),
+            cells: String::new(),
             rows: Vec::new(),
         }
     }
@@ -100,27 +139,44 @@ impl Table {
     /// Adds a row.
     pub(crate) fn push(&mut self, r: &Row) {
         self.hosts |= r.host.is_some();
-        let cells = [
-            r.id.as_str(),
-            r.host.as_deref().unwrap_or("-"),
-            r.state.as_str(),
-            r.source.as_str(),
-            &age_cell(r),
-            &r.inbox_pending.to_string(),
-            &r.open_decisions.len().to_string(),
-            &waiting_cell(r),
-            &r.detail,
-        ];
-        let mut joined = String::new();
-        for (i, cell) in cells.into_iter().enumerate() {
-            if i > 0 {
-                joined.push('\0');
+        let start = self.cells.len();
+        let mut ends = [0u32; COLUMNS];
+        for (i, end) in ends.iter_mut().enumerate() {
+            let from = self.cells.len();
+            let out = &mut self.cells;
+            match i {
+                0 => out.push_str(&r.id),
+                1 => out.push_str(r.host.as_deref().unwrap_or("-")),
+                2 => out.push_str(r.state.as_str()),
+                3 => out.push_str(r.source.as_str()),
+                4 => push_age(out, r),
+                5 => push_u64(out, r.inbox_pending as u64),
+                6 => push_u64(out, r.open_decisions.len() as u64),
+                7 => match &r.attention {
+                    Some(a) => a.push_label(out),
+                    None => out.push('-'),
+                },
+                _ => out.push_str(&r.detail),
             }
-            let cell = sanitize(cell);
-            self.width[i] = self.width[i].max(cell.chars().count());
-            joined.push_str(&cell);
+            // Sanitised in place (most cells need nothing).
+            if let Cow::Owned(clean) = sanitize(&out[from..]) {
+                out.truncate(from);
+                out.push_str(&clean);
+            }
+            let cell = &self.cells[from..];
+            let chars = if cell.is_ascii() {
+                cell.len()
+            } else {
+                cell.chars().count()
+            };
+            self.width[i] = self.width[i].max(chars);
+            *end = u32::try_from(self.cells.len() - start).unwrap_or(u32::MAX);
         }
-        self.rows.push((r.state, joined.into_boxed_str()));
+        self.rows.push(Cells {
+            state: r.state,
+            start,
+            ends,
+        });
     }
 
     /// How many rows were added.
@@ -128,35 +184,53 @@ impl Table {
         self.rows.len()
     }
 
-    /// The header line, then one line per row in the order added.
-    pub(crate) fn lines(&self) -> impl Iterator<Item = Text> + '_ {
-        std::iter::once(self.line(HEADER.into_iter(), None)).chain(
-            self.rows
-                .iter()
-                .map(|(state, cells)| self.line(cells.split('\0'), Some(*state))),
-        )
+    /// Lines `lines` of the table (0 the header, `k` the `k`th row added),
+    /// each ended by a line break.
+    pub(crate) fn write(&self, lines: std::ops::RangeInclusive<usize>, out: &mut Text) {
+        for k in lines {
+            if k == 0 {
+                self.line(HEADER.into_iter(), None, out);
+            } else if let Some(row) = self.rows.get(k - 1) {
+                let text = &self.cells[row.start..];
+                let mut from = 0;
+                let cells = row.ends.iter().map(|&end| {
+                    let end = end as usize;
+                    let cell = text.get(from..end).unwrap_or_default();
+                    from = end;
+                    cell
+                });
+                self.line(cells, Some(row.state), out);
+            }
+        }
     }
 
-    fn line<'a>(&self, cells: impl Iterator<Item = &'a str>, state: Option<State>) -> Text {
-        let last = HEADER.len() - 1;
-        let mut t = Text::new();
+    fn line<'a>(&self, cells: impl Iterator<Item = &'a str>, state: Option<State>, out: &mut Text) {
+        let last = COLUMNS - 1;
+        let begin = out.len();
         for (i, cell) in cells.enumerate() {
             if i == HOST_COL && !self.hosts {
                 continue;
             }
             if i == last {
-                t.push(cell);
+                out.push(cell);
                 break;
             }
-            let pad = self.width[i] - cell.chars().count() + 2;
-            match state {
-                Some(st) if i == STATE_COL => t.paint(cell, colour(st), self.colour_on),
-                _ => t.push(cell),
+            let chars = if cell.is_ascii() {
+                cell.len()
+            } else {
+                cell.chars().count()
             };
-            t.pad(pad);
+            match state {
+                Some(st) if i == STATE_COL => out.paint(cell, colour(st), self.colour_on),
+                _ => out.push(cell),
+            };
+            out.pad(self.width[i] - chars + 2);
         }
-        t.trim_end();
-        t
+        // An empty DETAIL leaves the padding of the cell before it.
+        if out.len() > begin {
+            out.trim_end();
+        }
+        out.line_break();
     }
 }
 
@@ -194,6 +268,53 @@ mod tests {
             "state: done \u{b7} source: status-log"
         );
         assert!(line(&row("a", State::Done, ""), true).contains("\x1b[34mdone\x1b[0m"));
+    }
+
+    #[test]
+    fn the_age_cell_words_an_age_as_the_clock_does() {
+        for secs in [
+            0,
+            1,
+            59,
+            60,
+            61,
+            3_599,
+            3_600,
+            86_399,
+            86_400,
+            10_000_000,
+            u64::MAX,
+        ] {
+            let mut r = row("a", State::Working, "");
+            r.age_secs = Some(secs);
+            let mut cell = String::new();
+            push_age(&mut cell, &r);
+            assert_eq!(cell, format!("{} ago", crate::clock::age(secs)), "{secs}");
+        }
+        let mut r = row("a", State::Working, "");
+        r.age_secs = None;
+        let mut cell = String::new();
+        push_age(&mut cell, &r);
+        assert_eq!(cell, "-");
+    }
+
+    #[test]
+    fn cells_are_sanitised_and_measured_in_characters() {
+        let mut r = row("\u{e9}\u{e9}\u{e9}", State::Working, "\u{1b}[2Jwiped");
+        r.attention = Some(crate::crew_state::Attention::Decision {
+            key: "k\u{9b}".into(),
+            text: String::new(),
+            at: None,
+        });
+        let t = table(&[r, row("bb", State::Idle, "x")], false);
+        assert_eq!(
+            t[1],
+            "\u{e9}\u{e9}\u{e9}  working  status-log  2m ago  2      0     decision k\\u{9b}  \\x1b[2Jwiped"
+        );
+        assert_eq!(
+            t[2],
+            "bb   idle     status-log  2m ago  2      0     -                 x"
+        );
     }
 
     #[test]

@@ -157,10 +157,10 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         }
     }
     // Rule 5.
-    if let Some(c) = f.fold.current() {
-        let kind_verb = verb_of(&c.verb);
+    if let Some(c) = f.fold.current_ref() {
+        let kind_verb = verb_of(c.verb);
         if kind_verb == Verb::Done {
-            return done_line(f, &kind, &c.text);
+            return done_line(f, &kind, c.text);
         }
         let state = match kind_verb {
             Verb::Working => State::Working,
@@ -198,11 +198,11 @@ fn done_line(f: &Facts, kind: &Kind, text: &str) -> Result<Resolution, Need> {
 
 /// Rule 3's "done or failed from the log, as in rule 5".
 fn terminal_from_log(f: &Facts, kind: &Kind) -> Result<Option<Resolution>, Need> {
-    let Some(c) = f.fold.current() else {
+    let Some(c) = f.fold.current_ref() else {
         return Ok(None);
     };
-    match Some(verb_of(&c.verb)) {
-        Some(Verb::Done) => done_line(f, kind, &c.text).map(Some),
+    match Some(verb_of(c.verb)) {
+        Some(Verb::Done) => done_line(f, kind, c.text).map(Some),
         Some(Verb::Failed) => Ok(Some(r(State::Failed, Source::StatusLog, c.text))),
         _ => Ok(None),
     }

@@ -441,3 +441,35 @@ fn rule4_a_claude_screen_that_reads_idle_overrules_the_busy_record() {
     f.screen = Some(fixture("codex/busy-streaming"));
     assert_eq!(says(&f), working);
 }
+
+/// A row built from facts kept for the next frame and one that takes what
+/// it can from facts it consumes say the same.
+#[test]
+fn a_row_moved_out_of_its_facts_is_the_row_copied_from_them() {
+    let cfg = crate::config::Config::default();
+    let metas = [
+        "kind=ship\nworktree=/w\nrepo=shop\npane=%3\ntmux_socket=s\n",
+        "kind=scout\nproject=/src/app\nhost= far \n",
+        "kind=secondmate\nhost= \n",
+        "\n",
+    ];
+    for meta in metas {
+        for text in [
+            "needs-decision [key=db]: which?\nblocked [at=9000]: creds\n",
+            "working [at=9990]: on it\n",
+            "",
+        ] {
+            let mut f = task(meta);
+            log(&mut f, text);
+            f.inbox_pending = 2;
+            let r = resolve(&f);
+            let copied = crate::crew_state::Row::with(&f, r.clone(), &cfg);
+            let moved = crate::crew_state::Row::from_owned(f, r, &cfg);
+            assert_eq!(copied, moved, "{meta:?} {text:?}");
+        }
+    }
+    let f = Facts::empty(TaskId::parse("ghost").unwrap(), NOW);
+    let r = resolve(&f);
+    let copied = crate::crew_state::Row::with(&f, r.clone(), &cfg);
+    assert_eq!(copied, crate::crew_state::Row::from_owned(f, r, &cfg));
+}

@@ -389,6 +389,22 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A name is read as a number exactly when it is that number's
+        /// canonical name.
+        #[test]
+        fn a_numbered_name_is_read_only_in_its_canonical_spelling(
+            stem in "[0-9]{0,20}|[0-9a ]{0,4}",
+        ) {
+            let name = format!("{stem}.msg");
+            let canonical = stem
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0 && stem.len() <= 19 && numbered_name(n, "msg") == name);
+            proptest::prop_assert_eq!(parse_numbered(&name, "msg"), canonical);
+        }
+    }
+
     #[test]
     fn numbered_create_counts_other_dirs_and_never_clobbers() {
         let d = tempfile::tempdir().unwrap();

@@ -20,8 +20,13 @@ pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
     if stem.is_empty() || stem.len() > 19 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
+    // Canonical: three digits, or more with no leading zero (as
+    // `numbered_name` pads).
+    if stem.len() < 3 || (stem.len() > 3 && stem.starts_with('0')) {
+        return None;
+    }
     let n: u64 = stem.parse().ok()?;
-    (n > 0 && numbered_name(n, ext) == name).then_some(n)
+    (n > 0).then_some(n)
 }
 
 /// Numbers of the `NNN.<ext>` files in `dir`, sorted; a missing dir is empty.

@@ -43,7 +43,11 @@ impl KeyValues {
 
     /// Sets `key` (a newline in the value becomes a space: one line per key).
     pub fn set(&mut self, key: &str, value: &str) {
-        let value = value.replace(['\n', '\r'], " ");
+        let value = if value.contains(['\n', '\r']) {
+            value.replace(['\n', '\r'], " ")
+        } else {
+            value.to_string()
+        };
         match self.entries.iter_mut().find(|(k, _)| k == key) {
             Some(e) => e.1 = value,
             None => self.entries.push((key.to_string(), value)),

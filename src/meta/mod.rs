@@ -66,33 +66,39 @@ impl TaskMeta {
     }
 
     /// Types the raw entries. This is the one place values are trimmed.
+    /// One pass over the entries (each key is there once: the last
+    /// occurrence in the file won), an empty value the same as none.
     pub fn from_raw(raw: KeyValues) -> TaskMeta {
-        let text = |k: &str| {
-            Some(raw.str(k).trim())
-                .filter(|v| !v.is_empty())
-                .map(str::to_string)
-        };
-        let path = |k: &str| text(k).map(PathBuf::from);
-        let number = |k: &str| text(k).and_then(|v| v.parse::<u64>().ok());
-        TaskMeta {
-            kind: text("kind").map(|k| Kind::parse(&k)),
-            mode: text("mode").and_then(|m| Mode::parse(&m).ok()),
-            repo: text("repo"),
-            project: path("project"),
-            worktree: path("worktree"),
-            branch: text("branch"),
-            harness: text("harness"),
-            pane: text("pane"),
-            tmux_socket: text("tmux_socket"),
-            window: text("window"),
-            spawn_gen: number("spawn_gen").unwrap_or(0),
-            spawned_at: number("spawned_at"),
-            pr: text("pr"),
-            pr_head: text("pr_head"),
-            parent: text("parent").and_then(|p| TaskId::parse(&p).ok()),
-            host: text("host"),
-            raw,
+        let mut m = TaskMeta::default();
+        for (k, v) in raw.entries() {
+            let v = v.trim();
+            if v.is_empty() {
+                continue;
+            }
+            let text = || Some(v.to_string());
+            let number = || v.parse::<u64>().ok();
+            match k.as_str() {
+                "kind" => m.kind = Some(Kind::parse(v)),
+                "mode" => m.mode = Mode::parse(v).ok(),
+                "repo" => m.repo = text(),
+                "project" => m.project = Some(PathBuf::from(v)),
+                "worktree" => m.worktree = Some(PathBuf::from(v)),
+                "branch" => m.branch = text(),
+                "harness" => m.harness = text(),
+                "pane" => m.pane = text(),
+                "tmux_socket" => m.tmux_socket = text(),
+                "window" => m.window = text(),
+                "spawn_gen" => m.spawn_gen = number().unwrap_or(0),
+                "spawned_at" => m.spawned_at = number(),
+                "pr" => m.pr = text(),
+                "pr_head" => m.pr_head = text(),
+                "parent" => m.parent = TaskId::parse(v).ok(),
+                "host" => m.host = text(),
+                _ => {}
+            }
         }
+        m.raw = raw;
+        m
     }
 
     /// Reads `state/<id>.meta`; `None` when it does not exist. A
@@ -167,6 +173,63 @@ pub(crate) fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typing as it was, key by key: what the one pass must give.
+    fn from_raw_by_key(raw: KeyValues) -> TaskMeta {
+        let text = |k: &str| {
+            Some(raw.str(k).trim())
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let path = |k: &str| text(k).map(PathBuf::from);
+        let number = |k: &str| text(k).and_then(|v| v.parse::<u64>().ok());
+        TaskMeta {
+            kind: text("kind").map(|k| Kind::parse(&k)),
+            mode: text("mode").and_then(|m| Mode::parse(&m).ok()),
+            repo: text("repo"),
+            project: path("project"),
+            worktree: path("worktree"),
+            branch: text("branch"),
+            harness: text("harness"),
+            pane: text("pane"),
+            tmux_socket: text("tmux_socket"),
+            window: text("window"),
+            spawn_gen: number("spawn_gen").unwrap_or(0),
+            spawned_at: number("spawned_at"),
+            pr: text("pr"),
+            pr_head: text("pr_head"),
+            parent: text("parent").and_then(|p| TaskId::parse(&p).ok()),
+            host: text("host"),
+            raw: raw.clone(),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_types_every_meta_as_key_by_key(
+            lines in proptest::collection::vec(
+                (
+                    proptest::sample::select(&[
+                        "kind", "mode", "repo", "project", "worktree", "branch", "harness",
+                        "pane", "tmux_socket", "window", "spawn_gen", "spawned_at", "pr",
+                        "pr_head", "parent", "host", "other", " pane", "#pane",
+                    ][..]),
+                    proptest::sample::select(&[
+                        "", " ", "ship", "scout", "barge", "local-only", "direct-PR", "7",
+                        " 12 ", "x", "%3", "/w", "a=b", "../p", "p-1", "\r",
+                    ][..]),
+                ),
+                0..12,
+            ),
+        ) {
+            let mut text = String::new();
+            for (k, v) in &lines {
+                text.push_str(&format!("{k}={v}\n"));
+            }
+            let raw = KeyValues::parse(text.as_bytes());
+            proptest::prop_assert_eq!(TaskMeta::from_raw(raw.clone()), from_raw_by_key(raw));
+        }
+    }
 
     #[test]
     fn values_are_trimmed_typed_and_empty_is_missing() {

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::parse::{LineRef, ParsedRef, Verbs, parse_with, scan};
+use super::parse::{LineRef, ParsedRef, Quick, Verbs, parse_with, quick, scan};
 use super::*;
 
 /// The offsets of the '\n' bytes of a text, in order. Status lines are
@@ -146,8 +146,10 @@ pub struct Fold {
     /// Non-blank lines that are not valid status lines.
     pub malformed: usize,
     /// The `at=` stamp of the newest valid status line (`None` when it has
-    /// none, or when there is no valid line: see [`Fold::lines`]).
+    /// none, or when there is no valid line: see [`Fold::any_line`]).
     pub(crate) last_at: Option<u64>,
+    /// The log holds a valid status line.
+    pub(crate) any_line: bool,
 }
 
 impl Fold {
@@ -198,6 +200,7 @@ impl Fold {
             ParsedRef::Line(l) => Some(l),
             ParsedRef::Prose | ParsedRef::Invalid(_) => None,
         };
+        f.any_line = last_line.is_some();
         f.last_at = last_line.and_then(whole).and_then(|l| l.at);
         f.open = open
             .lines()
@@ -208,23 +211,125 @@ impl Fold {
         f
     }
 
+    /// What a view of the task needs of its log — the open decisions,
+    /// the newest state line, the newest line's stamp and whether there is
+    /// a status line — reading each line only as far as that needs: a
+    /// line is read whole only when its opening word may be a decision's
+    /// verb ([`quick`]), and the newest lines from the end until the
+    /// newest state line is found. `lines` and `malformed` are not
+    /// counted (left at 0); everything else is as [`Fold::from_bytes`]
+    /// gives it.
+    pub(crate) fn for_view(bytes: &[u8], paused: &str) -> Fold {
+        let bytes = crate::fsx::complete_lines(bytes);
+        let text = match std::str::from_utf8(bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let paused_lower = paused.to_lowercase();
+        let verbs = Verbs::new(&paused_lower);
+        let mut open = OpenKeys::default();
+        let mut start = 0;
+        for end in Newlines::new(text.as_bytes()) {
+            let line = &text[start..end];
+            start = end + 1;
+            let may_decide = match quick(line, &verbs) {
+                Quick::Prose => false,
+                Quick::Verb(v) => v.opens() || v == Verb::Resolved,
+                Quick::Unknown => true,
+            };
+            if !may_decide {
+                continue;
+            }
+            if let Some((kind, key)) = scan(line, &verbs)
+                && (kind.opens() || kind == Verb::Resolved)
+            {
+                open.close(key);
+                if kind.opens() {
+                    open.open(key, line);
+                }
+            }
+        }
+        // From the end: the newest status line, and the newest state line.
+        let mut last_line: Option<&str> = None;
+        let mut last_state: Option<&str> = None;
+        let mut end = text.len();
+        while end > 0 {
+            // `end` is just past a line's '\n' (the text ends with one).
+            let body = &text[..end - 1];
+            let begin = memchr::memrchr(b'\n', body.as_bytes()).map_or(0, |i| i + 1);
+            let line = &body[begin..];
+            end = begin;
+            let state_like = match quick(line, &verbs) {
+                Quick::Prose => continue,
+                Quick::Verb(v) => v.is_state(),
+                Quick::Unknown => true,
+            };
+            if !state_like && last_line.is_some() {
+                continue;
+            }
+            let Some((kind, _)) = scan(line, &verbs) else {
+                continue;
+            };
+            last_line.get_or_insert(line);
+            if kind.is_state() {
+                last_state = Some(line);
+                break;
+            }
+        }
+        let whole = |line| match parse_with(line, &verbs) {
+            ParsedRef::Line(l) => Some(l),
+            ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+        };
+        Fold {
+            open: open
+                .lines()
+                .filter_map(whole)
+                .map(|l| l.decision())
+                .collect(),
+            last_state: last_state.and_then(whole).map(LineRef::to_owned_line),
+            lines: 0,
+            malformed: 0,
+            last_at: last_line.and_then(whole).and_then(|l| l.at),
+            any_line: last_line.is_some(),
+        }
+    }
+
     /// The current line: the newest open decision, else the newest state line.
     pub fn current(&self) -> Option<Current> {
+        self.current_ref().map(|c| Current {
+            verb: c.verb.to_string(),
+            key: c.key.to_string(),
+            text: c.text.to_string(),
+            at: c.at,
+        })
+    }
+
+    /// [`Fold::current`], borrowed from the fold.
+    pub fn current_ref(&self) -> Option<CurrentRef<'_>> {
         if let Some(d) = self.open.last() {
-            return Some(Current {
-                verb: d.verb.clone(),
-                key: d.key.clone(),
-                text: d.text.clone(),
+            return Some(CurrentRef {
+                verb: &d.verb,
+                key: &d.key,
+                text: &d.text,
                 at: d.at,
             });
         }
-        self.last_state.as_ref().map(|l| Current {
-            verb: l.verb.clone(),
-            key: l.key.clone(),
-            text: l.text.clone(),
+        self.last_state.as_ref().map(|l| CurrentRef {
+            verb: &l.verb,
+            key: &l.key,
+            text: &l.text,
             at: l.at,
         })
     }
+}
+
+/// [`Current`] borrowed from its fold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CurrentRef<'a> {
+    pub verb: &'a str,
+    pub key: &'a str,
+    pub text: &'a str,
+    pub at: Option<u64>,
 }
 
 /// The current line as reported (`{verb, key, text, at}`).

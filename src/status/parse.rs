@@ -351,6 +351,38 @@ pub(crate) fn scan<'a>(line: &'a str, verbs: &Verbs) -> Option<(Verb, &'a str)> 
     }
 }
 
+/// What a line's opening word alone says of it ([`quick`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quick {
+    /// Prose whatever follows.
+    Prose,
+    /// A status line of this verb if the rest reads (its head, tags and
+    /// key), prose or invalid otherwise.
+    Verb(Verb),
+    /// Only reading it whole tells.
+    Unknown,
+}
+
+/// What the plain word opening `line` says of it, in a few instructions
+/// a line: the verb the general reading finds is that word, or that word
+/// and more — an ASCII byte that is no verb's stays in it lower-cased, so
+/// then it is no plain word, neither a fixed verb nor a plain paused word.
+/// Only with a paused word that is not plain, or a non-ASCII character
+/// after the word (which could lower-case into a letter), is the answer
+/// [`Quick::Unknown`].
+#[inline]
+pub(crate) fn quick(line: &str, verbs: &Verbs) -> Quick {
+    let b = line.as_bytes();
+    let w = b.iter().position(|&c| !verb_byte(c)).unwrap_or(b.len());
+    if w == 0 || !verbs.paused_plain || !b.get(w).is_none_or(u8::is_ascii) {
+        return Quick::Unknown;
+    }
+    match verbs.plain(&line[..w]) {
+        Some(v) => Quick::Verb(v),
+        None => Quick::Prose,
+    }
+}
+
 /// The line without the '\r' and '\n' at its end.
 #[inline]
 fn without_eol(line: &str) -> &str {

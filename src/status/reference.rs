@@ -170,6 +170,7 @@ pub(super) fn fold(bytes: &[u8], paused: &str) -> Fold {
     }
     f.open = slots.iter().flatten().map(LineRef::decision).collect();
     f.last_state = last_state.map(LineRef::to_owned_line);
+    f.any_line = f.lines > 0;
     f
 }
 
@@ -365,6 +366,21 @@ mod tests {
                 log.push_str(&format!("{verb} [at={i}] [key=k{k}]: line {i}\n"));
             }
             prop_assert_eq!(fold(log.as_bytes(), "paused"), Fold::from_bytes(log.as_bytes(), "paused"));
+        }
+
+        /// The view's fold reads every log as the whole fold, but for
+        /// the counts it leaves out.
+        #[test]
+        fn the_view_fold_reads_every_log_as_the_old_one(
+            bytes in log(),
+            paused in prop::sample::select(&["paused", "Hold", "\u{c4}rger", "HOOK", "on hold"][..]),
+        ) {
+            let want = fold(&bytes, paused);
+            let got = Fold::for_view(&bytes, paused);
+            prop_assert_eq!(&got.open, &want.open);
+            prop_assert_eq!(&got.last_state, &want.last_state);
+            prop_assert_eq!(got.last_at, want.last_at);
+            prop_assert_eq!(got.any_line, want.lines > 0);
         }
 
         #[test]
