@@ -300,7 +300,8 @@ impl FleetReader {
         now: u64,
         emit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<Vec<String>> {
-        let listing = Listing::read(home)?;
+        let mut listing = Listing::read(home)?;
+        let state = StateDir::listed(listing.dir.take());
         let keep = self.keep && listing.tasks.len() <= KEEP_MAX;
         let inboxes: Vec<(TaskId, bool)> = if keep {
             listing
@@ -335,7 +336,7 @@ impl FleetReader {
         {
             self.feed = None;
         }
-        let result = self.read(home, cfg, now, items, keep, emit);
+        let result = self.read(home, cfg, now, items, keep, emit, &state);
         if let Some(feed) = self.feed.as_mut() {
             feed.end_frame(home, &inboxes);
         }
@@ -361,15 +362,25 @@ impl FleetReader {
             })
             .collect();
         let mut rows = Vec::with_capacity(ids.len());
+        let state = StateDir::open(home);
         let warnings = self
-            .read(home, cfg, now, items, false, &mut |r| {
-                rows.push(r);
-                Ok(())
-            })
+            .read(
+                home,
+                cfg,
+                now,
+                items,
+                false,
+                &mut |r| {
+                    rows.push(r);
+                    Ok(())
+                },
+                &state,
+            )
             .unwrap_or_default();
         (rows, warnings)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read(
         &mut self,
         home: &Home,
@@ -378,6 +389,7 @@ impl FleetReader {
         items: Vec<Item>,
         keep: bool,
         emit: &mut dyn FnMut(Row) -> Result<()>,
+        state: &StateDir,
     ) -> Result<Vec<String>> {
         // A kept reader's git answers are looked at again, not re-read,
         // while the files they came from are as they were.
@@ -387,7 +399,7 @@ impl FleetReader {
             GitFiles::new()
         };
         git.begin_frame(now);
-        let result = self.read_with(home, cfg, now, items, keep, emit, &git);
+        let result = self.read_with(home, cfg, now, items, keep, emit, &git, state);
         if keep {
             git.end_frame();
             self.git = git;
@@ -405,8 +417,8 @@ impl FleetReader {
         keep: bool,
         emit: &mut dyn FnMut(Row) -> Result<()>,
         git: &GitFiles,
+        state: &StateDir,
     ) -> Result<Vec<String>> {
-        let state = StateDir::open(home);
         let shared = Shared {
             home,
             cfg,
@@ -414,7 +426,7 @@ impl FleetReader {
             keep,
             git,
             ancestry: &self.ancestry,
-            state: &state,
+            state,
             feed: if keep { self.feed.as_ref() } else { None },
             frame: self.feed.as_ref().map_or(0, TaskFeed::frame),
         };

@@ -70,43 +70,76 @@ pub(crate) struct Listed {
 pub(crate) struct Listing {
     /// Every task with a meta, sorted by id.
     pub(crate) tasks: Vec<Listed>,
+    /// `state/`, opened by the checked walk for the listing, and kept for
+    /// the view's reads ([`StateDir::listed`]).
+    pub(crate) dir: Option<OwnedFd>,
+}
+
+/// The task file a name is, by its suffix: the stem's length and the bit.
+fn task_file(name: &[u8]) -> Option<(usize, u8)> {
+    [
+        (&b".meta"[..], Present::META),
+        (b".status", Present::STATUS),
+        (b".busy", Present::BUSY),
+        (b".run", Present::RUN),
+        (b".inbox", Present::INBOX),
+    ]
+    .iter()
+    .find_map(|(suffix, bit)| {
+        name.ends_with(suffix)
+            .then(|| (name.len() - suffix.len(), *bit))
+    })
 }
 
 impl Listing {
     /// Lists `state/` once. A home without `state/` has no tasks.
     pub(crate) fn read(home: &Home) -> Result<Listing> {
-        let dir = home.state_dir();
-        let mut seen: HashMap<String, u8> = HashMap::new();
-        for name in fsx::list_dir(&dir)? {
-            let Some(name) = name.to_str() else { continue };
-            let Some((stem, bit)) = [
-                (".meta", Present::META),
-                (".status", Present::STATUS),
-                (".busy", Present::BUSY),
-                (".run", Present::RUN),
-                (".inbox", Present::INBOX),
-            ]
-            .iter()
-            .find_map(|(suffix, bit)| name.strip_suffix(suffix).map(|s| (s, *bit))) else {
+        let path = home.state_dir();
+        let dir = match fsx::open_dir(&path, "read directory", &path, false) {
+            Ok(d) => OwnedFd::from(d),
+            Err(e) if fsx::is_not_found(&e) => return Ok(Listing::default()),
+            Err(e) => return Err(e),
+        };
+        // The task files' stems, one after another, and each one's span
+        // and bit: no allocation per name.
+        let mut stems: Vec<u8> = Vec::new();
+        let mut spans: Vec<(usize, usize, u8)> = Vec::new();
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 << 10];
+        let mut entries = RawDir::new(&dir, &mut buf);
+        while let Some(entry) = entries.next() {
+            let entry = entry.map_err(|e| crate::Error::io("read directory", &path, e.into()))?;
+            let name = entry.file_name().to_bytes();
+            let Some((stem, bit)) = task_file(name) else {
                 continue;
             };
-            if stem.is_empty() {
+            if stem == 0 {
                 continue;
             }
-            *seen.entry(stem.to_string()).or_default() |= bit;
+            spans.push((stems.len(), stem, bit));
+            stems.extend_from_slice(&name[..stem]);
+        }
+        let mut seen: HashMap<&[u8], u8, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(spans.len() / 2, Default::default());
+        for &(at, len, bit) in &spans {
+            *seen.entry(&stems[at..at + len]).or_default() |= bit;
         }
         let mut tasks: Vec<Listed> = seen
             .into_iter()
             .filter(|(_, bits)| bits & Present::META != 0)
             .filter_map(|(stem, bits)| {
+                // A name that is not UTF-8 names no task.
+                let stem = std::str::from_utf8(stem).ok()?;
                 Some(Listed {
-                    id: TaskId::parse(&stem).ok()?,
+                    id: TaskId::parse(stem).ok()?,
                     present: Present(bits),
                 })
             })
             .collect();
         tasks.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        Ok(Listing { tasks })
+        Ok(Listing {
+            tasks,
+            dir: Some(dir),
+        })
     }
 }
 
@@ -442,10 +475,18 @@ impl StateDir {
         // leaves no descriptor, and every file then takes the ordinary
         // (checked) path, which refuses it.
         let state = home.state_dir();
-        StateDir {
-            fd: fsx::open_dir(&state, "read directory", &state, false)
+        StateDir::listed(
+            fsx::open_dir(&state, "read directory", &state, false)
                 .ok()
                 .map(OwnedFd::from),
+        )
+    }
+
+    /// `state/` as the listing opened it ([`Listing::dir`]), by the same
+    /// checked walk as [`StateDir::open`].
+    pub(crate) fn listed(fd: Option<OwnedFd>) -> StateDir {
+        StateDir {
+            fd,
             profiles: Mutex::default(),
             dirs: Dirs::default(),
         }
