@@ -119,7 +119,10 @@ impl Listing {
             stems.extend_from_slice(&name[..stem]);
         }
         let mut seen: HashMap<&[u8], u8, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(spans.len() / 2, Default::default());
+            HashMap::with_capacity_and_hasher(
+                spans.len() / 2,
+                foldhash::fast::RandomState::default(),
+            );
         for &(at, len, bit) in &spans {
             *seen.entry(&stems[at..at + len]).or_default() |= bit;
         }
@@ -462,6 +465,49 @@ impl FileName {
     }
 }
 
+thread_local! {
+    /// The buffer a reader thread reads task files into.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A file read the ordinary (checked) way, handed to `with`; it fails or
+/// refuses with that reader's errors.
+fn read_ordinary<T>(path: &Path, with: impl FnOnce(&[u8], Option<u64>) -> T) -> Result<Option<T>> {
+    Ok(fsx::read_optional_mtime(path)?.map(|(bytes, mtime)| with(&bytes, mtime)))
+}
+
+/// The largest buffer a reader thread keeps between files.
+const SCRATCH_KEEP: usize = 1 << 20;
+
+/// Reads the whole regular file `fd` of `size` bytes (as its `fstat` said)
+/// into `buf`; how many bytes it holds, `None` when it could not be read
+/// or grew past the whole-read limit while being read.
+fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>, size: usize) -> Option<usize> {
+    // One byte more than the size: a read that fills it all means the
+    // file grew.
+    if buf.len() < size + 1 {
+        buf.resize(size + 1, 0);
+    }
+    let mut filled = 0;
+    loop {
+        match rustix::io::read(fd, &mut buf[filled..]) {
+            Ok(0) => return Some(filled),
+            Ok(n) => filled += n,
+            Err(Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+        // A regular file reads short only at its end.
+        if filled < buf.len() {
+            return Some(filled);
+        }
+        // Grown past the whole-read limit while being read: fsx refuses it.
+        if filled as u64 > fsx::MAX_FILE {
+            return None;
+        }
+        buf.resize(buf.len() * 2, 0);
+    }
+}
+
 /// What a task's inbox holds, from one listing.
 struct InboxListing {
     pending: Vec<u64>,
@@ -535,65 +581,66 @@ impl StateDir {
     }
 
     /// The file `<id>.<suffix>` and its mtime (Unix seconds), as
-    /// [`fsx::read_optional_mtime`] reads it.
-    fn read(
+    /// [`fsx::read_optional_mtime`] reads it, handed to `with`: read into
+    /// the thread's buffer, kept from file to file (no allocation, no
+    /// zeroing, per file).
+    fn read_with<T, W: FnOnce(&[u8], Option<u64>) -> T>(
         &self,
         id: &TaskId,
         suffix: &str,
         path: impl Fn() -> PathBuf,
-    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        with: W,
+    ) -> Result<Option<T>> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
         let fd = match self.open_at(id, suffix, flags) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
-            Err(_) => return fsx::read_optional_mtime(&path()),
+            Err(_) => return read_ordinary(&path(), with),
         };
         let Ok(st) = rustix::fs::fstat(&fd) else {
-            return fsx::read_optional_mtime(&path());
+            return read_ordinary(&path(), with);
         };
         // Anything but a regular file, or one too big to read whole, is
         // refused by the ordinary reader with its own error.
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
             || u64::try_from(st.st_size).map_or(true, |n| n > fsx::MAX_FILE)
         {
-            return fsx::read_optional_mtime(&path());
+            return read_ordinary(&path(), with);
         }
         let mtime = u64::try_from(st.st_mtime).ok();
-        let mut buf = vec![0u8; usize::try_from(st.st_size).unwrap_or(0) + 1];
-        let mut filled = 0;
-        loop {
-            match rustix::io::read(&fd, &mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(Errno::INTR) => continue,
-                Err(_) => return fsx::read_optional_mtime(&path()),
+        let size = usize::try_from(st.st_size).unwrap_or(0);
+        let read: std::result::Result<T, W> = SCRATCH.with(|scratch| {
+            // Taken out while in use: a reader called from `with` gets a
+            // fresh one.
+            let mut buf = scratch.take();
+            let answer = match read_into(&fd, &mut buf, size) {
+                Some(filled) => Ok(with(&buf[..filled], mtime)),
+                None => Err(with),
+            };
+            // A buffer grown for a large file is not kept.
+            if buf.len() <= SCRATCH_KEEP {
+                scratch.replace(buf);
             }
-            // A regular file reads short only at its end.
-            if filled < buf.len() {
-                break;
-            }
-            // Grown past the whole-read limit while being read: fsx refuses it.
-            if filled as u64 > fsx::MAX_FILE {
-                return fsx::read_optional_mtime(&path());
-            }
-            buf.resize(buf.len() * 2, 0);
+            answer
+        });
+        match read {
+            Ok(answer) => Ok(Some(answer)),
+            Err(with) => read_ordinary(&path(), with),
         }
-        buf.truncate(filled);
-        Ok(Some((buf, mtime)))
     }
 
-    fn read_if(
+    fn read_if<T>(
         &self,
         id: &TaskId,
         present: Present,
-        bit: u8,
-        suffix: &str,
+        (bit, suffix): (u8, &str),
         path: impl Fn() -> PathBuf,
-    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        with: impl FnOnce(&[u8], Option<u64>) -> T,
+    ) -> Result<Option<T>> {
         if !present.has(bit) {
             return Ok(None);
         }
-        self.read(id, suffix, path)
+        self.read_with(id, suffix, path, with)
     }
 
     /// The pending records of the task's inbox, as [`fsx::list_numbered`]
@@ -669,29 +716,49 @@ fn files(
 ) -> Result<Facts> {
     let mut f = Facts::empty(id.clone(), now);
     f.meta = dir
-        .read_if(id, present, Present::META, "meta", || home.meta(id))?
-        .map(|(b, _)| TaskMeta::parse_checked(&b))
+        .read_if(
+            id,
+            present,
+            (Present::META, "meta"),
+            || home.meta(id),
+            |b, _| TaskMeta::parse_checked(b),
+        )?
         .transpose()?;
     // A remote task's row comes from its host (`remote::fleet`): its files
     // here, if any, would be read for nothing.
     if f.meta.as_ref().is_some_and(is_remote) {
         return Ok(f);
     }
-    if let Some((bytes, mtime)) =
-        dir.read_if(id, present, Present::STATUS, "status", || home.status(id))?
-    {
+    let paused = &cfg.brief.paused_verb;
+    if let Some((fold, mtime)) = dir.read_if(
+        id,
+        present,
+        (Present::STATUS, "status"),
+        || home.status(id),
+        |b, mtime| (status::Fold::for_view(b, paused), mtime),
+    )? {
         f.log_mtime = mtime;
-        f.fold = status::Fold::for_view(&bytes, &cfg.brief.paused_verb);
+        f.fold = fold;
         if f.fold.any_line {
             f.last_line_at = f.fold.last_at.or(f.log_mtime);
         }
     }
     f.busy = dir
-        .read_if(id, present, Present::BUSY, "busy", || home.busy(id))?
-        .and_then(|(b, _)| BusyRecord::parse(&b));
-    f.run = dir
-        .read_if(id, present, Present::RUN, "run", || home.run(id))?
-        .map(|(b, m)| RunRecord::parse(&b, m));
+        .read_if(
+            id,
+            present,
+            (Present::BUSY, "busy"),
+            || home.busy(id),
+            |b, _| BusyRecord::parse(b),
+        )?
+        .flatten();
+    f.run = dir.read_if(
+        id,
+        present,
+        (Present::RUN, "run"),
+        || home.run(id),
+        RunRecord::parse,
+    )?;
     if present.has(Present::INBOX) {
         let listed = dir.inbox(home, id)?;
         f.inbox_pending = listed.pending.len();

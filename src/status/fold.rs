@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use super::parse::{LineRef, ParsedRef, Quick, Verbs, parse_with, quick, scan};
+use super::parse::{
+    LineRef, ParsedRef, Quick, Verbs, parse_with, quick, scan, scan_rest, verb_byte, without_eol,
+};
 use super::*;
 
 /// The offsets of the '\n' bytes of a text, in order. Status lines are
@@ -39,8 +41,8 @@ impl<'b> Newlines<'b> {
     fn word(&self, at: usize) -> u64 {
         const ONES: u64 = 0x0101_0101_0101_0101;
         const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        let w = if let Some(w) = self.bytes.get(at..at + 8) {
-            u64::from_le_bytes(w.try_into().unwrap_or_default())
+        let w = if let Some(w) = self.bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+            u64::from_le_bytes(*w)
         } else {
             // The last few bytes, padded with bytes that are no '\n'.
             let mut w = [0u8; 8];
@@ -74,54 +76,85 @@ impl Iterator for Newlines<'_> {
 /// Open keys at most looked up one by one; past this many, by hash.
 const FEW: usize = 8;
 
-/// The open decisions of a fold: the line of each opening in slots, in
-/// the order they were (re)opened, a closed or reopened one leaving an
-/// empty slot behind; and each open key's slot, in a short list while few
-/// are open (most logs), in a hash map once more are (so opening,
-/// reopening and resolving cost the same however many are open).
-#[derive(Default)]
-struct OpenKeys<'a> {
-    slots: Vec<Option<&'a str>>,
-    few: Vec<(&'a str, usize)>,
-    many: Option<HashMap<&'a str, usize, foldhash::quality::RandomState>>,
+/// The open decisions of a fold, in the order they were (re)opened, each
+/// with the line that (re)opened it. While few are open (most logs) they
+/// sit in a short list kept in that order, with no allocation; once more
+/// are, the line of each opening sits in slots, a closed or reopened one
+/// leaving an empty slot behind, and a hash map points at each open key's
+/// slot — so opening, reopening and resolving cost the same however many
+/// are open.
+enum OpenKeys<'a> {
+    Few {
+        open: [(&'a str, &'a str); FEW],
+        len: usize,
+    },
+    Many {
+        slots: Vec<Option<&'a str>>,
+        by_key: HashMap<&'a str, usize, foldhash::quality::RandomState>,
+    },
+}
+
+impl Default for OpenKeys<'_> {
+    fn default() -> Self {
+        OpenKeys::Few {
+            open: [("", ""); FEW],
+            len: 0,
+        }
+    }
 }
 
 impl<'a> OpenKeys<'a> {
     /// Closes `key` if it is open.
     fn close(&mut self, key: &str) {
-        let slot = match &mut self.many {
-            Some(map) => map.remove(key),
-            None => self
-                .few
-                .iter()
-                .position(|(k, _)| *k == key)
-                .map(|p| self.few.swap_remove(p).1),
-        };
-        if let Some(i) = slot {
-            self.slots[i] = None;
+        match self {
+            OpenKeys::Few { open, len } => {
+                if let Some(p) = open[..*len].iter().position(|(k, _)| *k == key) {
+                    open.copy_within(p + 1..*len, p);
+                    *len -= 1;
+                }
+            }
+            OpenKeys::Many { slots, by_key } => {
+                if let Some(i) = by_key.remove(key) {
+                    slots[i] = None;
+                }
+            }
         }
     }
 
     /// Opens `key` (closed first) with its line.
     fn open(&mut self, key: &'a str, line: &'a str) {
-        let slot = self.slots.len();
-        self.slots.push(Some(line));
-        match &mut self.many {
-            Some(map) => {
-                map.insert(key, slot);
+        match self {
+            OpenKeys::Few { open, len } if *len < FEW => {
+                open[*len] = (key, line);
+                *len += 1;
             }
-            None if self.few.len() < FEW => self.few.push((key, slot)),
-            None => {
-                let mut map: HashMap<_, _, _> = self.few.drain(..).collect();
-                map.insert(key, slot);
-                self.many = Some(map);
+            OpenKeys::Few { open, len } => {
+                let mut slots: Vec<Option<&str>> = Vec::with_capacity(2 * FEW);
+                let mut by_key = HashMap::default();
+                for (k, l) in &open[..*len] {
+                    by_key.insert(*k, slots.len());
+                    slots.push(Some(*l));
+                }
+                by_key.insert(key, slots.len());
+                slots.push(Some(line));
+                *self = OpenKeys::Many { slots, by_key };
+            }
+            OpenKeys::Many { slots, by_key } => {
+                by_key.insert(key, slots.len());
+                slots.push(Some(line));
             }
         }
     }
 
     /// The lines of the open decisions, oldest first.
     fn lines(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.slots.iter().flatten().copied()
+        let (few, many): (&[(&str, &str)], &[Option<&str>]) = match self {
+            OpenKeys::Few { open, len } => (&open[..*len], &[]),
+            OpenKeys::Many { slots, .. } => (&[], slots),
+        };
+        few.iter()
+            .map(|(_, l)| *l)
+            .chain(many.iter().flatten().copied())
     }
 }
 
@@ -230,17 +263,24 @@ impl Fold {
         let mut open = OpenKeys::default();
         let mut start = 0;
         for end in Newlines::new(text.as_bytes()) {
+            let first = text.as_bytes()[start];
             let line = &text[start..end];
             start = end + 1;
-            let may_decide = match quick(line, &verbs) {
-                Quick::Prose => false,
-                Quick::Verb(v) => v.opens() || v == Verb::Resolved,
-                Quick::Unknown => true,
-            };
-            if !may_decide {
+            // A decision's verb is a plain word starting with one of these
+            // letters: a line opening with any other plain-word byte
+            // decides nothing, whatever follows.
+            if verb_byte(first) && !matches!(first | 0x20, b'n' | b'b' | b'r') {
                 continue;
             }
-            if let Some((kind, key)) = scan(line, &verbs)
+            let line = without_eol(line);
+            let found = match quick(line, &verbs) {
+                (w, Quick::Verb(v)) if v.opens() || v == Verb::Resolved => {
+                    scan_rest(line, &verbs, w, v)
+                }
+                (_, Quick::Prose | Quick::Verb(_)) => continue,
+                (_, Quick::Unknown) => scan(line, &verbs),
+            };
+            if let Some((kind, key)) = found
                 && (kind.opens() || kind == Verb::Resolved)
             {
                 open.close(key);
@@ -257,17 +297,15 @@ impl Fold {
             // `end` is just past a line's '\n' (the text ends with one).
             let body = &text[..end - 1];
             let begin = memchr::memrchr(b'\n', body.as_bytes()).map_or(0, |i| i + 1);
-            let line = &body[begin..];
+            let line = without_eol(&body[begin..]);
             end = begin;
-            let state_like = match quick(line, &verbs) {
-                Quick::Prose => continue,
-                Quick::Verb(v) => v.is_state(),
-                Quick::Unknown => true,
+            let found = match quick(line, &verbs) {
+                (_, Quick::Prose) => continue,
+                (_, Quick::Verb(v)) if !v.is_state() && last_line.is_some() => continue,
+                (w, Quick::Verb(v)) => scan_rest(line, &verbs, w, v),
+                (_, Quick::Unknown) => scan(line, &verbs),
             };
-            if !state_like && last_line.is_some() {
-                continue;
-            }
-            let Some((kind, _)) = scan(line, &verbs) else {
+            let Some((kind, _)) = found else {
                 continue;
             };
             last_line.get_or_insert(line);

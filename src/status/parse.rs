@@ -180,9 +180,15 @@ static HEAD_BYTE: [HeadByte; 256] = {
     t
 };
 
+/// Whether `b` may be part of a key ([`valid_key`]).
+#[inline]
+fn key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
+}
+
 /// Whether `b` may be part of a plain verb.
 #[inline]
-fn verb_byte(b: u8) -> bool {
+pub(crate) fn verb_byte(b: u8) -> bool {
     VERB_BYTE[usize::from(b)]
 }
 
@@ -364,28 +370,50 @@ pub(crate) enum Quick {
 }
 
 /// What the plain word opening `line` says of it, in a few instructions
-/// a line: the verb the general reading finds is that word, or that word
-/// and more — an ASCII byte that is no verb's stays in it lower-cased, so
-/// then it is no plain word, neither a fixed verb nor a plain paused word.
-/// Only with a paused word that is not plain, or a non-ASCII character
-/// after the word (which could lower-case into a letter), is the answer
-/// [`Quick::Unknown`].
+/// a line, and where that word ends: the verb the general reading finds
+/// is that word, or that word and more — an ASCII byte that is no verb's
+/// stays in it lower-cased, so then it is no plain word, neither a fixed
+/// verb nor a plain paused word. Only with a paused word that is not
+/// plain, or a non-ASCII character after the word (which could lower-case
+/// into a letter), is the answer [`Quick::Unknown`].
 #[inline]
-pub(crate) fn quick(line: &str, verbs: &Verbs) -> Quick {
+pub(crate) fn quick(line: &str, verbs: &Verbs) -> (usize, Quick) {
     let b = line.as_bytes();
     let w = b.iter().position(|&c| !verb_byte(c)).unwrap_or(b.len());
     if w == 0 || !verbs.paused_plain || !b.get(w).is_none_or(u8::is_ascii) {
-        return Quick::Unknown;
+        return (w, Quick::Unknown);
     }
     match verbs.plain(&line[..w]) {
-        Some(v) => Quick::Verb(v),
-        None => Quick::Prose,
+        Some(v) => (w, Quick::Verb(v)),
+        None => (w, Quick::Prose),
+    }
+}
+
+/// [`scan`] of a line without its line end ([`without_eol`]) that
+/// [`quick`] found to be a status line of `kind` if the rest reads, its
+/// verb ending at `verb_end`.
+#[inline]
+pub(crate) fn scan_rest<'a>(
+    line: &'a str,
+    verbs: &Verbs,
+    verb_end: usize,
+    kind: Verb,
+) -> Option<(Verb, &'a str)> {
+    match head::<false>(line, verb_end, kind) {
+        Plain::Head {
+            kind, key, colon, ..
+        } => body(line, colon, key).map(|(key, _)| (kind, key)),
+        Plain::Prose => None,
+        Plain::Other => match general(line, verbs) {
+            ParsedRef::Line(l) => Some((l.kind, l.key)),
+            ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+        },
     }
 }
 
 /// The line without the '\r' and '\n' at its end.
 #[inline]
-fn without_eol(line: &str) -> &str {
+pub(crate) fn without_eol(line: &str) -> &str {
     let b = line.as_bytes();
     match b.last() {
         Some(b'\r' | b'\n') => {
@@ -441,6 +469,14 @@ fn plain<'a, const AT: bool>(line: &'a str, verbs: &Verbs) -> Plain<'a> {
             Plain::Other
         };
     };
+    head::<AT>(line, verb_end, kind)
+}
+
+/// The rest of a plain head after its verb (`line[..verb_end]`, of
+/// `kind`): spaces and tags up to the colon ([`plain`]).
+#[inline]
+fn head<const AT: bool>(line: &str, verb_end: usize, kind: Verb) -> Plain<'_> {
+    let b = line.as_bytes();
     let mut at = None;
     let mut key: Option<&str> = None;
     let mut i = verb_end;
@@ -449,6 +485,29 @@ fn plain<'a, const AT: bool>(line: &'a str, verbs: &Verbs) -> Plain<'a> {
             Some(b' ') => i += 1,
             Some(b':') => break i,
             Some(b'[') => {
+                // The tags fm-status writes, `[key=<key>]` and
+                // `[at=<digits>]`, read at once; any other as below.
+                let rest = &b[i + 1..];
+                if let Some(v) = rest.strip_prefix(b"key=") {
+                    let n = v.iter().position(|&c| !key_byte(c)).unwrap_or(v.len());
+                    if n > 0 && v.get(n) == Some(&b']') {
+                        key = Some(&line[i + 5..i + 5 + n]);
+                        i += 6 + n;
+                        continue;
+                    }
+                } else if let Some(v) = rest.strip_prefix(b"at=") {
+                    let n = v
+                        .iter()
+                        .position(|c| !c.is_ascii_digit())
+                        .unwrap_or(v.len());
+                    if v.get(n) == Some(&b']') {
+                        if AT {
+                            at = parse_at(&line[i + 4..i + 4 + n]).or(at);
+                        }
+                        i += 5 + n;
+                        continue;
+                    }
+                }
                 // The tag runs to a ']' with no '[' or ':' before it.
                 let open = i + 1;
                 let mut eq = usize::MAX;
