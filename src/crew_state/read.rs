@@ -721,7 +721,7 @@ fn files(
             present,
             (Present::META, "meta"),
             || home.meta(id),
-            |b, _| TaskMeta::parse_checked(b),
+            |b, _| TaskMeta::parse_fields_checked(b),
         )?
         .transpose()?;
     // A remote task's row comes from its host (`remote::fleet`): its files

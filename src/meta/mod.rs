@@ -71,34 +71,61 @@ impl TaskMeta {
     pub fn from_raw(raw: KeyValues) -> TaskMeta {
         let mut m = TaskMeta::default();
         for (k, v) in raw.entries() {
-            let v = v.trim();
-            if v.is_empty() {
-                continue;
-            }
-            let text = || Some(v.to_string());
-            let number = || v.parse::<u64>().ok();
-            match k.as_str() {
-                "kind" => m.kind = Some(Kind::parse(v)),
-                "mode" => m.mode = Mode::parse(v).ok(),
-                "repo" => m.repo = text(),
-                "project" => m.project = Some(PathBuf::from(v)),
-                "worktree" => m.worktree = Some(PathBuf::from(v)),
-                "branch" => m.branch = text(),
-                "harness" => m.harness = text(),
-                "pane" => m.pane = text(),
-                "tmux_socket" => m.tmux_socket = text(),
-                "window" => m.window = text(),
-                "spawn_gen" => m.spawn_gen = number().unwrap_or(0),
-                "spawned_at" => m.spawned_at = number(),
-                "pr" => m.pr = text(),
-                "pr_head" => m.pr_head = text(),
-                "parent" => m.parent = TaskId::parse(v).ok(),
-                "host" => m.host = text(),
-                _ => {}
-            }
+            m.set_field(k, v.trim());
         }
         m.raw = raw;
         m
+    }
+
+    /// The typed fields as [`TaskMeta::parse`] gives them, read straight
+    /// from the file's lines, without the raw entries (left empty): for a
+    /// reader of the fields only, never for a writer (the fleet view).
+    pub(crate) fn parse_fields(bytes: &[u8]) -> TaskMeta {
+        let text = String::from_utf8_lossy(bytes);
+        let mut m = TaskMeta::default();
+        for line in text.lines() {
+            let Some((k, v)) = line.split_once('=') else {
+                continue;
+            };
+            let k = k.trim();
+            if k.is_empty() || k.starts_with('#') {
+                continue;
+            }
+            // As [`KeyValues::set`] keeps it; the last occurrence wins,
+            // an empty one included.
+            if v.contains(['\n', '\r']) {
+                m.set_field(k, v.replace(['\n', '\r'], " ").trim());
+            } else {
+                m.set_field(k, v.trim());
+            }
+        }
+        m
+    }
+
+    /// Sets the field `k` from its trimmed value `v` (empty: none).
+    fn set_field(&mut self, k: &str, v: &str) {
+        let text = || (!v.is_empty()).then(|| v.to_string());
+        let number = || v.parse::<u64>().ok();
+        let path = || (!v.is_empty()).then(|| PathBuf::from(v));
+        match k {
+            "kind" => self.kind = (!v.is_empty()).then(|| Kind::parse(v)),
+            "mode" => self.mode = Mode::parse(v).ok().filter(|_| !v.is_empty()),
+            "repo" => self.repo = text(),
+            "project" => self.project = path(),
+            "worktree" => self.worktree = path(),
+            "branch" => self.branch = text(),
+            "harness" => self.harness = text(),
+            "pane" => self.pane = text(),
+            "tmux_socket" => self.tmux_socket = text(),
+            "window" => self.window = text(),
+            "spawn_gen" => self.spawn_gen = number().unwrap_or(0),
+            "spawned_at" => self.spawned_at = number(),
+            "pr" => self.pr = text(),
+            "pr_head" => self.pr_head = text(),
+            "parent" => self.parent = TaskId::parse(v).ok(),
+            "host" => self.host = text(),
+            _ => {}
+        }
     }
 
     /// Reads `state/<id>.meta`; `None` when it does not exist. A
@@ -116,11 +143,19 @@ impl TaskMeta {
     /// passed to git and typed into briefs and panes as something that
     /// does not exist, or as two lines.
     pub(crate) fn parse_checked(bytes: &[u8]) -> Result<TaskMeta> {
-        let meta = TaskMeta::parse(bytes);
-        if let Some(wt) = &meta.worktree {
+        TaskMeta::parse(bytes).checked()
+    }
+
+    /// [`TaskMeta::parse_fields`], checked as [`TaskMeta::parse_checked`].
+    pub(crate) fn parse_fields_checked(bytes: &[u8]) -> Result<TaskMeta> {
+        TaskMeta::parse_fields(bytes).checked()
+    }
+
+    fn checked(self) -> Result<TaskMeta> {
+        if let Some(wt) = &self.worktree {
             crate::home::refuse_control("worktree", wt)?;
         }
-        Ok(meta)
+        Ok(self)
     }
 
     /// The kind, an unrecorded one being a ship.
@@ -228,6 +263,42 @@ mod tests {
             }
             let raw = KeyValues::parse(text.as_bytes());
             proptest::prop_assert_eq!(TaskMeta::from_raw(raw.clone()), from_raw_by_key(raw));
+        }
+    }
+
+    proptest::proptest! {
+        /// Read straight from the lines, the fields are what the raw
+        /// entries type into: the last occurrence of a key wins, an empty
+        /// one included.
+        #[test]
+        fn the_fields_read_from_the_lines_are_the_typed_entries(
+            lines in proptest::collection::vec(
+                (
+                    proptest::sample::select(&[
+                        "kind", "mode", "repo", "project", "worktree", "pane", "spawn_gen",
+                        "parent", "host", "other", " pane", "#pane", "", "pane ",
+                    ][..]),
+                    proptest::sample::select(&["=", " = ", "", "=="][..]),
+                    proptest::sample::select(&[
+                        "", " ", "ship", "scout", "local-only", "7", " 12 ", "x", "%3", "/w",
+                        "a=b", "../p", "p-1", "a\rb", "\r", "\u{e9}", "\u{a0}x\u{a0}",
+                    ][..]),
+                    proptest::sample::select(&["\n", "\r\n", "\r"][..]),
+                ),
+                0..10,
+            ),
+            raw_bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..3),
+        ) {
+            let mut bytes = Vec::new();
+            for (k, eq, v, end) in &lines {
+                bytes.extend_from_slice(format!("{k}{eq}{v}{end}").as_bytes());
+            }
+            bytes.extend_from_slice(&raw_bytes);
+            let want = TaskMeta {
+                raw: KeyValues::default(),
+                ..TaskMeta::parse(&bytes)
+            };
+            proptest::prop_assert_eq!(TaskMeta::parse_fields(&bytes), want);
         }
     }
 
