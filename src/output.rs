@@ -41,13 +41,29 @@ fn is_unsafe(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
 
+/// Whether every byte is printable ASCII (space to `~`), looked at eight
+/// at a time.
+fn printable_ascii(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let (words, rest) = b.as_chunks::<8>();
+    words.iter().all(|w| {
+        let x = u64::from_le_bytes(*w);
+        // A byte below 0x20 (its high bit clear, and below after taking
+        // 0x20), or above 0x7e (0x7f: DEL, or its high bit set).
+        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let above = (x.wrapping_add(ONES * (0x7f - 0x7e)) | x) & HIGH;
+        below | above == 0
+    }) && rest.iter().all(|c| matches!(c, b' '..=b'~'))
+}
+
 /// `s` with every control character but tab (and every bidi control)
 /// made visible: `\x1b` for C0 and DEL, `\u{9b}` for C1 and the rest.
 /// Idempotent: what it returns is printable and unchanged by a second
 /// pass.
 pub fn sanitize(s: &str) -> Cow<'_, str> {
-    // Most text is printable ASCII (and tab): nothing to look at by char.
-    if s.bytes().all(|b| matches!(b, b' '..=b'~' | b'\t')) || !s.chars().any(is_unsafe) {
+    // Most text is printable ASCII: nothing to look at by char.
+    if printable_ascii(s.as_bytes()) || !s.chars().any(is_unsafe) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
@@ -392,6 +408,32 @@ pub fn err_block(block: &str) {
     let body = block.strip_suffix('\n').unwrap_or(block);
     for l in body.split('\n') {
         err_line(l);
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::printable_ascii;
+
+    proptest::proptest! {
+        #[test]
+        fn words_at_a_time_say_what_each_byte_says(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            proptest::prop_assert_eq!(printable_ascii(&b), b.iter().all(|c| matches!(c, b' '..=b'~')));
+        }
+
+        #[test]
+        fn printable_text_with_one_odd_byte_anywhere_is_caught(
+            n in 0usize..40,
+            at in 0usize..40,
+            odd in proptest::sample::select(&[0u8, 9, 10, 0x1b, 0x1f, 0x7f, 0x80, 0x9b, 0xc2, 0xff][..]),
+        ) {
+            let mut b = vec![b'x'; n.max(1)];
+            let at = at % b.len();
+            b[at] = odd;
+            proptest::prop_assert!(!printable_ascii(&b));
+            b[at] = b'~';
+            proptest::prop_assert!(printable_ascii(&b));
+        }
     }
 }
 

@@ -34,13 +34,17 @@ impl TaskId {
         if !bytes[0].is_ascii_alphanumeric() {
             return bad("must start with a letter or digit");
         }
-        if !bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        {
-            return bad("only letters, digits, '.', '_' and '-' are allowed");
+        // One pass: the allowed bytes, and no two dots in a row.
+        let mut dots = false;
+        let mut last_dot = false;
+        for &b in bytes {
+            if !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+                return bad("only letters, digits, '.', '_' and '-' are allowed");
+            }
+            dots |= last_dot && b == b'.';
+            last_dot = b == b'.';
         }
-        if raw.contains("..") {
+        if dots {
             return bad("must not contain '..'");
         }
         if crate::home::is_reserved(raw) {
@@ -99,6 +103,26 @@ mod tests {
         ] {
             let err = TaskId::parse(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The one-pass check accepts exactly what the rule says, and
+        /// names the first rule an id breaks.
+        #[test]
+        fn an_id_is_accepted_exactly_by_the_rule(raw in "[a-c.\\-_/ \u{e9}0-9]{0,6}") {
+            let rule = !raw.is_empty()
+                && raw.as_bytes()[0].is_ascii_alphanumeric()
+                && raw.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+                && !raw.contains("..");
+            let got = TaskId::parse(&raw);
+            proptest::prop_assert_eq!(got.is_ok(), rule);
+            if let Err(e) = got {
+                let charset = raw.bytes().any(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')));
+                if !raw.is_empty() && raw.as_bytes()[0].is_ascii_alphanumeric() && charset {
+                    proptest::prop_assert!(e.to_string().contains("only letters"), "{}", e);
+                }
+            }
         }
     }
 

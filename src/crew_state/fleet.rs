@@ -69,9 +69,10 @@ struct Done {
     reread: bool,
     /// Its stamps were taken (not trusted on the events' word).
     looked: bool,
-    /// Kept for the next frame, or for the second step.
-    facts: Option<Facts>,
-    stamps: Option<Stamps>,
+    /// Kept for the next frame, or for the second step (boxed: most of a
+    /// one-shot view's tasks keep nothing, and a `Done` is handed on).
+    facts: Option<Box<Facts>>,
+    stamps: Option<Box<Stamps>>,
     /// The frame the stamps were last looked at in, and its clock.
     taken: u64,
     taken_at: u64,
@@ -193,15 +194,17 @@ fn refresh(s: &Shared, item: Item) -> Done {
         .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
     let resolved = if has_pane { None } else { step(&f).ok() };
     let keep_facts = resolved.is_none() || (s.keep && f.error.is_none());
-    let stamps = stamps.filter(|_| f.error.is_none());
+    let stamps = stamps.filter(|_| f.error.is_none()).map(Box::new);
+    // Boxed when kept: a task read is handed on several times, and most
+    // of a one-shot view's tasks keep nothing.
     let (facts, row) = match resolved {
         Some(r) if keep_facts => {
             let row = Row::with(&f, r, s.cfg);
-            (Some(f), Some(row))
+            (Some(Box::new(f)), Some(row))
         }
         // Facts no longer needed: the row takes what it can from them.
         Some(r) => (None, Some(Row::from_owned(f, r, s.cfg))),
-        None => (Some(f), None),
+        None => (Some(Box::new(f)), None),
     };
     Done {
         reread,
@@ -260,8 +263,8 @@ impl Emitter<'_> {
         }
         if let (Some(facts), Some(stamps)) = (d.facts, d.stamps) {
             self.kept.push(Box::new(Kept {
-                facts,
-                stamps,
+                facts: *facts,
+                stamps: *stamps,
                 taken: d.taken,
                 taken_at: d.taken_at,
             }));
@@ -527,7 +530,7 @@ impl FleetReader {
         let mut open: Vec<&mut Facts> = held
             .iter_mut()
             .filter(|d| d.row.is_none())
-            .filter_map(|d| d.facts.as_mut())
+            .filter_map(|d| d.facts.as_deref_mut())
             .collect();
         if open.is_empty() {
             return;
