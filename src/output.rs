@@ -49,10 +49,11 @@ fn printable_ascii(b: &[u8]) -> bool {
     let (words, rest) = b.as_chunks::<8>();
     words.iter().all(|w| {
         let x = u64::from_le_bytes(*w);
-        // A byte below 0x20 (its high bit clear, and below after taking
-        // 0x20), or above 0x7e (0x7f: DEL, or its high bit set).
+        // A byte below 0x20 (its high bit clear, and set after taking
+        // 0x20), or above 0x7e (0x7f, DEL, gains it by adding one; the
+        // rest have it).
         let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let above = (x.wrapping_add(ONES * (0x7f - 0x7e)) | x) & HIGH;
+        let above = (x.wrapping_add(ONES) | x) & HIGH;
         below | above == 0
     }) && rest.iter().all(|c| matches!(c, b' '..=b'~'))
 }
