@@ -43,7 +43,8 @@ fn is_unsafe(c: char) -> bool {
 
 /// Whether every byte is printable ASCII (space to `~`), looked at eight
 /// at a time.
-fn printable_ascii(b: &[u8]) -> bool {
+#[inline]
+pub(crate) fn printable_ascii(b: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let (words, rest) = b.as_chunks::<8>();
@@ -121,7 +122,11 @@ impl Text {
 
     /// Appends `s`, sanitised.
     pub fn push(&mut self, s: &str) -> &mut Text {
-        self.0.push_str(&sanitize(s));
+        if printable_ascii(s.as_bytes()) {
+            self.0.push_str(s);
+        } else {
+            self.0.push_str(&sanitize(s));
+        }
         self
     }
 

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use super::{Row, State};
-use crate::output::{Sgr, Text, sanitize};
+use crate::output::{Sgr, Text, printable_ascii, sanitize};
 
 const SEP: &str = " \u{b7} ";
 
@@ -159,7 +159,9 @@ impl Table {
                 _ => out.push_str(&r.detail),
             }
             // Sanitised in place (most cells need nothing).
-            if let Cow::Owned(clean) = sanitize(&out[from..]) {
+            if !printable_ascii(&out.as_bytes()[from..])
+                && let Cow::Owned(clean) = sanitize(&out[from..])
+            {
                 out.truncate(from);
                 out.push_str(&clean);
             }

@@ -9,7 +9,8 @@
 use std::collections::HashMap;
 
 use super::parse::{
-    LineRef, ParsedRef, Quick, Verbs, parse_with, quick, scan, scan_rest, verb_byte, without_eol,
+    LineRef, Opening, ParsedRef, Quick, Verbs, decision_opening, parse_with, quick, scan,
+    scan_rest, verb_byte, without_eol,
 };
 use super::*;
 
@@ -18,56 +19,72 @@ use super::*;
 /// over the text (a vector search per line costs more in set-up than it
 /// saves).
 struct Newlines<'b> {
-    bytes: &'b [u8],
-    /// Where the word `found` was read.
-    at: usize,
+    /// The text's whole words, and the few bytes after them.
+    words: &'b [[u8; 8]],
+    tail: &'b [u8],
+    /// The word `found` was read from (`words.len()`: the tail).
+    word: usize,
     /// The high bit of each '\n' byte of that word not yet handed out.
     found: u64,
 }
 
+/// The high bit of each byte of `w` that is a '\n', and only those.
+#[inline]
+fn newline_bits(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let w = w ^ (ONES * u64::from(b'\n'));
+    // The high bit of each byte of `w` that is zero, and only those.
+    !(((w & LOW7) + LOW7) | w | LOW7)
+}
+
 impl<'b> Newlines<'b> {
     fn new(bytes: &'b [u8]) -> Newlines<'b> {
+        let (words, tail) = bytes.as_chunks::<8>();
         let mut n = Newlines {
-            bytes,
-            at: 0,
+            words,
+            tail,
+            word: 0,
             found: 0,
         };
-        n.found = n.word(0);
+        n.found = n.bits(0);
         n
     }
 
-    /// The newline bits of the eight bytes from `at` (past the end, none).
+    /// The newline bits of word `k` (the tail padded with bytes that are
+    /// no '\n'; past it, none).
     #[inline]
-    fn word(&self, at: usize) -> u64 {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        let w = if let Some(w) = self.bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
-            u64::from_le_bytes(*w)
-        } else {
-            // The last few bytes, padded with bytes that are no '\n'.
-            let mut w = [0u8; 8];
-            let rest = self.bytes.get(at..).unwrap_or_default();
-            w[..rest.len()].copy_from_slice(rest);
-            u64::from_le_bytes(w)
-        } ^ (ONES * u64::from(b'\n'));
-        // The high bit of each byte of `w` that is zero, and only those.
-        !(((w & LOW7) + LOW7) | w | LOW7)
+    fn bits(&self, k: usize) -> u64 {
+        if let Some(w) = self.words.get(k) {
+            return newline_bits(u64::from_le_bytes(*w));
+        }
+        if k > self.words.len() {
+            return 0;
+        }
+        let mut w = [0u8; 8];
+        w[..self.tail.len()].copy_from_slice(self.tail);
+        newline_bits(u64::from_le_bytes(w))
     }
 }
 
 impl Iterator for Newlines<'_> {
     type Item = usize;
 
-    #[inline]
+    // Called once a line: a call costs as much as the rest of it.
+    #[allow(clippy::inline_always, reason = "measured: a call a line")]
+    #[inline(always)]
     fn next(&mut self) -> Option<usize> {
         while self.found == 0 {
-            self.at += 8;
-            if self.at >= self.bytes.len() {
-                return None;
-            }
-            self.found = self.word(self.at);
+            self.word += 1;
+            self.found = match self.words.get(self.word) {
+                Some(w) => newline_bits(u64::from_le_bytes(*w)),
+                None if self.word == self.words.len() && !self.tail.is_empty() => {
+                    self.bits(self.word)
+                }
+                None => return None,
+            };
         }
-        let i = self.at + (self.found.trailing_zeros() / 8) as usize;
+        let i = self.word * 8 + (self.found.trailing_zeros() / 8) as usize;
         self.found &= self.found - 1;
         Some(i)
     }
@@ -108,7 +125,11 @@ impl<'a> OpenKeys<'a> {
     fn close(&mut self, key: &str) {
         match self {
             OpenKeys::Few { open, len } => {
-                if let Some(p) = open[..*len].iter().position(|(k, _)| *k == key) {
+                // Keys are short: compared in place, not by a call.
+                let same = |k: &str| {
+                    k.len() == key.len() && k.bytes().zip(key.bytes()).all(|(a, b)| a == b)
+                };
+                if let Some(p) = open[..*len].iter().position(|(k, _)| same(k)) {
                     open.copy_within(p + 1..*len, p);
                     *len -= 1;
                 }
@@ -198,7 +219,7 @@ impl Fold {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(bytes),
         };
-        let paused_lower = paused.to_lowercase();
+        let paused_lower = super::parse::lower_cow(paused);
         let verbs = Verbs::new(&paused_lower);
         let mut f = Fold::default();
         let mut open = OpenKeys::default();
@@ -258,7 +279,7 @@ impl Fold {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(bytes),
         };
-        let paused_lower = paused.to_lowercase();
+        let paused_lower = super::parse::lower_cow(paused);
         let verbs = Verbs::new(&paused_lower);
         let mut open = OpenKeys::default();
         let mut start = 0;
@@ -266,11 +287,31 @@ impl Fold {
             let first = text.as_bytes()[start];
             let line = &text[start..end];
             start = end + 1;
-            // A decision's verb is a plain word starting with one of these
-            // letters: a line opening with any other plain-word byte
+            // A line opening with a plain word decides something only when
+            // that word is a decision's verb (its verb is that word, or no
+            // fixed verb at all): one starting with any other letter
             // decides nothing, whatever follows.
-            if verb_byte(first) && !matches!(first | 0x20, b'n' | b'b' | b'r') {
-                continue;
+            if verb_byte(first) {
+                if !matches!(first | 0x20, b'n' | b'b' | b'r') {
+                    continue;
+                }
+                match decision_opening(line.as_bytes()) {
+                    Opening::Decision(w, v) => {
+                        // (Read whole, the line may still turn out to be
+                        // prose, or a paused word that starts so.)
+                        if let Some((kind, key)) = scan_rest(without_eol(line), &verbs, w, v)
+                            && (kind.opens() || kind == Verb::Resolved)
+                        {
+                            open.close(key);
+                            if kind.opens() {
+                                open.open(key, line);
+                            }
+                        }
+                        continue;
+                    }
+                    Opening::Other => continue,
+                    Opening::Unsure => {}
+                }
             }
             let line = without_eol(line);
             let found = match quick(line, &verbs) {

@@ -124,7 +124,7 @@ pub(crate) struct LineRef<'a> {
 impl LineRef<'_> {
     pub(crate) fn to_owned_line(self) -> StatusLine {
         StatusLine {
-            verb: self.verb.to_lowercase(),
+            verb: lower(self.verb),
             kind: self.kind,
             key: self.key.to_string(),
             text: self.text.to_string(),
@@ -135,10 +135,32 @@ impl LineRef<'_> {
     pub(super) fn decision(&self) -> Decision {
         Decision {
             key: self.key.to_string(),
-            verb: self.verb.to_lowercase(),
+            verb: lower(self.verb),
             text: self.text.to_string(),
             at: self.at,
         }
+    }
+}
+
+/// `word` lower-cased (by ASCII's rules when it is ASCII: the same, with
+/// less work).
+pub(crate) fn lower(word: &str) -> String {
+    if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase()
+    }
+}
+
+/// `word` lower-cased, borrowed when it already is.
+pub(crate) fn lower_cow(word: &str) -> std::borrow::Cow<'_, str> {
+    if word
+        .bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+    {
+        std::borrow::Cow::Borrowed(word)
+    } else {
+        std::borrow::Cow::Owned(lower(word))
     }
 }
 
@@ -180,10 +202,22 @@ static HEAD_BYTE: [HeadByte; 256] = {
     t
 };
 
+/// Which bytes a key is made of ([`valid_key`]).
+static KEY_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+        c += 1;
+    }
+    t
+};
+
 /// Whether `b` may be part of a key ([`valid_key`]).
 #[inline]
 fn key_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
+    KEY_BYTE[usize::from(b)]
 }
 
 /// Whether `b` may be part of a plain verb.
@@ -389,6 +423,63 @@ pub(crate) fn quick(line: &str, verbs: &Verbs) -> (usize, Quick) {
     }
 }
 
+/// What the opening of a line that starts with a verb byte says of it as
+/// a decision's line ([`decision_opening`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opening {
+    /// Its plain word is this decision verb, ending here.
+    Decision(usize, Verb),
+    /// Its plain word is no decision verb: the line opens, reopens and
+    /// resolves nothing (its verb is that word, or no fixed verb at all).
+    Other,
+    /// Too short to tell by whole words.
+    Unsure,
+}
+
+/// Whether the plain word opening `b` is `needs-decision`, `blocked` or
+/// `resolved` (any case), by comparing whole words of its first bytes.
+#[inline]
+pub(crate) fn decision_opening(b: &[u8]) -> Opening {
+    // `| 0x20` lower-cases a letter (and maps no other byte onto one).
+    const LETTERS: u64 = 0x2020_2020_2020_2020;
+    let word = |at: usize| {
+        b.get(at..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map(|w| u64::from_le_bytes(*w))
+    };
+    let ends = |n: usize| b.get(n).is_none_or(|&c| !verb_byte(c));
+    let Some(x) = word(0) else {
+        return Opening::Unsure;
+    };
+    let lower = x | LETTERS;
+    if lower == u64::from_le_bytes(*b"resolved") {
+        return if ends(8) {
+            Opening::Decision(8, Verb::Resolved)
+        } else {
+            Opening::Other
+        };
+    }
+    if lower & 0x00ff_ffff_ffff_ffff == u64::from_le_bytes(*b"blocked\0") {
+        return if ends(7) {
+            Opening::Decision(7, Verb::Blocked)
+        } else {
+            Opening::Other
+        };
+    }
+    // The '-' of `needs-de` compared as it is.
+    if x | 0x2020_0020_2020_2020 == u64::from_le_bytes(*b"needs-de") {
+        let Some(y) = word(6) else {
+            return Opening::Unsure;
+        };
+        return if y | LETTERS == u64::from_le_bytes(*b"decision") && ends(14) {
+            Opening::Decision(14, Verb::NeedsDecision)
+        } else {
+            Opening::Other
+        };
+    }
+    Opening::Other
+}
+
 /// [`scan`] of a line without its line end ([`without_eol`]) that
 /// [`quick`] found to be a status line of `kind` if the rest reads, its
 /// verb ending at `verb_end`.
@@ -402,7 +493,7 @@ pub(crate) fn scan_rest<'a>(
     match head::<false>(line, verb_end, kind) {
         Plain::Head {
             kind, key, colon, ..
-        } => body(line, colon, key).map(|(key, _)| (kind, key)),
+        } => body_key(line, colon, key).map(|key| (kind, key)),
         Plain::Prose => None,
         Plain::Other => match general(line, verbs) {
             ParsedRef::Line(l) => Some((l.kind, l.key)),
@@ -488,14 +579,16 @@ fn head<const AT: bool>(line: &str, verb_end: usize, kind: Verb) -> Plain<'_> {
                 // The tags fm-status writes, `[key=<key>]` and
                 // `[at=<digits>]`, read at once; any other as below.
                 let rest = &b[i + 1..];
-                if let Some(v) = rest.strip_prefix(b"key=") {
+                if rest.first_chunk::<4>() == Some(b"key=") {
+                    let v = &rest[4..];
                     let n = v.iter().position(|&c| !key_byte(c)).unwrap_or(v.len());
                     if n > 0 && v.get(n) == Some(&b']') {
                         key = Some(&line[i + 5..i + 5 + n]);
                         i += 6 + n;
                         continue;
                     }
-                } else if let Some(v) = rest.strip_prefix(b"at=") {
+                } else if rest.first_chunk::<3>() == Some(b"at=") {
+                    let v = &rest[3..];
                     let n = v
                         .iter()
                         .position(|c| !c.is_ascii_digit())
@@ -553,6 +646,23 @@ fn head<const AT: bool>(line: &str, verb_end: usize, kind: Verb) -> Plain<'_> {
         key,
         at,
         colon,
+    }
+}
+
+/// The key of a line whose head ends at `colon`, as [`body`] gives it.
+#[inline]
+fn body_key<'a>(line: &'a str, colon: usize, key: Option<&'a str>) -> Option<&'a str> {
+    let b = line.as_bytes();
+    // Text that opens with a printable ASCII byte other than '[', after
+    // its spaces, has no key at its head.
+    let mut i = colon + 1;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    match b.get(i) {
+        None => Some(key.unwrap_or("default")),
+        Some(&c) if c != b'[' && c.is_ascii() && !ascii_space(c) => Some(key.unwrap_or("default")),
+        Some(_) => body(line, colon, key).map(|(key, _)| key),
     }
 }
 

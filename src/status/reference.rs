@@ -237,6 +237,12 @@ mod tests {
         "-",
         "working-",
         "A-Very-Long-Paused-Word",
+        "hold",
+        "resolved",
+        "Needs-Decision",
+        "needs-decisio",
+        "blocked\r",
+        "x",
     ];
 
     fn line() -> impl Strategy<Value = String> {
@@ -331,6 +337,43 @@ mod tests {
         }
     }
 
+    /// Logs at the edges of the view fold's shortcuts (a paused word that
+    /// starts with a decision's verb, a verb cut short by the line's end, a
+    /// line end of `\r\n`), each read by the view fold and the old fold.
+    #[test]
+    fn the_view_fold_reads_the_edges_as_the_old_one() {
+        let logs = [
+            "needs-decision [key=a]: which\nblocked hold: the paused word\n",
+            "blocked [key=a]: x\nresolved later [key=a]: a paused word again\n",
+            "blocked [key=a]: x\nresolved later: the paused word, no key\nworking: on\n",
+            "blocked\nresolved\nneeds-decision\nblocked:\nresolved:\n",
+            "Blocked [key=a]: x\r\nRESOLVED [key=a]: y\r\n",
+            "needs-decisionx: not a verb\nblockedx: not one\nresolvedx: nor this\n",
+            "needs-decisio: short\nneeds-decision\u{a0}[key=b]: NBSP\n",
+            "blocked\u{a0}: NBSP after the verb\nworking: on\n",
+            "needs\rdecision [key=c]: a CR where the dash is\n",
+            " blocked [key=d]: leading space\n",
+            "note: n\nbusy: b\nran: r\n",
+        ];
+        for paused in [
+            "paused",
+            "blocked hold",
+            "Resolved later",
+            "hold",
+            "on hold",
+        ] {
+            for log in logs {
+                let want = fold(log.as_bytes(), paused);
+                let got = Fold::for_view(log.as_bytes(), paused);
+                assert_eq!(
+                    (&got.open, &got.last_state, got.last_at, got.any_line),
+                    (&want.open, &want.last_state, want.last_at, want.lines > 0),
+                    "{log:?} with {paused:?}"
+                );
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
 
@@ -373,7 +416,7 @@ mod tests {
         #[test]
         fn the_view_fold_reads_every_log_as_the_old_one(
             bytes in log(),
-            paused in prop::sample::select(&["paused", "Hold", "\u{c4}rger", "HOOK", "on hold"][..]),
+            paused in prop::sample::select(&["paused", "Hold", "\u{c4}rger", "HOOK", "on hold", "blocked hold", "Resolved  x"][..]),
         ) {
             let want = fold(&bytes, paused);
             let got = Fold::for_view(&bytes, paused);
