@@ -13,6 +13,7 @@
 //! after that read would have given it a later modification time).
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
@@ -100,10 +101,13 @@ impl Listing {
             Err(e) if fsx::is_not_found(&e) => return Ok(Listing::default()),
             Err(e) => return Err(e),
         };
-        // The task files' stems, one after another, and each one's span
-        // and bit: no allocation per name.
+        // Each task's stem once, one after another, and a table of them:
+        // no allocation per name, and a few bytes a task (a name is at
+        // most 255 bytes; a name that does not fit is no task's).
         let mut stems: Vec<u8> = Vec::new();
-        let mut spans: Vec<(usize, usize, u8)> = Vec::new();
+        let mut seen: hashbrown::HashTable<(u32, u8, u8)> = hashbrown::HashTable::new();
+        let hasher = foldhash::fast::RandomState::default();
+        let stem_of = |(at, len, _): (u32, u8, u8)| at as usize..at as usize + usize::from(len);
         let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 << 10];
         let mut entries = RawDir::new(&dir, &mut buf);
         while let Some(entry) = entries.next() {
@@ -112,26 +116,31 @@ impl Listing {
             let Some((stem, bit)) = task_file(name) else {
                 continue;
             };
-            if stem == 0 {
+            let (Ok(at), Ok(len)) = (u32::try_from(stems.len()), u8::try_from(stem)) else {
+                continue;
+            };
+            if len == 0 {
                 continue;
             }
-            spans.push((stems.len(), stem, bit));
-            stems.extend_from_slice(&name[..stem]);
-        }
-        let mut seen: HashMap<&[u8], u8, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(
-                spans.len() / 2,
-                foldhash::fast::RandomState::default(),
-            );
-        for &(at, len, bit) in &spans {
-            *seen.entry(&stems[at..at + len]).or_default() |= bit;
+            let key = &name[..stem];
+            let hash = hasher.hash_one(key);
+            let same = |e: &(u32, u8, u8)| stems.get(stem_of(*e)) == Some(key);
+            if let Some(e) = seen.find_mut(hash, same) {
+                e.2 |= bit;
+                continue;
+            }
+            seen.insert_unique(hash, (at, len, bit), |e| {
+                hasher.hash_one(stems.get(stem_of(*e)).unwrap_or_default())
+            });
+            stems.extend_from_slice(key);
         }
         let mut tasks: Vec<Listed> = seen
-            .into_iter()
-            .filter(|(_, bits)| bits & Present::META != 0)
-            .filter_map(|(stem, bits)| {
+            .iter()
+            .filter(|e| e.2 & Present::META != 0)
+            .filter_map(|&e| {
+                let bits = e.2;
                 // A name that is not UTF-8 names no task.
-                let stem = std::str::from_utf8(stem).ok()?;
+                let stem = std::str::from_utf8(stems.get(stem_of(e))?).ok()?;
                 Some(Listed {
                     id: TaskId::parse(stem).ok()?,
                     present: Present(bits),
