@@ -10,7 +10,9 @@
 //! the status log and takes its mtime from the open file, and lists the
 //! inbox — each with the fewest system calls (`openat` relative to the
 //! state directory, one `read` into a reused buffer, `getdents64`). It
-//! parses nothing and prints one count.
+//! parses nothing and prints one count. Each run of it is followed by a
+//! run of the fleet view on the same fleet, so the two are measured under
+//! the same load and their ratio is reported as well.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -132,13 +134,27 @@ fn read_fleet(home: &Path) {
 
 /// Runs the reader as a child once; its wall time and CPU (user + system,
 /// from `wait4`).
-#[allow(clippy::zombie_processes)]
 fn once(home: &Path) -> (Duration, Duration) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.arg("--read-fleet").arg(home);
+    run(cmd, "the floor reader")
+}
+
+/// Runs the fleet view (`fm-crew-state`) on `home` once, as `once` runs
+/// the reader.
+fn view(home: &Path) -> (Duration, Duration) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fm-crew-state"));
+    cmd.arg("--home").arg(home).env_remove("FM_TMUX_SOCKET");
+    run(cmd, "fm-crew-state")
+}
+
+/// Runs `cmd` to its end, its output dropped; wall time and CPU.
+#[allow(clippy::zombie_processes)]
+fn run(mut cmd: Command, what: &str) -> (Duration, Duration) {
     let t = Instant::now();
-    let child = Command::new(std::env::current_exe().unwrap())
-        .arg("--read-fleet")
-        .arg(home)
+    let child = cmd
         .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut status = 0;
@@ -156,7 +172,7 @@ fn once(home: &Path) -> (Duration, Duration) {
         tv(ru.ru_utime) + tv(ru.ru_stime)
     };
     let d = t.elapsed();
-    assert_eq!(status, 0, "the floor reader failed");
+    assert_eq!(status, 0, "{what} failed");
     (d, cpu)
 }
 
@@ -176,15 +192,38 @@ fn main() {
         fleet::plain(&home, n);
         let runs = if n >= 10_000 { 10 } else { 30 };
         once(&home.root);
-        let (walls, cpus): (Vec<Duration>, Vec<Duration>) =
-            (0..runs).map(|_| once(&home.root)).unzip();
-        let (wall, cpu) = (median(walls), median(cpus));
+        view(&home.root);
+        // The floor and the fleet view one after the other, run after
+        // run: a load that comes and goes weighs on both alike, so their
+        // ratio holds where absolute times do not.
+        let mut floor = (Vec::new(), Vec::new());
+        let mut fleet = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let (w, c) = once(&home.root);
+            floor.0.push(w);
+            floor.1.push(c);
+            let (w, c) = view(&home.root);
+            fleet.0.push(w);
+            fleet.1.push(c);
+        }
+        let (wall, cpu) = (median(floor.0), median(floor.1));
+        let (view_wall, view_cpu) = (median(fleet.0), median(fleet.1));
         println!(
             "floor: reading a {n}-task fleet's files on {threads} threads (whole process): median {:.1} ms wall, {:.1} ms CPU ({runs} runs)",
             wall.as_secs_f64() * 1000.0,
             cpu.as_secs_f64() * 1000.0
         );
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+        println!(
+            "  the fleet view on the same fleet, run for run: median {:.1} ms wall ({:.2}x the floor), {:.1} ms CPU ({:.2}x)",
+            view_wall.as_secs_f64() * 1000.0,
+            ratio(view_wall, wall),
+            view_cpu.as_secs_f64() * 1000.0,
+            ratio(view_cpu, cpu)
+        );
         common::fig_ms(&format!("floor.{n}"), wall);
         common::fig_ms(&format!("floor.{n}.cpu"), cpu);
+        common::fig_ms(&format!("floor.{n}.view"), view_wall);
+        common::fig_ms(&format!("floor.{n}.view_cpu"), view_cpu);
     }
 }

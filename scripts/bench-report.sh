@@ -178,7 +178,8 @@ EOF
     cat <<EOF
 
 The pane-less fleet against its floor (a minimal reader of the same files on
-the same cores, \`benches/floor.rs\`):
+the same cores, \`benches/floor.rs\`), the two run one after the other, run
+for run, so both see the same load:
 
 | tasks | fleet view wall | floor wall | ratio | fleet view CPU | floor CPU | ratio |
 |---|---|---|---|---|---|---|
@@ -186,8 +187,8 @@ EOF
     # ratio A B: A / B, or n/a when either is missing
     ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v v="$1" -v f="$2" 'BEGIN { printf "%.2f×", v / f }' || printf "n/a"; }
     for n in 1000 10000 50000; do
-        v=$(fig "crew.$n.wall"); f=$(fig "floor.$n")
-        vc=$(fig "crew.$n.cpu"); fc=$(fig "floor.$n.cpu")
+        v=$(fig "floor.$n.view"); f=$(fig "floor.$n")
+        vc=$(fig "floor.$n.view_cpu"); fc=$(fig "floor.$n.cpu")
         printf '| %s | %s ms | %s ms | %s | %s ms | %s ms | %s |\n' "$n" "$(num "$v" 1)" "$(num "$f" 1)" "$(ratio "$v" "$f")" \
             "$(num "$vc" 1)" "$(num "$fc" 1)" "$(ratio "$vc" "$fc")"
     done
