@@ -10,9 +10,16 @@ use crate::error::{Error, Result};
 /// Longest id accepted: one leading character plus 63 more.
 pub(crate) const MAX_LEN: usize = 64;
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(transparent)]
-pub struct TaskId(String);
+/// Shared, not copied: a fleet view hands each task's id from its listing
+/// to its facts, its row and the next frame.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(std::sync::Arc<str>);
+
+impl serde::Serialize for TaskId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
 
 impl TaskId {
     /// Validates `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` without `..`, and
@@ -52,7 +59,7 @@ impl TaskId {
                 "reserved: the home uses that name itself (data/board/, state/archive/, state/events.jsonl, state/wakes.log)",
             );
         }
-        Ok(TaskId(raw.to_string()))
+        Ok(TaskId(raw.into()))
     }
 
     /// Like [`TaskId::parse`] for an OS string argument (non-UTF-8 is invalid).

@@ -477,6 +477,8 @@ impl FileName {
 thread_local! {
     /// The buffer a reader thread reads task files into.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The list a reader thread lists a task's pending records into.
+    static PENDING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A file read the ordinary (checked) way, handed to `with`; it fails or
@@ -515,13 +517,6 @@ fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>, size: usize) -> Option<usize> {
         }
         buf.resize(buf.len() * 2, 0);
     }
-}
-
-/// What a task's inbox holds, from one listing.
-struct InboxListing {
-    pending: Vec<u64>,
-    /// `.escalated` was among its entries.
-    escalated: bool,
 }
 
 impl StateDir {
@@ -653,43 +648,56 @@ impl StateDir {
     }
 
     /// The pending records of the task's inbox, as [`fsx::list_numbered`]
-    /// lists them, and whether `.escalated` is there.
-    fn inbox(&self, home: &Home, id: &TaskId) -> Result<InboxListing> {
-        let slow = || -> Result<InboxListing> {
-            let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?;
-            let escalated = !pending.is_empty();
-            Ok(InboxListing { pending, escalated })
-        };
+    /// lists them (sorted), and whether `.escalated` is there, handed to
+    /// `with`: listed into the thread's kept list (no allocation a task).
+    fn inbox<T>(
+        &self,
+        home: &Home,
+        id: &TaskId,
+        with: impl FnOnce(&[u64], bool) -> T,
+    ) -> Result<T> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW;
         let fd = match self.open_at(id, "inbox", flags) {
             Ok(fd) => fd,
-            Err(Errno::NOENT) => {
-                return Ok(InboxListing {
-                    pending: Vec::new(),
-                    escalated: false,
-                });
+            Err(Errno::NOENT) => return Ok(with(&[], false)),
+            Err(_) => {
+                let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?;
+                let escalated = !pending.is_empty();
+                return Ok(with(&pending, escalated));
             }
-            Err(_) => return slow(),
         };
-        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut dir = RawDir::new(&fd, &mut buf);
-        let mut out = InboxListing {
-            pending: Vec::new(),
-            escalated: false,
-        };
-        while let Some(entry) = dir.next() {
-            let Ok(entry) = entry else { return slow() };
-            let Ok(name) = entry.file_name().to_str() else {
-                continue;
-            };
-            if name == ".escalated" {
-                out.escalated = true;
-            } else if let Some(n) = fsx::parse_numbered(name, inbox::EXT) {
-                out.pending.push(n);
+        let listed = PENDING.with(|kept| {
+            // Taken out while in use, as `SCRATCH` is.
+            let mut pending = kept.take();
+            pending.clear();
+            let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+            let mut dir = RawDir::new(&fd, &mut buf);
+            let mut escalated = false;
+            while let Some(entry) = dir.next() {
+                let Ok(entry) = entry else {
+                    kept.replace(pending);
+                    return None;
+                };
+                let Ok(name) = entry.file_name().to_str() else {
+                    continue;
+                };
+                if name == ".escalated" {
+                    escalated = true;
+                } else if let Some(n) = fsx::parse_numbered(name, inbox::EXT) {
+                    pending.push(n);
+                }
             }
-        }
-        out.pending.sort_unstable();
-        Ok(out)
+            pending.sort_unstable();
+            Some((pending, escalated))
+        });
+        let Some((pending, escalated)) = listed else {
+            let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT)?;
+            let escalated = !pending.is_empty();
+            return Ok(with(&pending, escalated));
+        };
+        let answer = with(&pending, escalated);
+        PENDING.with(|kept| kept.replace(pending));
+        Ok(answer)
     }
 }
 
@@ -769,11 +777,14 @@ fn files(
         RunRecord::parse,
     )?;
     if present.has(Present::INBOX) {
-        let listed = dir.inbox(home, id)?;
-        f.inbox_pending = listed.pending.len();
-        if !listed.pending.is_empty() && listed.escalated {
-            f.escalated = escalation(home, id, &listed.pending)?;
-        }
+        let escalated;
+        (f.inbox_pending, escalated) = dir.inbox(home, id, |pending, escalated| {
+            let marker = (!pending.is_empty() && escalated)
+                .then(|| escalation(home, id, pending))
+                .transpose();
+            (pending.len(), marker)
+        })?;
+        f.escalated = escalated?.flatten();
     }
     if let Some(meta) = &f.meta {
         if meta.kind.is_none() {
