@@ -1,10 +1,15 @@
 //! The fold (SPEC §3.3): open decisions by key and the current line.
 //!
-//! Linear in the size of the log: open decisions sit in slots in the
-//! order they were (re)opened, with an index from key to slot, so opening,
-//! reopening and resolving cost the same however many decisions are open.
-//! A log of 200,000 distinct open decisions folds as fast, per line, as a
-//! log with one.
+//! Linear in the size of the log: open decisions are kept in the order
+//! they were (re)opened, a few in a short list, more in slots with an
+//! index from key to slot ([`OpenKeys`]), so opening, reopening and
+//! resolving cost the same however many decisions are open. A log of
+//! 200,000 distinct open decisions folds as fast, per line, as a log with
+//! one.
+//!
+//! Every line is scanned only as far as the fold needs (its verb and key),
+//! and only the lines kept are read whole. [`Fold::for_view`] reads less
+//! still, for a view that needs no line counts.
 
 use std::collections::HashMap;
 
