@@ -302,9 +302,15 @@ impl Fold {
                 }
                 match decision_opening(line.as_bytes()) {
                     Opening::Decision(w, v) => {
-                        // (Read whole, the line may still turn out to be
-                        // prose, or a paused word that starts so.)
-                        if let Some((kind, key)) = scan_rest(without_eol(line), &verbs, w, v)
+                        // Written as fm-status writes it, or read whole
+                        // (the line may still turn out to be prose, or a
+                        // paused word that starts so).
+                        let line = without_eol(line);
+                        let found = match written_key(line, w) {
+                            Some(key) => Some((v, key)),
+                            None => scan_rest(line, &verbs, w, v),
+                        };
+                        if let Some((kind, key)) = found
                             && (kind.opens() || kind == Verb::Resolved)
                         {
                             open.close(key);

@@ -480,6 +480,61 @@ pub(crate) fn decision_opening(b: &[u8]) -> Opening {
     Opening::Other
 }
 
+/// The key of a line written as `fm-status` writes it — its verb
+/// (`line[..verb_end]`), then only spaces, `[at=<digits>]` and
+/// `[key=<key>]` tags, the colon, and text opening with a printable ASCII
+/// byte other than `[` — in one pass over its head: `Some(key)` as
+/// [`scan_rest`] would give it, `None` for any other line (which
+/// [`scan_rest`] reads).
+#[inline]
+pub(crate) fn written_key(line: &str, verb_end: usize) -> Option<&str> {
+    let b = line.as_bytes();
+    let mut i = verb_end;
+    let mut key = None;
+    loop {
+        match *b.get(i)? {
+            b':' => break,
+            b' ' => i += 1,
+            b'[' => match b.get(i + 1)? {
+                b'k' if b.get(i + 2..i + 5)? == b"ey=" => {
+                    let from = i + 5;
+                    let mut j = from;
+                    while key_byte(*b.get(j)?) {
+                        j += 1;
+                    }
+                    if j == from || b[j] != b']' {
+                        return None;
+                    }
+                    key = Some(from..j);
+                    i = j + 1;
+                }
+                b'a' if b.get(i + 2..i + 4)? == b"t=" => {
+                    let mut j = i + 4;
+                    while b.get(j)?.is_ascii_digit() {
+                        j += 1;
+                    }
+                    if b[j] != b']' {
+                        return None;
+                    }
+                    i = j + 1;
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    i += 1;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    match b.get(i) {
+        None => {}
+        Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => {}
+        Some(_) => return None,
+    }
+    Some(key.map_or("default", |k| line.get(k).unwrap_or("default")))
+}
+
 /// [`scan`] of a line without its line end ([`without_eol`]) that
 /// [`quick`] found to be a status line of `kind` if the rest reads, its
 /// verb ending at `verb_end`.

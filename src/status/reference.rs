@@ -397,6 +397,28 @@ mod tests {
             prop_assert_eq!(super::super::parse::scan(&l, &super::super::parse::Verbs::new(paused)), want);
         }
 
+        /// A line written as fm-status writes it gives the key the whole
+        /// reading gives; any other line is left to it.
+        #[test]
+        fn the_written_key_is_the_key_read_whole(
+            verb in prop::sample::select(&["needs-decision", "Blocked", "RESOLVED"][..]),
+            rest in line(),
+        ) {
+            let l = format!("{verb}{rest}");
+            let kind = match verb.to_ascii_lowercase().as_str() {
+                "needs-decision" => Verb::NeedsDecision,
+                "blocked" => Verb::Blocked,
+                _ => Verb::Resolved,
+            };
+            let whole = match parse_str(&l, "paused") {
+                ParsedRef::Line(x) => Some((x.kind, x.key)),
+                ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+            };
+            if let Some(key) = super::super::parse::written_key(&l, verb.len()) {
+                prop_assert_eq!(Some((kind, key)), whole, "{:?}", l);
+            }
+        }
+
         /// Many keys opened, reopened and resolved in any order: the
         /// fold's short key list and its hash map give the old answer.
         #[test]
