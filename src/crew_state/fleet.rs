@@ -316,15 +316,12 @@ impl FleetReader {
             Vec::new()
         };
         let mut prev = std::mem::take(&mut self.kept).into_iter().peekable();
-        let items: Vec<Item> = listing
-            .tasks
-            .into_iter()
-            .map(|listed| {
-                while prev.next_if(|k| k.facts.id < listed.id).is_some() {}
-                let prev = prev.next_if(|k| k.facts.id == listed.id);
-                Item { listed, prev }
-            })
-            .collect();
+        // Made as the blocks are (never all at once beside the listing).
+        let items = listing.tasks.into_iter().map(|listed| {
+            while prev.next_if(|k| k.facts.id < listed.id).is_some() {}
+            let prev = prev.next_if(|k| k.facts.id == listed.id);
+            Item { listed, prev }
+        });
         if keep && !self.feed_tried {
             self.feed_tried = true;
             self.feed = TaskFeed::start(home);
@@ -354,16 +351,13 @@ impl FleetReader {
         ids: &[TaskId],
         now: u64,
     ) -> (Vec<Row>, Vec<String>) {
-        let items = ids
-            .iter()
-            .map(|id| Item {
-                listed: Listed {
-                    id: id.clone(),
-                    present: Present::ALL,
-                },
-                prev: None,
-            })
-            .collect();
+        let items = ids.iter().map(|id| Item {
+            listed: Listed {
+                id: id.clone(),
+                present: Present::ALL,
+            },
+            prev: None,
+        });
         let mut rows = Vec::with_capacity(ids.len());
         let state = StateDir::open(home);
         let warnings = self
@@ -389,7 +383,7 @@ impl FleetReader {
         home: &Home,
         cfg: &Config,
         now: u64,
-        items: Vec<Item>,
+        items: impl Iterator<Item = Item>,
         keep: bool,
         emit: &mut dyn FnMut(Row) -> Result<()>,
         state: &StateDir,
@@ -416,7 +410,7 @@ impl FleetReader {
         home: &Home,
         cfg: &Config,
         now: u64,
-        items: Vec<Item>,
+        items: impl Iterator<Item = Item>,
         keep: bool,
         emit: &mut dyn FnMut(Row) -> Result<()>,
         git: &GitFiles,
@@ -433,11 +427,13 @@ impl FleetReader {
             feed: if keep { self.feed.as_ref() } else { None },
             frame: self.feed.as_ref().map_or(0, TaskFeed::frame),
         };
-        let n = items.len();
         let mut blocks: Vec<Mutex<Option<Vec<Item>>>> = Vec::new();
-        let mut items = items.into_iter().peekable();
+        let mut items = items.peekable();
+        let mut n = 0;
         while items.peek().is_some() {
-            blocks.push(Mutex::new(Some(items.by_ref().take(BLOCK).collect())));
+            let block: Vec<Item> = items.by_ref().take(BLOCK).collect();
+            n += block.len();
+            blocks.push(Mutex::new(Some(block)));
         }
         let mut em = Emitter {
             emit,

@@ -101,28 +101,36 @@ const HEADER: [&str; COLUMNS] = [
 const COLUMNS: usize = 9;
 const HOST_COL: usize = 1;
 const STATE_COL: usize = 2;
+const SOURCE_COL: usize = 3;
 
-/// [`table`] built a row at a time: a row is kept only as its state and
-/// its printed cells, all rows' cells in one string, so a fleet is aligned
-/// without holding its rows.
+/// [`table`] built a row at a time: a row is kept only as its state, its
+/// source and its other printed cells, all rows' cells in one string, so a
+/// fleet is aligned without holding its rows.
 pub(crate) struct Table {
     colour_on: bool,
     hosts: bool,
     /// The widest cell of each column, in characters, the header's
     /// included.
     width: [usize; COLUMNS],
-    /// Every row's cells, sanitised, one after another.
+    /// Every row's cells but STATE and SOURCE ([`KEPT`]), sanitised, one
+    /// after another.
     cells: String,
-    /// Each row's state, where its cells start in `cells`, and where each
-    /// of its cells ends, from that start (a row is far shorter than
-    /// 4 GiB: its longest cell is one line of a bounded file).
     rows: Vec<Cells>,
 }
 
+/// The columns whose cells a row keeps as text (STATE and SOURCE are
+/// printed from the row's own words).
+const KEPT: [usize; COLUMNS - 2] = [0, 1, 4, 5, 6, 7, 8];
+
+/// A row: its state and source, where its cells start in
+/// [`Table::cells`], and where each of its [`KEPT`] cells ends, from that
+/// start (a row is far shorter than 4 GiB: its longest cell is one line of
+/// a bounded file).
 struct Cells {
     state: State,
+    source: super::Source,
     start: usize,
-    ends: [u32; COLUMNS],
+    ends: [u32; KEPT.len()],
 }
 
 impl Table {
@@ -140,15 +148,13 @@ impl Table {
     pub(crate) fn push(&mut self, r: &Row) {
         self.hosts |= r.host.is_some();
         let start = self.cells.len();
-        let mut ends = [0u32; COLUMNS];
-        for (i, end) in ends.iter_mut().enumerate() {
+        let mut ends = [0u32; KEPT.len()];
+        for (&col, end) in KEPT.iter().zip(ends.iter_mut()) {
             let from = self.cells.len();
             let out = &mut self.cells;
-            match i {
+            match col {
                 0 => out.push_str(&r.id),
                 1 => out.push_str(r.host.as_deref().unwrap_or("-")),
-                2 => out.push_str(r.state.as_str()),
-                3 => out.push_str(r.source.as_str()),
                 4 => push_age(out, r),
                 5 => push_u64(out, r.inbox_pending as u64),
                 6 => push_u64(out, r.open_decisions.len() as u64),
@@ -171,11 +177,14 @@ impl Table {
             } else {
                 cell.chars().count()
             };
-            self.width[i] = self.width[i].max(chars);
+            self.width[col] = self.width[col].max(chars);
             *end = u32::try_from(self.cells.len() - start).unwrap_or(u32::MAX);
         }
+        self.width[STATE_COL] = self.width[STATE_COL].max(r.state.as_str().len());
+        self.width[SOURCE_COL] = self.width[SOURCE_COL].max(r.source.as_str().len());
         self.rows.push(Cells {
             state: r.state,
+            source: r.source,
             start,
             ends,
         });
@@ -195,11 +204,16 @@ impl Table {
             } else if let Some(row) = self.rows.get(k - 1) {
                 let text = &self.cells[row.start..];
                 let mut from = 0;
-                let cells = row.ends.iter().map(|&end| {
+                let mut kept = row.ends.iter().map(|&end| {
                     let end = end as usize;
                     let cell = text.get(from..end).unwrap_or_default();
                     from = end;
                     cell
+                });
+                let cells = (0..COLUMNS).map(|col| match col {
+                    STATE_COL => row.state.as_str(),
+                    SOURCE_COL => row.source.as_str(),
+                    _ => kept.next().unwrap_or_default(),
                 });
                 self.line(cells, Some(row.state), out);
             }
