@@ -193,6 +193,52 @@ impl Text {
     }
 }
 
+/// Text that only ever went in through [`sanitize`] and holds no colour:
+/// no control character and no escape sequence at all, so any piece of it
+/// is safe to print as it is ([`Text::push_clean`]). The fleet table keeps
+/// its cells in one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Clean(String);
+
+impl Clean {
+    /// Appends what `write` writes, sanitised as it lands.
+    pub fn push_with(&mut self, write: impl FnOnce(&mut String)) {
+        let from = self.0.len();
+        write(&mut self.0);
+        if !printable_ascii(&self.0.as_bytes()[from..])
+            && let Cow::Owned(clean) = sanitize(&self.0[from..])
+        {
+            self.0.truncate(from);
+            self.0.push_str(&clean);
+        }
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Text {
+    /// Appends the piece `range` of clean text as it is (nothing when the
+    /// range does not fall on its characters' boundaries).
+    pub fn push_clean(&mut self, clean: &Clean, range: std::ops::Range<usize>) -> &mut Text {
+        if let Some(piece) = clean.0.get(range) {
+            self.0.push_str(piece);
+        }
+        self
+    }
+}
+
 impl std::ops::Deref for Text {
     type Target = str;
     fn deref(&self) -> &str {

@@ -7,10 +7,8 @@
 //! status text cannot carry an escape sequence to the captain's terminal),
 //! and column widths are measured on what is printed.
 
-use std::borrow::Cow;
-
 use super::{Row, State};
-use crate::output::{Sgr, Text, printable_ascii, sanitize};
+use crate::output::{Clean, Sgr, Text};
 
 const SEP: &str = " \u{b7} ";
 
@@ -114,7 +112,7 @@ pub(crate) struct Table {
     width: [usize; COLUMNS],
     /// Every row's cells but STATE and SOURCE ([`KEPT`]), sanitised, one
     /// after another.
-    cells: String,
+    cells: Clean,
     rows: Vec<Cells>,
 }
 
@@ -133,13 +131,22 @@ struct Cells {
     ends: [u32; KEPT.len()],
 }
 
+/// Characters in `s` (its bytes when it is ASCII).
+fn chars(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
 impl Table {
     pub(crate) fn new(colour_on: bool) -> Table {
         Table {
             colour_on,
             hosts: false,
             width: HEADER.map(str::len),
-            cells: String::new(),
+            cells: Clean::default(),
             rows: Vec::new(),
         }
     }
@@ -151,8 +158,7 @@ impl Table {
         let mut ends = [0u32; KEPT.len()];
         for (&col, end) in KEPT.iter().zip(ends.iter_mut()) {
             let from = self.cells.len();
-            let out = &mut self.cells;
-            match col {
+            self.cells.push_with(|out| match col {
                 0 => out.push_str(&r.id),
                 1 => out.push_str(r.host.as_deref().unwrap_or("-")),
                 4 => push_age(out, r),
@@ -163,21 +169,9 @@ impl Table {
                     None => out.push('-'),
                 },
                 _ => out.push_str(&r.detail),
-            }
-            // Sanitised in place (most cells need nothing).
-            if !printable_ascii(&out.as_bytes()[from..])
-                && let Cow::Owned(clean) = sanitize(&out[from..])
-            {
-                out.truncate(from);
-                out.push_str(&clean);
-            }
-            let cell = &self.cells[from..];
-            let chars = if cell.is_ascii() {
-                cell.len()
-            } else {
-                cell.chars().count()
-            };
-            self.width[col] = self.width[col].max(chars);
+            });
+            let cell = &self.cells.as_str()[from..];
+            self.width[col] = self.width[col].max(chars(cell));
             *end = u32::try_from(self.cells.len() - start).unwrap_or(u32::MAX);
         }
         self.width[STATE_COL] = self.width[STATE_COL].max(r.state.as_str().len());
@@ -200,52 +194,63 @@ impl Table {
     pub(crate) fn write(&self, lines: std::ops::RangeInclusive<usize>, out: &mut Text) {
         for k in lines {
             if k == 0 {
-                self.line(HEADER.into_iter(), None, out);
+                self.header(out);
             } else if let Some(row) = self.rows.get(k - 1) {
-                let text = &self.cells[row.start..];
-                let mut from = 0;
-                let mut kept = row.ends.iter().map(|&end| {
-                    let end = end as usize;
-                    let cell = text.get(from..end).unwrap_or_default();
-                    from = end;
-                    cell
-                });
-                let cells = (0..COLUMNS).map(|col| match col {
-                    STATE_COL => row.state.as_str(),
-                    SOURCE_COL => row.source.as_str(),
-                    _ => kept.next().unwrap_or_default(),
-                });
-                self.line(cells, Some(row.state), out);
+                self.row(row, out);
             }
         }
     }
 
-    fn line<'a>(&self, cells: impl Iterator<Item = &'a str>, state: Option<State>, out: &mut Text) {
-        let last = COLUMNS - 1;
-        let begin = out.len();
-        for (i, cell) in cells.enumerate() {
+    fn header(&self, out: &mut Text) {
+        for (i, cell) in HEADER.iter().enumerate() {
             if i == HOST_COL && !self.hosts {
                 continue;
             }
-            if i == last {
-                out.push(cell);
-                break;
+            out.push(cell);
+            if i < COLUMNS - 1 {
+                out.pad(self.width[i] - cell.len() + 2);
             }
-            let chars = if cell.is_ascii() {
-                cell.len()
-            } else {
-                cell.chars().count()
+        }
+        out.line_break();
+    }
+
+    /// A row's line: its cells padded to their columns' widths, DETAIL
+    /// last and unpadded, trailing spaces dropped.
+    fn row(&self, row: &Cells, out: &mut Text) {
+        let mut kept = 0;
+        let mut from = row.start;
+        for col in 0..COLUMNS {
+            let (width, last) = (self.width[col], col == COLUMNS - 1);
+            let n = match col {
+                STATE_COL => {
+                    let word = row.state.as_str();
+                    out.paint(word, colour(row.state), self.colour_on);
+                    word.len()
+                }
+                SOURCE_COL => {
+                    let word = row.source.as_str();
+                    out.push(word);
+                    word.len()
+                }
+                _ => {
+                    let end = row.start + row.ends[kept] as usize;
+                    kept += 1;
+                    let range = from..end;
+                    from = end;
+                    if col == HOST_COL && !self.hosts {
+                        continue;
+                    }
+                    let n = self.cells.as_str().get(range.clone()).map_or(0, chars);
+                    out.push_clean(&self.cells, range);
+                    n
+                }
             };
-            match state {
-                Some(st) if i == STATE_COL => out.paint(cell, colour(st), self.colour_on),
-                _ => out.push(cell),
-            };
-            out.pad(self.width[i] - chars + 2);
+            if !last {
+                out.pad(width - n + 2);
+            }
         }
         // An empty DETAIL leaves the padding of the cell before it.
-        if out.len() > begin {
-            out.trim_end();
-        }
+        out.trim_end();
         out.line_break();
     }
 }
