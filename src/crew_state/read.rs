@@ -78,18 +78,17 @@ pub(crate) struct Listing {
 
 /// The task file a name is, by its suffix: the stem's length and the bit.
 fn task_file(name: &[u8]) -> Option<(usize, u8)> {
-    [
-        (&b".meta"[..], Present::META),
-        (b".status", Present::STATUS),
-        (b".busy", Present::BUSY),
-        (b".run", Present::RUN),
-        (b".inbox", Present::INBOX),
-    ]
-    .iter()
-    .find_map(|(suffix, bit)| {
-        name.ends_with(suffix)
-            .then(|| (name.len() - suffix.len(), *bit))
-    })
+    // By the last byte first: one suffix (or two) to compare.
+    let (suffix, bit): (&[u8], u8) = match name.last()? {
+        b'a' => (b".meta", Present::META),
+        b's' if name.ends_with(b".status") => (b".status", Present::STATUS),
+        b's' => (b".busy", Present::BUSY),
+        b'n' => (b".run", Present::RUN),
+        b'x' => (b".inbox", Present::INBOX),
+        _ => return None,
+    };
+    name.ends_with(suffix)
+        .then(|| (name.len() - suffix.len(), bit))
 }
 
 impl Listing {
@@ -850,6 +849,9 @@ mod tests {
         for name in [
             "b.meta",
             "b.status",
+            "b.busy",
+            "c.busy.x",
+            "stat.us",
             "a.x.status.meta",
             "a.x.status.status",
             "a.x.status.run",
@@ -871,7 +873,10 @@ mod tests {
             got,
             [
                 ("a.x.status", Present::META | Present::STATUS | Present::RUN),
-                ("b", Present::META | Present::STATUS | Present::INBOX),
+                (
+                    "b",
+                    Present::META | Present::STATUS | Present::BUSY | Present::INBOX
+                ),
             ]
         );
     }
