@@ -78,11 +78,11 @@ pub(crate) struct Listing {
 
 /// The task file a name is, by its suffix: the stem's length and the bit.
 fn task_file(name: &[u8]) -> Option<(usize, u8)> {
-    // By the last byte first: one suffix (or two) to compare.
+    // By the last byte first: one suffix to compare.
     let (suffix, bit): (&[u8], u8) = match name.last()? {
         b'a' => (b".meta", Present::META),
-        b's' if name.ends_with(b".status") => (b".status", Present::STATUS),
-        b's' => (b".busy", Present::BUSY),
+        b's' => (b".status", Present::STATUS),
+        b'y' => (b".busy", Present::BUSY),
         b'n' => (b".run", Present::RUN),
         b'x' => (b".inbox", Present::INBOX),
         _ => return None,
