@@ -489,6 +489,32 @@ fn read_ordinary<T>(path: &Path, with: impl FnOnce(&[u8], Option<u64>) -> T) -> 
 /// The largest buffer a reader thread keeps between files.
 const SCRATCH_KEEP: usize = 1 << 20;
 
+/// Whether a task file is read for its mtime too ([`StateDir::read_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stat {
+    /// Its bytes and its mtime (`fstat` first).
+    Mtime,
+    /// Its bytes only (read first, `fstat` only when the read is not a
+    /// whole regular file's).
+    Plain,
+}
+
+/// The buffer a file read for its bytes only is read into at once: a
+/// file that fills it is left to the ordinary reader.
+const READ_FIRST: usize = 16 * 1024;
+
+/// One `read` of `fd` from its start into `buf` (retried when
+/// interrupted); `None` when it fails.
+fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
+    loop {
+        match rustix::io::read(fd, &mut *buf) {
+            Ok(n) => return Some(n),
+            Err(Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
 /// Reads the whole regular file `fd` of `size` bytes (as its `fstat` said)
 /// into `buf`; how many bytes it holds, `None` when it could not be read
 /// or grew past the whole-read limit while being read.
@@ -587,10 +613,19 @@ impl StateDir {
     /// [`fsx::read_optional_mtime`] reads it, handed to `with`: read into
     /// the thread's buffer, kept from file to file (no allocation, no
     /// zeroing, per file).
+    ///
+    /// Without `Stat::Mtime` the file is read before anything else and
+    /// `with` gets no mtime: a read that comes back with some bytes and
+    /// room to spare is a whole regular file (opened `O_NONBLOCK`, a FIFO
+    /// reads empty or `EAGAIN`, a directory `EISDIR`, a device fills the
+    /// buffer), so its type is checked only when the read says otherwise —
+    /// by the ordinary reader, which refuses what is no regular file —
+    /// and a regular file costs no `fstat` (as [`fsx::read_small_at`]).
     fn read_with<T, W: FnOnce(&[u8], Option<u64>) -> T>(
         &self,
         id: &TaskId,
         suffix: &str,
+        stat: Stat,
         path: impl Fn() -> PathBuf,
         with: W,
     ) -> Result<Option<T>> {
@@ -600,6 +635,26 @@ impl StateDir {
             Err(Errno::NOENT) => return Ok(None),
             Err(_) => return read_ordinary(&path(), with),
         };
+        if stat == Stat::Plain {
+            let read: std::result::Result<T, W> = SCRATCH.with(|scratch| {
+                let mut buf = scratch.take();
+                if buf.len() < READ_FIRST {
+                    buf.resize(READ_FIRST, 0);
+                }
+                let answer = match read_once(&fd, &mut buf) {
+                    Some(n) if n > 0 && n < buf.len() => Ok(with(&buf[..n], None)),
+                    _ => Err(with),
+                };
+                if buf.len() <= SCRATCH_KEEP {
+                    scratch.replace(buf);
+                }
+                answer
+            });
+            return match read {
+                Ok(answer) => Ok(Some(answer)),
+                Err(with) => read_ordinary(&path(), with),
+            };
+        }
         let Ok(st) = rustix::fs::fstat(&fd) else {
             return read_ordinary(&path(), with);
         };
@@ -636,14 +691,14 @@ impl StateDir {
         &self,
         id: &TaskId,
         present: Present,
-        (bit, suffix): (u8, &str),
+        (bit, suffix, stat): (u8, &str, Stat),
         path: impl Fn() -> PathBuf,
         with: impl FnOnce(&[u8], Option<u64>) -> T,
     ) -> Result<Option<T>> {
         if !present.has(bit) {
             return Ok(None);
         }
-        self.read_with(id, suffix, path, with)
+        self.read_with(id, suffix, stat, path, with)
     }
 
     /// The pending records of the task's inbox, as [`fsx::list_numbered`]
@@ -735,7 +790,7 @@ fn files(
         .read_if(
             id,
             present,
-            (Present::META, "meta"),
+            (Present::META, "meta", Stat::Plain),
             || home.meta(id),
             |b, _| TaskMeta::parse_fields_checked(b),
         )?
@@ -749,7 +804,7 @@ fn files(
     if let Some((fold, mtime)) = dir.read_if(
         id,
         present,
-        (Present::STATUS, "status"),
+        (Present::STATUS, "status", Stat::Mtime),
         || home.status(id),
         |b, mtime| (status::Fold::for_view(b, paused), mtime),
     )? {
@@ -763,7 +818,7 @@ fn files(
         .read_if(
             id,
             present,
-            (Present::BUSY, "busy"),
+            (Present::BUSY, "busy", Stat::Plain),
             || home.busy(id),
             |b, _| BusyRecord::parse(b),
         )?
@@ -771,7 +826,7 @@ fn files(
     f.run = dir.read_if(
         id,
         present,
-        (Present::RUN, "run"),
+        (Present::RUN, "run", Stat::Mtime),
         || home.run(id),
         RunRecord::parse,
     )?;
@@ -952,6 +1007,34 @@ mod tests {
         }
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
 
+        // A meta read for its bytes only, at every size about the buffer
+        // it is read into first, reads as by its path.
+        for len in [
+            0,
+            1,
+            READ_FIRST - 1,
+            READ_FIRST,
+            READ_FIRST + 1,
+            3 * READ_FIRST,
+        ] {
+            let line = "repo=r\n";
+            let pad = "#".repeat(len.saturating_sub(line.len() + 1));
+            let meta = if len == 0 {
+                String::new()
+            } else if len <= line.len() {
+                "\n".repeat(len)
+            } else {
+                format!("{pad}\n{line}")
+            };
+            assert_eq!(meta.len(), len);
+            std::fs::write(state.join("t1.meta"), &meta).unwrap();
+            let (a, b) = both(&home, "t1");
+            assert_eq!(a.error, None, "{len}");
+            let repo = a.meta.as_ref().and_then(|m| m.repo.as_deref());
+            assert_eq!(repo, (len > line.len()).then_some("r"), "{len}");
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{len}");
+        }
+
         // Without `.escalated` nothing is escalated; a missing task has
         // empty facts.
         std::fs::remove_file(state.join("t1.inbox/.escalated")).unwrap();
@@ -974,18 +1057,28 @@ mod tests {
             .unwrap();
         assert!(st.success());
         std::fs::create_dir_all(state.join("d.status")).unwrap();
+        // A meta read for its bytes only that is a directory, a FIFO busy
+        // record beside a meta.
+        std::fs::create_dir_all(state.join("m.meta")).unwrap();
+        std::fs::write(state.join("b.meta"), "repo=r\n").unwrap();
+        let st = std::process::Command::new("mkfifo")
+            .arg(state.join("b.busy"))
+            .status()
+            .unwrap();
+        assert!(st.success());
         std::os::unix::fs::symlink("elsewhere", state.join("l.inbox")).unwrap();
         std::fs::write(state.join("p.inbox"), "").unwrap();
         let err = |id: &str| -> String {
             let id = TaskId::parse(id).unwrap();
             match id.as_str() {
-                "f" => fsx::read_optional_mtime(&home.meta(&id)).unwrap_err(),
+                "f" | "m" => fsx::read_optional_mtime(&home.meta(&id)).unwrap_err(),
+                "b" => fsx::read_optional_mtime(&home.busy(&id)).unwrap_err(),
                 "d" => fsx::read_optional_mtime(&home.status(&id)).unwrap_err(),
                 _ => fsx::list_numbered(&home.inbox(&id), inbox::EXT).unwrap_err(),
             }
             .to_string()
         };
-        for id in ["f", "d", "l", "p"] {
+        for id in ["f", "m", "b", "d", "l", "p"] {
             let (a, b) = both(&home, id);
             let want = err(id);
             assert_eq!(a.error.as_deref(), Some(want.as_str()), "{id}");
