@@ -14,61 +14,65 @@
 use std::collections::HashMap;
 
 use super::parse::{
-    LineRef, Opening, ParsedRef, Quick, Verbs, decision_opening, parse_with, quick, scan,
-    scan_rest, verb_byte, without_eol,
+    LineRef, Opening, ParsedRef, Quick, Verbs, decision_opening, parse_with, quick, quick_bytes,
+    scan, scan_rest, verb_byte, without_eol, without_eol_bytes, written_key,
 };
 use super::*;
 
-/// The offsets of the '\n' bytes of a text, in order. Status lines are
-/// short, so the bytes are looked at eight at a time in a word, one pass
-/// over the text (a vector search per line costs more in set-up than it
-/// saves).
+/// The offsets of the '\n' bytes of a text, in order. The text is looked
+/// at 64 bytes at a time: four 16-byte vector compares (`wide`, SSE2 or
+/// NEON where there is one) give a bit for each '\n', and each line end
+/// is then one bit found and cleared — far fewer instructions a line than
+/// a search started anew for each (status lines are short).
 struct Newlines<'b> {
-    /// The text's whole words, and the few bytes after them.
-    words: &'b [[u8; 8]],
+    /// The text's whole 64-byte chunks, and the few bytes after them.
+    chunks: &'b [[u8; 64]],
     tail: &'b [u8],
-    /// The word `found` was read from (`words.len()`: the tail).
-    word: usize,
-    /// The high bit of each '\n' byte of that word not yet handed out.
+    /// The chunk `found` was taken from (`chunks.len()`: the tail).
+    chunk: usize,
+    /// A bit for each '\n' byte of that chunk not yet handed out.
     found: u64,
 }
 
-/// The high bit of each byte of `w` that is a '\n', and only those.
+/// A bit for each byte of `c` that is a '\n', and only those.
 #[inline]
-fn newline_bits(w: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let w = w ^ (ONES * u64::from(b'\n'));
-    // The high bit of each byte of `w` that is zero, and only those.
-    !(((w & LOW7) + LOW7) | w | LOW7)
+fn newline_mask(c: &[u8; 64]) -> u64 {
+    let newline = wide::u8x16::splat(b'\n');
+    let (parts, _) = c.as_chunks::<16>();
+    let mut m = 0u64;
+    for (k, part) in parts.iter().enumerate() {
+        let eq = wide::u8x16::new(*part).simd_eq(newline);
+        m |= u64::from(eq.to_bitmask()) << (16 * k);
+    }
+    m
 }
 
 impl<'b> Newlines<'b> {
     fn new(bytes: &'b [u8]) -> Newlines<'b> {
-        let (words, tail) = bytes.as_chunks::<8>();
+        let (chunks, tail) = bytes.as_chunks::<64>();
         let mut n = Newlines {
-            words,
+            chunks,
             tail,
-            word: 0,
+            chunk: 0,
             found: 0,
         };
-        n.found = n.bits(0);
+        n.found = n.mask(0);
         n
     }
 
-    /// The newline bits of word `k` (the tail padded with bytes that are
-    /// no '\n'; past it, none).
+    /// The newline bits of chunk `k` (the tail padded with bytes that
+    /// are no '\n'; past it, none).
     #[inline]
-    fn bits(&self, k: usize) -> u64 {
-        if let Some(w) = self.words.get(k) {
-            return newline_bits(u64::from_le_bytes(*w));
+    fn mask(&self, k: usize) -> u64 {
+        if let Some(c) = self.chunks.get(k) {
+            return newline_mask(c);
         }
-        if k > self.words.len() {
+        if k > self.chunks.len() || self.tail.is_empty() {
             return 0;
         }
-        let mut w = [0u8; 8];
-        w[..self.tail.len()].copy_from_slice(self.tail);
-        newline_bits(u64::from_le_bytes(w))
+        let mut c = [0u8; 64];
+        c[..self.tail.len()].copy_from_slice(self.tail);
+        newline_mask(&c)
     }
 }
 
@@ -80,16 +84,13 @@ impl Iterator for Newlines<'_> {
     #[inline(always)]
     fn next(&mut self) -> Option<usize> {
         while self.found == 0 {
-            self.word += 1;
-            self.found = match self.words.get(self.word) {
-                Some(w) => newline_bits(u64::from_le_bytes(*w)),
-                None if self.word == self.words.len() && !self.tail.is_empty() => {
-                    self.bits(self.word)
-                }
-                None => return None,
-            };
+            if self.chunk >= self.chunks.len() {
+                return None;
+            }
+            self.chunk += 1;
+            self.found = self.mask(self.chunk);
         }
-        let i = self.word * 8 + (self.found.trailing_zeros() / 8) as usize;
+        let i = self.chunk * 64 + self.found.trailing_zeros() as usize;
         self.found &= self.found - 1;
         Some(i)
     }
@@ -105,34 +106,39 @@ const FEW: usize = 8;
 /// leaving an empty slot behind, and a hash map points at each open key's
 /// slot — so opening, reopening and resolving cost the same however many
 /// are open.
-enum OpenKeys<'a> {
+enum OpenKeys<'a, T: ?Sized = str> {
     Few {
-        open: [(&'a str, &'a str); FEW],
+        open: [(&'a T, &'a T); FEW],
         len: usize,
     },
     Many {
-        slots: Vec<Option<&'a str>>,
-        by_key: HashMap<&'a str, usize, foldhash::quality::RandomState>,
+        slots: Vec<Option<&'a T>>,
+        by_key: HashMap<&'a T, usize, foldhash::quality::RandomState>,
     },
 }
 
-impl Default for OpenKeys<'_> {
+impl<'a, T: ?Sized> Default for OpenKeys<'a, T>
+where
+    &'a T: Default,
+{
     fn default() -> Self {
         OpenKeys::Few {
-            open: [("", ""); FEW],
+            open: [(<&T>::default(), <&T>::default()); FEW],
             len: 0,
         }
     }
 }
 
-impl<'a> OpenKeys<'a> {
+impl<'a, T: ?Sized + AsRef<[u8]> + Eq + std::hash::Hash> OpenKeys<'a, T> {
     /// Closes `key` if it is open.
-    fn close(&mut self, key: &str) {
+    fn close(&mut self, key: &T) {
         match self {
             OpenKeys::Few { open, len } => {
                 // Keys are short: compared in place, not by a call.
-                let same = |k: &str| {
-                    k.len() == key.len() && k.bytes().zip(key.bytes()).all(|(a, b)| a == b)
+                let key = key.as_ref();
+                let same = |k: &T| {
+                    let k = k.as_ref();
+                    k.len() == key.len() && k.iter().zip(key).all(|(a, b)| a == b)
                 };
                 if let Some(p) = open[..*len].iter().position(|(k, _)| same(k)) {
                     open.copy_within(p + 1..*len, p);
@@ -148,14 +154,14 @@ impl<'a> OpenKeys<'a> {
     }
 
     /// Opens `key` (closed first) with its line.
-    fn open(&mut self, key: &'a str, line: &'a str) {
+    fn open(&mut self, key: &'a T, line: &'a T) {
         match self {
             OpenKeys::Few { open, len } if *len < FEW => {
                 open[*len] = (key, line);
                 *len += 1;
             }
             OpenKeys::Few { open, len } => {
-                let mut slots: Vec<Option<&str>> = Vec::with_capacity(2 * FEW);
+                let mut slots: Vec<Option<&T>> = Vec::with_capacity(2 * FEW);
                 let mut by_key = HashMap::default();
                 for (k, l) in &open[..*len] {
                     by_key.insert(*k, slots.len());
@@ -173,8 +179,8 @@ impl<'a> OpenKeys<'a> {
     }
 
     /// The lines of the open decisions, oldest first.
-    fn lines(&self) -> impl Iterator<Item = &'a str> + '_ {
-        let (few, many): (&[(&str, &str)], &[Option<&str>]) = match self {
+    fn lines(&self) -> impl Iterator<Item = &'a T> + '_ {
+        let (few, many): (&[(&T, &T)], &[Option<&T>]) = match self {
             OpenKeys::Few { open, len } => (&open[..*len], &[]),
             OpenKeys::Many { slots, .. } => (&[], slots),
         };
@@ -278,110 +284,21 @@ impl Fold {
     /// newest state line is found. `lines` and `malformed` are not
     /// counted (left at 0); everything else is as [`Fold::from_bytes`]
     /// gives it.
+    ///
+    /// The log is read as bytes, not decoded first: a line is checked for
+    /// UTF-8 only when it is read as text (its opening is no decision
+    /// verb's written head, or it is kept). A line that is not UTF-8 then
+    /// makes the whole log read again decoded lossily, as
+    /// [`Fold::from_bytes`] reads it — a '\n' ends a character either
+    /// way, so every line reads as it would in the decoded log.
     pub(crate) fn for_view(bytes: &[u8], paused: &str) -> Fold {
         let bytes = crate::fsx::complete_lines(bytes);
-        let text = match std::str::from_utf8(bytes) {
-            Ok(s) => std::borrow::Cow::Borrowed(s),
-            Err(_) => String::from_utf8_lossy(bytes),
-        };
         let paused_lower = super::parse::lower_cow(paused);
         let verbs = Verbs::new(&paused_lower);
-        let mut open = OpenKeys::default();
-        let mut start = 0;
-        for end in Newlines::new(text.as_bytes()) {
-            let first = text.as_bytes()[start];
-            let line = &text[start..end];
-            start = end + 1;
-            // A line opening with a plain word decides something only when
-            // that word is a decision's verb (its verb is that word, or no
-            // fixed verb at all): one starting with any other letter
-            // decides nothing, whatever follows.
-            if verb_byte(first) {
-                if !matches!(first | 0x20, b'n' | b'b' | b'r') {
-                    continue;
-                }
-                match decision_opening(line.as_bytes()) {
-                    Opening::Decision(w, v) => {
-                        // Written as fm-status writes it, or read whole
-                        // (the line may still turn out to be prose, or a
-                        // paused word that starts so).
-                        let line = without_eol(line);
-                        let found = match written_key(line, w) {
-                            Some(key) => Some((v, key)),
-                            None => scan_rest(line, &verbs, w, v),
-                        };
-                        if let Some((kind, key)) = found
-                            && (kind.opens() || kind == Verb::Resolved)
-                        {
-                            open.close(key);
-                            if kind.opens() {
-                                open.open(key, line);
-                            }
-                        }
-                        continue;
-                    }
-                    Opening::Other => continue,
-                    Opening::Unsure => {}
-                }
-            }
-            let line = without_eol(line);
-            let found = match quick(line, &verbs) {
-                (w, Quick::Verb(v)) if v.opens() || v == Verb::Resolved => {
-                    scan_rest(line, &verbs, w, v)
-                }
-                (_, Quick::Prose | Quick::Verb(_)) => continue,
-                (_, Quick::Unknown) => scan(line, &verbs),
-            };
-            if let Some((kind, key)) = found
-                && (kind.opens() || kind == Verb::Resolved)
-            {
-                open.close(key);
-                if kind.opens() {
-                    open.open(key, line);
-                }
-            }
-        }
-        // From the end: the newest status line, and the newest state line.
-        let mut last_line: Option<&str> = None;
-        let mut last_state: Option<&str> = None;
-        let mut end = text.len();
-        while end > 0 {
-            // `end` is just past a line's '\n' (the text ends with one).
-            let body = &text[..end - 1];
-            let begin = memchr::memrchr(b'\n', body.as_bytes()).map_or(0, |i| i + 1);
-            let line = without_eol(&body[begin..]);
-            end = begin;
-            let found = match quick(line, &verbs) {
-                (_, Quick::Prose) => continue,
-                (_, Quick::Verb(v)) if !v.is_state() && last_line.is_some() => continue,
-                (w, Quick::Verb(v)) => scan_rest(line, &verbs, w, v),
-                (_, Quick::Unknown) => scan(line, &verbs),
-            };
-            let Some((kind, _)) = found else {
-                continue;
-            };
-            last_line.get_or_insert(line);
-            if kind.is_state() {
-                last_state = Some(line);
-                break;
-            }
-        }
-        let whole = |line| match parse_with(line, &verbs) {
-            ParsedRef::Line(l) => Some(l),
-            ParsedRef::Prose | ParsedRef::Invalid(_) => None,
-        };
-        Fold {
-            open: open
-                .lines()
-                .filter_map(whole)
-                .map(|l| l.decision())
-                .collect(),
-            last_state: last_state.and_then(whole).map(LineRef::to_owned_line),
-            lines: 0,
-            malformed: 0,
-            last_at: last_line.and_then(whole).and_then(|l| l.at),
-            any_line: last_line.is_some(),
-        }
+        view(bytes, &verbs).unwrap_or_else(|| {
+            let text = String::from_utf8_lossy(bytes);
+            view(text.as_bytes(), &verbs).expect("decoded text is UTF-8")
+        })
     }
 
     /// The current line: the newest open decision, else the newest state line.
@@ -429,4 +346,183 @@ pub struct Current {
     pub key: String,
     pub text: String,
     pub at: Option<u64>,
+}
+
+/// How many line starts the view fold keeps from its forward pass for its
+/// walk back from the end (most logs end a few lines after their newest
+/// state line).
+const KEPT_STARTS: usize = 16;
+
+/// [`Fold::for_view`] of complete lines; `None` when a line it reads as
+/// text is not UTF-8.
+fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
+    let mut open: OpenKeys<'t, [u8]> = OpenKeys::default();
+    // The starts of the last lines, by line number modulo KEPT_STARTS.
+    let mut starts = [0usize; KEPT_STARTS];
+    let mut count = 0usize;
+    let mut start = 0;
+    let mut apply = |found: Option<(Verb, &'t [u8])>, line: &'t [u8]| {
+        if let Some((kind, key)) = found
+            && (kind.opens() || kind == Verb::Resolved)
+        {
+            open.close(key);
+            if kind.opens() {
+                open.open(key, line);
+            }
+        }
+    };
+    for end in Newlines::new(text) {
+        let line = &text[start..end];
+        starts[count % KEPT_STARTS] = start;
+        count += 1;
+        start = end + 1;
+        let Some(&first) = line.first() else {
+            continue;
+        };
+        // A line opening with a plain word decides something only when
+        // that word is a decision's verb (its verb is that word, or no
+        // fixed verb at all): one starting with any other letter
+        // decides nothing, whatever follows.
+        if verb_byte(first) {
+            if !matches!(first | 0x20, b'n' | b'b' | b'r') {
+                continue;
+            }
+            match decision_opening(line) {
+                Opening::Decision(w, v) => {
+                    // Written as fm-status writes it, or read whole
+                    // (the line may still turn out to be prose, or a
+                    // paused word that starts so).
+                    let line = without_eol_bytes(line);
+                    let found = match written_key(line, w) {
+                        Some(key) => Some((v, key)),
+                        None => scan_rest(as_text(line)?, verbs, w, v)
+                            .map(|(k, key)| (k, key.as_bytes())),
+                    };
+                    apply(found, line);
+                    continue;
+                }
+                Opening::Other => continue,
+                Opening::Unsure => {}
+            }
+        }
+        let line = without_eol(as_text(line)?);
+        let found = match quick(line, verbs) {
+            (w, Quick::Verb(v)) if v.opens() || v == Verb::Resolved => scan_rest(line, verbs, w, v),
+            (_, Quick::Prose | Quick::Verb(_)) => continue,
+            (_, Quick::Unknown) => scan(line, verbs),
+        };
+        apply(found.map(|(k, key)| (k, key.as_bytes())), line.as_bytes());
+    }
+    // From the end: the newest status line, and the newest state line.
+    let mut last_line: Option<&str> = None;
+    let mut last_state: Option<&str> = None;
+    let mut end = text.len();
+    let mut back = 0;
+    while end > 0 {
+        // `end` is just past a line's '\n' (the text ends with one).
+        back += 1;
+        let begin = if back <= count.min(KEPT_STARTS) {
+            starts[(count - back) % KEPT_STARTS]
+        } else {
+            memchr::memrchr(b'\n', &text[..end - 1]).map_or(0, |i| i + 1)
+        };
+        let raw = &text[begin..end - 1];
+        end = begin;
+        let b = without_eol_bytes(raw);
+        let found = match quick_bytes(b, verbs) {
+            (_, Quick::Prose) => continue,
+            (_, Quick::Verb(v)) if !v.is_state() && last_line.is_some() => continue,
+            (w, Quick::Verb(v)) => {
+                let line = as_text(b)?;
+                scan_rest(line, verbs, w, v).map(|(kind, _)| (kind, line))
+            }
+            (_, Quick::Unknown) => {
+                let line = without_eol(as_text(raw)?);
+                scan(line, verbs).map(|(kind, _)| (kind, line))
+            }
+        };
+        let Some((kind, line)) = found else {
+            continue;
+        };
+        last_line.get_or_insert(line);
+        if kind.is_state() {
+            last_state = Some(line);
+            break;
+        }
+    }
+    let whole = |line| match parse_with(line, verbs) {
+        ParsedRef::Line(l) => Some(l),
+        ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+    };
+    let mut decisions = Vec::new();
+    for line in open.lines() {
+        if let Some(l) = whole(as_text(line)?) {
+            decisions.push(l.decision());
+        }
+    }
+    let state = last_state.and_then(whole);
+    let last_at = match (last_line, last_state) {
+        (Some(a), Some(b)) if std::ptr::eq(a, b) => state.and_then(|l| l.at),
+        _ => last_line.and_then(whole).and_then(|l| l.at),
+    };
+    Some(Fold {
+        open: decisions,
+        last_state: state.map(LineRef::to_owned_line),
+        lines: 0,
+        malformed: 0,
+        last_at,
+        any_line: last_line.is_some(),
+    })
+}
+
+/// A line's bytes as text; `None` when they are not UTF-8.
+#[inline]
+fn as_text(line: &[u8]) -> Option<&str> {
+    std::str::from_utf8(line).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Newlines;
+
+    fn positions(bytes: &[u8]) -> Vec<usize> {
+        bytes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &b)| (b == b'\n').then_some(i))
+            .collect()
+    }
+
+    /// Every '\n' found, in order, wherever it falls about the 64-byte
+    /// chunks and the tail: none, all, and each edge.
+    #[test]
+    fn newlines_are_found_at_the_chunk_edges() {
+        for len in 0..200 {
+            for fill in [b'x', b'\n'] {
+                let mut bytes = vec![fill; len];
+                assert_eq!(Newlines::new(&bytes).collect::<Vec<_>>(), positions(&bytes));
+                for at in [0, 15, 16, 63, 64, 65, 127, 128, len.saturating_sub(1)] {
+                    if at < len {
+                        bytes[at] = if fill == b'x' { b'\n' } else { b'x' };
+                    }
+                }
+                assert_eq!(
+                    Newlines::new(&bytes).collect::<Vec<_>>(),
+                    positions(&bytes),
+                    "{len}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn newlines_are_every_newline_in_order(
+            bytes in prop::collection::vec(prop_oneof![Just(b'\n'), any::<u8>()], 0..400),
+        ) {
+            prop_assert_eq!(Newlines::new(&bytes).collect::<Vec<_>>(), positions(&bytes));
+        }
+    }
 }

@@ -315,8 +315,14 @@ impl<'p> Verbs<'p> {
     /// The verb of a plain word (ASCII letters and '-').
     #[inline]
     fn plain(&self, word: &str) -> Option<Verb> {
-        fixed_verb(word.as_bytes()).or_else(|| {
-            (self.paused_plain && word.eq_ignore_ascii_case(self.paused_lower))
+        self.plain_bytes(word.as_bytes())
+    }
+
+    /// [`Verbs::plain`] of a plain word's bytes.
+    #[inline]
+    fn plain_bytes(&self, word: &[u8]) -> Option<Verb> {
+        fixed_verb(word).or_else(|| {
+            (self.paused_plain && word.eq_ignore_ascii_case(self.paused_lower.as_bytes()))
                 .then_some(Verb::Paused)
         })
     }
@@ -412,12 +418,17 @@ pub(crate) enum Quick {
 /// into a letter), is the answer [`Quick::Unknown`].
 #[inline]
 pub(crate) fn quick(line: &str, verbs: &Verbs) -> (usize, Quick) {
-    let b = line.as_bytes();
+    quick_bytes(line.as_bytes(), verbs)
+}
+
+/// [`quick`] of a line's bytes (which need not be UTF-8 past the word).
+#[inline]
+pub(crate) fn quick_bytes(b: &[u8], verbs: &Verbs) -> (usize, Quick) {
     let w = b.iter().position(|&c| !verb_byte(c)).unwrap_or(b.len());
     if w == 0 || !verbs.paused_plain || !b.get(w).is_none_or(u8::is_ascii) {
         return (w, Quick::Unknown);
     }
-    match verbs.plain(&line[..w]) {
+    match verbs.plain_bytes(&b[..w]) {
         Some(v) => (w, Quick::Verb(v)),
         None => (w, Quick::Prose),
     }
@@ -487,10 +498,10 @@ pub(crate) fn decision_opening(b: &[u8]) -> Opening {
 /// [`scan_rest`] would give it, `None` for any other line (which
 /// [`scan_rest`] reads).
 #[inline]
-pub(crate) fn written_key(line: &str, verb_end: usize) -> Option<&str> {
-    let b = line.as_bytes();
+pub(crate) fn written_key(line: &[u8], verb_end: usize) -> Option<&[u8]> {
+    let b = line;
     let mut i = verb_end;
-    let mut key = None;
+    let mut key: Option<&[u8]> = None;
     loop {
         match *b.get(i)? {
             b':' => break,
@@ -505,7 +516,7 @@ pub(crate) fn written_key(line: &str, verb_end: usize) -> Option<&str> {
                     if j == from || b[j] != b']' {
                         return None;
                     }
-                    key = Some(from..j);
+                    key = Some(&b[from..j]);
                     i = j + 1;
                 }
                 b'a' if b.get(i + 2..i + 4)? == b"t=" => {
@@ -532,7 +543,7 @@ pub(crate) fn written_key(line: &str, verb_end: usize) -> Option<&str> {
         Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => {}
         Some(_) => return None,
     }
-    Some(key.map_or("default", |k| line.get(k).unwrap_or("default")))
+    Some(key.unwrap_or(b"default"))
 }
 
 /// [`scan`] of a line without its line end ([`without_eol`]) that
@@ -554,6 +565,21 @@ pub(crate) fn scan_rest<'a>(
             ParsedRef::Line(l) => Some((l.kind, l.key)),
             ParsedRef::Prose | ParsedRef::Invalid(_) => None,
         },
+    }
+}
+
+/// [`without_eol`] of a line's bytes.
+#[inline]
+pub(crate) fn without_eol_bytes(b: &[u8]) -> &[u8] {
+    match b.last() {
+        Some(b'\r' | b'\n') => {
+            let end = b
+                .iter()
+                .rposition(|&c| c != b'\r' && c != b'\n')
+                .map_or(0, |i| i + 1);
+            &b[..end]
+        }
+        _ => b,
     }
 }
 

@@ -414,8 +414,8 @@ mod tests {
                 ParsedRef::Line(x) => Some((x.kind, x.key)),
                 ParsedRef::Prose | ParsedRef::Invalid(_) => None,
             };
-            if let Some(key) = super::super::parse::written_key(&l, verb.len()) {
-                prop_assert_eq!(Some((kind, key)), whole, "{:?}", l);
+            if let Some(key) = super::super::parse::written_key(l.as_bytes(), verb.len()) {
+                prop_assert_eq!(Some((kind, key)), whole.map(|(k, key)| (k, key.as_bytes())), "{:?}", l);
             }
         }
 
