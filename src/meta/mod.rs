@@ -80,20 +80,36 @@ impl TaskMeta {
     /// The typed fields as [`TaskMeta::parse`] gives them, read straight
     /// from the file's lines, without the raw entries (left empty): for a
     /// reader of the fields only, never for a writer (the fleet view).
+    ///
+    /// Lines and their '=' are found by byte (both ASCII, never inside a
+    /// character), and only a line's own bytes looked at twice.
     pub(crate) fn parse_fields(bytes: &[u8]) -> TaskMeta {
-        let text = String::from_utf8_lossy(bytes);
+        let text = match std::str::from_utf8(bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let mut m = TaskMeta::default();
-        for line in text.lines() {
-            let Some((k, v)) = line.split_once('=') else {
+        let mut rest = &*text;
+        while !rest.is_empty() {
+            // `str::lines`: split at '\n', a '\r' before it dropped.
+            let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
+                Some(i) => (
+                    rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]),
+                    &rest[i + 1..],
+                ),
+                None => (rest, ""),
+            };
+            rest = next;
+            let Some(eq) = line.bytes().position(|b| b == b'=') else {
                 continue;
             };
-            let k = k.trim();
+            let (k, v) = (line[..eq].trim(), &line[eq + 1..]);
             if k.is_empty() || k.starts_with('#') {
                 continue;
             }
             // As [`KeyValues::set`] keeps it; the last occurrence wins,
             // an empty one included.
-            if v.contains(['\n', '\r']) {
+            if v.bytes().any(|b| b == b'\n' || b == b'\r') {
                 m.set_field(k, v.replace(['\n', '\r'], " ").trim());
             } else {
                 m.set_field(k, v.trim());

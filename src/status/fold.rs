@@ -131,6 +131,7 @@ where
 
 impl<'a, T: ?Sized + AsRef<[u8]> + Eq + std::hash::Hash> OpenKeys<'a, T> {
     /// Closes `key` if it is open.
+    #[inline]
     fn close(&mut self, key: &T) {
         match self {
             OpenKeys::Few { open, len } => {
@@ -154,6 +155,7 @@ impl<'a, T: ?Sized + AsRef<[u8]> + Eq + std::hash::Hash> OpenKeys<'a, T> {
     }
 
     /// Opens `key` (closed first) with its line.
+    #[inline]
     fn open(&mut self, key: &'a T, line: &'a T) {
         match self {
             OpenKeys::Few { open, len } if *len < FEW => {
@@ -175,6 +177,14 @@ impl<'a, T: ?Sized + AsRef<[u8]> + Eq + std::hash::Hash> OpenKeys<'a, T> {
                 by_key.insert(key, slots.len());
                 slots.push(Some(line));
             }
+        }
+    }
+
+    /// How many are open.
+    fn len(&self) -> usize {
+        match self {
+            OpenKeys::Few { len, .. } => *len,
+            OpenKeys::Many { by_key, .. } => by_key.len(),
         }
     }
 
@@ -413,9 +423,11 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
         };
         apply(found.map(|(k, key)| (k, key.as_bytes())), line.as_bytes());
     }
-    // From the end: the newest status line, and the newest state line.
-    let mut last_line: Option<&str> = None;
-    let mut last_state: Option<&str> = None;
+    // From the end: the newest status line, and the newest state line,
+    // each read whole once (the lines it passes by on the way are read
+    // only as far as their opening word).
+    let mut last_line: Option<LineRef<'t>> = None;
+    let mut last_state: Option<LineRef<'t>> = None;
     let mut end = text.len();
     let mut back = 0;
     while end > 0 {
@@ -428,49 +440,32 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
         };
         let raw = &text[begin..end - 1];
         end = begin;
-        let b = without_eol_bytes(raw);
-        let found = match quick_bytes(b, verbs) {
+        match quick_bytes(without_eol_bytes(raw), verbs) {
             (_, Quick::Prose) => continue,
             (_, Quick::Verb(v)) if !v.is_state() && last_line.is_some() => continue,
-            (w, Quick::Verb(v)) => {
-                let line = as_text(b)?;
-                scan_rest(line, verbs, w, v).map(|(kind, _)| (kind, line))
-            }
-            (_, Quick::Unknown) => {
-                let line = without_eol(as_text(raw)?);
-                scan(line, verbs).map(|(kind, _)| (kind, line))
-            }
-        };
-        let Some((kind, line)) = found else {
+            (_, Quick::Verb(_) | Quick::Unknown) => {}
+        }
+        let ParsedRef::Line(line) = parse_with(as_text(raw)?, verbs) else {
             continue;
         };
         last_line.get_or_insert(line);
-        if kind.is_state() {
+        if line.kind.is_state() {
             last_state = Some(line);
             break;
         }
     }
-    let whole = |line| match parse_with(line, verbs) {
-        ParsedRef::Line(l) => Some(l),
-        ParsedRef::Prose | ParsedRef::Invalid(_) => None,
-    };
-    let mut decisions = Vec::new();
+    let mut decisions = Vec::with_capacity(open.len());
     for line in open.lines() {
-        if let Some(l) = whole(as_text(line)?) {
+        if let ParsedRef::Line(l) = parse_with(as_text(line)?, verbs) {
             decisions.push(l.decision());
         }
     }
-    let state = last_state.and_then(whole);
-    let last_at = match (last_line, last_state) {
-        (Some(a), Some(b)) if std::ptr::eq(a, b) => state.and_then(|l| l.at),
-        _ => last_line.and_then(whole).and_then(|l| l.at),
-    };
     Some(Fold {
         open: decisions,
-        last_state: state.map(LineRef::to_owned_line),
+        last_state: last_state.map(LineRef::to_owned_line),
         lines: 0,
         malformed: 0,
-        last_at,
+        last_at: last_line.and_then(|l| l.at),
         any_line: last_line.is_some(),
     })
 }

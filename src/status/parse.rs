@@ -500,6 +500,20 @@ pub(crate) fn decision_opening(b: &[u8]) -> Opening {
 #[inline]
 pub(crate) fn written_key(line: &[u8], verb_end: usize) -> Option<&[u8]> {
     let b = line;
+    // The head fm-status writes a decision with, ` [key=<key>]:`, read at
+    // once; any other head by the loop below.
+    if let Some(rest) = b.get(verb_end..)
+        && let Some(k) = rest.strip_prefix(b" [key=")
+    {
+        let n = k.iter().position(|&c| !key_byte(c)).unwrap_or(k.len());
+        if n > 0 && k.get(n..n + 2) == Some(b"]:") {
+            return match k[n + 2..].iter().find(|&&c| c != b' ') {
+                None => Some(&k[..n]),
+                Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => Some(&k[..n]),
+                Some(_) => None,
+            };
+        }
+    }
     let mut i = verb_end;
     let mut key: Option<&[u8]> = None;
     loop {

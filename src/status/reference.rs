@@ -374,6 +374,40 @@ mod tests {
         }
     }
 
+    /// The written head read at once: where it gives a key, it is the key
+    /// read whole; the plainly written forms get one.
+    #[test]
+    fn the_written_key_reads_the_edges_as_the_whole_line() {
+        let lines = [
+            ("needs-decision [key=a]: x", true),
+            ("needs-decision [key=a]:", true),
+            ("needs-decision [key=a]:   y", true),
+            ("blocked [key=k-1.x_2]: y", true),
+            ("resolved [at=5] [key=a]: y", true),
+            ("needs-decision [key=a]:  [key=b] x", false),
+            ("needs-decision [key=a]: \u{e9}", false),
+            ("needs-decision [key=a]: \t", false),
+            ("needs-decision [key=]: x", false),
+            ("needs-decision [key=a b]: x", false),
+            ("needs-decision [key=a]x: y", false),
+            ("needs-decision [key=a] : y", true),
+            ("needs-decision  [key=a]: y", true),
+            ("needs-decision [key=a", false),
+        ];
+        for (l, plain) in lines {
+            let w = l.find([' ', ':']).unwrap_or(l.len());
+            let got = super::super::parse::written_key(l.as_bytes(), w);
+            assert_eq!(got.is_some(), plain, "{l:?}");
+            let whole = match parse_str(l, "paused") {
+                ParsedRef::Line(x) => Some(x.key.as_bytes()),
+                ParsedRef::Prose | ParsedRef::Invalid(_) => None,
+            };
+            if got.is_some() {
+                assert_eq!(got, whole, "{l:?}");
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
 
