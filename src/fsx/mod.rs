@@ -372,6 +372,13 @@ mod tests {
         assert_eq!(numbered_name(1000, "msg"), "1000.msg");
         assert_eq!(parse_numbered("1000.msg", "msg"), Some(1000));
         assert_eq!(parse_numbered("002.msg", "msg"), Some(2));
+        assert_eq!(
+            parse_numbered("9999999999999999999.msg", "msg"),
+            Some(9_999_999_999_999_999_999)
+        );
+        assert_eq!(parse_numbered("10000000000000000000.msg", "msg"), None);
+        assert_eq!(parse_numbered_bytes(b"0\xff1.msg", "msg"), None);
+        assert_eq!(parse_numbered_bytes(b"003.msg", "msg"), Some(3));
         for bad in [
             ".002.msg",
             "002.msg.tmp",

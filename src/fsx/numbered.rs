@@ -16,16 +16,23 @@ pub fn numbered_name(n: u64, ext: &str) -> String {
 /// hand-written `1.msg` or `0007.msg` is ignored rather than listed as
 /// pending and then never found (SPEC §5.1: readers ignore other names).
 pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
-    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
-    if stem.is_empty() || stem.len() > 19 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+    parse_numbered_bytes(name.as_bytes(), ext)
+}
+
+/// [`parse_numbered`] of a name's bytes (a name that is not UTF-8 is no
+/// numbered file's: its stem is digits and its extension `ext`).
+pub fn parse_numbered_bytes(name: &[u8], ext: &str) -> Option<u64> {
+    let stem = name.strip_suffix(ext.as_bytes())?.strip_suffix(b".")?;
+    if stem.is_empty() || stem.len() > 19 || !stem.iter().all(u8::is_ascii_digit) {
         return None;
     }
     // Canonical: three digits, or more with no leading zero (as
     // `numbered_name` pads).
-    if stem.len() < 3 || (stem.len() > 3 && stem.starts_with('0')) {
+    if stem.len() < 3 || (stem.len() > 3 && stem[0] == b'0') {
         return None;
     }
-    let n: u64 = stem.parse().ok()?;
+    // At most 19 digits: no overflow.
+    let n = stem.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
     (n > 0).then_some(n)
 }
 

@@ -394,26 +394,22 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
         // fixed verb at all): one starting with any other letter
         // decides nothing, whatever follows.
         if verb_byte(first) {
-            if !matches!(first | 0x20, b'n' | b'b' | b'r') {
-                continue;
+            if matches!(first | 0x20, b'n' | b'b' | b'r')
+                && let Opening::Decision(w, v) = decision_opening(line)
+            {
+                // Written as fm-status writes it, or read whole (the
+                // line may still turn out to be prose, or a paused word
+                // that starts so).
+                let line = without_eol_bytes(line);
+                let found = match written_key(line, w) {
+                    Some(key) => Some((v, key)),
+                    None => {
+                        scan_rest(as_text(line)?, verbs, w, v).map(|(k, key)| (k, key.as_bytes()))
+                    }
+                };
+                apply(found, line);
             }
-            match decision_opening(line) {
-                Opening::Decision(w, v) => {
-                    // Written as fm-status writes it, or read whole
-                    // (the line may still turn out to be prose, or a
-                    // paused word that starts so).
-                    let line = without_eol_bytes(line);
-                    let found = match written_key(line, w) {
-                        Some(key) => Some((v, key)),
-                        None => scan_rest(as_text(line)?, verbs, w, v)
-                            .map(|(k, key)| (k, key.as_bytes())),
-                    };
-                    apply(found, line);
-                    continue;
-                }
-                Opening::Other => continue,
-                Opening::Unsure => {}
-            }
+            continue;
         }
         let line = without_eol(as_text(line)?);
         let found = match quick(line, verbs) {

@@ -443,8 +443,6 @@ pub(crate) enum Opening {
     /// Its plain word is no decision verb: the line opens, reopens and
     /// resolves nothing (its verb is that word, or no fixed verb at all).
     Other,
-    /// Too short to tell by whole words.
-    Unsure,
 }
 
 /// Whether the plain word opening `b` is `needs-decision`, `blocked` or
@@ -453,15 +451,19 @@ pub(crate) enum Opening {
 pub(crate) fn decision_opening(b: &[u8]) -> Opening {
     // `| 0x20` lower-cases a letter (and maps no other byte onto one).
     const LETTERS: u64 = 0x2020_2020_2020_2020;
+    // Eight bytes from `at`, past the line's end zero (lower-cased: a
+    // space, no verb's byte), so a short line is told by whole words too.
     let word = |at: usize| {
-        b.get(at..)
-            .and_then(<[u8]>::first_chunk::<8>)
-            .map(|w| u64::from_le_bytes(*w))
+        let rest = b.get(at..).unwrap_or_default();
+        if let Some(w) = rest.first_chunk::<8>() {
+            return u64::from_le_bytes(*w);
+        }
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        u64::from_le_bytes(w)
     };
     let ends = |n: usize| b.get(n).is_none_or(|&c| !verb_byte(c));
-    let Some(x) = word(0) else {
-        return Opening::Unsure;
-    };
+    let x = word(0);
     let lower = x | LETTERS;
     if lower == u64::from_le_bytes(*b"resolved") {
         return if ends(8) {
@@ -479,9 +481,7 @@ pub(crate) fn decision_opening(b: &[u8]) -> Opening {
     }
     // The '-' of `needs-de` compared as it is.
     if x | 0x2020_0020_2020_2020 == u64::from_le_bytes(*b"needs-de") {
-        let Some(y) = word(6) else {
-            return Opening::Unsure;
-        };
+        let y = word(6);
         return if y | LETTERS == u64::from_le_bytes(*b"decision") && ends(14) {
             Opening::Decision(14, Verb::NeedsDecision)
         } else {
