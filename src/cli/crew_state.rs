@@ -97,16 +97,9 @@ fn fleet_table(ctx: &Ctx, reader: &mut FleetReader, colour: bool) -> Result<rend
 
 /// Prints the table, a bounded batch of lines per write.
 fn print_table(table: &render::Table) -> Result<()> {
-    let mut batch = crate::output::Text::new();
-    let mut k = 0;
-    while k <= table.len() {
-        let upto = (k + PRINT_BATCH - 1).min(table.len());
-        table.write(k..=upto, &mut batch);
-        k = upto + 1;
-        crate::output::out_block_text(&batch)?;
-        batch.clear();
-    }
-    Ok(())
+    table.print(PRINT_BATCH, &mut |block| {
+        crate::output::out_block_text(block)
+    })
 }
 
 /// Lines of the fleet table per write.

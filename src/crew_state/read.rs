@@ -783,11 +783,13 @@ pub(crate) fn task(
     present: Present,
     now: u64,
 ) -> Facts {
-    files(home, cfg, dir, id, present, now).unwrap_or_else(|e| {
-        let mut f = Facts::empty(id.clone(), now);
+    // Filled in place: the facts are large, and each move copies them.
+    let mut f = Facts::empty(id.clone(), now);
+    if let Err(e) = files(home, cfg, dir, id, present, &mut f) {
+        f = Facts::empty(id.clone(), now);
         f.error = Some(e.to_string());
-        f
-    })
+    }
+    f
 }
 
 fn files(
@@ -796,33 +798,34 @@ fn files(
     dir: &StateDir,
     id: &TaskId,
     present: Present,
-    now: u64,
-) -> Result<Facts> {
-    let mut f = Facts::empty(id.clone(), now);
-    f.meta = dir
-        .read_if(
-            id,
-            present,
-            (Present::META, "meta", Stat::Plain),
-            || home.meta(id),
-            |b, _| TaskMeta::parse_fields_checked(b),
-        )?
-        .transpose()?;
+    f: &mut Facts,
+) -> Result<()> {
+    dir.read_if(
+        id,
+        present,
+        (Present::META, "meta", Stat::Plain),
+        || home.meta(id),
+        |b, _| TaskMeta::parse_fields_into(b, &mut f.meta),
+    )?
+    .transpose()?;
     // A remote task's row comes from its host (`remote::fleet`): its files
     // here, if any, would be read for nothing.
     if f.meta.as_ref().is_some_and(is_remote) {
-        return Ok(f);
+        return Ok(());
     }
     let paused = &cfg.brief.paused_verb;
-    if let Some((fold, mtime)) = dir.read_if(
+    let fold = &mut f.fold;
+    if let Some(mtime) = dir.read_if(
         id,
         present,
         (Present::STATUS, "status", Stat::Mtime),
         || home.status(id),
-        |b, mtime| (status::Fold::for_view(b, paused), mtime),
+        |b, mtime| {
+            *fold = status::Fold::for_view(b, paused);
+            mtime
+        },
     )? {
         f.log_mtime = mtime;
-        f.fold = fold;
         if f.fold.any_line {
             f.last_line_at = f.fold.last_at.or(f.log_mtime);
         }
@@ -861,8 +864,8 @@ fn files(
             f.profile = dir.profile(cfg, name);
         }
     }
-    check_worktree(&mut f, &dir.dirs, None);
-    Ok(f)
+    check_worktree(f, &dir.dirs, None);
+    Ok(())
 }
 
 /// `.escalated` when it names one of the `pending` records, with the

@@ -201,6 +201,51 @@ impl Table {
         }
     }
 
+    /// The whole table, `batch` lines at a time, each block handed to
+    /// `out` in order. A table of more than one block is written on two
+    /// threads: this one writes the even blocks, a helper the odd ones,
+    /// one block ahead at most (so the lines held stay about two blocks).
+    pub(crate) fn print(
+        &self,
+        batch: usize,
+        out: &mut dyn FnMut(&Text) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        let batch = batch.max(1);
+        // Lines 0 (the header) to `len` (the last row).
+        let blocks = (self.len() + 1).div_ceil(batch);
+        let lines = |b: usize| b * batch..=((b + 1) * batch - 1).min(self.len());
+        if blocks < 2 {
+            let mut text = Text::new();
+            self.write(lines(0), &mut text);
+            return out(&text);
+        }
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Text>(1);
+            scope.spawn(move || {
+                for b in (1..blocks).step_by(2) {
+                    let mut text = Text::new();
+                    self.write(lines(b), &mut text);
+                    // The reader gave up (a write failed): stop.
+                    if tx.send(text).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut text = Text::new();
+            for b in 0..blocks {
+                if b % 2 == 0 {
+                    text.clear();
+                    self.write(lines(b), &mut text);
+                    out(&text)?;
+                } else {
+                    let odd = rx.recv().expect("the helper writes every odd block");
+                    out(&odd)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     fn header(&self, out: &mut Text) {
         for (i, cell) in HEADER.iter().enumerate() {
             if i == HOST_COL && !self.hosts {
@@ -336,6 +381,37 @@ mod tests {
             t[2],
             "bb   idle     status-log  2m ago  2      0     -                 x"
         );
+    }
+
+    #[test]
+    fn the_table_printed_in_blocks_on_two_threads_is_the_table_written_whole() {
+        let mut t = Table::new(false);
+        for i in 0..200 {
+            let detail = "x".repeat(i % 13);
+            t.push(&row(&format!("t{i}"), State::Working, &detail));
+        }
+        let mut whole = Text::new();
+        t.write(0..=t.len(), &mut whole);
+        for batch in [1, 2, 7, 100, 201, 202, 1000] {
+            let mut got = String::new();
+            let mut blocks = 0;
+            t.print(batch, &mut |b| {
+                got.push_str(b);
+                blocks += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, whole.as_str(), "{batch}");
+            assert_eq!(blocks, 201usize.div_ceil(batch), "{batch}");
+        }
+        // A failing write stops the printing at once.
+        let mut calls = 0;
+        let err = t.print(3, &mut |_| {
+            calls += 1;
+            Err(crate::Error::usage("closed"))
+        });
+        assert!(err.is_err());
+        assert_eq!(calls, 1);
     }
 
     #[test]

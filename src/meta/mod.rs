@@ -83,12 +83,20 @@ impl TaskMeta {
     ///
     /// Lines and their '=' are found by byte (both ASCII, never inside a
     /// character), and only a line's own bytes looked at twice.
+    #[cfg(test)]
     pub(crate) fn parse_fields(bytes: &[u8]) -> TaskMeta {
+        let mut m = TaskMeta::default();
+        m.fill_fields(bytes);
+        m
+    }
+
+    /// Sets the fields of [`TaskMeta::parse_fields`] from the file's lines.
+    fn fill_fields(&mut self, bytes: &[u8]) {
+        let m = self;
         let text = match std::str::from_utf8(bytes) {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(bytes),
         };
-        let mut m = TaskMeta::default();
         let mut rest = &*text;
         while !rest.is_empty() {
             // `str::lines`: split at '\n', a '\r' before it dropped.
@@ -115,7 +123,6 @@ impl TaskMeta {
                 m.set_field(k, v.trim());
             }
         }
-        m
     }
 
     /// Sets the field `k` from its trimmed value `v` (empty: none).
@@ -162,16 +169,25 @@ impl TaskMeta {
         TaskMeta::parse(bytes).checked()
     }
 
-    /// [`TaskMeta::parse_fields`], checked as [`TaskMeta::parse_checked`].
-    pub(crate) fn parse_fields_checked(bytes: &[u8]) -> Result<TaskMeta> {
-        TaskMeta::parse_fields(bytes).checked()
+    /// [`TaskMeta::parse_fields`], checked as [`TaskMeta::parse_checked`],
+    /// into `slot` (a meta is large: filled in place, not moved there).
+    pub(crate) fn parse_fields_into(bytes: &[u8], slot: &mut Option<TaskMeta>) -> Result<()> {
+        let m = slot.insert(TaskMeta::default());
+        m.fill_fields(bytes);
+        m.refuse_control()
     }
 
     fn checked(self) -> Result<TaskMeta> {
-        if let Some(wt) = &self.worktree {
-            crate::home::refuse_control("worktree", wt)?;
-        }
+        self.refuse_control()?;
         Ok(self)
+    }
+
+    /// Refuses a `worktree=` holding a control character.
+    fn refuse_control(&self) -> Result<()> {
+        match &self.worktree {
+            Some(wt) => crate::home::refuse_control("worktree", wt),
+            None => Ok(()),
+        }
     }
 
     /// The kind, an unrecorded one being a ship.
