@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 
 use super::parse::{
-    LineRef, Opening, ParsedRef, Quick, Verbs, decision_opening, parse_with, quick, quick_bytes,
-    scan, scan_rest, verb_byte, without_eol, without_eol_bytes, written_key,
+    LineRef, Opening, ParsedRef, Quick, Verbs, decision_opening, parse_with, parse_written, quick,
+    quick_bytes, scan, scan_rest, verb_byte, without_eol, without_eol_bytes, written_key,
 };
 use super::*;
 
@@ -441,7 +441,7 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
             (_, Quick::Verb(v)) if !v.is_state() && last_line.is_some() => continue,
             (_, Quick::Verb(_) | Quick::Unknown) => {}
         }
-        let ParsedRef::Line(line) = parse_with(as_text(raw)?, verbs) else {
+        let ParsedRef::Line(line) = parse_written(as_text(raw)?, verbs) else {
             continue;
         };
         last_line.get_or_insert(line);
@@ -452,7 +452,7 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
     }
     let mut decisions = Vec::with_capacity(open.len());
     for line in open.lines() {
-        if let ParsedRef::Line(l) = parse_with(as_text(line)?, verbs) {
+        if let ParsedRef::Line(l) = parse_written(as_text(line)?, verbs) {
             decisions.push(l.decision());
         }
     }

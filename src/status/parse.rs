@@ -560,6 +560,78 @@ pub(crate) fn written_key(line: &[u8], verb_end: usize) -> Option<&[u8]> {
     Some(key.unwrap_or(b"default"))
 }
 
+/// The whole reading of a line written as `fm-status` writes it, in one
+/// pass: its plain verb (`line[..verb_end]`, of `kind`, as [`quick`]
+/// found it), then only spaces and `[at=<digits>]` and `[key=<key>]`
+/// tags, the colon, spaces and text opening with a printable ASCII byte
+/// other than `[` (or none) — `Some` as [`parse_with`] reads it; `None`
+/// for any other line, which [`parse_with`] reads.
+#[inline]
+pub(crate) fn written_line(line: &str, verb_end: usize, kind: Verb) -> Option<LineRef<'_>> {
+    let b = line.as_bytes();
+    let mut i = verb_end;
+    let mut key: Option<&str> = None;
+    let mut at = None;
+    loop {
+        match *b.get(i)? {
+            b':' => break,
+            b' ' => i += 1,
+            b'[' => {
+                let rest = &b[i + 1..];
+                if let Some(v) = rest.strip_prefix(b"key=") {
+                    let n = v.iter().position(|&c| !key_byte(c)).unwrap_or(v.len());
+                    if n == 0 || v.get(n) != Some(&b']') {
+                        return None;
+                    }
+                    key = Some(&line[i + 5..i + 5 + n]);
+                    i += 6 + n;
+                } else if let Some(v) = rest.strip_prefix(b"at=") {
+                    let n = v
+                        .iter()
+                        .position(|c| !c.is_ascii_digit())
+                        .unwrap_or(v.len());
+                    if v.get(n) != Some(&b']') {
+                        return None;
+                    }
+                    at = parse_at(&line[i + 4..i + 4 + n]).or(at);
+                    i += 5 + n;
+                } else {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    let mut j = i + 1;
+    while b.get(j) == Some(&b' ') {
+        j += 1;
+    }
+    match b.get(j) {
+        None => {}
+        Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => {}
+        Some(_) => return None,
+    }
+    Some(LineRef {
+        verb: &line[..verb_end],
+        kind,
+        key: key.unwrap_or("default"),
+        text: &line[j..],
+        at,
+    })
+}
+
+/// [`parse_with`] of a line, by [`written_line`] when it is written so.
+#[inline]
+pub(crate) fn parse_written<'a>(line: &'a str, verbs: &Verbs) -> ParsedRef<'a> {
+    let bare = without_eol(line);
+    if let (w, Quick::Verb(kind)) = quick(bare, verbs)
+        && let Some(l) = written_line(bare, w, kind)
+    {
+        return ParsedRef::Line(l);
+    }
+    parse_with(line, verbs)
+}
+
 /// [`scan`] of a line without its line end ([`without_eol`]) that
 /// [`quick`] found to be a status line of `kind` if the rest reads, its
 /// verb ending at `verb_end`.

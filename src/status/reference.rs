@@ -408,8 +408,63 @@ mod tests {
         }
     }
 
+    /// A written line read in one pass where it is written so: as the
+    /// whole reading reads it; the plainly written forms are.
+    #[test]
+    fn the_written_line_reads_the_edges_as_the_whole_reading() {
+        let lines = [
+            ("working [at=17]: step 1", true),
+            ("needs-decision [key=a]: which", true),
+            ("blocked [at=5] [key=k-1] [at=6]: held", true),
+            ("done:", true),
+            ("done:   shipped", true),
+            ("note: 4", true),
+            ("Working [AT=5]: x", false),
+            ("working [at=]: no stamp", true),
+            ("working [at=1234567890123]: too long a stamp", true),
+            ("working [at=5 ]: spaced", false),
+            ("working [key=]: bad", false),
+            ("working: [key=a] keyed text", false),
+            ("working:\tx", false),
+            ("working: \u{e9}", false),
+            ("working [x]: other tag", false),
+            ("working [at=5]", false),
+        ];
+        for (l, plain) in lines {
+            let verbs = super::super::parse::Verbs::new("paused");
+            let (w, q) = super::super::parse::quick(l, &verbs);
+            let Quick::Verb(kind) = q else {
+                panic!("{l:?} opens with a verb");
+            };
+            let got = super::super::parse::written_line(l, w, kind);
+            assert_eq!(got.is_some(), plain, "{l:?}");
+            if let Some(x) = got {
+                assert_eq!(ParsedRef::Line(x), parse_str(l, "paused"), "{l:?}");
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// A line the one-pass reading reads is read as the whole reading
+        /// reads it.
+        #[test]
+        fn the_written_line_is_the_line_read_whole(
+            verb in prop::sample::select(&["working", "needs-decision", "Blocked", "RESOLVED", "note", "done", "hold"][..]),
+            rest in line(),
+            paused in prop::sample::select(&["paused", "hold", "on hold"][..]),
+        ) {
+            let l = format!("{verb}{rest}");
+            let verbs = super::super::parse::Verbs::new(paused);
+            let bare = super::super::parse::without_eol(&l);
+            if let (w, Quick::Verb(kind)) = super::super::parse::quick(bare, &verbs)
+                && let Some(x) = super::super::parse::written_line(bare, w, kind)
+            {
+                prop_assert_eq!(ParsedRef::Line(x), parse_str(&l, paused), "{:?}", l);
+            }
+            prop_assert_eq!(super::super::parse::parse_written(&l, &verbs), parse_str(&l, paused));
+        }
 
         #[test]
         fn the_fast_parser_reads_every_line_as_the_old_one(
