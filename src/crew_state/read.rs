@@ -91,18 +91,6 @@ fn task_file(name: &[u8]) -> Option<(usize, u8)> {
         .then(|| (name.len() - suffix.len(), bit))
 }
 
-/// The first 16 bytes of a task id, zero-padded, as a number that orders
-/// ids as their bytes do wherever those bytes differ (an id holds no NUL,
-/// so a shorter one's padding sorts before any byte of a longer one); ids
-/// with equal keys are compared whole. Sorting by it compares numbers in
-/// place, not strings behind pointers.
-fn order_key(id: &[u8]) -> u128 {
-    let mut k = [0u8; 16];
-    let n = id.len().min(16);
-    k[..n].copy_from_slice(&id[..n]);
-    u128::from_be_bytes(k)
-}
-
 impl Listing {
     /// Lists `state/` once. A home without `state/` has no tasks.
     pub(crate) fn read(home: &Home) -> Result<Listing> {
@@ -145,25 +133,22 @@ impl Listing {
             });
             stems.extend_from_slice(key);
         }
-        let mut keyed: Vec<(u128, Listed)> = seen
+        let mut tasks: Vec<Listed> = seen
             .iter()
             .filter(|e| e.2 & Present::META != 0)
             .filter_map(|&e| {
                 let bits = e.2;
                 // A name that is not UTF-8 names no task.
                 let stem = std::str::from_utf8(stems.get(stem_of(e))?).ok()?;
-                Some((
-                    order_key(stem.as_bytes()),
-                    Listed {
-                        id: TaskId::parse(stem).ok()?,
-                        present: Present(bits),
-                    },
-                ))
+                Some(Listed {
+                    id: TaskId::parse(stem).ok()?,
+                    present: Present(bits),
+                })
             })
             .collect();
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        tasks.sort_unstable_by(|a, b| a.id.cmp(&b.id));
         Ok(Listing {
-            tasks: keyed.into_iter().map(|(_, l)| l).collect(),
+            tasks,
             dir: Some(dir),
         })
     }
@@ -910,25 +895,6 @@ pub(crate) fn check_worktree(f: &mut Facts, dirs: &Dirs, git: Option<&GitFiles>)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    proptest::proptest! {
-        /// Ids ordered by their keys, then whole, are in byte order.
-        #[test]
-        fn the_order_key_sorts_ids_as_their_bytes(
-            ids in proptest::collection::vec("[a-c0-9._-]{1,20}", 0..60),
-        ) {
-            let ids: Vec<TaskId> = ids.iter().filter_map(|s| TaskId::parse(s).ok()).collect();
-            let mut want = ids.clone();
-            want.sort();
-            let mut got = ids;
-            got.sort_by(|a, b| {
-                order_key(a.as_str().as_bytes())
-                    .cmp(&order_key(b.as_str().as_bytes()))
-                    .then_with(|| a.cmp(b))
-            });
-            proptest::prop_assert_eq!(got, want);
-        }
-    }
 
     #[test]
     fn the_listing_finds_tasks_by_their_meta_and_notes_their_files() {
