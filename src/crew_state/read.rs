@@ -503,11 +503,13 @@ enum Stat {
 /// file that fills it is left to the ordinary reader.
 const READ_FIRST: usize = 16 * 1024;
 
-/// One `read` of `fd` from its start into `buf` (retried when
-/// interrupted); `None` when it fails.
+/// One `pread` of `fd` from its start into `buf` (retried when
+/// interrupted); `None` when it fails. Not `read`: a FIFO (even one with a
+/// writer, which would read short like a regular file) fails a `pread`
+/// with `ESPIPE` before a byte is taken from it.
 fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
     loop {
-        match rustix::io::read(fd, &mut *buf) {
+        match rustix::io::pread(fd, &mut *buf, 0) {
             Ok(n) => return Some(n),
             Err(Errno::INTR) => {}
             Err(_) => return None,
@@ -615,12 +617,13 @@ impl StateDir {
     /// zeroing, per file).
     ///
     /// Without `Stat::Mtime` the file is read before anything else and
-    /// `with` gets no mtime: a read that comes back with some bytes and
-    /// room to spare is a whole regular file (opened `O_NONBLOCK`, a FIFO
-    /// reads empty or `EAGAIN`, a directory `EISDIR`, a device fills the
-    /// buffer), so its type is checked only when the read says otherwise —
-    /// by the ordinary reader, which refuses what is no regular file —
-    /// and a regular file costs no `fstat` (as [`fsx::read_small_at`]).
+    /// `with` gets no mtime: a `pread` from its start that comes back with
+    /// some bytes and room to spare is a whole regular file (a FIFO, with
+    /// or without a writer, fails it with `ESPIPE`, a directory with
+    /// `EISDIR`; a device that reads fills the buffer or nothing), so its
+    /// type is checked only when the read says otherwise — by the ordinary
+    /// reader, which refuses what is no regular file — and a regular file
+    /// costs no `fstat` (as [`fsx::read_small_at`]).
     fn read_with<T, W: FnOnce(&[u8], Option<u64>) -> T>(
         &self,
         id: &TaskId,
@@ -1086,6 +1089,42 @@ mod tests {
             assert_eq!(b.error.as_deref(), Some(want.as_str()), "{id}");
         }
         assert!(err("f").contains("FIFO"), "{}", err("f"));
+
+        // A FIFO meta, and a FIFO busy record, that a writer holds open
+        // with bytes waiting: refused as any FIFO, the bytes left unread.
+        let mut writers = Vec::new();
+        std::fs::write(state.join("v.meta"), "repo=r\n").unwrap();
+        for name in ["w.meta", "v.busy"] {
+            let p = state.join(name);
+            let st = std::process::Command::new("mkfifo")
+                .arg(&p)
+                .status()
+                .unwrap();
+            assert!(st.success());
+            let mut w = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&p)
+                .unwrap();
+            std::io::Write::write_all(&mut w, b"repo=pipe\n").unwrap();
+            writers.push(w);
+        }
+        let id = |s: &str| TaskId::parse(s).unwrap();
+        for (t, want) in [
+            ("w", fsx::read_optional_mtime(&home.meta(&id("w")))),
+            ("v", fsx::read_optional_mtime(&home.busy(&id("v")))),
+        ] {
+            let want = want.unwrap_err().to_string();
+            assert!(want.contains("FIFO"), "{want}");
+            let (a, b) = both(&home, t);
+            assert_eq!(a.error.as_deref(), Some(want.as_str()), "{t}");
+            assert_eq!(b.error.as_deref(), Some(want.as_str()), "{t}");
+        }
+        for mut w in writers {
+            let mut back = [0u8; 10];
+            std::io::Read::read_exact(&mut w, &mut back).unwrap();
+            assert_eq!(&back, b"repo=pipe\n");
+        }
     }
 
     #[test]

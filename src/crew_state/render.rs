@@ -203,8 +203,10 @@ impl Table {
 
     /// The whole table, `batch` lines at a time, each block handed to
     /// `out` in order. A table of more than one block is written on two
-    /// threads: this one writes the even blocks, a helper the odd ones,
-    /// one block ahead at most (so the lines held stay about two blocks).
+    /// threads where there are two cores: this one writes the even blocks,
+    /// a helper the odd ones, one block ahead at most (so the lines held
+    /// stay about two blocks); where there is one core, or the helper
+    /// cannot be started, this thread writes them all.
     pub(crate) fn print(
         &self,
         batch: usize,
@@ -214,14 +216,22 @@ impl Table {
         // Lines 0 (the header) to `len` (the last row).
         let blocks = (self.len() + 1).div_ceil(batch);
         let lines = |b: usize| b * batch..=((b + 1) * batch - 1).min(self.len());
-        if blocks < 2 {
+        let alone = |out: &mut dyn FnMut(&Text) -> crate::Result<()>| {
             let mut text = Text::new();
-            self.write(lines(0), &mut text);
-            return out(&text);
+            for b in 0..blocks {
+                text.clear();
+                self.write(lines(b), &mut text);
+                out(&text)?;
+            }
+            Ok(())
+        };
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if blocks < 2 || cores < 2 {
+            return alone(out);
         }
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Text>(1);
-            scope.spawn(move || {
+            let helper = std::thread::Builder::new().spawn_scoped(scope, move || {
                 for b in (1..blocks).step_by(2) {
                     let mut text = Text::new();
                     self.write(lines(b), &mut text);
@@ -231,6 +241,9 @@ impl Table {
                     }
                 }
             });
+            if helper.is_err() {
+                return alone(out);
+            }
             let mut text = Text::new();
             for b in 0..blocks {
                 if b % 2 == 0 {

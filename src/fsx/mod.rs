@@ -470,6 +470,37 @@ mod tests {
         assert_eq!(seen, vec![(0, Ok(5)), (2, Ok(200_000)), (3, Err(()))]);
     }
 
+    /// A FIFO that a writer holds open, with bytes waiting in it, is
+    /// refused like any FIFO, and its bytes are left for their reader.
+    #[test]
+    fn a_fifo_with_a_writer_is_refused_and_left_unread() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("001.msg");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // Read and write: opens at once, and holds the FIFO as a writer.
+        let mut w = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        w.write_all(b"from the pipe\n").unwrap();
+        let mut seen = Vec::new();
+        read_each_in(d.path(), &["001.msg".to_string()], |i, r| {
+            seen.push((i, r.map(<[u8]>::to_vec).map_err(|e| e.to_string())));
+        })
+        .unwrap();
+        assert_eq!(seen.len(), 1);
+        let err = seen[0].1.clone().unwrap_err();
+        assert!(err.contains("FIFO"), "{err}");
+        let mut back = [0u8; 14];
+        std::io::Read::read_exact(&mut w, &mut back).unwrap();
+        assert_eq!(&back, b"from the pipe\n");
+    }
+
     #[test]
     fn append_ends_a_torn_fragment_instead_of_gluing_to_it() {
         let d = tempfile::tempdir().unwrap();

@@ -65,7 +65,7 @@ pub fn read_small_at(
         buf.resize(64 * 1024, 0);
     }
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let mut file = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+    let file = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => File::from(fd),
         Err(e) => {
             // A name with a NUL byte is `EINVAL` (InvalidInput).
@@ -78,8 +78,11 @@ pub fn read_small_at(
         }
     };
     let mut len = 0;
+    // `pread`, not `read`: a FIFO fails it with `ESPIPE` (even one with a
+    // writer, which would read short like a regular file) before a byte is
+    // taken from it.
     let res = loop {
-        match file.read(&mut buf[len..]) {
+        match std::os::unix::fs::FileExt::read_at(&file, &mut buf[len..], len as u64) {
             Ok(0) => break Ok(()),
             Ok(n) => {
                 len += n;
@@ -98,12 +101,15 @@ pub fn read_small_at(
             Err(e) => break Err(e),
         }
     };
-    // Opened `O_NONBLOCK`, a FIFO reads as empty (no writer) or
-    // `EAGAIN`: only then is the type checked, so a regular file costs
-    // no extra `stat`.
+    // A FIFO fails the `pread` (`ESPIPE`); anything else that is no
+    // regular file reads as empty or fails: only then is the type checked,
+    // so a regular file costs no extra `stat`.
     let suspect = match &res {
         Ok(()) => len == 0,
-        Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+        Err(e) => {
+            e.kind() == io::ErrorKind::WouldBlock
+                || e.raw_os_error() == Some(rustix::io::Errno::SPIPE.raw_os_error())
+        }
     };
     let res = if suspect {
         match file.metadata() {
