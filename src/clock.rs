@@ -56,11 +56,17 @@ pub fn parse_rfc3339(s: &str) -> Option<u64> {
 
 /// A short age like `42s`, `5m`, `3h`, `2d`.
 pub fn age(secs: u64) -> String {
+    let (n, unit) = age_in_units(secs);
+    format!("{n}{unit}")
+}
+
+/// [`age`] as its number and its unit (`s`, `m`, `h` or `d`).
+pub(crate) fn age_in_units(secs: u64) -> (u64, char) {
     match secs {
-        s if s < 60 => format!("{s}s"),
-        s if s < 3600 => format!("{}m", s / 60),
-        s if s < 86_400 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
+        s if s < 60 => (s, 's'),
+        s if s < 3600 => (s / 60, 'm'),
+        s if s < 86_400 => (s / 3600, 'h'),
+        s => (s / 86_400, 'd'),
     }
 }
 

@@ -186,11 +186,7 @@ mod tests {
         // `git -C dir hash-object --stdin` would wait on stdin forever; stdin is
         // null here, so use a command that blocks on a fifo instead.
         let fifo = d.path().join("f");
-        let st = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        crate::fsx::test_fifo::make(&fifo);
         let t = std::time::Instant::now();
         let err = run_bounded(
             d.path(),

@@ -194,7 +194,7 @@ impl Row {
     pub(crate) fn from_owned(f: Facts, r: Resolution, cfg: &Config) -> Row {
         let row = Row::head(&f, r);
         let open_decisions = f.fold.open.into_iter().map(OpenDecision::from).collect();
-        let Some(m) = f.meta else {
+        let Some(mut m) = f.meta else {
             return Row {
                 open_decisions,
                 tmux_socket: cfg.tmux.socket.clone(),
@@ -204,12 +204,8 @@ impl Row {
         Row {
             open_decisions,
             host: m.host_name().map(str::to_string),
-            project: m.repo.or_else(|| {
-                m.project
-                    .as_ref()
-                    .and_then(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned())
-            }),
+            // The repo moved out, not copied; without one, as `with` names it.
+            project: m.repo.take().or_else(|| project_name(&m)),
             pane: m.pane,
             tmux_socket: m.tmux_socket.unwrap_or_else(|| cfg.tmux.socket.clone()),
             ..row

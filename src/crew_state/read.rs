@@ -517,6 +517,30 @@ fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
     }
 }
 
+/// The bytes `fill` reads into the reader thread's kept buffer (how many,
+/// or `None` when they are not the whole file), handed to `with` with
+/// `mtime`; `with` back when it was not called, for the ordinary reader.
+fn in_scratch<T, W: FnOnce(&[u8], Option<u64>) -> T>(
+    fill: impl FnOnce(&mut Vec<u8>) -> Option<usize>,
+    mtime: Option<u64>,
+    with: W,
+) -> std::result::Result<T, W> {
+    SCRATCH.with(|scratch| {
+        // Taken out while in use: a reader called from `with` gets a
+        // fresh one.
+        let mut buf = scratch.take();
+        let answer = match fill(&mut buf) {
+            Some(n) => Ok(with(&buf[..n], mtime)),
+            None => Err(with),
+        };
+        // A buffer grown for a large file is not kept.
+        if buf.len() <= SCRATCH_KEEP {
+            scratch.replace(buf);
+        }
+        answer
+    })
+}
+
 /// Reads the whole regular file `fd` of `size` bytes (as its `fstat` said)
 /// into `buf`; how many bytes it holds, `None` when it could not be read
 /// or grew past the whole-read limit while being read.
@@ -638,52 +662,35 @@ impl StateDir {
             Err(Errno::NOENT) => return Ok(None),
             Err(_) => return read_ordinary(&path(), with),
         };
-        if stat == Stat::Plain {
-            let read: std::result::Result<T, W> = SCRATCH.with(|scratch| {
-                let mut buf = scratch.take();
-                if buf.len() < READ_FIRST {
-                    buf.resize(READ_FIRST, 0);
-                }
-                let answer = match read_once(&fd, &mut buf) {
-                    Some(n) if n > 0 && n < buf.len() => Ok(with(&buf[..n], None)),
-                    _ => Err(with),
-                };
-                if buf.len() <= SCRATCH_KEEP {
-                    scratch.replace(buf);
-                }
-                answer
-            });
-            return match read {
-                Ok(answer) => Ok(Some(answer)),
-                Err(with) => read_ordinary(&path(), with),
+        let read = if stat == Stat::Plain {
+            in_scratch(
+                |buf| {
+                    if buf.len() < READ_FIRST {
+                        buf.resize(READ_FIRST, 0);
+                    }
+                    read_once(&fd, buf).filter(|&n| n > 0 && n < buf.len())
+                },
+                None,
+                with,
+            )
+        } else {
+            let Ok(st) = rustix::fs::fstat(&fd) else {
+                return read_ordinary(&path(), with);
             };
-        }
-        let Ok(st) = rustix::fs::fstat(&fd) else {
-            return read_ordinary(&path(), with);
-        };
-        // Anything but a regular file, or one too big to read whole, is
-        // refused by the ordinary reader with its own error.
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
-            || u64::try_from(st.st_size).map_or(true, |n| n > fsx::MAX_FILE)
-        {
-            return read_ordinary(&path(), with);
-        }
-        let mtime = u64::try_from(st.st_mtime).ok();
-        let size = usize::try_from(st.st_size).unwrap_or(0);
-        let read: std::result::Result<T, W> = SCRATCH.with(|scratch| {
-            // Taken out while in use: a reader called from `with` gets a
-            // fresh one.
-            let mut buf = scratch.take();
-            let answer = match read_into(&fd, &mut buf, size) {
-                Some(filled) => Ok(with(&buf[..filled], mtime)),
-                None => Err(with),
-            };
-            // A buffer grown for a large file is not kept.
-            if buf.len() <= SCRATCH_KEEP {
-                scratch.replace(buf);
+            // Anything but a regular file, or one too big to read whole, is
+            // refused by the ordinary reader with its own error.
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+                || u64::try_from(st.st_size).map_or(true, |n| n > fsx::MAX_FILE)
+            {
+                return read_ordinary(&path(), with);
             }
-            answer
-        });
+            let size = usize::try_from(st.st_size).unwrap_or(0);
+            in_scratch(
+                |buf| read_into(&fd, buf, size),
+                u64::try_from(st.st_mtime).ok(),
+                with,
+            )
+        };
         match read {
             Ok(answer) => Ok(Some(answer)),
             Err(with) => read_ordinary(&path(), with),
@@ -1055,21 +1062,13 @@ mod tests {
         std::fs::create_dir_all(state.join("elsewhere")).unwrap();
         // A FIFO meta, a directory status log, a symlinked inbox, a file
         // where the inbox should be.
-        let st = std::process::Command::new("mkfifo")
-            .arg(state.join("f.meta"))
-            .status()
-            .unwrap();
-        assert!(st.success());
+        fsx::test_fifo::make(&state.join("f.meta"));
         std::fs::create_dir_all(state.join("d.status")).unwrap();
         // A meta read for its bytes only that is a directory, a FIFO busy
         // record beside a meta.
         std::fs::create_dir_all(state.join("m.meta")).unwrap();
         std::fs::write(state.join("b.meta"), "repo=r\n").unwrap();
-        let st = std::process::Command::new("mkfifo")
-            .arg(state.join("b.busy"))
-            .status()
-            .unwrap();
-        assert!(st.success());
+        fsx::test_fifo::make(&state.join("b.busy"));
         std::os::unix::fs::symlink("elsewhere", state.join("l.inbox")).unwrap();
         std::fs::write(state.join("p.inbox"), "").unwrap();
         let err = |id: &str| -> String {
@@ -1095,19 +1094,10 @@ mod tests {
         let mut writers = Vec::new();
         std::fs::write(state.join("v.meta"), "repo=r\n").unwrap();
         for name in ["w.meta", "v.busy"] {
-            let p = state.join(name);
-            let st = std::process::Command::new("mkfifo")
-                .arg(&p)
-                .status()
-                .unwrap();
-            assert!(st.success());
-            let mut w = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&p)
-                .unwrap();
-            std::io::Write::write_all(&mut w, b"repo=pipe\n").unwrap();
-            writers.push(w);
+            writers.push(fsx::test_fifo::with_writer(
+                &state.join(name),
+                b"repo=pipe\n",
+            ));
         }
         let id = |s: &str| TaskId::parse(s).unwrap();
         for (t, want) in [

@@ -61,18 +61,13 @@ fn push_u64(out: &mut String, n: u64) {
 }
 
 /// Appends the AGE cell: `42s ago`, `5m ago`, … or `-` without a current
-/// line (as `clock::age` words it).
+/// line (in `clock::age`'s units).
 fn push_age(out: &mut String, row: &Row) {
     let Some(secs) = row.age_secs else {
         out.push('-');
         return;
     };
-    let (n, unit) = match secs {
-        s if s < 60 => (s, 's'),
-        s if s < 3600 => (s / 60, 'm'),
-        s if s < 86_400 => (s / 3600, 'h'),
-        s => (s / 86_400, 'd'),
-    };
+    let (n, unit) = crate::clock::age_in_units(secs);
     push_u64(out, n);
     out.push(unit);
     out.push_str(" ago");

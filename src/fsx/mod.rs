@@ -123,6 +123,34 @@ pub fn ensure_dir(path: &Path) -> Result<()> {
     open_dir(path, "create directory", path, true).map(drop)
 }
 
+/// FIFOs for tests.
+#[cfg(test)]
+pub(crate) mod test_fifo {
+    use std::path::Path;
+
+    /// Makes a FIFO at `path`.
+    pub(crate) fn make(path: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mkfifo {}", path.display());
+    }
+
+    /// Makes a FIFO at `path` held by a writer (this one, read and write:
+    /// it opens at once) with `bytes` waiting in it.
+    pub(crate) fn with_writer(path: &Path, bytes: &[u8]) -> std::fs::File {
+        make(path);
+        let mut w = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        std::io::Write::write_all(&mut w, bytes).unwrap();
+        w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::append::untear;
@@ -475,19 +503,7 @@ mod tests {
     #[test]
     fn a_fifo_with_a_writer_is_refused_and_left_unread() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("001.msg");
-        let st = std::process::Command::new("mkfifo")
-            .arg(&p)
-            .status()
-            .unwrap();
-        assert!(st.success());
-        // Read and write: opens at once, and holds the FIFO as a writer.
-        let mut w = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&p)
-            .unwrap();
-        w.write_all(b"from the pipe\n").unwrap();
+        let mut w = test_fifo::with_writer(&d.path().join("001.msg"), b"from the pipe\n");
         let mut seen = Vec::new();
         read_each_in(d.path(), &["001.msg".to_string()], |i, r| {
             seen.push((i, r.map(<[u8]>::to_vec).map_err(|e| e.to_string())));

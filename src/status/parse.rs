@@ -100,11 +100,16 @@ fn trim(s: &str) -> &str {
 }
 
 fn parse_at(v: &str) -> Option<u64> {
+    parse_at_bytes(v.as_bytes())
+}
+
+/// [`parse_at`] of bytes.
+fn parse_at_bytes(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 12 {
         return None;
     }
     // At most 12 digits: no overflow.
-    v.bytes().try_fold(0u64, |n, c| {
+    v.iter().try_fold(0u64, |n, &c| {
         c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0'))
     })
 }
@@ -499,78 +504,39 @@ pub(crate) fn decision_opening(b: &[u8]) -> Opening {
 /// [`scan_rest`] reads).
 #[inline]
 pub(crate) fn written_key(line: &[u8], verb_end: usize) -> Option<&[u8]> {
-    let b = line;
-    // The head fm-status writes a decision with, ` [key=<key>]:`, read at
-    // once; any other head by the loop below.
-    if let Some(rest) = b.get(verb_end..)
-        && let Some(k) = rest.strip_prefix(b" [key=")
-    {
-        let n = k.iter().position(|&c| !key_byte(c)).unwrap_or(k.len());
-        if n > 0 && k.get(n..n + 2) == Some(b"]:") {
-            return match k[n + 2..].iter().find(|&&c| c != b' ') {
-                None => Some(&k[..n]),
-                Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => Some(&k[..n]),
-                Some(_) => None,
-            };
-        }
-    }
-    let mut i = verb_end;
-    let mut key: Option<&[u8]> = None;
-    loop {
-        match *b.get(i)? {
-            b':' => break,
-            b' ' => i += 1,
-            b'[' => match b.get(i + 1)? {
-                b'k' if b.get(i + 2..i + 5)? == b"ey=" => {
-                    let from = i + 5;
-                    let mut j = from;
-                    while key_byte(*b.get(j)?) {
-                        j += 1;
-                    }
-                    if j == from || b[j] != b']' {
-                        return None;
-                    }
-                    key = Some(&b[from..j]);
-                    i = j + 1;
-                }
-                b'a' if b.get(i + 2..i + 4)? == b"t=" => {
-                    let mut j = i + 4;
-                    while b.get(j)?.is_ascii_digit() {
-                        j += 1;
-                    }
-                    if b[j] != b']' {
-                        return None;
-                    }
-                    i = j + 1;
-                }
-                _ => return None,
-            },
-            _ => return None,
-        }
-    }
-    i += 1;
-    while b.get(i) == Some(&b' ') {
-        i += 1;
-    }
-    match b.get(i) {
-        None => {}
-        Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => {}
-        Some(_) => return None,
-    }
-    Some(key.unwrap_or(b"default"))
+    written::<false>(line, verb_end).map(|h| h.key.map_or(&b"default"[..], |k| &line[k]))
 }
 
-/// The whole reading of a line written as `fm-status` writes it, in one
-/// pass: its plain verb (`line[..verb_end]`, of `kind`, as [`quick`]
-/// found it), then only spaces and `[at=<digits>]` and `[key=<key>]`
-/// tags, the colon, spaces and text opening with a printable ASCII byte
-/// other than `[` (or none) — `Some` as [`parse_with`] reads it; `None`
-/// for any other line, which [`parse_with`] reads.
+/// A head as `fm-status` writes it, read by [`written`]: where its key
+/// is, its stamp (when asked for), and where its text starts.
+struct Written {
+    key: Option<std::ops::Range<usize>>,
+    at: Option<u64>,
+    text: usize,
+}
+
+/// The head of a line after its verb (`b[..verb_end]`) when it is only
+/// spaces, `[at=<digits>]` and `[key=<key>]` tags, the colon, spaces and
+/// text opening with a printable ASCII byte other than `[` (or none);
+/// `None` for any other. `AT`: read the stamp (the last good one wins, as
+/// [`head`] reads it).
 #[inline]
-pub(crate) fn written_line(line: &str, verb_end: usize, kind: Verb) -> Option<LineRef<'_>> {
-    let b = line.as_bytes();
+fn written<const AT: bool>(b: &[u8], verb_end: usize) -> Option<Written> {
+    // The head fm-status writes a decision with, ` [key=<key>]:`, read at
+    // once; any other head by the loop below.
+    if let Some(k) = b.get(verb_end..).and_then(|r| r.strip_prefix(b" [key=")) {
+        let n = k.iter().position(|&c| !key_byte(c)).unwrap_or(k.len());
+        if n > 0 && k.get(n..n + 2) == Some(b"]:") {
+            let from = verb_end + 6;
+            return written_text(b, from + n + 2).map(|text| Written {
+                key: Some(from..from + n),
+                at: None,
+                text,
+            });
+        }
+    }
     let mut i = verb_end;
-    let mut key: Option<&str> = None;
+    let mut key = None;
     let mut at = None;
     loop {
         match *b.get(i)? {
@@ -583,7 +549,7 @@ pub(crate) fn written_line(line: &str, verb_end: usize, kind: Verb) -> Option<Li
                     if n == 0 || v.get(n) != Some(&b']') {
                         return None;
                     }
-                    key = Some(&line[i + 5..i + 5 + n]);
+                    key = Some(i + 5..i + 5 + n);
                     i += 6 + n;
                 } else if let Some(v) = rest.strip_prefix(b"at=") {
                     let n = v
@@ -593,7 +559,9 @@ pub(crate) fn written_line(line: &str, verb_end: usize, kind: Verb) -> Option<Li
                     if v.get(n) != Some(&b']') {
                         return None;
                     }
-                    at = parse_at(&line[i + 4..i + 4 + n]).or(at);
+                    if AT {
+                        at = parse_at_bytes(&v[..n]).or(at);
+                    }
                     i += 5 + n;
                 } else {
                     return None;
@@ -602,21 +570,41 @@ pub(crate) fn written_line(line: &str, verb_end: usize, kind: Verb) -> Option<Li
             _ => return None,
         }
     }
-    let mut j = i + 1;
+    written_text(b, i + 1).map(|text| Written { key, at, text })
+}
+
+/// Where the text after a written head's colon (at `from`) starts: past
+/// its spaces, at a printable ASCII byte other than `[`, or at the line's
+/// end; `None` when anything else follows the spaces.
+#[inline]
+fn written_text(b: &[u8], from: usize) -> Option<usize> {
+    let mut j = from;
     while b.get(j) == Some(&b' ') {
         j += 1;
     }
     match b.get(j) {
-        None => {}
-        Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => {}
-        Some(_) => return None,
+        None => Some(j),
+        Some(&c) if c != b'[' && (b'!'..=b'~').contains(&c) => Some(j),
+        Some(_) => None,
     }
+}
+
+/// The whole reading of a line written as `fm-status` writes it, in one
+/// pass: its plain verb (`line[..verb_end]`, of `kind`, as [`quick`]
+/// found it), then only spaces and `[at=<digits>]` and `[key=<key>]`
+/// tags, the colon, spaces and text opening with a printable ASCII byte
+/// other than `[` (or none) — `Some` as [`parse_with`] reads it; `None`
+/// for any other line, which [`parse_with`] reads.
+#[inline]
+pub(crate) fn written_line(line: &str, verb_end: usize, kind: Verb) -> Option<LineRef<'_>> {
+    // Every offset `written` gives falls after an ASCII byte: a boundary.
+    let h = written::<true>(line.as_bytes(), verb_end)?;
     Some(LineRef {
         verb: &line[..verb_end],
         kind,
-        key: key.unwrap_or("default"),
-        text: &line[j..],
-        at,
+        key: h.key.map_or("default", |k| &line[k]),
+        text: &line[h.text..],
+        at: h.at,
     })
 }
 
@@ -672,17 +660,8 @@ pub(crate) fn without_eol_bytes(b: &[u8]) -> &[u8] {
 /// The line without the '\r' and '\n' at its end.
 #[inline]
 pub(crate) fn without_eol(line: &str) -> &str {
-    let b = line.as_bytes();
-    match b.last() {
-        Some(b'\r' | b'\n') => {
-            let end = b
-                .iter()
-                .rposition(|&c| c != b'\r' && c != b'\n')
-                .map_or(0, |i| i + 1);
-            &line[..end]
-        }
-        _ => line,
-    }
+    // What is dropped is ASCII: the end is a boundary.
+    &line[..without_eol_bytes(line.as_bytes()).len()]
 }
 
 /// What [`plain`] read.
