@@ -213,6 +213,16 @@ impl Clean {
         }
     }
 
+    /// Empty, with room for `n` bytes.
+    pub fn with_capacity(n: usize) -> Clean {
+        Clean(String::with_capacity(n))
+    }
+
+    /// Appends clean text as it is (clean joined to clean stays clean).
+    pub fn append(&mut self, other: &Clean) {
+        self.0.push_str(&other.0);
+    }
+
     /// Bytes held.
     pub fn len(&self) -> usize {
         self.0.len()

@@ -74,22 +74,52 @@ fn fleet(
     reader: &mut FleetReader,
     emit: &mut dyn FnMut(Row) -> Result<()>,
 ) -> Result<()> {
+    fleet_mapped(ctx, reader, &|r| r, emit)
+}
+
+/// [`fleet`] with each local row first made into what the caller keeps
+/// of it, on the thread that read its task (a remote row is replaced by its
+/// host's answer first, here).
+fn fleet_mapped<T: Send>(
+    ctx: &Ctx,
+    reader: &mut FleetReader,
+    map: &(dyn Fn(Row) -> T + Sync),
+    emit: &mut dyn FnMut(T) -> Result<()>,
+) -> Result<()> {
     let mut hosts = crate::remote::fleet::start(&ctx.home, &ctx.cfg);
-    let mut emit = |mut r: Row| {
-        hosts.overlay(std::slice::from_mut(&mut r));
-        emit(r)
+    let near = |r: Row| {
+        if r.host.is_some() {
+            Mapped::Far(Box::new(r))
+        } else {
+            Mapped::Near(map(r))
+        }
     };
-    for w in reader.fleet(&ctx.home, &ctx.cfg, clock::now(), &mut emit)? {
+    let mut emit = |m: Mapped<T>| match m {
+        Mapped::Near(t) => emit(t),
+        Mapped::Far(mut r) => {
+            hosts.overlay(std::slice::from_mut(&mut *r));
+            emit(map(*r))
+        }
+    };
+    for w in reader.fleet_mapped(&ctx.home, &ctx.cfg, clock::now(), &near, &mut emit)? {
         crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
     Ok(())
 }
 
-/// The fleet's table, in id order (each row kept as its cells only).
+/// A row as [`fleet_mapped`] hands it on: mapped where it was read, or a
+/// remote task's, to be replaced by its host's answer (boxed: few are).
+enum Mapped<T> {
+    Near(T),
+    Far(Box<Row>),
+}
+
+/// The fleet's table, in id order (each row kept as its cells only, made
+/// on the thread that read the task).
 fn fleet_table(ctx: &Ctx, reader: &mut FleetReader, colour: bool) -> Result<render::Table> {
     let mut table = render::Table::new(colour);
-    fleet(ctx, reader, &mut |r| {
-        table.push(&r);
+    fleet_mapped(ctx, reader, &|r| render::RowCells::of(&r), &mut |c| {
+        table.add(c);
         Ok(())
     })?;
     Ok(table)

@@ -63,8 +63,8 @@ struct Item {
     prev: Option<Box<Kept>>,
 }
 
-/// One task read.
-struct Done {
+/// One task read; its row as the view's caller maps it ([`Map`]).
+struct Done<T> {
     /// Its files were read (not reused).
     reread: bool,
     /// Its stamps were taken (not trusted on the events' word).
@@ -77,8 +77,13 @@ struct Done {
     taken: u64,
     taken_at: u64,
     /// Known after the first step.
-    row: Option<Row>,
+    row: Option<T>,
 }
+
+/// What a view's caller makes of each row, on the thread that read the
+/// task (so a row built there is dropped there, and the caller's thread
+/// only takes what it keeps).
+pub type Map<'m, T> = &'m (dyn Fn(Row) -> T + Sync);
 
 /// What the last view did, for tests and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,7 +147,7 @@ fn reuse(mut f: Facts, now: u64, dirs: &read::Dirs, git: &GitFiles) -> Facts {
     f
 }
 
-fn refresh(s: &Shared, item: Item) -> Done {
+fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
     let Item { listed, prev } = item;
     let (home, id, present) = (s.home, &listed.id, listed.present);
     let mut stamps = None;
@@ -199,11 +204,11 @@ fn refresh(s: &Shared, item: Item) -> Done {
     // of a one-shot view's tasks keep nothing.
     let (facts, row) = match resolved {
         Some(r) if keep_facts => {
-            let row = Row::with(&f, r, s.cfg);
+            let row = map(Row::with(&f, r, s.cfg));
             (Some(Box::new(f)), Some(row))
         }
         // Facts no longer needed: the row takes what it can from them.
-        Some(r) => (None, Some(Row::from_owned(f, r, s.cfg))),
+        Some(r) => (None, Some(map(Row::from_owned(f, r, s.cfg)))),
         None => (Some(Box::new(f)), None),
     };
     Done {
@@ -219,11 +224,11 @@ fn refresh(s: &Shared, item: Item) -> Done {
 
 /// Hands rows out in order, holding everything behind the first task that
 /// needs the second step.
-struct Emitter<'e> {
-    emit: &'e mut dyn FnMut(Row) -> Result<()>,
-    pending: BTreeMap<usize, Vec<Done>>,
+struct Emitter<'e, T> {
+    emit: &'e mut dyn FnMut(T) -> Result<()>,
+    pending: BTreeMap<usize, Vec<Done<T>>>,
     next: usize,
-    held: Vec<Done>,
+    held: Vec<Done<T>>,
     blocked: bool,
     #[allow(
         clippy::vec_box,
@@ -234,8 +239,8 @@ struct Emitter<'e> {
     stats: Stats,
 }
 
-impl Emitter<'_> {
-    fn block(&mut self, k: usize, done: Vec<Done>, stop: &AtomicBool) {
+impl<T> Emitter<'_, T> {
+    fn block(&mut self, k: usize, done: Vec<Done<T>>, stop: &AtomicBool) {
         self.pending.insert(k, done);
         while let Some(v) = self.pending.remove(&self.next) {
             self.next += 1;
@@ -250,7 +255,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn out(&mut self, mut d: Done, stop: &AtomicBool) {
+    fn out(&mut self, mut d: Done<T>, stop: &AtomicBool) {
         self.stats.tasks += 1;
         self.stats.reread += usize::from(d.reread);
         self.stats.looked += usize::from(d.looked);
@@ -303,6 +308,19 @@ impl FleetReader {
         now: u64,
         emit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<Vec<String>> {
+        self.fleet_mapped(home, cfg, now, &|r| r, emit)
+    }
+
+    /// [`FleetReader::fleet`], each row first handed to `map` on the
+    /// thread that read its task, and what `map` made of it to `emit`.
+    pub fn fleet_mapped<T: Send>(
+        &mut self,
+        home: &Home,
+        cfg: &Config,
+        now: u64,
+        map: Map<T>,
+        emit: &mut dyn FnMut(T) -> Result<()>,
+    ) -> Result<Vec<String>> {
         let mut listing = Listing::read(home)?;
         let state = StateDir::listed(listing.dir.take());
         let keep = self.keep && listing.tasks.len() <= KEEP_MAX;
@@ -336,7 +354,7 @@ impl FleetReader {
         {
             self.feed = None;
         }
-        let result = self.read(home, cfg, now, items, keep, emit, &state);
+        let result = self.read(home, cfg, now, items, keep, map, emit, &state);
         if let Some(feed) = self.feed.as_mut() {
             feed.end_frame(home, &inboxes);
         }
@@ -367,6 +385,7 @@ impl FleetReader {
                 now,
                 items,
                 false,
+                &|r| r,
                 &mut |r| {
                     rows.push(r);
                     Ok(())
@@ -378,14 +397,15 @@ impl FleetReader {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn read(
+    fn read<T: Send>(
         &mut self,
         home: &Home,
         cfg: &Config,
         now: u64,
         items: impl Iterator<Item = Item>,
         keep: bool,
-        emit: &mut dyn FnMut(Row) -> Result<()>,
+        map: Map<T>,
+        emit: &mut dyn FnMut(T) -> Result<()>,
         state: &StateDir,
     ) -> Result<Vec<String>> {
         // A kept reader's git answers are looked at again, not re-read,
@@ -396,7 +416,7 @@ impl FleetReader {
             GitFiles::new()
         };
         git.begin_frame(now);
-        let result = self.read_with(home, cfg, now, items, keep, emit, &git, state);
+        let result = self.read_with(home, cfg, now, items, keep, map, emit, &git, state);
         if keep {
             git.end_frame();
             self.git = git;
@@ -405,14 +425,15 @@ impl FleetReader {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn read_with(
+    fn read_with<T: Send>(
         &mut self,
         home: &Home,
         cfg: &Config,
         now: u64,
         items: impl Iterator<Item = Item>,
         keep: bool,
-        emit: &mut dyn FnMut(Row) -> Result<()>,
+        map: Map<T>,
+        emit: &mut dyn FnMut(T) -> Result<()>,
         git: &GitFiles,
         state: &StateDir,
     ) -> Result<Vec<String>> {
@@ -448,9 +469,12 @@ impl FleetReader {
         let stop = AtomicBool::new(false);
         let next = AtomicUsize::new(0);
         let count = blocks.len();
-        let work = |k: usize| -> Vec<Done> {
+        let work = |k: usize| -> Vec<Done<T>> {
             let items = blocks[k].lock().expect("block").take().unwrap_or_default();
-            items.into_iter().map(|i| refresh(&shared, i)).collect()
+            items
+                .into_iter()
+                .map(|i| refresh(&shared, map, i))
+                .collect()
         };
         let threads = std::thread::available_parallelism()
             .map_or(1, std::num::NonZero::get)
@@ -493,7 +517,16 @@ impl FleetReader {
         }
         let mut warnings = Vec::new();
         let mut held = std::mem::take(&mut em.held);
-        self.second_step(home, cfg, git, &state.dirs, now, &mut held, &mut warnings);
+        self.second_step(
+            home,
+            cfg,
+            git,
+            &state.dirs,
+            now,
+            map,
+            &mut held,
+            &mut warnings,
+        );
         for d in held {
             em.out(d, &stop);
             if em.error.is_some() {
@@ -513,14 +546,15 @@ impl FleetReader {
 
     /// tmux and git for the tasks the first step could not resolve.
     #[allow(clippy::too_many_arguments)]
-    fn second_step(
+    fn second_step<T>(
         &mut self,
         home: &Home,
         cfg: &Config,
         git: &GitFiles,
         dirs: &read::Dirs,
         now: u64,
-        held: &mut [Done],
+        map: Map<T>,
+        held: &mut [Done<T>],
         warnings: &mut Vec<String>,
     ) {
         let mut open: Vec<&mut Facts> = held
@@ -570,10 +604,10 @@ impl FleetReader {
         for d in held.iter_mut().filter(|d| d.row.is_none()) {
             if let Some(f) = &d.facts {
                 let r = resolved.next().flatten();
-                d.row = Some(match r {
+                d.row = Some(map(match r {
                     Some(r) => Row::with(f, r, cfg),
                     None => Row::from_facts(f, cfg),
-                });
+                }));
             }
         }
     }

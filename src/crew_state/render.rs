@@ -126,6 +126,58 @@ struct Cells {
     ends: [u32; KEPT.len()],
 }
 
+/// A row as the table keeps it: its [`KEPT`] cells, sanitised, one after
+/// another, where each ends and how many characters it has, and the words
+/// printed as they are. Made from the row wherever the row is (a fleet
+/// view makes it on the thread that read the task, and drops the row
+/// there), so adding it to the table is only a copy.
+pub(crate) struct RowCells {
+    state: State,
+    source: super::Source,
+    host: bool,
+    cells: Clean,
+    ends: [u32; KEPT.len()],
+    chars: [u32; KEPT.len()],
+}
+
+impl RowCells {
+    pub(crate) fn of(r: &Row) -> RowCells {
+        // Room for every cell as it most often is (ASCII, short ages and
+        // counts): one allocation a row.
+        let host = r.host.as_deref().map_or(1, str::len);
+        let label = 48;
+        let mut cells = Clean::with_capacity(r.id.len() + host + r.detail.len() + label + 24);
+        let mut ends = [0u32; KEPT.len()];
+        let mut widths = [0u32; KEPT.len()];
+        for (k, &col) in KEPT.iter().enumerate() {
+            let from = cells.len();
+            cells.push_with(|out| match col {
+                0 => out.push_str(&r.id),
+                1 => out.push_str(r.host.as_deref().unwrap_or("-")),
+                4 => push_age(out, r),
+                5 => push_u64(out, r.inbox_pending as u64),
+                6 => push_u64(out, r.open_decisions.len() as u64),
+                7 => match &r.attention {
+                    Some(a) => a.push_label(out),
+                    None => out.push('-'),
+                },
+                _ => out.push_str(&r.detail),
+            });
+            let cell = &cells.as_str()[from..];
+            widths[k] = u32::try_from(chars(cell)).unwrap_or(u32::MAX);
+            ends[k] = u32::try_from(cells.len()).unwrap_or(u32::MAX);
+        }
+        RowCells {
+            state: r.state,
+            source: r.source,
+            host: r.host.is_some(),
+            cells,
+            ends,
+            chars: widths,
+        }
+    }
+}
+
 /// Characters in `s` (its bytes when it is ASCII).
 fn chars(s: &str) -> usize {
     if s.is_ascii() {
@@ -147,35 +199,26 @@ impl Table {
     }
 
     /// Adds a row.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, r: &Row) {
-        self.hosts |= r.host.is_some();
+        self.add(RowCells::of(r));
+    }
+
+    /// Adds a row made into its cells (wherever it was made).
+    pub(crate) fn add(&mut self, row: RowCells) {
+        self.hosts |= row.host;
         let start = self.cells.len();
-        let mut ends = [0u32; KEPT.len()];
-        for (&col, end) in KEPT.iter().zip(ends.iter_mut()) {
-            let from = self.cells.len();
-            self.cells.push_with(|out| match col {
-                0 => out.push_str(&r.id),
-                1 => out.push_str(r.host.as_deref().unwrap_or("-")),
-                4 => push_age(out, r),
-                5 => push_u64(out, r.inbox_pending as u64),
-                6 => push_u64(out, r.open_decisions.len() as u64),
-                7 => match &r.attention {
-                    Some(a) => a.push_label(out),
-                    None => out.push('-'),
-                },
-                _ => out.push_str(&r.detail),
-            });
-            let cell = &self.cells.as_str()[from..];
-            self.width[col] = self.width[col].max(chars(cell));
-            *end = u32::try_from(self.cells.len() - start).unwrap_or(u32::MAX);
+        self.cells.append(&row.cells);
+        for (&col, &n) in KEPT.iter().zip(&row.chars) {
+            self.width[col] = self.width[col].max(n as usize);
         }
-        self.width[STATE_COL] = self.width[STATE_COL].max(r.state.as_str().len());
-        self.width[SOURCE_COL] = self.width[SOURCE_COL].max(r.source.as_str().len());
+        self.width[STATE_COL] = self.width[STATE_COL].max(row.state.as_str().len());
+        self.width[SOURCE_COL] = self.width[SOURCE_COL].max(row.source.as_str().len());
         self.rows.push(Cells {
-            state: r.state,
-            source: r.source,
+            state: row.state,
+            source: row.source,
             start,
-            ends,
+            ends: row.ends,
         });
     }
 
