@@ -49,7 +49,6 @@ fn rows(n: usize) -> Vec<Row> {
                         verb: "needs-decision".into(),
                         text: "postgres or sqlite?".into(),
                         at: Some(NOW - 60),
-                        opened_at: Some(NOW - 60),
                     }]
                 } else {
                     vec![]

@@ -297,8 +297,8 @@ fn log_entries(bytes: &[u8], paused: &str) -> Vec<LogEntry> {
             Parsed::Line(l) => LogEntry {
                 n: i + 1,
                 kind: "line",
-                verb: Some(l.verb),
-                key: Some(l.key),
+                verb: Some(l.verb.into_owned()),
+                key: Some(l.key.into_owned()),
                 at: l.at,
                 text: l.text,
             },

@@ -126,15 +126,28 @@ pub struct Row {
 }
 
 /// An open decision as `--json` prints it: the fold's `{key, verb, text,
-/// at}` and the same time as an RFC 3339 stamp.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// at}` and the same time as an RFC 3339 stamp (`opened_at`, written from
+/// `at`: it is not kept twice, so the fold's decisions become a row's in
+/// place).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenDecision {
     pub key: String,
-    pub verb: String,
+    pub verb: crate::status::Word,
     pub text: String,
     pub at: Option<u64>,
-    #[serde(serialize_with = "iso")]
-    pub opened_at: Option<u64>,
+}
+
+impl Serialize for OpenDecision {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut d = s.serialize_struct("OpenDecision", 5)?;
+        d.serialize_field("key", &self.key)?;
+        d.serialize_field("verb", &self.verb)?;
+        d.serialize_field("text", &self.text)?;
+        d.serialize_field("at", &self.at)?;
+        d.serialize_field("opened_at", &self.at.map(clock::rfc3339))?;
+        d.end()
+    }
 }
 
 impl From<Decision> for OpenDecision {
@@ -144,20 +157,13 @@ impl From<Decision> for OpenDecision {
             verb: d.verb,
             text: d.text,
             at: d.at,
-            opened_at: d.at,
         }
     }
 }
 
 impl From<&Decision> for OpenDecision {
     fn from(d: &Decision) -> Self {
-        OpenDecision {
-            key: d.key.clone(),
-            verb: d.verb.clone(),
-            text: d.text.clone(),
-            at: d.at,
-            opened_at: d.at,
-        }
+        OpenDecision::from(d.clone())
     }
 }
 

@@ -206,7 +206,7 @@ impl<'a, T: ?Sized + AsRef<[u8]> + Eq + std::hash::Hash> OpenKeys<'a, T> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Decision {
     pub key: String,
-    pub verb: String,
+    pub verb: Word,
     pub text: String,
     pub at: Option<u64>,
 }

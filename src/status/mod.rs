@@ -21,6 +21,11 @@ pub use append::*;
 pub use fold::*;
 pub use parse::*;
 
+/// A word status lines name again and again — a verb, the `default` key —
+/// held as the fixed word itself (no allocation) when it is one, and
+/// owned when it is not.
+pub type Word = std::borrow::Cow<'static, str>;
+
 /// Longest text `fm-status` appends.
 pub(crate) const MAX_TEXT: usize = 2000;
 
@@ -52,6 +57,20 @@ impl Verb {
         })
     }
 
+    /// The verb's own word (the paused verb's fixed one, `paused`).
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Verb::Working => "working",
+            Verb::NeedsDecision => "needs-decision",
+            Verb::Blocked => "blocked",
+            Verb::Paused => "paused",
+            Verb::Done => "done",
+            Verb::Failed => "failed",
+            Verb::Resolved => "resolved",
+            Verb::Note => "note",
+        }
+    }
+
     /// Opens a decision under its key.
     pub(crate) fn opens(self) -> bool {
         matches!(self, Verb::NeedsDecision | Verb::Blocked)
@@ -78,10 +97,10 @@ impl Verb {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StatusLine {
     /// The verb word as written, lower-cased (the configured paused word stays as written).
-    pub verb: String,
+    pub verb: Word,
     #[serde(skip)]
     pub kind: Verb,
-    pub key: String,
+    pub key: Word,
     pub text: String,
     pub at: Option<u64>,
 }
@@ -122,7 +141,7 @@ mod tests {
     fn grammar() {
         let l = line("Working [at=1700000000] [key=a]: compiling");
         assert_eq!(
-            (l.verb.as_str(), l.key.as_str(), l.text.as_str(), l.at),
+            (&*l.verb, &*l.key, l.text.as_str(), l.at),
             ("working", "a", "compiling", Some(1_700_000_000))
         );
         let l = line("done: shipped: all of it");
@@ -131,9 +150,9 @@ mod tests {
         let l = line("blocked [at=10:30]: the door");
         assert_eq!((l.at, l.text.as_str()), (None, "the door"));
         let l = line("needs-decision: [key=k] pick one");
-        assert_eq!((l.key.as_str(), l.text.as_str()), ("k", "pick one"));
+        assert_eq!((&*l.key, l.text.as_str()), ("k", "pick one"));
         let l = line("needs-decision [key=outer]: [key=inner] pick");
-        assert_eq!((l.key.as_str(), l.text.as_str()), ("outer", "pick"));
+        assert_eq!((&*l.key, l.text.as_str()), ("outer", "pick"));
         let l = line("done [at=1234567890123]: too long a stamp");
         assert_eq!(l.at, None);
         assert_eq!(parse_line(b"just prose", "paused"), Parsed::Prose);
@@ -145,7 +164,7 @@ mod tests {
         // An unclosed tag: the first colon ends the head, the stamp is lost.
         let l = line("done [at=1796000100: shipped it");
         assert_eq!(
-            (l.verb.as_str(), l.key.as_str(), l.text.as_str(), l.at),
+            (&*l.verb, &*l.key, l.text.as_str(), l.at),
             ("done", "default", "shipped it", None)
         );
         let l = line("working [at=5] [at=17: halfway");

@@ -129,9 +129,13 @@ pub(crate) struct LineRef<'a> {
 impl LineRef<'_> {
     pub(crate) fn to_owned_line(self) -> StatusLine {
         StatusLine {
-            verb: lower(self.verb),
+            verb: verb_word(self.verb, self.kind),
             kind: self.kind,
-            key: self.key.to_string(),
+            key: if self.key == "default" {
+                Word::Borrowed("default")
+            } else {
+                Word::Owned(self.key.to_string())
+            },
             text: self.text.to_string(),
             at: self.at,
         }
@@ -140,7 +144,7 @@ impl LineRef<'_> {
     pub(super) fn decision(&self) -> Decision {
         Decision {
             key: self.key.to_string(),
-            verb: lower(self.verb),
+            verb: verb_word(self.verb, self.kind),
             text: self.text.to_string(),
             at: self.at,
         }
@@ -154,6 +158,17 @@ pub(crate) fn lower(word: &str) -> String {
         word.to_ascii_lowercase()
     } else {
         word.to_lowercase()
+    }
+}
+
+/// `verb` (of kind `kind`) lower-cased as a line keeps it: the kind's own
+/// word when it is that word in any case, with no allocation.
+fn verb_word(verb: &str, kind: Verb) -> Word {
+    let fixed = kind.word();
+    if verb.eq_ignore_ascii_case(fixed) {
+        Word::Borrowed(fixed)
+    } else {
+        Word::Owned(lower(verb))
     }
 }
 

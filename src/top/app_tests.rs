@@ -29,7 +29,6 @@ fn decision(key: &str, text: &str, at: u64) -> OpenDecision {
         verb: "needs-decision".into(),
         text: text.into(),
         at: Some(at),
-        opened_at: Some(at),
     }
 }
 

@@ -49,7 +49,6 @@ fn fleet() -> Vec<Row> {
         verb: "needs-decision".into(),
         text: "postgres or sqlite?".into(),
         at: Some(NOW - 180),
-        opened_at: Some(NOW - 180),
     }];
     let mut deaf = row(
         "deaf-worker",
@@ -173,7 +172,6 @@ fn picking_a_decision() {
         verb: "needs-decision".into(),
         text: "tabs or spaces?".into(),
         at: None,
-        opened_at: None,
     });
     a.set_rows(rows);
     press(&mut a, KeyCode::Char('r'));

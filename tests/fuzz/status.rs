@@ -134,7 +134,7 @@ fn appended_status_lines_parse_back() {
             if !text.trim_start().starts_with("[key=") {
                 prop_assert_eq!(p.text.as_str(), text.trim_start());
                 if key.is_none() {
-                    prop_assert_eq!(p.key.as_str(), "default");
+                    prop_assert_eq!(&*p.key, "default");
                 }
             }
             Ok(())

@@ -256,7 +256,7 @@ fn done_line(f: &Facts) -> StatusLine {
         kind: Verb::Done,
         key: c
             .as_ref()
-            .map_or_else(|| "default".into(), |c| c.key.clone()),
+            .map_or_else(|| "default".into(), |c| c.key.clone().into()),
         text: c.as_ref().map(|c| c.text.clone()).unwrap_or_default(),
         at: c.and_then(|c| c.at),
     }
