@@ -17,7 +17,8 @@ use std::collections::HashMap;
 
 use super::parse::{
     LineRef, Opening, ParsedRef, Quick, Verbs, decision_opening, parse_with, parse_written, quick,
-    quick_bytes, scan, scan_rest, verb_byte, without_eol, without_eol_bytes, written_key,
+    quick_bytes, scan, scan_rest, verb_byte, without_eol, without_eol_bytes, written_at,
+    written_key,
 };
 use super::*;
 
@@ -424,7 +425,8 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
     // From the end: the newest status line, and the newest state line,
     // each read whole once (the lines it passes by on the way are read
     // only as far as their opening word).
-    let mut last_line: Option<LineRef<'t>> = None;
+    // The newest status line's stamp (`Some` once there is one).
+    let mut last_at: Option<Option<u64>> = None;
     let mut last_state: Option<LineRef<'t>> = None;
     let mut end = text.len();
     let mut back = 0;
@@ -438,15 +440,24 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
         };
         let raw = &text[begin..end - 1];
         end = begin;
-        match quick_bytes(without_eol_bytes(raw), verbs) {
+        let bare = without_eol_bytes(raw);
+        match quick_bytes(bare, verbs) {
             (_, Quick::Prose) => continue,
-            (_, Quick::Verb(v)) if !v.is_state() && last_line.is_some() => continue,
+            (_, Quick::Verb(v)) if !v.is_state() && last_at.is_some() => continue,
+            // The newest status line, no state line: only its stamp is
+            // needed, read from its head when it is written so.
+            (w, Quick::Verb(v)) if !v.is_state() => {
+                if let Some(at) = written_at(bare, w) {
+                    last_at = Some(at);
+                    continue;
+                }
+            }
             (_, Quick::Verb(_) | Quick::Unknown) => {}
         }
         let ParsedRef::Line(line) = parse_written(as_text(raw)?, verbs) else {
             continue;
         };
-        last_line.get_or_insert(line);
+        last_at.get_or_insert(line.at);
         if line.kind.is_state() {
             last_state = Some(line);
             break;
@@ -463,8 +474,8 @@ fn view<'t>(text: &'t [u8], verbs: &Verbs) -> Option<Fold> {
         last_state: last_state.map(LineRef::to_owned_line),
         lines: 0,
         malformed: 0,
-        last_at: last_line.and_then(|l| l.at),
-        any_line: last_line.is_some(),
+        last_at: last_at.flatten(),
+        any_line: last_at.is_some(),
     })
 }
 

@@ -522,6 +522,17 @@ pub(crate) fn written_key(line: &[u8], verb_end: usize) -> Option<&[u8]> {
     written::<false>(line, verb_end).map(|h| h.key.map_or(&b"default"[..], |k| &line[k]))
 }
 
+/// The stamp of a line written as `fm-status` writes it (its verb is
+/// `line[..verb_end]`, a verb [`quick_bytes`] found): `Some(at)` where
+/// [`parse_written`] would read the line as a status line with that `at`,
+/// `None` for any other line (left to [`parse_written`]). Read from the
+/// bytes: the head is ASCII, and the text is not looked at past its first
+/// byte.
+#[inline]
+pub(crate) fn written_at(line: &[u8], verb_end: usize) -> Option<Option<u64>> {
+    written::<true>(line, verb_end).map(|h| h.at)
+}
+
 /// A head as `fm-status` writes it, read by [`written`]: where its key
 /// is, its stamp (when asked for), and where its text starts.
 struct Written {
@@ -535,10 +546,13 @@ struct Written {
 /// text opening with a printable ASCII byte other than `[` (or none);
 /// `None` for any other. `AT`: read the stamp (the last good one wins, as
 /// [`head`] reads it).
-#[inline]
+// Inlined into each reader of a line (a call a line costs as much as this
+// head's own work); the general loop is a call of its own.
+#[allow(clippy::inline_always, reason = "measured: a call a decision line")]
+#[inline(always)]
 fn written<const AT: bool>(b: &[u8], verb_end: usize) -> Option<Written> {
     // The head fm-status writes a decision with, ` [key=<key>]:`, read at
-    // once; any other head by the loop below.
+    // once; any other head by the loop.
     if let Some(k) = b.get(verb_end..).and_then(|r| r.strip_prefix(b" [key=")) {
         let n = k.iter().position(|&c| !key_byte(c)).unwrap_or(k.len());
         if n > 0 && k.get(n..n + 2) == Some(b"]:") {
@@ -550,6 +564,12 @@ fn written<const AT: bool>(b: &[u8], verb_end: usize) -> Option<Written> {
             });
         }
     }
+    written_tags::<AT>(b, verb_end)
+}
+
+/// [`written`]'s general reading: the head's tags one by one.
+#[inline(never)]
+fn written_tags<const AT: bool>(b: &[u8], verb_end: usize) -> Option<Written> {
     let mut i = verb_end;
     let mut key = None;
     let mut at = None;

@@ -374,6 +374,34 @@ mod tests {
         }
     }
 
+    /// Logs whose newest status line is no state line, written as
+    /// fm-status writes it (its stamp read from the head alone), with bytes
+    /// that are not UTF-8 in that line's text or elsewhere: the view fold
+    /// reads each as the old fold reads it decoded.
+    #[test]
+    fn the_view_fold_reads_the_newest_stamp_as_the_old_one() {
+        let logs: [&[u8]; 6] = [
+            b"working [at=1]: on\nnote [at=5]: bad \xff byte\n",
+            b"working [at=1]: on\nnote: no stamp \xfe\n",
+            b"needs-decision [key=a]: q\xfe\nnote [at=7]: x\n",
+            b"working [at=1]: \xff\nresolved [at=9] [key=a]: y\nfree prose\n",
+            b"note [at=3]: only notes\nnote [at=4]: \xc3\n",
+            b"blocked [key=b] [at=2]: held\nnote [at=]: empty stamp\n",
+        ];
+        for paused in ["paused", "hold"] {
+            for log in logs {
+                let want = fold(log, paused);
+                let got = Fold::for_view(log, paused);
+                assert_eq!(
+                    (&got.open, &got.last_state, got.last_at, got.any_line),
+                    (&want.open, &want.last_state, want.last_at, want.lines > 0),
+                    "{:?} with {paused:?}",
+                    String::from_utf8_lossy(log)
+                );
+            }
+        }
+    }
+
     /// The written head read at once: where it gives a key, it is the key
     /// read whole; the plainly written forms get one.
     #[test]
@@ -464,6 +492,15 @@ mod tests {
                 prop_assert_eq!(ParsedRef::Line(x), parse_str(&l, paused), "{:?}", l);
             }
             prop_assert_eq!(super::super::parse::parse_written(&l, &verbs), parse_str(&l, paused));
+            // The stamp read from the head alone is the whole reading's.
+            if let (w, Quick::Verb(_)) = super::super::parse::quick_bytes(bare.as_bytes(), &verbs)
+                && let Some(at) = super::super::parse::written_at(bare.as_bytes(), w)
+            {
+                let ParsedRef::Line(x) = parse_str(&l, paused) else {
+                    return Err(TestCaseError::fail(format!("{l:?} read as no line")));
+                };
+                prop_assert_eq!(x.at, at, "{:?}", l);
+            }
         }
 
         #[test]
