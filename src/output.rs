@@ -218,6 +218,16 @@ impl Clean {
         Clean(String::with_capacity(n))
     }
 
+    /// `s` as it is when it is printable ASCII only (nothing to sanitise);
+    /// `Err(s)` back otherwise.
+    pub fn of_printable(s: String) -> std::result::Result<Clean, String> {
+        if printable_ascii(s.as_bytes()) {
+            Ok(Clean(s))
+        } else {
+            Err(s)
+        }
+    }
+
     /// Appends clean text as it is (clean joined to clean stays clean).
     pub fn append(&mut self, other: &Clean) {
         self.0.push_str(&other.0);

@@ -122,6 +122,8 @@ const KEPT: [usize; COLUMNS - 2] = [0, 1, 4, 5, 6, 7, 8];
 struct Cells {
     state: State,
     source: super::Source,
+    /// Every cell is printable ASCII (a cell's characters are its bytes).
+    ascii: bool,
     start: usize,
     ends: [u32; KEPT.len()],
 }
@@ -138,6 +140,8 @@ pub(crate) struct RowCells {
     cells: Clean,
     ends: [u32; KEPT.len()],
     chars: [u32; KEPT.len()],
+    /// Every cell is printable ASCII (a cell's characters are its bytes).
+    ascii: bool,
 }
 
 impl RowCells {
@@ -146,26 +150,37 @@ impl RowCells {
         // counts): one allocation a row.
         let host = r.host.as_deref().map_or(1, str::len);
         let label = 48;
-        let mut cells = Clean::with_capacity(r.id.len() + host + r.detail.len() + label + 24);
+        let mut raw = String::with_capacity(r.id.len() + host + r.detail.len() + label + 24);
         let mut ends = [0u32; KEPT.len()];
-        let mut widths = [0u32; KEPT.len()];
         for (k, &col) in KEPT.iter().enumerate() {
-            let from = cells.len();
-            cells.push_with(|out| match col {
-                0 => out.push_str(&r.id),
-                1 => out.push_str(r.host.as_deref().unwrap_or("-")),
-                4 => push_age(out, r),
-                5 => push_u64(out, r.inbox_pending as u64),
-                6 => push_u64(out, r.open_decisions.len() as u64),
-                7 => match &r.attention {
-                    Some(a) => a.push_label(out),
-                    None => out.push('-'),
-                },
-                _ => out.push_str(&r.detail),
-            });
-            let cell = &cells.as_str()[from..];
-            widths[k] = u32::try_from(chars(cell)).unwrap_or(u32::MAX);
-            ends[k] = u32::try_from(cells.len()).unwrap_or(u32::MAX);
+            push_cell(&mut raw, r, col);
+            ends[k] = u32::try_from(raw.len()).unwrap_or(u32::MAX);
+        }
+        // Most rows are printable ASCII throughout: nothing to sanitise,
+        // and a cell's characters are its bytes. Any other row is made
+        // again a cell at a time, each sanitised and measured.
+        let (cells, ascii) = match Clean::of_printable(raw) {
+            Ok(cells) => (cells, true),
+            Err(mut raw) => {
+                raw.clear();
+                let mut cells = Clean::with_capacity(raw.capacity());
+                for (k, &col) in KEPT.iter().enumerate() {
+                    cells.push_with(|out| push_cell(out, r, col));
+                    ends[k] = u32::try_from(cells.len()).unwrap_or(u32::MAX);
+                }
+                (cells, false)
+            }
+        };
+        let mut widths = [0u32; KEPT.len()];
+        let mut from = 0;
+        for (w, &end) in widths.iter_mut().zip(&ends) {
+            *w = if ascii {
+                end - from
+            } else {
+                let cell = cells.as_str().get(from as usize..end as usize);
+                u32::try_from(cell.map_or(0, chars)).unwrap_or(u32::MAX)
+            };
+            from = end;
         }
         RowCells {
             state: r.state,
@@ -174,7 +189,24 @@ impl RowCells {
             cells,
             ends,
             chars: widths,
+            ascii,
         }
+    }
+}
+
+/// Appends the row's cell of column `col` (one of [`KEPT`]), unsanitised.
+fn push_cell(out: &mut String, r: &Row, col: usize) {
+    match col {
+        0 => out.push_str(&r.id),
+        1 => out.push_str(r.host.as_deref().unwrap_or("-")),
+        4 => push_age(out, r),
+        5 => push_u64(out, r.inbox_pending as u64),
+        6 => push_u64(out, r.open_decisions.len() as u64),
+        7 => match &r.attention {
+            Some(a) => a.push_label(out),
+            None => out.push('-'),
+        },
+        _ => out.push_str(&r.detail),
     }
 }
 
@@ -217,6 +249,7 @@ impl Table {
         self.rows.push(Cells {
             state: row.state,
             source: row.source,
+            ascii: row.ascii,
             start,
             ends: row.ends,
         });
@@ -336,7 +369,11 @@ impl Table {
                     if col == HOST_COL && !self.hosts {
                         continue;
                     }
-                    let n = self.cells.as_str().get(range.clone()).map_or(0, chars);
+                    let n = if row.ascii {
+                        range.len()
+                    } else {
+                        self.cells.as_str().get(range.clone()).map_or(0, chars)
+                    };
                     out.push_clean(&self.cells, range);
                     n
                 }
