@@ -148,7 +148,7 @@ pub(crate) fn done_line(f: &Facts) -> StatusLine {
     StatusLine {
         verb: "done".into(),
         kind: Verb::Done,
-        key: c.map_or("default", |c| c.key).to_string().into(),
+        key: crate::status::key_word(c.map_or("default", |c| c.key)),
         text: c.map(|c| c.text.to_string()).unwrap_or_default(),
         at: c.and_then(|c| c.at),
     }

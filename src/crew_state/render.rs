@@ -161,8 +161,7 @@ impl RowCells {
         // again a cell at a time, each sanitised and measured.
         let (cells, ascii) = match Clean::of_printable(raw) {
             Ok(cells) => (cells, true),
-            Err(mut raw) => {
-                raw.clear();
+            Err(raw) => {
                 let mut cells = Clean::with_capacity(raw.capacity());
                 for (k, &col) in KEPT.iter().enumerate() {
                     cells.push_with(|out| push_cell(out, r, col));

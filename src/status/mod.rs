@@ -42,19 +42,26 @@ pub enum Verb {
 }
 
 impl Verb {
-    /// The verb for `word` (already lower-cased); `paused` is the configured word.
+    /// Every verb.
+    const ALL: [Verb; 8] = [
+        Verb::Working,
+        Verb::NeedsDecision,
+        Verb::Blocked,
+        Verb::Paused,
+        Verb::Done,
+        Verb::Failed,
+        Verb::Resolved,
+        Verb::Note,
+    ];
+
+    /// The verb for `word` (already lower-cased): the verb whose own word
+    /// ([`Verb::word`]) it is, else paused when it is the configured
+    /// `paused` word.
     pub fn from_word(word: &str, paused: &str) -> Option<Verb> {
-        Some(match word {
-            "working" => Verb::Working,
-            "needs-decision" => Verb::NeedsDecision,
-            "blocked" => Verb::Blocked,
-            "done" => Verb::Done,
-            "failed" => Verb::Failed,
-            "resolved" => Verb::Resolved,
-            "note" => Verb::Note,
-            w if w == paused || w == "paused" => Verb::Paused,
-            _ => return None,
-        })
+        Verb::ALL
+            .into_iter()
+            .find(|v| v.word() == word)
+            .or_else(|| (word == paused).then_some(Verb::Paused))
     }
 
     /// The verb's own word (the paused verb's fixed one, `paused`).
@@ -135,6 +142,19 @@ mod tests {
             Parsed::Line(l) => l,
             other => panic!("{s:?} → {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_verb_is_named_by_its_word_and_paused_also_by_the_configured_one() {
+        for v in Verb::ALL {
+            assert_eq!(Verb::from_word(v.word(), "hold"), Some(v));
+        }
+        assert_eq!(Verb::from_word("hold", "hold"), Some(Verb::Paused));
+        assert_eq!(Verb::from_word("paused", "hold"), Some(Verb::Paused));
+        // A fixed word stays its verb, whatever the paused word is.
+        assert_eq!(Verb::from_word("working", "working"), Some(Verb::Working));
+        assert_eq!(Verb::from_word("hold", "paused"), None);
+        assert_eq!(Verb::from_word("Working", "paused"), None);
     }
 
     #[test]

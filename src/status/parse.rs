@@ -131,11 +131,7 @@ impl LineRef<'_> {
         StatusLine {
             verb: verb_word(self.verb, self.kind),
             kind: self.kind,
-            key: if self.key == "default" {
-                Word::Borrowed("default")
-            } else {
-                Word::Owned(self.key.to_string())
-            },
+            key: key_word(self.key),
             text: self.text.to_string(),
             at: self.at,
         }
@@ -169,6 +165,16 @@ fn verb_word(verb: &str, kind: Verb) -> Word {
         Word::Borrowed(fixed)
     } else {
         Word::Owned(lower(verb))
+    }
+}
+
+/// A key as a line keeps it: the `default` key as the word itself, with no
+/// allocation.
+pub(crate) fn key_word(key: &str) -> Word {
+    if key == "default" {
+        Word::Borrowed("default")
+    } else {
+        Word::Owned(key.to_string())
     }
 }
 
