@@ -382,6 +382,53 @@ mod tests {
     }
 
     #[test]
+    fn an_unsynced_replace_hands_back_the_old_file_and_refuses_what_is_no_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let names = || {
+            let mut v: Vec<String> = fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+        // Nothing to replace: renamed into place, nothing left over.
+        assert!(atomic_write_unsynced(&p, b"one").unwrap().is_none());
+        assert_eq!(names(), ["f"]);
+        // Replaced: the new bytes in place at once, the old ones beside
+        // under a dot-temp name until the leftover is dropped.
+        let left = atomic_write_unsynced(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        {
+            let left = left.expect("the old file swapped out (RENAME_EXCHANGE)");
+            let found = names();
+            assert_eq!(found.len(), 2, "{found:?}");
+            let temp = found.iter().find(|n| n.as_str() != "f").unwrap();
+            assert!(temp.starts_with(".f.tmp."), "{temp}");
+            assert_eq!(fs::read(d.path().join(temp)).unwrap(), b"one");
+            drop(left);
+        }
+        assert_eq!(names(), ["f"]);
+        // A directory in the way is an error, and stays as it was.
+        let dir = d.path().join("dir");
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("inside"), b"x").unwrap();
+        assert!(atomic_write_unsynced(&dir, b"y").is_err());
+        assert_eq!(fs::read(dir.join("inside")).unwrap(), b"x");
+        assert_eq!(names(), ["dir", "f"]);
+        // A symlink in the way is refused; its target is untouched.
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(matches!(
+            atomic_write_unsynced(&link, b"z"),
+            Err(Error::Symlink(_))
+        ));
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(names(), ["dir", "f", "link"]);
+    }
+
+    #[test]
     fn symlinks_are_refused() {
         let d = tempfile::tempdir().unwrap();
         let real = d.path().join("real");

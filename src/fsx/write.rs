@@ -53,6 +53,25 @@ pub(super) struct Temp {
 }
 
 impl Temp {
+    /// Swaps the temp file with `to` in the same directory (both must
+    /// exist): `to` then holds the new bytes, and the temp's name the old
+    /// ones. `false`, with nothing changed, where the swap failed (`to` is
+    /// gone, or the filesystem has no such swap): the caller renames
+    /// instead.
+    fn exchange(&self, to: &OsStr) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::RenameFlags;
+            let name = self.name.as_ref().expect("temp present until renamed");
+            rustix::fs::renameat_with(&self.dir, name, &self.dir, to, RenameFlags::EXCHANGE).is_ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = to;
+            false
+        }
+    }
+
     /// Renames the temp file to `to` in the same directory, replacing it.
     fn rename_over(mut self, to: &OsStr) -> io::Result<()> {
         let name = self.name.take().expect("temp present until renamed");
@@ -104,13 +123,18 @@ pub(super) fn write_temp<'a>(
     Ok((temp, real))
 }
 
+/// What `name` in `dir` is, not following a symlink (`None`: nothing
+/// there, or it cannot be looked at).
+fn file_type_at(dir: &File, name: &OsStr) -> Option<rustix::fs::FileType> {
+    rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode))
+}
+
 /// Refuses a symlink at `name` in `dir` (the entry a replace would take).
 fn refuse_symlink_at(dir: &File, name: &OsStr, target: &Path) -> Result<()> {
-    use rustix::fs::{AtFlags, FileType};
-    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-            Err(Error::Symlink(target.to_path_buf()))
-        }
+    match file_type_at(dir, name) {
+        Some(rustix::fs::FileType::Symlink) => Err(Error::Symlink(target.to_path_buf())),
         _ => Ok(()),
     }
 }
@@ -133,11 +157,47 @@ pub fn atomic_write(target: &Path, bytes: &[u8]) -> Result<()> {
 /// Atomic replace without the fsyncs, for bookkeeping written in bulk:
 /// readers still see old or new bytes, never a mix; durability comes from
 /// a later [`sync_filesystem`] by the caller.
-pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<()> {
+///
+/// An existing regular file is swapped with the temp file
+/// (`renameat2(RENAME_EXCHANGE)`), and its old bytes, now under the
+/// temp's dot-name, are handed back as a [`Leftover`], removed when the
+/// caller drops it: at once, or after a batch of writes that should not
+/// wait for the removals. A plain rename over an existing file makes ext4
+/// (`auto_da_alloc`) start writing the new file's data out there and then,
+/// 0.3–0.4 ms a file: the durability this function leaves to the caller's
+/// one flush. Where the swap is not to be had (no such file, a filesystem
+/// without it), it is the plain rename, and nothing is left over.
+pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<Option<Leftover>> {
     let (temp, name) = write_temp(target, bytes, true)?;
-    refuse_symlink_at(&temp.dir, name, target)?;
-    temp.rename_over(name)
-        .map_err(|e| Error::io("rename", target, e))
+    match file_type_at(&temp.dir, name) {
+        Some(rustix::fs::FileType::Symlink) => Err(Error::Symlink(target.to_path_buf())),
+        Some(rustix::fs::FileType::RegularFile) if temp.exchange(name) => {
+            let mut temp = temp;
+            let old = temp.name.take().expect("temp present until renamed");
+            Ok(Some(Leftover {
+                path: parent_of(target).join(old),
+            }))
+        }
+        _ => temp
+            .rename_over(name)
+            .map(|()| None)
+            .map_err(|e| Error::io("rename", target, e)),
+    }
+}
+
+/// A replaced file's old bytes under a dot-temp name (see
+/// [`atomic_write_unsynced`]), removed on drop, through the checked walk
+/// (it holds no open directory: a pass may leave thousands). A process
+/// that dies first leaves it as debris, cleared like any other temp file.
+#[derive(Debug)]
+pub struct Leftover {
+    path: PathBuf,
+}
+
+impl Drop for Leftover {
+    fn drop(&mut self) {
+        let _ = remove_optional(&self.path);
+    }
 }
 
 /// Flushes the filesystem holding `dir` (one `syncfs` for many writes).

@@ -208,9 +208,12 @@ impl Exec<'_> {
                     count,
                     last: now,
                 };
-                if let Err(e) = ladder_io::write_ring_state(home, id, &rs) {
-                    self.unwritable(id, home.ring_state(id), e, Some(seq), since);
-                    return;
+                match ladder_io::write_ring_state(home, id, &rs) {
+                    Ok(left) => self.state.leftovers.extend(left),
+                    Err(e) => {
+                        self.unwritable(id, home.ring_state(id), e, Some(seq), since);
+                        return;
+                    }
                 }
                 if matches!(action, Action::Ring { .. }) {
                     ring(self, seq, count);

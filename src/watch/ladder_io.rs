@@ -3,7 +3,9 @@
 //! pure ladder's [`LadderFiles`], and writes them back.
 //!
 //! `.ring-state` is replaced without a per-file fsync: one pass may ring
-//! many tasks and flushes the filesystem once at its end.
+//! many tasks and flushes the filesystem once at its end, when the old
+//! files the replaces left over are removed too (off the daemon's loop,
+//! see [`super::flusher`]).
 
 use crate::error::Result;
 use crate::fsx;
@@ -83,8 +85,13 @@ pub(crate) fn parse(
     }
 }
 
-/// Records a ring attempt (not fsynced here; see the module doc).
-pub(crate) fn write_ring_state(home: &Home, id: &TaskId, r: &RingState) -> Result<()> {
+/// Records a ring attempt (not fsynced here; see the module doc). The
+/// file it replaced, if any, is handed back to remove when convenient.
+pub(crate) fn write_ring_state(
+    home: &Home,
+    id: &TaskId,
+    r: &RingState,
+) -> Result<Option<fsx::Leftover>> {
     let state = shared::RingState {
         record: record_name(r.seq),
         count: r.count,

@@ -15,6 +15,7 @@
 mod act;
 pub(crate) mod daemon;
 pub(crate) mod events;
+mod flusher;
 pub(crate) mod hook;
 pub(crate) mod ladder;
 pub(crate) mod ladder_io;

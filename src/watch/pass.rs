@@ -399,11 +399,8 @@ pub(crate) fn run_over(
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
     }
-    if !ex.report.rings.is_empty()
-        && let Err(e) = fsx::sync_filesystem(&home.state_dir())
-    {
-        ex.state.warn(e.to_string());
-    }
+    let rang = !ex.report.rings.is_empty();
+    ex.state.settle(home, rang);
     if let Err(e) = ex.state.offsets.save(home) {
         ex.state.warn(e.to_string());
     }
@@ -449,12 +446,17 @@ fn gather_all(
         memo,
         read_at,
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(8)
-        .min(ids.len() / (PARALLEL_FROM / 2).max(1))
-        .max(1);
-    if threads < 2 || ids.len() < PARALLEL_FROM {
+    // Not asked of the system for a few tasks (it reads cgroup files).
+    let threads = if ids.len() < PARALLEL_FROM {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(8)
+            .min(ids.len() / (PARALLEL_FROM / 2).max(1))
+            .max(1)
+    };
+    if threads < 2 {
         let mut r = Reader::new(sh);
         return Ok(ids.iter().map(|(id, seen)| r.gather(id, *seen)).collect());
     }

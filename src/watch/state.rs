@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::flusher::Flusher;
 use super::pass::InboxMemo;
 use super::status_feed::Offsets;
 use crate::error::Result;
@@ -31,6 +32,11 @@ pub struct State {
     warned: BTreeSet<String>,
     /// Each inbox as last read, answered from while it is unchanged.
     pub(crate) inboxes: HashMap<TaskId, InboxMemo>,
+    /// Where a pass that rang asks for its flush (the daemon's); `None`:
+    /// the pass flushes before it returns.
+    flusher: Option<Flusher>,
+    /// The ring states this pass replaced, removed when it settles.
+    pub(super) leftovers: Vec<crate::fsx::Leftover>,
 }
 
 impl State {
@@ -39,7 +45,35 @@ impl State {
             offsets: Offsets::load(home)?,
             warned: BTreeSet::new(),
             inboxes: HashMap::new(),
+            flusher: None,
+            leftovers: Vec::new(),
         })
+    }
+
+    /// From now on a pass that rang leaves its flush to a thread of its
+    /// own (see [`super::flusher`]) instead of waiting for it: for the
+    /// daemon, whose next record should not wait behind the last one's
+    /// flush. Where no thread can be started, passes flush as before.
+    pub(crate) fn flush_in_background(&mut self, home: &Home) {
+        self.flusher = Flusher::start(home.state_dir());
+    }
+
+    /// Ends a pass's writes: removes the files its replaces left over
+    /// and, when it rang, makes what it wrote durable. Both are handed to
+    /// the flusher where there is one, or done now.
+    pub(super) fn settle(&mut self, home: &Home, rang: bool) {
+        let leftovers = std::mem::take(&mut self.leftovers);
+        let failed = if let Some(f) = &self.flusher {
+            f.request(leftovers, rang)
+        } else {
+            drop(leftovers);
+            rang.then(|| crate::fsx::sync_filesystem(&home.state_dir()).err())
+                .flatten()
+                .map(|e| e.to_string())
+        };
+        if let Some(e) = failed {
+            self.warn(e);
+        }
     }
 
     /// Forgets every remembered inbox, so the next pass reads each again

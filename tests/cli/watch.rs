@@ -1341,3 +1341,40 @@ fn the_daemon_reads_a_record_written_in_place_once_its_writer_closes_it() {
     assert_eq!(ring_state(&home, "a").0, "001.msg");
     assert_eq!(ring_state(&home, "b").0, "001.msg");
 }
+
+/// The daemon replaces a ring state by swapping the new file in and
+/// removes the old one off its loop: while it runs, the old ones go, and
+/// once it has stopped none is left behind, however the rings fell.
+#[test]
+fn the_daemons_rerings_leave_no_old_ring_state_behind() {
+    let home = TestHome::new();
+    home.write("state/t.meta", "kind=ship\n");
+    queue_record(&home, "t", 1, 0);
+    let d = home
+        .fm("watch")
+        .env("FM_WATCH_POLL_SECS", "30")
+        .env("FM_WATCH_GRACE_SECS", "1")
+        .status_any()
+        .stdout_any()
+        .stderr_regex(&watching_line(&home))
+        .start();
+    let left = || -> Vec<String> {
+        std::fs::read_dir(home.path("state/t.inbox"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains(".tmp."))
+            .collect()
+    };
+    wait_for("the record rung twice", 20.0, || {
+        home.exists("state/t.inbox/.ring-state") && ring_state(&home, "t").1 >= 2
+    });
+    wait_for("the replaced ring state removed", 10.0, || {
+        left().is_empty()
+    });
+    wait_for("the record rung a third time", 20.0, || {
+        ring_state(&home, "t").1 >= 3
+    });
+    stop(d);
+    assert_eq!(ring_state(&home, "t").0, "001.msg");
+    assert_eq!(left(), Vec::<String>::new());
+}
