@@ -173,7 +173,18 @@ pub fn atomic_write_unsynced(target: &Path, bytes: &[u8]) -> Result<Option<Lefto
         Some(rustix::fs::FileType::Symlink) => Err(Error::Symlink(target.to_path_buf())),
         Some(rustix::fs::FileType::RegularFile) if temp.exchange(name) => {
             let mut temp = temp;
-            let old = temp.name.take().expect("temp present until renamed");
+            let old = temp.name.clone().expect("temp present until renamed");
+            if file_type_at(&temp.dir, &old) == Some(rustix::fs::FileType::Directory) {
+                // A directory took the name between the look and the swap:
+                // swapped back, as a rename over it would have failed.
+                if !temp.exchange(name) {
+                    // Not swapped back: our bytes stay in place, and the
+                    // directory under the temp's name.
+                    temp.name = None;
+                }
+                return Err(Error::io("rename", target, rustix::io::Errno::ISDIR.into()));
+            }
+            temp.name = None;
             Ok(Some(Leftover {
                 path: parent_of(target).join(old),
             }))

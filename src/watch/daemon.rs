@@ -213,14 +213,24 @@ impl Drop for SignalPipe {
     }
 }
 
+/// An on-time wait longer than this is split in two (see [`wait_for`]);
+/// a shorter one's poll slack is within the timer slack.
+const ON_TIME_SPLIT: Duration = Duration::from_millis(10);
+
 /// What ended a wait.
 enum Woken {
     Events,
     Time,
 }
 
-/// Waits up to `wait` for a file event or a signal.
-fn wait_for(events: Option<&Events>, signals: Option<&SignalPipe>, wait: Duration) -> Woken {
+/// Waits up to `wait` for a file event or a signal; `on_time` when the
+/// wait must not end late (a ladder's due second).
+fn wait_for(
+    events: Option<&Events>,
+    signals: Option<&SignalPipe>,
+    wait: Duration,
+    on_time: bool,
+) -> Woken {
     use rustix::event::{PollFd, PollFlags, Timespec};
     // Without the signal pipe a signal is noticed within a second.
     let wait = if signals.is_some() {
@@ -232,8 +242,13 @@ fn wait_for(events: Option<&Events>, signals: Option<&SignalPipe>, wait: Duratio
     // when niced; at most 100 ms): a whole millisecond on a second's wait
     // for a ladder to come due. Waiting that much less ends it by the
     // deadline; the loop waits the rest, a few milliseconds whose slack is
-    // the timer slack (50 µs).
-    let wait = wait.saturating_sub(wait / 200);
+    // the timer slack (50 µs). Other waits (the heartbeat, the rescan) end
+    // when they end, in one wake.
+    let wait = if on_time && wait > ON_TIME_SPLIT {
+        wait.saturating_sub(wait / 200)
+    } else {
+        wait
+    };
     let timeout = Timespec {
         tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(wait.subsec_nanos()),
@@ -393,13 +408,16 @@ pub fn run(
             continue;
         }
         let mut until = next_beat.min(next_rescan);
+        let mut on_time = false;
         if let Some(&due) = dues.values().min() {
             // Just past the second: the pass's clock reads it as due.
             let secs = (due as f64 - wall_secs()).max(0.0) + 0.000_1;
-            until = until.min(Instant::now() + Duration::from_secs_f64(secs));
+            let at = Instant::now() + Duration::from_secs_f64(secs);
+            on_time = at < until;
+            until = until.min(at);
         }
         let wait = until.saturating_duration_since(Instant::now());
-        if let Woken::Events = wait_for(events.as_ref(), signals.as_ref(), wait)
+        if let Woken::Events = wait_for(events.as_ref(), signals.as_ref(), wait, on_time)
             && let Some(e) = events.as_mut()
         {
             let changed = e.drain();

@@ -1,7 +1,8 @@
 //! The daemon's flushes off its loop: a pass that rang asks for one
 //! `syncfs` of `state/`, and hands over the old ring states its replaces
-//! left over, and goes on; a thread of its own removes those and runs the
-//! flush, folding the requests that came while it ran into one more.
+//! left over, and goes on; a thread of its own runs the flush and then
+//! removes those, folding the requests that came while it ran into one
+//! more.
 //!
 //! A `syncfs` waits for everything written on the filesystem, its own
 //! writes and anyone else's (milliseconds, or more on a busy disk), and
@@ -22,7 +23,7 @@ use crate::fsx::{self, Leftover};
 struct Shared {
     /// A flush is asked for and not yet begun.
     wanted: bool,
-    /// Files to remove (before the flush, if one is wanted).
+    /// Files to remove (after the flush, if one is wanted).
     leftovers: Vec<Leftover>,
     /// The flusher is being dropped: run what is asked, then end.
     closing: bool,
@@ -109,8 +110,6 @@ fn run(dir: &std::path::Path, shared: &(Mutex<Shared>, Condvar)) {
                 std::mem::take(&mut s.wanted),
             )
         };
-        // Removed by dropping.
-        drop(leftovers);
         if flush {
             let res = fsx::sync_filesystem(dir);
             let mut s = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -119,6 +118,8 @@ fn run(dir: &std::path::Path, shared: &(Mutex<Shared>, Condvar)) {
                 s.failed = Some(e.to_string());
             }
         }
+        // Removed by dropping, once what replaced them is on disk.
+        drop(leftovers);
     }
 }
 

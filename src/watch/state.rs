@@ -58,18 +58,23 @@ impl State {
         self.flusher = Flusher::start(home.state_dir());
     }
 
-    /// Ends a pass's writes: removes the files its replaces left over
-    /// and, when it rang, makes what it wrote durable. Both are handed to
-    /// the flusher where there is one, or done now.
+    /// Ends a pass's writes: when it rang or replaced a ring state, makes
+    /// what it wrote durable, then removes the files its replaces left
+    /// over. Both are handed to the flusher where there is one, or done
+    /// now.
     pub(super) fn settle(&mut self, home: &Home, rang: bool) {
         let leftovers = std::mem::take(&mut self.leftovers);
+        // A swapped-in ring state is not on disk before the flush.
+        let rang = rang || !leftovers.is_empty();
         let failed = if let Some(f) = &self.flusher {
             f.request(leftovers, rang)
         } else {
-            drop(leftovers);
-            rang.then(|| crate::fsx::sync_filesystem(&home.state_dir()).err())
+            let failed = rang
+                .then(|| crate::fsx::sync_filesystem(&home.state_dir()).err())
                 .flatten()
-                .map(|e| e.to_string())
+                .map(|e| e.to_string());
+            drop(leftovers);
+            failed
         };
         if let Some(e) = failed {
             self.warn(e);
