@@ -1,6 +1,6 @@
-//! The daemon's flushes off its loop: a pass that rang asks for one
-//! `syncfs` of `state/`, and hands over the old ring states its replaces
-//! left over, and goes on; a thread of its own runs the flush and then
+//! The daemon's flushes off its loop: a pass that rang (or replaced a
+//! ring state) asks for one `syncfs` of `state/`, and hands over the old
+//! ring states its replaces left over, and goes on; a thread of its own runs the flush and then
 //! removes those, folding the requests that came while it ran into one
 //! more.
 //!
