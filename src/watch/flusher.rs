@@ -1,8 +1,8 @@
 //! The daemon's flushes off its loop: a pass that rang (or replaced a
-//! ring state) asks for one `syncfs` of `state/`, and hands over the old
-//! ring states its replaces left over, and goes on; a thread of its own runs the flush and then
-//! removes those, folding the requests that came while it ran into one
-//! more.
+//! ring state) asks for one `syncfs` of `state/`, hands over the old ring
+//! states its replaces left over, and goes on; a thread of its own runs
+//! the flush and then removes those, folding the requests that came while
+//! it ran into one more.
 //!
 //! A `syncfs` waits for everything written on the filesystem, its own
 //! writes and anyone else's (milliseconds, or more on a busy disk), and
@@ -23,7 +23,7 @@ use crate::fsx::{self, Leftover};
 struct Shared {
     /// A flush is asked for and not yet begun.
     wanted: bool,
-    /// Files to remove (after the flush, if one is wanted).
+    /// Files to remove after that flush.
     leftovers: Vec<Leftover>,
     /// The flusher is being dropped: run what is asked, then end.
     closing: bool,
@@ -61,17 +61,15 @@ impl Flusher {
         })
     }
 
-    /// Hands over `leftovers` to remove and, with `flush`, asks for a
-    /// flush; returns at once. The error of an earlier flush, if one
-    /// failed since the last request, is handed back to report.
-    pub(crate) fn request(&self, leftovers: Vec<Leftover>, flush: bool) -> Option<String> {
+    /// Asks for a flush, then the removal of `leftovers`; returns at
+    /// once. The error of an earlier flush, if one failed since the last
+    /// request, is handed back to report.
+    pub(crate) fn request(&self, leftovers: Vec<Leftover>) -> Option<String> {
         let (lock, cv) = &*self.shared;
         let mut s = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        s.wanted |= flush;
+        s.wanted = true;
         s.leftovers.extend(leftovers);
-        if s.wanted || !s.leftovers.is_empty() {
-            cv.notify_one();
-        }
+        cv.notify_one();
         s.failed.take()
     }
 }
@@ -97,21 +95,19 @@ impl Drop for Flusher {
 fn run(dir: &std::path::Path, shared: &(Mutex<Shared>, Condvar)) {
     let (lock, cv) = shared;
     loop {
-        let (leftovers, flush) = {
+        let leftovers = {
             let mut s = lock.lock().unwrap_or_else(PoisonError::into_inner);
-            while !s.wanted && s.leftovers.is_empty() && !s.closing {
+            while !s.wanted && !s.closing {
                 s = cv.wait(s).unwrap_or_else(PoisonError::into_inner);
             }
-            if !s.wanted && s.leftovers.is_empty() {
+            if !s.wanted {
                 return;
             }
-            (
-                std::mem::take(&mut s.leftovers),
-                std::mem::take(&mut s.wanted),
-            )
+            s.wanted = false;
+            std::mem::take(&mut s.leftovers)
         };
-        if flush {
-            let res = fsx::sync_filesystem(dir);
+        let res = fsx::sync_filesystem(dir);
+        {
             let mut s = lock.lock().unwrap_or_else(PoisonError::into_inner);
             s.runs += 1;
             if let Err(e) = res {
@@ -137,7 +133,7 @@ mod tests {
         let f = Flusher::start(d.path().to_path_buf()).unwrap();
         let shared = Arc::clone(&f.shared);
         for _ in 0..50 {
-            assert_eq!(f.request(Vec::new(), true), None);
+            assert_eq!(f.request(Vec::new()), None);
         }
         drop(f);
         let s = shared.0.lock().unwrap();
@@ -155,7 +151,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let gone = d.path().join("gone");
         let f = Flusher::start(gone).unwrap();
-        assert_eq!(f.request(Vec::new(), true), None);
+        assert_eq!(f.request(Vec::new()), None);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while runs(&f.shared) == 0 {
             assert!(
@@ -164,9 +160,7 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        let err = f
-            .request(Vec::new(), true)
-            .expect("the failure is reported");
+        let err = f.request(Vec::new()).expect("the failure is reported");
         assert!(err.contains("gone"), "{err}");
         // The request that collected it asked for a flush too, run before
         // the drop returns.

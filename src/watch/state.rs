@@ -59,22 +59,20 @@ impl State {
     }
 
     /// Ends a pass's writes: when it rang or replaced a ring state, makes
-    /// what it wrote durable, then removes the files its replaces left
-    /// over. Both are handed to the flusher where there is one, or done
-    /// now.
+    /// what it wrote durable (a swapped-in ring state is not on disk
+    /// before), then removes the files its replaces left over. Handed to
+    /// the flusher where there is one, or done now.
     pub(super) fn settle(&mut self, home: &Home, rang: bool) {
+        if !rang && self.leftovers.is_empty() {
+            return;
+        }
         let leftovers = std::mem::take(&mut self.leftovers);
-        // A swapped-in ring state is not on disk before the flush.
-        let rang = rang || !leftovers.is_empty();
         let failed = if let Some(f) = &self.flusher {
-            f.request(leftovers, rang)
+            f.request(leftovers)
         } else {
-            let failed = rang
-                .then(|| crate::fsx::sync_filesystem(&home.state_dir()).err())
-                .flatten()
-                .map(|e| e.to_string());
+            let failed = crate::fsx::sync_filesystem(&home.state_dir()).err();
             drop(leftovers);
-            failed
+            failed.map(|e| e.to_string())
         };
         if let Some(e) = failed {
             self.warn(e);
