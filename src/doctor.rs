@@ -387,6 +387,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
     }
     if let Ok(cfg) = &loaded {
         checks.push(task_records_check(home, cfg));
+        checks.extend(panes_check(home, cfg));
     }
     checks.extend(debris_check(home));
     checks.push(watcher_check(home, poll_secs));
@@ -509,6 +510,79 @@ fn task_records_check(home: &Home, cfg: &Config) -> Check {
         String::new()
     };
     Check::new("tasks", level, format!("{}{tail}", shown.join("; ")))
+}
+
+/// Whether every task's recorded pane is still its own
+/// ([`crate::tmux::owner`]): a pane gone (its server restarted, or the id
+/// now another's) and a pane two tasks record are named. Local tasks
+/// only (a far host's doctor checks its own); one tmux call per socket.
+fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
+    use crate::tmux::owner::{Claim, Lost};
+    use crate::tmux::pane::{Pane, Tmux};
+    use std::collections::BTreeMap;
+    let mut by_socket: BTreeMap<String, Vec<Claim>> = BTreeMap::new();
+    for id in home.task_ids_with_meta().ok()? {
+        let Ok(Some(m)) = crate::meta::TaskMeta::load(home, &id) else {
+            continue;
+        };
+        if m.host_name().is_some() {
+            continue;
+        }
+        if let Some(c) = Claim::of(&id, &m) {
+            by_socket
+                .entry(m.socket(cfg).to_string())
+                .or_default()
+                .push(c);
+        }
+    }
+    if by_socket.is_empty() {
+        return None;
+    }
+    let (mut gone, mut twice, mut proven) = (Vec::new(), Vec::new(), 0);
+    for (socket, claims) in &by_socket {
+        let Ok(list) = Tmux::new(socket).list() else {
+            continue;
+        };
+        let mut holders: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for c in claims {
+            holders.entry(&c.pane).or_default().push(c.task.as_str());
+            match c.check_in(&list) {
+                Ok(()) => proven += 1,
+                // A pane closed on the server it was opened on is a
+                // finished task's ordinary end, not a problem.
+                Err(Lost::Closed) => {}
+                Err(lost) => gone.push(format!("{}: {}", c.task, lost.words())),
+            }
+        }
+        for (pane, tasks) in holders {
+            if tasks.len() > 1 {
+                twice.push(format!("pane {pane} is recorded by {}", tasks.join(", ")));
+            }
+        }
+    }
+    if gone.is_empty() && twice.is_empty() {
+        return Some(Check::new(
+            "panes",
+            Level::Ok,
+            format!("{proven} task pane(s) proven theirs"),
+        ));
+    }
+    let mut problems = [twice, gone].concat();
+    let more = problems.len().saturating_sub(5);
+    problems.truncate(5);
+    let tail = if more > 0 {
+        format!(" (+{more} more)")
+    } else {
+        String::new()
+    };
+    Some(Check::new(
+        "panes",
+        Level::Warn,
+        format!(
+            "{}{tail}; `fm-control <id> relaunch` opens a new window for a task whose pane is gone",
+            problems.join("; ")
+        ),
+    ))
 }
 
 /// The watcher line from the lock and the heartbeat's age: a holder whose

@@ -318,6 +318,13 @@ fn notify_live_worker(
     };
     let info = match r.tmux.info(pane) {
         Ok(Some(info)) if r.alive(&info) => info,
+        Ok(Some(info))
+            if r.claim
+                .as_ref()
+                .is_some_and(|c| c.check(Some(&info), None).is_err()) =>
+        {
+            return format!("no live worker notified (pane {pane} is gone: it is not this task's)");
+        }
         Ok(Some(_)) => {
             return format!("no live worker notified (the agent in pane {pane} has exited)");
         }

@@ -16,6 +16,7 @@ use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::meta::{self, Kind, Mode, TaskMeta};
 use crate::task_id::TaskId;
+use crate::tmux::owner::{self, Claim};
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{brief, clock, frontmatter, fsx, stand_in};
 
@@ -169,6 +170,14 @@ impl Ctl<'_> {
             }
             Err(e) => return Err(e),
         };
+        // A pane that does not prove it is this task's (the server
+        // restarted and reused the id) is gone for it: nothing is typed
+        // into it, killed or respawned.
+        if let Some(claim) = Claim::of(self.id, meta)
+            && claim.check(Some(&info), None).is_err()
+        {
+            return Ok(Agent::Gone);
+        }
         let profile = self.meta_profile(meta);
         Ok(
             if harness::is_alive(profile.as_ref(), info.dead, &info.command) {

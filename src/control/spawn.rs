@@ -54,12 +54,17 @@ impl Ctl<'_> {
     /// so the pane exists while `remain-on-exit` is set on it alone; then
     /// `respawn-pane -k` starts the agent. An agent that exits at once
     /// leaves a dead pane, never a vanished one.
+    ///
+    /// The pane is marked as this spawn's ([`owner::MARK_OPTION`] set to
+    /// `mark`) before the agent starts; the pane id and the server's
+    /// identity are returned.
     pub(super) fn open_window(
         &self,
         tmux: &Tmux,
         worktree: &str,
         launch: Launch,
-    ) -> Result<String> {
+        mark: &str,
+    ) -> Result<(String, String)> {
         let session = &self.cfg.tmux.session;
         let has_session = || {
             tmux.run(&["has-session", "-t", &format!("={session}")])
@@ -68,14 +73,17 @@ impl Ctl<'_> {
         // No `-e FM_HOME=…` here: the placeholder needs none, `respawn`
         // gives it to the agent (and `new-session -e` needs tmux 3.2).
         let window = format!("fm-{}", self.id);
+        // tmux expands formats (`#{…}`, `#(command)`) in a start
+        // directory and a new session's name: a `#` in them is written
+        // `##`, so a home or session named `fleet #(touch x)` runs nothing.
         let tail = [
             "-n".to_string(),
             window,
             "-c".into(),
-            worktree.into(),
+            no_format(worktree),
             "-P".into(),
             "-F".into(),
-            "#{pane_id}".into(),
+            format!("#{{pane_id}}\t{}", owner::SERVER_FORMAT),
             "--".into(),
             "cat".into(),
         ];
@@ -88,10 +96,18 @@ impl Ctl<'_> {
         let out = if has_session() {
             new_window()?
         } else {
-            let mut args: Vec<String> =
-                ["new-session", "-d", "-s", session, "-x", "220", "-y", "50"]
-                    .map(String::from)
-                    .to_vec();
+            let mut args: Vec<String> = [
+                "new-session",
+                "-d",
+                "-s",
+                &no_format(session),
+                "-x",
+                "220",
+                "-y",
+                "50",
+            ]
+            .map(String::from)
+            .to_vec();
             args.extend(tail.iter().cloned());
             match tmux.run(&args) {
                 Ok(out) => out,
@@ -100,19 +116,56 @@ impl Ctl<'_> {
                 Err(e) => return Err(e),
             }
         };
-        let pane = out.trim().to_string();
+        let (pane, server) = out.trim().split_once('\t').unwrap_or((out.trim(), ""));
+        let (pane, server) = (pane.to_string(), server.to_string());
         let started = tmux
             .run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])
-            .and_then(|_| self.respawn(tmux, &pane, worktree, launch));
+            .and_then(|_| self.respawn(tmux, &pane, worktree, launch, mark));
         if let Err(e) = started {
             let _ = tmux.run(&["kill-pane", "-t", &pane]);
             return Err(e);
         }
-        Ok(pane)
+        Ok((pane, server))
     }
 
-    /// Replaces whatever runs in `pane` (killing it) with the launch.
+    /// Replaces whatever runs in `pane` (killing it) with the launch,
+    /// marking the pane `mark` first. The agent must then be running in
+    /// `worktree`, or have exited by itself: one that could not be started
+    /// (its program not executable, exit 126 or 127) or that runs
+    /// elsewhere is an error, not a spawn.
     pub(super) fn respawn(
+        &self,
+        tmux: &Tmux,
+        pane: &str,
+        worktree: &str,
+        launch: Launch,
+        mark: &str,
+    ) -> Result<()> {
+        let before = tmux
+            .run(&[
+                "display-message",
+                "-p",
+                "-t",
+                pane,
+                &format!("#{{{}}}", owner::MARK_OPTION),
+            ])
+            .unwrap_or_default();
+        tmux.run(&["set-option", "-p", "-t", pane, owner::MARK_OPTION, mark])?;
+        let started = self.respawn_marked(tmux, pane, worktree, launch);
+        if started.is_err() {
+            // The pane keeps the mark of the agent it held (a failed
+            // relaunch leaves the task's pane the task's).
+            let before = before.trim_end_matches('\n');
+            let _ = if before.is_empty() {
+                tmux.run(&["set-option", "-p", "-u", "-t", pane, owner::MARK_OPTION])
+            } else {
+                tmux.run(&["set-option", "-p", "-t", pane, owner::MARK_OPTION, before])
+            };
+        }
+        started
+    }
+
+    fn respawn_marked(
         &self,
         tmux: &Tmux,
         pane: &str,
@@ -120,7 +173,8 @@ impl Ctl<'_> {
         launch: Launch,
     ) -> Result<()> {
         let env = format!("FM_HOME={}", self.home.root().display());
-        let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", worktree, "-e", &env]
+        let cwd = no_format(worktree);
+        let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", &cwd, "-e", &env]
             .map(String::from)
             .to_vec();
         for e in launch.env {
@@ -133,8 +187,16 @@ impl Ctl<'_> {
         // against), and an explicit copy fails for a PATH over tmux's
         // message size or one ending in `;`.
         args.push("--".into());
+        // tmux hands a command of one argument to a shell (`sh -c`),
+        // which would parse a path with a space or a `$(…)` in it: one
+        // program is started through a fixed script that executes its
+        // first argument as it is.
+        if argv.len() == 1 {
+            args.extend(["/bin/sh", "-c", "exec \"$0\""].map(String::from));
+        }
         args.extend(argv);
-        tmux.run(&args).map(|_| ())
+        tmux.run(&args)?;
+        verify_started(tmux, pane, worktree)
     }
 
     /// The launch, refused (exit 1) when its program cannot be found (an
@@ -275,7 +337,9 @@ impl Ctl<'_> {
         }
         let window = format!("fm-{}", self.id);
         let tmux = Tmux::new(&self.cfg.tmux.socket);
-        let pane = match self.open_window(&tmux, &wt, launch) {
+        let spawn_id = owner::new_spawn_id();
+        let mark = owner::mark(self.id, &spawn_id);
+        let (pane, server) = match self.open_window(&tmux, &wt, launch, &mark) {
             Ok(p) => p,
             Err(e) => {
                 // Nothing of this spawn stays behind: a worktree it created
@@ -307,6 +371,8 @@ impl Ctl<'_> {
             m.set("worktree", &wt);
             m.set("harness", &harness_name);
             m.set("pane", &pane);
+            m.set("spawn_id", &spawn_id);
+            m.set("tmux_server", &server);
             m.set("tmux_socket", &self.cfg.tmux.socket);
             m.set("window", &window);
             m.set("spawn_gen", &gen_.saturating_add(1).to_string());
@@ -325,4 +391,47 @@ impl Ctl<'_> {
             self.id
         ))
     }
+}
+
+/// `s` as tmux must receive it where it expands formats (a start
+/// directory, a new session's name) to read it back unchanged.
+pub(super) fn no_format(s: &str) -> String {
+    s.replace('#', "##")
+}
+
+/// How long after its start an agent that could not be started shows as
+/// a dead pane, at most.
+const START_CHECK_MS: u64 = 150;
+
+/// Checks a just-started agent: running in `worktree`, or exited by
+/// itself (not with the shell's "cannot execute" or "not found").
+fn verify_started(tmux: &Tmux, pane: &str, worktree: &str) -> Result<()> {
+    let fmt = "#{pane_dead}\t#{pane_dead_status}\t#{pane_current_path}";
+    let ask = || -> Result<(bool, String, String)> {
+        let out = tmux.run(&["display-message", "-p", "-t", pane, fmt])?;
+        let mut f = out.trim_end_matches('\n').splitn(3, '\t');
+        let dead = f.next() == Some("1");
+        let status = f.next().unwrap_or("").to_string();
+        Ok((dead, status, f.next().unwrap_or("").to_string()))
+    };
+    let (dead, _, path) = ask()?;
+    if !dead && !path.is_empty() && !same_dir(&path, worktree) {
+        return Err(Error::refused(format!(
+            "the agent started in {path}, not in its worktree {worktree}"
+        )));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(START_CHECK_MS));
+    let (dead, status, _) = ask()?;
+    if dead && matches!(status.as_str(), "126" | "127") {
+        return Err(Error::refused(format!(
+            "the agent could not be started (exit {status})"
+        )));
+    }
+    Ok(())
+}
+
+fn same_dir(a: &str, b: &str) -> bool {
+    // Outside the home: the worktree is git's, the pane's path tmux's.
+    let canon = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
+    a == b || canon(a) == canon(b)
 }

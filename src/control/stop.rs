@@ -306,18 +306,24 @@ impl Ctl<'_> {
             .as_ref()
             .map(|w| w.display().to_string())
             .unwrap_or_default();
-        let pane = match self.agent(&meta)? {
+        let spawn_id = owner::new_spawn_id();
+        let mark = owner::mark(self.id, &spawn_id);
+        // The task's own pane is respawned; one that is gone, or that
+        // does not prove it is the task's, is left alone for a new window.
+        let (pane, server) = match self.agent(&meta)? {
             Agent::Exited(info) | Agent::Alive(info) => {
-                self.respawn(&tmux, &info.id, &wt, launch)?;
-                info.id
+                self.respawn(&tmux, &info.id, &wt, launch, &mark)?;
+                (info.id, info.server)
             }
-            Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, launch)?,
+            Agent::Gone | Agent::NoPane => self.open_window(&tmux, &wt, launch, &mark)?,
         };
         meta::update(self.home, self.id, |m| {
             let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("spawn_gen", &gen_.saturating_add(1).to_string());
             m.set("harness", &to);
             m.set("pane", &pane);
+            m.set("spawn_id", &spawn_id);
+            m.set("tmux_server", &server);
             m.set("spawned_at", &clock::now().to_string());
         })?;
         self.reset_busy()?;

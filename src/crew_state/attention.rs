@@ -213,12 +213,13 @@ pub fn of(f: &Facts, res: &Resolution) -> Option<Attention> {
         .and_then(|c| c.at.or(f.log_mtime))
         .or(f.log_mtime);
     if res.state == State::Exited {
-        let which = match f.pane {
-            PaneFact::Gone => "pane gone",
-            _ => "agent exited",
+        let which = match &f.pane {
+            PaneFact::Gone => "pane gone".to_string(),
+            PaneFact::Lost(words) => words.clone(),
+            _ => "agent exited".to_string(),
         };
         return Some(Attention::DeadAgent {
-            which: which.into(),
+            which,
             unread: f.inbox_pending,
         });
     }

@@ -74,6 +74,9 @@ pub enum PaneFact {
     Unknown,
     /// No such pane on the task's server.
     Gone,
+    /// A pane that does not prove it is the task's ([`crate::tmux::owner`]):
+    /// gone for the task, with why (`pane gone · the tmux server restarted`).
+    Lost(String),
     Present {
         dead: bool,
         command: String,

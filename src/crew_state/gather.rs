@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::gitfiles::{GitFiles, Head};
 use crate::status::{StatusLine, Verb};
 use crate::tmux::batch::{self, Capture};
+use crate::tmux::owner::{Claim, Lost};
 use crate::tmux::pane::{PaneInfo, Tmux};
 
 /// Runs `git -C dir args…` through [`crate::git`] (its time bound and
@@ -246,6 +247,7 @@ impl Panes {
             };
             let by_id: HashMap<&str, &PaneInfo> =
                 panes.iter().map(|p| (p.id.as_str(), p)).collect();
+            let server = panes.first().map(|p| p.server.as_str());
             for &i in &idx {
                 let f = &mut *tasks[i];
                 let pane = f
@@ -253,12 +255,18 @@ impl Panes {
                     .as_ref()
                     .and_then(|m| m.pane.clone())
                     .unwrap_or_default();
-                f.pane = match by_id.get(pane.as_str()) {
-                    Some(p) => PaneFact::Present {
-                        dead: p.dead,
-                        command: p.command.clone(),
+                let claim = f.meta.as_ref().and_then(|m| Claim::of(&f.id, m));
+                let found = by_id.get(pane.as_str()).copied();
+                f.pane = match claim.map(|c| c.check(found, server)) {
+                    Some(Err(Lost::Closed)) => PaneFact::Gone,
+                    Some(Err(lost)) => PaneFact::Lost(lost.words()),
+                    _ => match found {
+                        Some(p) => PaneFact::Present {
+                            dead: p.dead,
+                            command: p.command.clone(),
+                        },
+                        None => PaneFact::Gone,
                     },
-                    None => PaneFact::Gone,
                 };
                 if step(f) == Err(Need::Screen) {
                     let text = match screens.get(&pane) {

@@ -85,7 +85,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     // Rules 3–4 (only with a recorded pane whose server answered).
     let alive = match &f.pane {
         PaneFact::Unset | PaneFact::Unknown => None,
-        PaneFact::Gone => Some(false),
+        PaneFact::Gone | PaneFact::Lost(_) => Some(false),
         PaneFact::Present { dead, command } => Some(crate::harness::is_alive(
             f.profile.as_deref(),
             *dead,
@@ -96,10 +96,10 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         if let Some(res) = terminal_from_log(f, &kind)? {
             return Ok(res);
         }
-        let which = if f.pane == PaneFact::Gone {
-            "pane gone"
-        } else {
-            "agent exited"
+        let which = match &f.pane {
+            PaneFact::Gone => "pane gone",
+            PaneFact::Lost(words) => words,
+            _ => "agent exited",
         };
         return Ok(r(State::Exited, Source::Pane, which));
     }

@@ -47,6 +47,11 @@ pub struct TaskMeta {
     pub tmux_socket: Option<String>,
     /// `window` (display only).
     pub(crate) window: Option<String>,
+    /// `spawn_id`: the spawn that marked the pane ([`crate::tmux::owner`]);
+    /// `None` for a meta that predates pane marks.
+    pub(crate) spawn_id: Option<String>,
+    /// `tmux_server`: the identity of the server the pane was opened on.
+    pub(crate) tmux_server: Option<String>,
     /// `spawn_gen`; 0 when missing or not a number.
     pub(crate) spawn_gen: u64,
     pub(crate) spawned_at: Option<u64>,
@@ -141,6 +146,8 @@ impl TaskMeta {
             "pane" => self.pane = text(),
             "tmux_socket" => self.tmux_socket = text(),
             "window" => self.window = text(),
+            "spawn_id" => self.spawn_id = text(),
+            "tmux_server" => self.tmux_server = text(),
             "spawn_gen" => self.spawn_gen = number().unwrap_or(0),
             "spawned_at" => self.spawned_at = number(),
             "pr" => self.pr = text(),
@@ -261,6 +268,8 @@ mod tests {
             pane: text("pane"),
             tmux_socket: text("tmux_socket"),
             window: text("window"),
+            spawn_id: text("spawn_id"),
+            tmux_server: text("tmux_server"),
             spawn_gen: number("spawn_gen").unwrap_or(0),
             spawned_at: number("spawned_at"),
             pr: text("pr"),
@@ -278,7 +287,7 @@ mod tests {
                 (
                     proptest::sample::select(&[
                         "kind", "mode", "repo", "project", "worktree", "branch", "harness",
-                        "pane", "tmux_socket", "window", "spawn_gen", "spawned_at", "pr",
+                        "pane", "tmux_socket", "window", "spawn_gen", "spawned_at", "pr", "spawn_id", "tmux_server",
                         "pr_head", "parent", "host", "other", " pane", "#pane",
                     ][..]),
                     proptest::sample::select(&[

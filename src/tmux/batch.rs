@@ -22,11 +22,9 @@
 
 use std::collections::HashMap;
 
-use super::pane::{PaneInfo, TMUX_TIMEOUT, Tmux, parse_list};
+use super::pane::{LIST_FORMAT, PaneInfo, TMUX_TIMEOUT, Tmux, parse_list};
 use crate::error::{Error, Result};
 use crate::proc::Cmd;
-
-const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
 
 /// The key fields, before [`LIST_FORMAT`] (whose last field, the window
 /// name, may hold tabs).
@@ -268,7 +266,7 @@ mod tests {
 
     #[test]
     fn keyed_list_lines_keep_tabs_in_window_names() {
-        let out = "123:456:120x40:0:1700000000\t%1\t0\t0\tclaude\tfm\tw\tx\nbad line\n";
+        let out = "123:456:120x40:0:1700000000\t%1\t0\t0\tclaude\tfm\tt/1\t123-5\tw\tx\nbad line\n";
         let v = parse_keyed(out);
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].info.id, "%1");

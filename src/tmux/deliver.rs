@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::owner::Claim;
 use super::pane::{Pane, PaneInfo};
 use super::screen::{
     Composer, Screen, busy, composer, dialog, holds_doorbell, holds_input, overrules_busy_record,
@@ -85,6 +86,9 @@ pub fn doorbell(home: &Home, id: &TaskId) -> String {
 pub(crate) struct Target<'a> {
     /// The recorded pane id (`%N`); `None` when meta has none.
     pub pane: Option<&'a str>,
+    /// What the pane must prove to be the task's ([`super::owner`]);
+    /// `None` rings any pane with that id (tests on a fake pane).
+    pub(crate) claim: Option<&'a Claim>,
     pub(crate) profile: Option<&'a HarnessProfile>,
     /// When the busy record that says busy (newer than the last status
     /// line) was written, Unix seconds; `None` when none does.
@@ -141,6 +145,14 @@ pub(crate) fn deliver_to(
     let id = info.id.as_str();
     if target.pane != Some(id) {
         return Outcome::Failed;
+    }
+    // A pane that is not provably the task's is no agent of it: a gone
+    // pane, as a vanished one is (nothing is typed into someone else's).
+    if target
+        .claim
+        .is_some_and(|c| c.check(Some(info), None).is_err())
+    {
+        return Outcome::Dead;
     }
     if !crate::harness::is_alive(target.profile, info.dead, &info.command) {
         return Outcome::Dead;
@@ -352,6 +364,7 @@ pub(crate) const BOOT_WINDOW_SECS: u64 = 60;
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::task_id::TaskId;
     use crate::tmux::pane::FakePane;
 
     fn profile() -> HarnessProfile {
@@ -371,6 +384,7 @@ mod tests {
             f,
             &Target {
                 pane: Some("%1"),
+                claim: None,
                 profile: p,
                 busy_record: busy.then_some(0),
                 spawned_at: None,
@@ -383,6 +397,43 @@ mod tests {
     }
 
     #[test]
+    fn a_pane_that_is_not_the_tasks_is_never_typed_into() {
+        let p = profile();
+        let mut cfg = Config::default().send;
+        (cfg.settle_ms, cfg.enter_wait_ms) = (0, 0);
+        let claim = Claim {
+            task: TaskId::parse("one").unwrap(),
+            pane: "%1".into(),
+            spawn_id: Some("aa".into()),
+            server: None,
+        };
+        for (mark, want) in [
+            ("two/aa", Outcome::Dead),
+            ("", Outcome::Dead),
+            ("one/bb", Outcome::Dead),
+            ("one/aa", Outcome::Rang),
+        ] {
+            let f = FakePane::with("%1", "claude");
+            f.edit("%1", |s| s.mark = mark.into());
+            let t = Target {
+                pane: Some("%1"),
+                claim: Some(&claim),
+                profile: Some(&p),
+                busy_record: None,
+                spawned_at: None,
+                ring_lock: None,
+            };
+            assert_eq!(deliver(&f, &t, ": ring", &cfg, &|_| {}), want, "{mark:?}");
+            let calls = f.screen("%1").calls;
+            assert_eq!(
+                calls.is_empty(),
+                want == Outcome::Dead,
+                "{mark:?}: {calls:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_ring_waits_for_another_ring_of_its_task_and_a_lock_it_cannot_make_stops_nothing() {
         let d = tempfile::tempdir().unwrap();
         let lock = d.path().join(".ring-t1.lock");
@@ -391,6 +442,7 @@ mod tests {
         (cfg.settle_ms, cfg.enter_wait_ms, cfg.enter_retries) = (0, 0, 0);
         let target = |l: std::path::PathBuf| Target {
             pane: Some("%1"),
+            claim: None,
             profile: Some(&p),
             busy_record: None,
             spawned_at: None,
@@ -486,6 +538,7 @@ mod tests {
                 &f,
                 &Target {
                     pane: None,
+                    claim: None,
                     profile: None,
                     busy_record: None,
                     spawned_at: None,
@@ -519,6 +572,7 @@ mod tests {
         let cfg = Config::default().send;
         let target = Target {
             pane: Some("%1"),
+            claim: None,
             profile: Some(&q),
             busy_record: None,
             spawned_at: None,
@@ -580,6 +634,7 @@ mod tests {
         let ring_at = |f: &FakePane, p: &HarnessProfile, at: u64| {
             let t = Target {
                 pane: Some("%1"),
+                claim: None,
                 profile: Some(p),
                 busy_record: Some(at),
                 spawned_at: None,
@@ -626,6 +681,7 @@ mod tests {
         let cfg = Config::default().send;
         let t = Target {
             pane: Some("%1"),
+            claim: None,
             profile: Some(p),
             busy_record: None,
             spawned_at: Some(spawned_at),
@@ -688,6 +744,7 @@ mod tests {
         let ring_door = |f: &FakePane| {
             let t = Target {
                 pane: Some("%1"),
+                claim: None,
                 profile: Some(&p),
                 busy_record: None,
                 spawned_at: None,

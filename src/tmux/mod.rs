@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod deliver;
+pub mod owner;
 pub mod pane;
 pub(crate) mod recipient;
 // The dialog reading is wired into delivery with the profiles that carry it.

@@ -32,6 +32,12 @@ pub struct PaneInfo {
     pub command: String,
     pub session: String,
     pub window: String,
+    /// The pane's mark ([`super::owner::MARK_OPTION`]); empty when unmarked.
+    #[serde(skip)]
+    pub mark: String,
+    /// The identity of the server that listed it ([`super::owner::SERVER_FORMAT`]).
+    #[serde(skip)]
+    pub server: String,
 }
 
 /// The operations delivery, the watcher and crew-state need.
@@ -126,13 +132,16 @@ fn no_server(e: &Error) -> bool {
     }
 }
 
-const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_current_command}\t#{session_name}\t#{window_name}";
+/// The fields of a pane, one line each; the window name last (it may hold
+/// tabs). The mark and the server identity come in the same call as the
+/// pane itself, so a pane is never used without its proof.
+pub(crate) const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_current_command}\t#{session_name}\t#{@fm_task}\t#{pid}-#{start_time}\t#{window_name}";
 
 /// Parses `list-panes -a -F LIST_FORMAT` output.
 pub fn parse_list(out: &str) -> Vec<PaneInfo> {
     out.lines()
         .filter_map(|l| {
-            let mut f = l.splitn(6, '\t');
+            let mut f = l.splitn(8, '\t');
             let id = f.next()?.to_string();
             if !id.starts_with('%') {
                 return None;
@@ -143,6 +152,8 @@ pub fn parse_list(out: &str) -> Vec<PaneInfo> {
                 in_mode: f.next()? == "1",
                 command: f.next()?.to_string(),
                 session: f.next()?.to_string(),
+                mark: f.next()?.to_string(),
+                server: f.next()?.to_string(),
                 window: f.next().unwrap_or("").to_string(),
             })
         })
@@ -223,6 +234,8 @@ pub struct FakeScreen {
     pub deaf: bool,
     /// Every call made, for assertions: `type:<text>` or `key:<name>`.
     pub calls: Vec<String>,
+    /// The pane's mark ([`super::owner::MARK_OPTION`]).
+    pub mark: String,
 }
 
 /// An in-memory stand-in for tmux, for unit tests of delivery and state
@@ -297,6 +310,8 @@ impl Pane for FakePane {
                 command: s.command.clone(),
                 session: "fm".into(),
                 window: format!("fm-{id}"),
+                mark: s.mark.clone(),
+                server: "fake".into(),
             })
             .collect())
     }
@@ -366,7 +381,7 @@ mod tests {
 
     #[test]
     fn parse_list_reads_fields_and_skips_junk() {
-        let out = "%1\t0\t1\tbash\tfm\tfm-a\n%22\t1\t0\tclaude\tfm\twin\twith\ttabs\ngarbage\n";
+        let out = "%1\t0\t1\tbash\tfm\tt/ab\t7-9\tfm-a\n%22\t1\t0\tclaude\tfm\t\t7-9\twin\twith\ttabs\ngarbage\n";
         let v = parse_list(out);
         assert_eq!(v.len(), 2);
         assert!(v[0].in_mode && !v[0].dead);
@@ -374,6 +389,8 @@ mod tests {
         assert_eq!(v[1].id, "%22");
         assert!(v[1].dead && !v[1].in_mode);
         assert_eq!(v[1].window, "win\twith\ttabs");
+        assert_eq!((v[0].mark.as_str(), v[0].server.as_str()), ("t/ab", "7-9"));
+        assert_eq!((v[1].mark.as_str(), v[1].server.as_str()), ("", "7-9"));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::{self, Outcome, Target};
+use crate::tmux::owner::Claim;
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub(crate) struct Recipient {
     pub(crate) profile: Option<HarnessProfile>,
     /// Meta's `spawned_at`: a ring right after it may meet a booting agent.
     pub(crate) spawned_at: Option<u64>,
+    /// What the pane must prove to be this task's.
+    pub(crate) claim: Option<Claim>,
 }
 
 impl Recipient {
@@ -55,12 +58,14 @@ impl Recipient {
                 .as_deref()
                 .and_then(|h| harness::profile(&cfg.harness, h)),
             spawned_at: meta.spawned_at,
+            claim: Claim::of(id, meta),
         }
     }
 
     fn target(&self, home: &Home) -> Target<'_> {
         Target {
             pane: self.pane.as_deref(),
+            claim: self.claim.as_ref(),
             profile: self.profile.as_ref(),
             busy_record: self
                 .pane
@@ -103,10 +108,14 @@ impl Recipient {
         let Some(pane) = &self.pane else {
             return Err(Error::refused(format!("no pane recorded for {}", self.id)));
         };
-        if self.tmux.info(pane)?.is_none() {
+        let info = self.tmux.info(pane)?;
+        if let Some(claim) = &self.claim
+            && let Err(lost) = claim.check(info.as_ref(), None)
+        {
             return Err(Error::refused(format!(
-                "pane {pane} of {} is gone; no key pressed",
-                self.id
+                "pane {pane} of {} is gone{}; no key pressed",
+                self.id,
+                lost.reason().map(|r| format!(" ({r})")).unwrap_or_default()
             )));
         }
         self.tmux.press(pane, key)?;
@@ -126,9 +135,13 @@ impl Recipient {
         Ok(pane.clone())
     }
 
-    /// Whether `info` shows this recipient's agent alive.
+    /// Whether `info` shows this recipient's agent alive, in a pane that
+    /// proves it is the task's ([`crate::tmux::owner`]).
     pub(crate) fn alive(&self, info: &PaneInfo) -> bool {
-        harness::is_alive(self.profile.as_ref(), info.dead, &info.command)
+        self.claim
+            .as_ref()
+            .is_none_or(|c| c.check(Some(info), None).is_ok())
+            && harness::is_alive(self.profile.as_ref(), info.dead, &info.command)
     }
 }
 

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
+use crate::tmux::owner::Claim;
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 
 /// A worker's pane and server.
@@ -36,14 +37,29 @@ pub struct Location {
 }
 
 impl Location {
-    /// The task's pane as meta records it. An unknown task, or one with no
-    /// pane recorded, is refused (exit 1).
+    /// The task's pane as meta records it, once tmux shows it is the
+    /// task's ([`crate::tmux::owner`]). An unknown task, one with no pane
+    /// recorded, or one whose pane is gone or does not prove it is the
+    /// task's (a restarted server's pane of the same id) is refused (exit 1).
     pub fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Location> {
         let Some(meta) = TaskMeta::load(home, id)? else {
             return Err(Error::refused(format!("unknown task {id}: no meta")));
         };
-        Location::of(cfg, id, &meta)
-            .ok_or_else(|| Error::refused(format!("no pane recorded for {id}")))
+        let loc = Location::of(cfg, id, &meta)
+            .ok_or_else(|| Error::refused(format!("no pane recorded for {id}")))?;
+        if let Some(claim) = Claim::of(id, &meta)
+            && let Err(lost) = claim.check(loc.tmux().info(&loc.pane)?.as_ref(), None)
+        {
+            return Err(Error::refused(format!(
+                "pane {} of {id} is gone ({})",
+                loc.pane,
+                lost.reason().unwrap_or_else(|| format!(
+                    "tmux{} has no such pane",
+                    socket_words(&loc.socket)
+                ))
+            )));
+        }
+        Ok(loc)
     }
 
     /// The location meta records, if it records a pane.

@@ -55,6 +55,7 @@ impl Exec<'_> {
         let empty = TaskMeta::default();
         let meta = t.meta.as_ref().unwrap_or(&empty);
         let pane_id = meta.pane.as_deref().unwrap_or("");
+        let claim = crate::tmux::owner::Claim::of(&t.id, meta);
         let socket = meta.socket(cfg).to_string();
         let profile: Option<HarnessProfile> = meta
             .harness
@@ -69,7 +70,12 @@ impl Exec<'_> {
             PaneFacts::Alive { busy: false }
         } else {
             match lists.get(&socket) {
-                Some(Some(list)) => match list.iter().find(|p| p.id == pane_id) {
+                // A pane that does not prove it is the task's is gone.
+                Some(Some(list)) => match list
+                    .iter()
+                    .find(|p| p.id == pane_id)
+                    .filter(|_| claim.as_ref().is_none_or(|c| c.check_in(list).is_ok()))
+                {
                     None => PaneFacts::Gone,
                     Some(p) if !harness::is_alive(profile.as_ref(), p.dead, &p.command) => {
                         PaneFacts::Dead
@@ -148,6 +154,7 @@ impl Exec<'_> {
         let ring = |ex: &mut Self, seq: u64, count: u64| {
             let target = Target {
                 pane: (!pane_id.is_empty()).then_some(pane_id),
+                claim: claim.as_ref(),
                 profile: profile.as_ref(),
                 busy_record: busy_rec,
                 spawned_at: meta.spawned_at,

@@ -20,6 +20,7 @@ mod harden;
 mod harness;
 mod notify;
 mod pane;
+mod pane_identity;
 mod remote;
 mod remote_control;
 mod remote_dispatch;
