@@ -188,12 +188,15 @@ fn after_a_server_restart_no_path_acts_on_another_tasks_pane() {
         .stderr_has("is gone")
         .run();
     // The watcher neither.
-    tool(&h, &t, "watch")
+    let watched = tool(&h, &t, "watch")
+        .env("FM_WATCH_GRACE_SECS", "0")
         .arg("--once")
         .status_any()
         .stdout_any()
         .stderr_any()
-        .run();
+        .run()
+        .stdout();
+    assert!(!watched.contains("rang one"), "{watched}");
     let screen = t.capture(&one);
     assert!(!screen.contains("fm-ack one"), "{screen}");
     // Broadcast reaches two alone, in its own pane.
