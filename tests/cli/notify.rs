@@ -480,6 +480,7 @@ fn a_tmux_notification_reaches_a_client_that_attaches_later_without_a_backoff() 
             .contains("firstmate: schema blocked: blocked: no network")
     });
     let took = attached.elapsed();
+    eprintln!("the message reached the client {took:?} after it attached");
     assert!(took.as_secs_f64() < 6.0, "{took:?}");
     d.signal(libc::SIGTERM);
     let d = d.wait(10.0);
