@@ -168,6 +168,8 @@ impl Lane {
             seq: last,
         };
         if fresh.is_empty() {
+            // Nothing waits for a client any more: a later wait is said again.
+            self.nobody = false;
             self.cursor = done;
             done.save(&self.home, name);
             return None;
