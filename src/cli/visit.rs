@@ -19,13 +19,25 @@ fn locate(home: &HomeArg, tool: &str, id: &std::ffi::OsStr) -> Result<Location> 
 }
 
 /// `fm attach`: switch the captain's client when inside tmux on the
-/// worker's server, else attach (this process becomes `tmux attach`).
+/// worker's server; inside tmux on another server, a popup (or a window)
+/// of the captain's own server; else attach (this process becomes `tmux
+/// attach`).
 pub(crate) fn attach(home: &HomeArg, id: &std::ffi::OsStr) -> Result<u8> {
     let loc = locate(home, "fm", id)?;
     match visit::plan_for(&loc)? {
         Jump::Switch => {
             visit::switch(&loc)?;
             common::out(&format!("switched to {} ({})", loc.id, loc.pane))?;
+            Ok(0)
+        }
+        Jump::Popup { server } => {
+            match visit::open_beside(&loc, &server)? {
+                visit::Opened::Popup => common::out(&format!("back from {}", loc.id))?,
+                visit::Opened::Window => common::out(&format!(
+                    "opened {} in window fm-{} of your session (prefix then l comes back)",
+                    loc.id, loc.id
+                ))?,
+            }
             Ok(0)
         }
         Jump::Attach => {

@@ -47,16 +47,20 @@ impl Channel {
         }
     }
 
-    pub fn send(&self, note: &Note) -> Result<(), String> {
+    /// Delivers `note`; `Err` says why it did not arrive.
+    pub fn send(&self, note: &Note) -> Result<(), Miss> {
+        let failed = |f: crate::proc::Failure| Miss::Failed(f.cause.to_string());
         match self {
             Channel::Tmux { socket, display_ms } => tmux(socket, *display_ms, note),
+            // `--` ends the options: a title or body starting with `-` is
+            // shown, never read as one.
             Channel::Desktop { program } => Cmd::new(program)
-                .args(["-a", "firstmate", &note.title(), &note.body()])
+                .args(["-a", "firstmate", "--", &note.title(), &note.body()])
                 .timeout(COMMAND_TIMEOUT)
                 .run_ok()
                 .map(drop)
-                .map_err(|f| f.cause.to_string()),
-            Channel::Http { url, timeout } => http::post(url, *timeout, note),
+                .map_err(failed),
+            Channel::Http { url, timeout } => http::post(url, *timeout, note).map_err(Miss::Failed),
             Channel::Command { argv } => {
                 let (task, kind, text) = note.fields();
                 let argv = crate::watch::hook::argv(argv, &task, &kind, &text);
@@ -68,11 +72,36 @@ impl Channel {
                     .timeout(COMMAND_TIMEOUT)
                     .run_ok()
                     .map(drop)
-                    .map_err(|f| f.cause.to_string())
+                    .map_err(failed)
             }
         }
     }
 }
+
+/// Why a notification did not go out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    /// Nobody to show it to: no tmux client is attached to the workers'
+    /// server (or that server is not running). Not a failure: the lane
+    /// looks again every [`CLIENT_POLL`] and delivers as soon as a client
+    /// attaches, with no backoff.
+    Nobody,
+    /// The delivery failed: retried with backoff.
+    Failed(String),
+}
+
+impl std::fmt::Display for Miss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Miss::Nobody => f.write_str("no tmux client is attached to the workers' server"),
+            Miss::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+/// How often a lane with wakes waiting and no tmux client attached looks
+/// for one (one `list-clients`).
+pub const CLIENT_POLL: Duration = Duration::from_secs(1);
 
 /// The configured channels, and a warning for each one asked for that
 /// cannot work here.
@@ -131,14 +160,16 @@ fn is_executable(p: &Path) -> bool {
 /// terminal. Delivered when at least one client showed it; a client that
 /// failed while another showed it is only logged (a retry would repeat
 /// the message on the others).
-fn tmux(socket: &str, display_ms: u64, note: &Note) -> Result<(), String> {
+fn tmux(socket: &str, display_ms: u64, note: &Note) -> Result<(), Miss> {
     let t = Tmux::new(socket);
-    let clients = t
-        .run(&["list-clients", "-F", "#{client_name}\t#{client_tty}"])
-        .map_err(|e| e.to_string())?;
+    let clients = match t.run(&["list-clients", "-F", "#{client_name}\t#{client_tty}"]) {
+        Ok(out) => out,
+        Err(e) if crate::tmux::pane::no_server(&e) => String::new(),
+        Err(e) => return Err(Miss::Failed(e.to_string())),
+    };
     let clients: Vec<(&str, &str)> = clients.lines().filter_map(|l| l.split_once('\t')).collect();
     if clients.is_empty() {
-        return Err("no tmux client is attached to the workers' server".into());
+        return Err(Miss::Nobody);
     }
     // display-message expands formats: a literal # is written ##.
     let text = note.line().replace('#', "##");
@@ -157,7 +188,7 @@ fn tmux(socket: &str, display_ms: u64, note: &Note) -> Result<(), String> {
         }
     }
     match (shown, errors.is_empty()) {
-        (0, _) => Err(errors.join("; ")),
+        (0, _) => Err(Miss::Failed(errors.join("; "))),
         (_, true) => Ok(()),
         (_, false) => {
             crate::output::warn(

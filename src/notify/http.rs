@@ -6,7 +6,10 @@
 //! status line need no HTTP stack. `https://` goes through `curl` with the
 //! same timeout, because TLS is the one part not worth carrying in every
 //! binary for one channel; without curl such a URL fails (and is retried)
-//! with the reason in the log.
+//! with the reason in the log. curl gets the body on its stdin: nothing a
+//! worker wrote is in its argv (the `Title` header holds the task id and
+//! an event name from `[notify] events`, behind a fixed `Title: `, which
+//! curl never reads as a file).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -25,7 +28,10 @@ pub fn post(url: &str, timeout: Duration, note: &Note) -> Result<(), String> {
             .arg(format!("{:.3}", timeout.as_secs_f64()))
             .args(["-H", &format!("Title: {title}")])
             .args(["-H", "Content-Type: text/plain; charset=utf-8"])
-            .args(["--data-binary", &body, url])
+            // The body on stdin, never in the argv: there a text starting
+            // with `@` would name a local file for curl to post.
+            .args(["--data-binary", "@-", url])
+            .stdin(body.into_bytes())
             .timeout(timeout + Duration::from_secs(1))
             .run_ok()
             .map(drop)

@@ -14,6 +14,10 @@
 //! - a failed delivery is logged on stderr and retried with backoff, the
 //!   wakes kept; wakes that wait (rate limit, backoff, a burst) go out
 //!   together in one notification;
+//! - a tmux notification that finds no client attached is not a failure:
+//!   it is said once, and the lane looks for a client every
+//!   [`CLIENT_POLL`], so the wakes reach a captain who attaches later
+//!   within about a second, never after a backoff;
 //! - a channel's first run starts at the log's end: turning notifications
 //!   on does not replay the history.
 //!
@@ -29,7 +33,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use channel::Channel;
+pub use channel::{CLIENT_POLL, Channel, Miss};
 pub use note::{Note, event_of};
 pub use pacer::Pacer;
 
@@ -80,6 +84,8 @@ pub struct Lane {
     max_age: u64,
     cursor: Cursor,
     pacer: Pacer,
+    /// The last try found no tmux client (said once, until one attaches).
+    nobody: bool,
 }
 
 impl Lane {
@@ -107,6 +113,7 @@ impl Lane {
                 Duration::from_secs(n.retry_secs),
                 Duration::from_secs(n.retry_max_secs),
             ),
+            nobody: false,
         }
     }
 
@@ -161,6 +168,8 @@ impl Lane {
             seq: last,
         };
         if fresh.is_empty() {
+            // Nothing waits for a client any more: a later wait is said again.
+            self.nobody = false;
             self.cursor = done;
             done.save(&self.home, name);
             return None;
@@ -169,13 +178,29 @@ impl Lane {
         let note = Note { wakes: fresh };
         match self.channel.send(&note) {
             Ok(()) => {
+                self.nobody = false;
                 self.pacer.sent(now);
                 self.cursor = done;
                 done.save(&self.home, name);
                 // The rate limit may hold wakes that arrive meanwhile.
                 self.pacer.wait_until(now)
             }
-            Err(e) => {
+            Err(Miss::Nobody) => {
+                // Not a failure: no backoff, and one `list-clients` a
+                // pass until a client attaches (then the wakes go at once).
+                if !self.nobody {
+                    self.nobody = true;
+                    crate::output::warn(
+                        "fm-watch",
+                        &format!(
+                            "notify {name}: {}; {n} wake(s) kept until one attaches",
+                            Miss::Nobody
+                        ),
+                    );
+                }
+                Some(now + CLIENT_POLL)
+            }
+            Err(Miss::Failed(e)) => {
                 let delay = self.pacer.failed(now);
                 crate::output::warn(
                     "fm-watch",

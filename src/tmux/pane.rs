@@ -121,7 +121,7 @@ pub fn literal_arg(arg: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// tmux's way of saying "there is no server": not an error for a reader.
-fn no_server(e: &Error) -> bool {
+pub(crate) fn no_server(e: &Error) -> bool {
     match e {
         Error::External { msg, .. } => {
             msg.contains("no server running")

@@ -7,8 +7,16 @@
 //! session. Going there switches the captain's own client when the captain
 //! is inside tmux on that same server (`switch-client`, so the captain's
 //! terminal stays one client), and otherwise attaches a new client on the
-//! worker's socket (`attach-session`, with `$TMUX` removed so a captain in
-//! another tmux server gets a nested client rather than a refusal). Both
+//! worker's socket (`attach-session`) from a plain shell. A captain inside
+//! tmux on *another* server never gets a client nested in the pane they
+//! ran the command from (the tmux prefix would then reach their own
+//! client, and `prefix d` detach it): the worker opens in a popup of the
+//! captain's own server (`display-popup -E` running `tmux attach` on the
+//! worker's server, `$TMUX` removed for that child), where every key,
+//! the prefix included, goes to the worker's client, so `prefix d`
+//! closes the popup and nothing else. Where a popup cannot open (tmux
+//! before 3.2, or no client shows the captain's session) the same attach
+//! opens in a new window of the captain's session instead. All of them
 //! target the pane id, so tmux also selects its window and the pane.
 //!
 //! A screen read is `capture-pane -p` (plain text: tmux leaves the
@@ -172,7 +180,11 @@ pub fn peek(pane: &dyn Pane, id: &str, lines: Option<usize>) -> Result<Vec<Strin
 pub enum Jump {
     /// The captain's client is on the worker's server: switch it.
     Switch,
-    /// Attach a client on the worker's socket.
+    /// The captain is inside tmux on another server: a client of the
+    /// worker's server (at this `#{socket_path}`) in a popup, or else a
+    /// new window, of the captain's own server; never nested in place.
+    Popup { server: String },
+    /// Not inside tmux: attach a client on the worker's socket.
     Attach,
 }
 
@@ -183,15 +195,17 @@ pub fn client_socket(tmux_env: Option<&str>) -> Option<&str> {
     (!path.is_empty()).then_some(path)
 }
 
-/// Switch when the captain's `$TMUX` names the worker's server, else
-/// attach. `server_path` is the worker server's `#{socket_path}`.
+/// Switch when the captain's `$TMUX` names the worker's server, a popup
+/// when it names another one, else attach. `server_path` is the worker
+/// server's `#{socket_path}`.
 pub fn plan(tmux_env: Option<&str>, server_path: Option<&str>) -> Jump {
     let same = |a: &str, b: &str| {
         let canon = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
         a == b || canon(a) == canon(b)
     };
-    match (client_socket(tmux_env), server_path) {
-        (Some(a), Some(b)) if same(a, b.trim()) => Jump::Switch,
+    match (client_socket(tmux_env), server_path.map(str::trim)) {
+        (Some(a), Some(b)) if same(a, b) => Jump::Switch,
+        (Some(_), Some(b)) if !b.is_empty() => Jump::Popup { server: b.into() },
         _ => Jump::Attach,
     }
 }
@@ -215,8 +229,74 @@ pub fn switch(loc: &Location) -> Result<()> {
         .map(drop)
 }
 
+/// What came of [`open_beside`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opened {
+    /// The popup was shown and is closed again (the captain detached).
+    Popup,
+    /// A new window of the captain's session shows the worker.
+    Window,
+}
+
+/// The command a popup or window of the captain's server runs: `env -u
+/// TMUX tmux -S <server> attach-session -t %N`, each word single-quoted
+/// (tmux hands it to the captain's shell, whichever it is).
+pub fn nested_attach_line(loc: &Location, server: &str) -> String {
+    use crate::shq::quote;
+    format!(
+        "env -u TMUX tmux -S {} attach-session -t {}",
+        quote(server),
+        quote(&loc.pane)
+    )
+}
+
+/// `tmux display-popup -E -w 100% -h 100% <attach>` on the captain's own
+/// server (the one `$TMUX` names): it returns when the popup closes.
+pub fn popup_command(loc: &Location, server: &str) -> Command {
+    let mut cmd = Command::new("tmux");
+    cmd.args(["display-popup", "-E", "-w", "100%", "-h", "100%"])
+        .arg(nested_attach_line(loc, server));
+    cmd
+}
+
+/// `tmux new-window -n fm-<id> <attach>` on the captain's own server.
+pub fn window_command(loc: &Location, server: &str) -> Command {
+    let mut cmd = Command::new("tmux");
+    cmd.args(["new-window", "-n", &format!("fm-{}", loc.id)])
+        .arg(nested_attach_line(loc, server));
+    cmd
+}
+
+/// Shows the worker beside the captain's pane, never inside it: a popup,
+/// or where tmux cannot open one, a new window. Waits while the popup is
+/// open. Both failing is an error naming both reasons.
+pub fn open_beside(loc: &Location, server: &str) -> Result<Opened> {
+    let run = |mut cmd: Command| -> std::result::Result<(), String> {
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run tmux: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    };
+    let popup = match run(popup_command(loc, server)) {
+        Ok(()) => return Ok(Opened::Popup),
+        Err(e) => e,
+    };
+    match run(window_command(loc, server)) {
+        Ok(()) => Ok(Opened::Window),
+        Err(e) => Err(Error::External {
+            program: "tmux".into(),
+            msg: format!("cannot open a popup ({popup}) nor a window ({e})"),
+        }),
+    }
+}
+
 /// `tmux [-L socket] attach-session -t %N`, with `$TMUX` removed, to run
-/// on the captain's terminal (stdio inherited).
+/// on the captain's terminal (stdio inherited) when it is not in tmux.
 pub fn attach_command(loc: &Location) -> Command {
     let mut cmd = Command::new("tmux");
     if !loc.socket.is_empty() {
@@ -268,7 +348,12 @@ mod tests {
         assert_eq!(client_socket(Some("")), None);
         assert_eq!(client_socket(None), None);
         assert_eq!(plan(env, Some("/tmp/tmux-0/fm\n")), Jump::Switch);
-        assert_eq!(plan(env, Some("/tmp/tmux-0/other")), Jump::Attach);
+        assert_eq!(
+            plan(env, Some("/tmp/tmux-0/other\n")),
+            Jump::Popup {
+                server: "/tmp/tmux-0/other".into()
+            }
+        );
         assert_eq!(plan(None, Some("/tmp/tmux-0/fm")), Jump::Attach);
         assert_eq!(plan(env, None), Jump::Attach);
     }
@@ -285,5 +370,45 @@ mod tests {
         assert_eq!(args, ["-L", "fleet", "attach-session", "-t", "%7"]);
         assert!(c.get_envs().any(|(k, v)| k == "TMUX" && v.is_none()));
         assert_eq!(loc.tmux_words(), "tmux -L fleet");
+    }
+
+    #[test]
+    fn a_popup_or_window_attaches_on_the_workers_server_without_tmux_env() {
+        let loc = Location {
+            id: TaskId::parse("t1").unwrap(),
+            pane: "%7".into(),
+            socket: "fleet".into(),
+        };
+        let line = nested_attach_line(&loc, "/tmp/it's here/fleet");
+        assert_eq!(
+            line,
+            "env -u TMUX tmux -S '/tmp/it'\\''s here/fleet' attach-session -t '%7'"
+        );
+        let args = |c: &Command| -> Vec<String> {
+            c.get_args()
+                .map(|a| a.to_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            args(&popup_command(&loc, "/s")),
+            [
+                "display-popup",
+                "-E",
+                "-w",
+                "100%",
+                "-h",
+                "100%",
+                "env -u TMUX tmux -S '/s' attach-session -t '%7'"
+            ]
+        );
+        assert_eq!(
+            args(&window_command(&loc, "/s")),
+            [
+                "new-window",
+                "-n",
+                "fm-t1",
+                "env -u TMUX tmux -S '/s' attach-session -t '%7'"
+            ]
+        );
     }
 }

@@ -14,8 +14,10 @@
 //! Sending and answering ring the doorbell, which waits for the pane
 //! (`settle_ms`, `enter_wait_ms`), so they run on a thread and report
 //! back; peeking and switching the client are quick and run in place.
-//! Attaching hands the terminal to `tmux attach` and takes it back when the
-//! captain detaches.
+//! Attaching (outside tmux) hands the terminal to `tmux attach` and takes
+//! it back when the captain detaches; inside tmux on another server the
+//! worker opens in a popup (or a window) of the captain's own server, on a
+//! thread, never as a client nested in the dashboard's pane.
 
 use std::io::{IsTerminal, Stdout};
 use std::sync::Arc;
@@ -40,7 +42,7 @@ use crate::home::Home;
 use crate::inbox::{self, Outgoing, Ring};
 use crate::task_id::TaskId;
 use crate::tmux::recipient::Recipient;
-use crate::tmux::visit::{self, Jump, Location};
+use crate::tmux::visit::{self, Jump, Location, Opened};
 
 /// Longest wait for a key before looking at the other events.
 pub const SLICE: Duration = Duration::from_millis(100);
@@ -361,6 +363,22 @@ impl Ctx<'_> {
             Jump::Switch => {
                 visit::switch(&loc)?;
                 Ok(format!("switched your client to {id} ({})", loc.pane))
+            }
+            Jump::Popup { server } => {
+                // The popup holds its command until it closes: wait on a
+                // thread, the dashboard keeps drawing beneath it.
+                let (id_, pane) = (id.to_string(), loc.pane.clone());
+                self.background(move |_, _| {
+                    Ok(match visit::open_beside(&loc, &server)? {
+                        Opened::Popup => format!("back from {id_}"),
+                        Opened::Window => format!(
+                            "{id_} opened in window fm-{id_} of your session: prefix then l comes back"
+                        ),
+                    })
+                });
+                Ok(format!(
+                    "opening {id} ({pane}) in a popup: prefix then d closes it"
+                ))
             }
             Jump::Attach => {
                 screen.suspend();

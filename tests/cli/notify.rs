@@ -226,7 +226,7 @@ fn a_decision_reaches_every_channel_once_and_a_failure_is_retried() {
     assert_eq!(
         s.lines("desktop.out"),
         [
-            "-a|firstmate|firstmate: schema needs-decision|needs-decision key=db: postgres or sqlite?|"
+            "-a|firstmate|--|firstmate: schema needs-decision|needs-decision key=db: postgres or sqlite?|"
         ]
     );
     wait_for("the message in the captain's client", SECS, || {
@@ -372,4 +372,123 @@ fn a_wake_past_its_age_is_dropped_with_a_log_line_and_a_first_run_skips_history(
         ))
         .run();
     assert_eq!(s.lines("command.out"), ["new|failed|failed: just now"]);
+}
+
+/// The https channel goes through curl; worker text never reaches curl's
+/// argv, where a body starting with `@` names a local file to post. The
+/// `curl` on `PATH` is the real one, told to speak plain http to the
+/// loopback receiver (no TLS in a test); everything else it is given is
+/// what the channel gives it.
+#[test]
+fn an_https_body_starting_with_at_is_posted_as_text_not_as_a_file() {
+    let Some(real) = ["/usr/bin/curl", "/bin/curl", "/usr/local/bin/curl"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        crate::harness::unmet("curl", "FM_REQUIRE_CURL");
+        return;
+    };
+    let r = Receiver::start(&[Answer::Ok]);
+    let https = r.url.replacen("http://", "https://", 1);
+    // No tmux channel here: the socket is only a name.
+    let s = Setup::new(
+        "fm-test-unused",
+        &format!("url = \"{https}\"\nurl_timeout_ms = 5000\nevents = [\"dialog\"]\n"),
+    );
+    let args = s.h.path("curl.args");
+    std::fs::write(
+        s.bin.join("curl"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {args}\nfor a; do shift; set -- \"$@\" \"$(printf '%s' \"$a\" | sed 's|^https://|http://|')\"; done\nexec {real} \"$@\"\n",
+            args = args.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        s.bin.join("curl"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    // The first run starts at the log's end; the wake comes after it.
+    s.watch().arg("--once").stdout_any().stderr("").run();
+    let text = "@/etc/hostname";
+    let mut log = s.lines("state/wakes.log").join("\n");
+    if !log.is_empty() {
+        log.push('\n');
+    }
+    let seq = log.lines().count() + 1;
+    log.push_str(&format!("{seq}\t{}\tt1\tdialog\t{text}\n", now()));
+    s.h.write("state/wakes.log", log);
+    s.watch().arg("--once").stdout_any().stderr("").run();
+    let reqs = r.requests();
+    assert_eq!(reqs.len(), 1, "{reqs:?}");
+    assert!(
+        reqs[0].0.starts_with("POST /fleet HTTP/1.1\r\n"),
+        "{}",
+        reqs[0].0
+    );
+    assert!(
+        reqs[0].0.contains("\r\nTitle: firstmate: t1 dialog"),
+        "{}",
+        reqs[0].0
+    );
+    assert_eq!(reqs[0].1, text, "the text itself, not a file's content");
+    let argv = std::fs::read_to_string(&args).unwrap();
+    assert!(!argv.contains("/etc/hostname"), "{argv}");
+}
+
+/// A tmux notification that found no client waits for one, not for a
+/// backoff: the captain who attaches later sees it within seconds, and
+/// "no client" is said once, not as a failure per retry.
+#[test]
+fn a_tmux_notification_reaches_a_client_that_attaches_later_without_a_backoff() {
+    let Some(workers) = Tmux::start() else { return };
+    let Some(outer) = Tmux::start() else { return };
+    // A backoff of 60 s would hold the message well past the bound below.
+    let s = Setup::new(
+        &workers.socket,
+        "tmux = true\ntmux_display_ms = 0\nretry_secs = 60\nretry_max_secs = 300\n",
+    );
+    let d = s.daemon();
+    s.status("schema", &format!("blocked [at={}]: no network", now()));
+    wait_for("the try that found no client", SECS, || {
+        d.stderr_so_far().contains("no tmux client is attached")
+    });
+    // Let the lane settle into whatever it waits for, then attach.
+    wait_until(2.5, || false);
+    let client = outer.window(
+        "captain",
+        &[
+            "env",
+            "-u",
+            "TMUX",
+            "tmux",
+            "-L",
+            &workers.socket,
+            "attach-session",
+            "-t",
+            "fm-test",
+        ],
+    );
+    wait_for("the client to attach", SECS, || {
+        !workers.run(["list-clients"]).trim().is_empty()
+    });
+    let attached = std::time::Instant::now();
+    wait_for("the message in the client that attached", 6.0, || {
+        outer
+            .capture(&client)
+            .contains("firstmate: schema blocked: blocked: no network")
+    });
+    let took = attached.elapsed();
+    eprintln!("the message reached the client {took:?} after it attached");
+    assert!(took.as_secs_f64() < 6.0, "{took:?}");
+    d.signal(libc::SIGTERM);
+    let d = d.wait(10.0);
+    let err = d.stderr();
+    assert_eq!(
+        err.matches("no tmux client is attached").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("notify tmux failed"), "{err}");
 }

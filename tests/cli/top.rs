@@ -228,7 +228,11 @@ fn rows_come_attention_first_with_their_reasons_and_p_peeks() {
     s.wait("the refreshed peek", |x| {
         x.contains("stand-in> hello there")
     });
-    s.keys(&["Escape", "j", "j", "p"]);
+    // Escape alone first: read together with the next key, a terminal
+    // reader takes Escape then j for Alt-j.
+    s.keys(&["Escape"]);
+    s.wait("the list again", |x| !x.contains("peek schema"));
+    s.keys(&["j", "j", "p"]);
     s.wait("an error for a gone pane", |x| {
         x.contains("gone: cannot peek")
     });
@@ -366,6 +370,188 @@ fn enter_outside_tmux_attaches_and_detaching_comes_back() {
     f.t.run(["detach-client", "-s", "fm-test"]);
     s.wait("the dashboard again", |x| x.contains("back from schema"));
     assert_eq!(clients().trim(), "");
+}
+
+/// The captain's own tmux is another server (`captain`, whose client is
+/// shown in a pane of a third server, the captain's terminal): Enter must
+/// not nest a client of the workers' server in the dashboard's pane (the
+/// prefix would reach the captain's client, and `prefix d` detach it). The
+/// worker opens in a popup of the captain's server, `prefix d` closes that
+/// popup and leaves the captain attached; `fm attach` does the same.
+#[test]
+fn enter_inside_another_tmux_opens_a_popup_and_never_nests_a_client() {
+    let Some(f) = Fleet::new() else { return };
+    let Some(captain) = Tmux::start() else { return };
+    let Some(terminal) = Tmux::start() else {
+        return;
+    };
+    let argv = f.top_argv(&[]);
+    let mut args = vec![
+        "new-window",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "fm-test",
+        "-n",
+        "dash",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let dash = captain.run(args).trim().to_string();
+    let tty_of = |t: &Tmux, pane: &str| {
+        t.run(["display-message", "-p", "-t", pane, "#{pane_tty}"])
+            .trim()
+            .to_string()
+    };
+    let dash_tty = tty_of(&captain, &dash);
+    let term = terminal.window(
+        "captain",
+        &[
+            "env",
+            "-u",
+            "TMUX",
+            "tmux",
+            "-L",
+            &captain.socket,
+            "attach-session",
+            "-t",
+            "fm-test",
+        ],
+    );
+    wait_for("the captain's client", SECS, || {
+        !captain.run(["list-clients"]).trim().is_empty()
+    });
+    let s = Screen {
+        t: &captain,
+        pane: dash.clone(),
+    };
+    s.wait("the fleet's rows", |x| x.contains("docs"));
+    // The first row is schema's.
+    s.keys(&["Enter"]);
+    let schema = f.pane_of("schema");
+    let workers_clients = || f.t.run(["list-clients", "-F", "#{client_tty} #{pane_id}"]);
+    wait_for("a client on schema's pane", SECS, || {
+        workers_clients().contains(&schema)
+    });
+    let clients = workers_clients();
+    assert_eq!(clients.lines().count(), 1, "{clients}");
+    assert!(
+        !clients.starts_with(&format!("{dash_tty} ")),
+        "a client nested in the dashboard's pane: {clients}"
+    );
+    // The captain's terminal shows the worker over the dashboard, whose
+    // own pane still shows the dashboard.
+    wait_for(
+        "the worker's screen in the captain's terminal",
+        SECS,
+        || {
+            terminal
+                .capture(&term)
+                .contains("stand-in agent for schema")
+        },
+    );
+    assert!(
+        !s.text().contains("stand-in agent for schema"),
+        "{}",
+        s.text()
+    );
+    assert!(s.text().contains("docs"), "{}", s.text());
+    // prefix then d: the popup closes, the captain stays attached.
+    let prefix = captain.run(["show-options", "-gv", "prefix"]);
+    terminal.run(["send-keys", "-t", &term, prefix.trim(), "d"]);
+    wait_for("the worker's client to go", SECS, || {
+        workers_clients().trim().is_empty()
+    });
+    s.wait("the dashboard's report", |x| x.contains("back from schema"));
+    assert!(
+        !captain.run(["list-clients"]).trim().is_empty(),
+        "the captain's own client was detached"
+    );
+    // fm attach from a shell of the captain's server: the same popup.
+    let shell = captain.run([
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "fm-test",
+        "-e",
+        &format!("FM_HOME={}", f.h.root().display()),
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "{} attach docs; echo fm-attach-exit=$?; sleep 60",
+            bin("fm").display()
+        ),
+    ]);
+    let shell = shell.trim();
+    let shell_tty = tty_of(&captain, shell);
+    let docs = f.pane_of("docs");
+    wait_for("a client on docs's pane", SECS, || {
+        workers_clients().contains(&docs)
+    });
+    let clients = workers_clients();
+    assert!(
+        !clients.starts_with(&format!("{shell_tty} ")),
+        "a client nested in the shell's pane: {clients}"
+    );
+    wait_for("docs in the captain's terminal", SECS, || {
+        terminal.capture(&term).contains("stand-in agent for docs")
+    });
+    terminal.run(["send-keys", "-t", &term, prefix.trim(), "d"]);
+    wait_for("fm attach to come back", SECS, || {
+        let x = captain.capture(shell);
+        x.contains("back from docs") && x.contains("fm-attach-exit=0")
+    });
+    assert!(!captain.run(["list-clients"]).trim().is_empty());
+}
+
+/// Where no popup can open (no client shows the captain's session), the
+/// worker opens in a new window of the captain's server: still never a
+/// client nested in the pane the command ran from.
+#[test]
+fn without_a_popup_the_worker_opens_in_a_new_window_of_the_captains_server() {
+    let Some(f) = Fleet::new() else { return };
+    let Some(captain) = Tmux::start() else { return };
+    let shell = captain.run([
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}\t#{pane_tty}",
+        "-t",
+        "fm-test",
+        "-e",
+        &format!("FM_HOME={}", f.h.root().display()),
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "{} attach docs; echo fm-attach-exit=$?; sleep 60",
+            bin("fm").display()
+        ),
+    ]);
+    let (shell, shell_tty) = shell.trim().split_once('\t').unwrap();
+    wait_for("fm attach to open the window", SECS, || {
+        let x = captain.capture(shell);
+        x.contains("opened docs in window fm-docs") && x.contains("fm-attach-exit=0")
+    });
+    let windows = captain.run(["list-windows", "-a", "-F", "#{window_name}\t#{pane_tty}"]);
+    let window_tty = windows
+        .lines()
+        .find_map(|l| l.strip_prefix("fm-docs\t"))
+        .unwrap_or_else(|| panic!("no window fm-docs: {windows}"))
+        .to_string();
+    let docs = f.pane_of("docs");
+    let clients = || f.t.run(["list-clients", "-F", "#{client_tty} #{pane_id}"]);
+    wait_for("a client on docs's pane", SECS, || {
+        clients().contains(&docs)
+    });
+    assert_eq!(clients().trim(), format!("{window_tty} {docs}"));
+    assert_ne!(window_tty, shell_tty);
 }
 
 #[test]
