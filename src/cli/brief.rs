@@ -195,11 +195,12 @@ fn keyed(
     a: &Args,
     ctx: &common::Ctx,
     id: &TaskId,
+    asked: &[&[u8]],
     change: impl FnOnce() -> Result<apply::Report>,
 ) -> Result<u8> {
     let fresh = match a.idempotency_key.as_deref() {
         None => None,
-        Some(k) => match remote::seen::lookup(&ctx.home, id, k)? {
+        Some(k) => match remote::seen::lookup(&ctx.home, id, k, &brief_request(a, id, asked))? {
             remote::seen::Lookup::Seen(answer) => return answer.replay(),
             remote::seen::Lookup::Fresh(f) => Some(f),
         },
@@ -226,6 +227,16 @@ fn keyed(
     Ok(0)
 }
 
+/// What a keyed brief change asks for (the key is bound to it): `asked`
+/// (the change and its content), the force, the actor and the output
+/// form.
+fn brief_request(a: &Args, id: &TaskId, asked: &[&[u8]]) -> remote::seen::Request {
+    let flags = format!("force={} from={:?} json={}", a.force, a.from, a.json);
+    let mut parts = asked.to_vec();
+    parts.push(flags.as_bytes());
+    remote::seen::Request::new(TOOL, id.as_str(), &parts)
+}
+
 /// `--install-stdin <id>`: the far side of a brief re-applied on the
 /// captain's side (docs/remote.md, "A brief re-applied or revoked on
 /// another host").
@@ -241,7 +252,7 @@ fn install(a: &Args, id: &TaskId) -> Result<u8> {
     };
     let text =
         String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
-    keyed(a, &ctx, id, || {
+    keyed(a, &ctx, id, &[b"install", text.as_bytes()], || {
         apply::install(&ctx.home, &ctx.cfg, id, &text, a.force, &a.from)
     })
 }
@@ -329,7 +340,7 @@ fn revoke(a: &Args, id: &TaskId) -> Result<u8> {
         }
         return Ok(code);
     }
-    keyed(a, &ctx, id, || {
+    keyed(a, &ctx, id, &[b"revoke"], || {
         apply::revoke(&ctx.home, &ctx.cfg, id, &a.from)
     })
 }
@@ -475,7 +486,8 @@ fn write(a: &Args) -> Result<u8> {
         }
         return Ok(code);
     }
-    keyed(a, &ctx, &id, || {
+    let asked = format!("{spec:?}");
+    keyed(a, &ctx, &id, &[b"write", asked.as_bytes()], || {
         apply::write(&ctx.home, &ctx.cfg, &spec, a.force, &a.from)
     })
 }

@@ -186,6 +186,7 @@ fn run(a: Args) -> Result<u8> {
             action,
             a.idempotency_key.as_deref(),
             brief,
+            a.json,
             &render,
         )?;
         crate::output::out_block(&out)?;

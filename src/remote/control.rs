@@ -87,12 +87,14 @@ pub(crate) fn captain(
         if host_flag.is_some() {
             let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
             return Err(Error::usage(format!(
-                "unknown host {name:?} (configured: {}; define [hosts.{name}])",
+                "unknown host {} (configured: {}; define [hosts.{}])",
+                crate::cli::common::quoted(&name),
                 if known.is_empty() {
                     "none".to_string()
                 } else {
                     known.join(", ")
-                }
+                },
+                crate::cli::common::hint_name(&name),
             )));
         }
         return Err(Error::refused(format!(
@@ -361,6 +363,7 @@ pub fn read_note() -> Result<String> {
 /// The far side of a keyed lifecycle call (or of a spawn that brings its
 /// brief): returns what to print, `render` making it from the action's
 /// line. A key served before gives its answer again and does nothing.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn serve(
     home: &Home,
     cfg: &Config,
@@ -368,11 +371,20 @@ pub(crate) fn serve(
     action: Action,
     key: Option<&str>,
     brief: Option<Vec<u8>>,
+    json: bool,
     render: &dyn Fn(&str) -> Result<String>,
 ) -> Result<String> {
+    // What the key is bound to: the action with its arguments, the
+    // brief a spawn brought, and the output form.
+    let asked = format!("{action:?} json={json}");
+    let request = seen::Request::new(
+        TOOL,
+        id.as_str(),
+        &[asked.as_bytes(), brief.as_deref().unwrap_or_default()],
+    );
     let fresh = match key {
         None => None,
-        Some(k) => match seen::lookup(home, id, k)? {
+        Some(k) => match seen::lookup(home, id, k, &request)? {
             Lookup::Seen(a) => return Ok(a.stdout),
             Lookup::Fresh(f) => Some(f),
         },
@@ -382,7 +394,7 @@ pub(crate) fn serve(
         && teardown
         && !fsx::exists(&home.meta(id))?
         && let Some(entry) = latest_archive(home, id)?
-        && let Some(a) = seen::find_in(&entry.join(format!("{id}.seen")), k)?
+        && let Some(a) = seen::find_in(&entry.join(format!("{id}.seen")), k, &request)?
     {
         return Ok(a.stdout);
     }
