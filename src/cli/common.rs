@@ -114,12 +114,13 @@ pub(crate) fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
     })
 }
 
-/// Most characters of user input an error quotes.
-const QUOTED_CHARS: usize = 64;
+/// Most characters of user input an error quotes (a whole task id, or a
+/// whole idempotency key, fits).
+const QUOTED_CHARS: usize = 128;
 
 /// User input (a key, an id, an argument) as an error quotes it: in
 /// quotes with control characters, quotes and backslashes escaped, at
-/// most its first 64 characters; a longer input is cut, marked `…`, and
+/// most its first 128 characters; a longer input is cut, marked `…`, and
 /// its whole length given (`"abc"… (102400 bytes)`). Every error that
 /// echoes what a user typed goes through here, so a 100 KB argument
 /// gives a one-line error.
@@ -318,15 +319,15 @@ mod tests {
         let long = "x".repeat(100 * 1024);
         assert_eq!(
             quoted(&long),
-            format!("\"{}\"\u{2026} (102400 bytes)", "x".repeat(64))
+            format!("\"{}\"\u{2026} (102400 bytes)", "x".repeat(128))
         );
         // Cut on a character, never inside one.
-        let wide = "\u{e9}".repeat(70);
+        let wide = "\u{e9}".repeat(130);
         assert_eq!(
             quoted(&wide),
-            format!("\"{}\"\u{2026} (140 bytes)", "\u{e9}".repeat(64))
+            format!("\"{}\"\u{2026} (260 bytes)", "\u{e9}".repeat(128))
         );
-        assert_eq!(quoted(&"y".repeat(64)), format!("\"{}\"", "y".repeat(64)));
+        assert_eq!(quoted(&"y".repeat(128)), format!("\"{}\"", "y".repeat(128)));
     }
 
     #[test]
@@ -341,7 +342,7 @@ mod tests {
         assert_eq!(bounded_block("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\n");
         assert_eq!(hint_name("far-1"), "far-1");
         assert_eq!(hint_name("a b"), "<name>");
-        assert_eq!(hint_name(&"x".repeat(65)), "<name>");
+        assert_eq!(hint_name(&"x".repeat(129)), "<name>");
     }
 
     #[test]

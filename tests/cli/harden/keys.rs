@@ -310,3 +310,25 @@ fn a_huge_malformed_argument_is_quoted_as_a_bounded_prefix() {
     assert!(err.len() < 2000, "{} bytes of stderr", err.len());
     assert!(err.starts_with("fm-send: error: "), "{err}");
 }
+
+#[test]
+fn a_brief_key_replays_the_same_brief_a_second_later_and_refuses_another() {
+    let h = TestHome::new();
+    let brief = |spec: &str| {
+        h.fm("brief")
+            .args(["t1", "demo", "--mode", "local-only", "--intent", "x"])
+            .args(["--spec", spec, "--idempotency-key", "kb"])
+    };
+    let first = brief("one commit").stdout_any().stderr("").run().stdout();
+    assert!(first.starts_with("written: "), "{first}");
+    // Rendered again a second later (another timestamp): the same request.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    brief("one commit").stdout(&first).stderr("").run();
+    let before = h.read_string("data/t1/brief.md");
+    brief("two commits")
+        .status(2)
+        .stdout("")
+        .stderr(format!("fm-brief: error: idempotency key \"kb\" {REFUSED}"))
+        .run();
+    assert_eq!(h.read_string("data/t1/brief.md"), before);
+}
