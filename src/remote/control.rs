@@ -52,6 +52,8 @@ pub const MAX_BRIEF_BYTES: u64 = 1024 * 1024;
 /// Runs `action` on the host task `id` is on: the one `--host` names (a
 /// spawn) or its meta's. `None` when the task is local; otherwise the far
 /// tool's exit code, its stdout and stderr printed as this tool's.
+/// `given` is a key the captain gave (`--idempotency-key`): checked, and
+/// the far key instead of a fresh one (or a pending one kept in the meta).
 pub(crate) fn captain(
     home: &Home,
     cfg: &Config,
@@ -59,7 +61,11 @@ pub(crate) fn captain(
     action: &Action,
     host_flag: Option<&str>,
     json: bool,
+    given: Option<&str>,
 ) -> Result<Option<u8>> {
+    if let Some(k) = given {
+        seen::validate(k)?;
+    }
     fsx::refuse_symlink(&home.meta(id))?;
     let meta = TaskMeta::load(home, id)?;
     let recorded = meta.as_ref().and_then(|m| m.host.clone());
@@ -211,7 +217,10 @@ pub(crate) fn captain(
     if json {
         args.push("--json".into());
     }
-    let key = key.unwrap_or_else(|| call::new_key(id));
+    let key = given
+        .map(str::to_string)
+        .or(key)
+        .unwrap_or_else(|| call::new_key(id));
     let existed = meta.is_some();
     if let Some(k) = keep {
         meta::update(home, id, |m| {
