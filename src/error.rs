@@ -19,7 +19,7 @@ pub mod exit {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A task id that fails SPEC §1.3.
-    #[error("invalid task id {id:?}: {reason}")]
+    #[error("invalid task id {}: {reason}", crate::cli::common::quoted(id))]
     InvalidId { id: String, reason: &'static str },
 
     /// Bad arguments or bad input (empty body, unknown verb, …).

@@ -41,7 +41,8 @@ impl BoardId {
         match digits.parse::<u64>() {
             Ok(n) if ok && n > 0 => Ok(BoardId(n)),
             _ => Err(Error::usage(format!(
-                "invalid board task id {raw:?} (expected T-NNN, e.g. T-001 or 1)"
+                "invalid board task id {} (expected T-NNN, e.g. T-001 or 1)",
+                crate::cli::common::quoted(raw)
             ))),
         }
     }

@@ -327,17 +327,20 @@ pub(crate) fn parse_share(raw: &str) -> Result<Share> {
         || target.ends_with('/')
     {
         return Err(Error::usage(format!(
-            "share {raw:?}: expected TIER[/KEY]=REASON"
+            "share {}: expected TIER[/KEY]=REASON",
+            crate::cli::common::quoted(raw)
         )));
     }
     if reason.trim().is_empty() {
         return Err(Error::usage(format!(
-            "share {target:?} has no reason (TIER[/KEY]=REASON)"
+            "share {} has no reason (TIER[/KEY]=REASON)",
+            crate::cli::common::quoted(target)
         )));
     }
     if reason.contains('\n') {
         return Err(Error::usage(format!(
-            "share {target:?}: the reason must be one line"
+            "share {}: the reason must be one line",
+            crate::cli::common::quoted(target)
         )));
     }
     Ok(Share {
@@ -358,7 +361,12 @@ pub(crate) fn validate_shares(raw: &[String]) -> Result<Vec<Share>> {
 
 /// Refuses a branch name git would reject (the rules of `git check-ref-format --branch`).
 pub(crate) fn validate_branch(b: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::usage(format!("invalid branch name {b:?}: {why}")));
+    let bad = |why: &str| {
+        Err(Error::usage(format!(
+            "invalid branch name {}: {why}",
+            crate::cli::common::quoted(b)
+        )))
+    };
     if b.is_empty() {
         return bad("empty");
     }

@@ -195,7 +195,8 @@ impl BriefRequest {
             super::validate_branch(&branch)?;
             if branch == cfg.brief.default_branch {
                 return Err(Error::usage(format!(
-                    "invalid branch name {branch:?}: it is the default branch, which the brief forbids committing to; use --branch-prefix"
+                    "invalid branch name {}: it is the default branch, which the brief forbids committing to; use --branch-prefix",
+                    crate::cli::common::quoted(&branch)
                 )));
             }
         }

@@ -127,7 +127,12 @@ fn run(a: Args) -> Result<u8> {
     }
     let fresh = match a.idempotency_key.as_deref() {
         None => None,
-        Some(k) => match remote::seen::lookup(&ctx.home, &id, k)? {
+        Some(k) => match remote::seen::lookup(
+            &ctx.home,
+            &id,
+            k,
+            &ack_request(&id, &actor, &seqs, through, a.json),
+        )? {
             remote::seen::Lookup::Seen(answer) => return answer.replay(),
             remote::seen::Lookup::Fresh(f) => Some(f),
         },
@@ -169,6 +174,20 @@ fn run(a: Args) -> Result<u8> {
     }
     crate::output::out_lines(&lines)?;
     Ok(code)
+}
+
+/// What a keyed acknowledgement asks for (the key is bound to it): the
+/// task, the actor, the records named (or `--through N`) and the output
+/// form.
+fn ack_request(
+    id: &TaskId,
+    actor: &str,
+    seqs: &[u64],
+    through: Option<u64>,
+    json: bool,
+) -> remote::seen::Request {
+    let what = format!("seqs={seqs:?} through={through:?} json={json}");
+    remote::seen::Request::new(TOOL, id.as_str(), &[actor.as_bytes(), what.as_bytes()])
 }
 
 /// `fm-ack` on a task of another host: acknowledging travels with an

@@ -217,6 +217,9 @@ fn run(a: Args) -> Result<u8> {
         return remote_board(&a, name);
     }
     let now = clock::now();
+    // What a keyed change asks for (the key is bound to it): the command
+    // with its arguments as given, and the output form.
+    let asked = format!("{:?} json={}", a.cmd, a.json);
     let write = match a.cmd {
         Cmd::List { status } => {
             let ctx = a.home.ctx(TOOL)?;
@@ -236,7 +239,7 @@ fn run(a: Args) -> Result<u8> {
             let ctx = a.home.ctx(TOOL)?;
             return match a.idempotency_key.as_deref() {
                 None => run_dispatch(&ctx, a.json, now),
-                Some(k) => run_dispatch_keyed(&ctx, k, a.json, now),
+                Some(k) => run_dispatch_keyed(&ctx, k, &asked, a.json, now),
             };
         }
         cmd => write_of(cmd)?,
@@ -246,7 +249,7 @@ fn run(a: Args) -> Result<u8> {
     // nothing; a new one is kept with the answer before it is printed.
     let fresh = match a.idempotency_key.as_deref() {
         None => None,
-        Some(k) => match remote::seen::lookup_board(&ctx.home, k)? {
+        Some(k) => match remote::seen::lookup_board(&ctx.home, k, &board_request(&asked))? {
             remote::seen::Lookup::Seen(answer) => return answer.replay(),
             remote::seen::Lookup::Fresh(f) => Some(f),
         },
@@ -414,8 +417,8 @@ fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
 /// records are queued the answer is kept with the doorbells `ringing`
 /// and the key lock released (a retry during the rings gets it at once),
 /// then the final answer after the rings (docs/remote.md).
-fn run_dispatch_keyed(ctx: &Ctx, key: &str, json: bool, now: u64) -> Result<u8> {
-    let fresh = match remote::seen::lookup_board(&ctx.home, key)? {
+fn run_dispatch_keyed(ctx: &Ctx, key: &str, asked: &str, json: bool, now: u64) -> Result<u8> {
+    let fresh = match remote::seen::lookup_board(&ctx.home, key, &board_request(asked))? {
         remote::seen::Lookup::Seen(answer) => return answer.replay(),
         remote::seen::Lookup::Fresh(f) => f,
     };
@@ -445,6 +448,11 @@ fn run_dispatch_keyed(ctx: &Ctx, key: &str, json: bool, now: u64) -> Result<u8> 
         ));
     }
     answer.replay()
+}
+
+/// The request a board key is bound to: `asked` is the command as given.
+fn board_request(asked: &str) -> remote::seen::Request {
+    remote::seen::Request::new(TOOL, "board", &[asked.as_bytes()])
 }
 
 /// A keyed dispatch's notes, one per task, beside its key in the board's

@@ -195,11 +195,12 @@ fn keyed(
     a: &Args,
     ctx: &common::Ctx,
     id: &TaskId,
+    asked: &[&[u8]],
     change: impl FnOnce() -> Result<apply::Report>,
 ) -> Result<u8> {
     let fresh = match a.idempotency_key.as_deref() {
         None => None,
-        Some(k) => match remote::seen::lookup(&ctx.home, id, k)? {
+        Some(k) => match remote::seen::lookup(&ctx.home, id, k, &brief_request(a, id, asked))? {
             remote::seen::Lookup::Seen(answer) => return answer.replay(),
             remote::seen::Lookup::Fresh(f) => Some(f),
         },
@@ -226,6 +227,35 @@ fn keyed(
     Ok(0)
 }
 
+/// What a keyed brief change asks for (the key is bound to it): `asked`
+/// (the change and its content), the force, the actor and the output
+/// form.
+fn brief_request(a: &Args, id: &TaskId, asked: &[&[u8]]) -> remote::seen::Request {
+    let flags = format!("force={} from={:?} json={}", a.force, a.from, a.json);
+    let mut parts = asked.to_vec();
+    parts.push(flags.as_bytes());
+    remote::seen::Request::new(TOOL, id.as_str(), &parts)
+}
+
+/// A brief's text with its frontmatter `timestamp:` value left out: the
+/// captain renders the brief anew (a new timestamp) each time the same
+/// command runs, and the same brief is the same request.
+fn without_timestamp(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fences = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            fences += 1;
+        }
+        if fences == 1 && line.starts_with("timestamp:") {
+            out.push_str("timestamp:\n");
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// `--install-stdin <id>`: the far side of a brief re-applied on the
 /// captain's side (docs/remote.md, "A brief re-applied or revoked on
 /// another host").
@@ -241,7 +271,8 @@ fn install(a: &Args, id: &TaskId) -> Result<u8> {
     };
     let text =
         String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
-    keyed(a, &ctx, id, || {
+    let asked = without_timestamp(&text);
+    keyed(a, &ctx, id, &[b"install", asked.as_bytes()], || {
         apply::install(&ctx.home, &ctx.cfg, id, &text, a.force, &a.from)
     })
 }
@@ -329,7 +360,7 @@ fn revoke(a: &Args, id: &TaskId) -> Result<u8> {
         }
         return Ok(code);
     }
-    keyed(a, &ctx, id, || {
+    keyed(a, &ctx, id, &[b"revoke"], || {
         apply::revoke(&ctx.home, &ctx.cfg, id, &a.from)
     })
 }
@@ -475,7 +506,36 @@ fn write(a: &Args) -> Result<u8> {
         }
         return Ok(code);
     }
-    keyed(a, &ctx, &id, || {
+    // The request is the spec but for its timestamp: the same command
+    // run again a second later is the same request.
+    let asked = format!(
+        "{:?}",
+        crate::brief::BriefSpec {
+            timestamp: String::new(),
+            ..spec.clone()
+        }
+    );
+    keyed(a, &ctx, &id, &[b"write", asked.as_bytes()], || {
         apply::write(&ctx.home, &ctx.cfg, &spec, a.force, &a.from)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_timestamp;
+
+    #[test]
+    fn a_briefs_request_leaves_out_only_its_frontmatter_timestamp() {
+        let a = "---\nid: t1\ntimestamp: 2026-01-01T00:00:00Z\n---\n# Task\ntimestamp: kept\n";
+        let b = "---\nid: t1\ntimestamp: 2026-01-01T00:00:09Z\n---\n# Task\ntimestamp: kept\n";
+        assert_eq!(without_timestamp(a), without_timestamp(b));
+        assert_eq!(
+            without_timestamp(a),
+            "---\nid: t1\ntimestamp:\n---\n# Task\ntimestamp: kept\n"
+        );
+        assert_ne!(
+            without_timestamp(a),
+            without_timestamp(&a.replace("# Task", "# Other"))
+        );
+    }
 }

@@ -48,7 +48,8 @@ pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, Exi
             return ExitCode::from(crate::error::exit::OK);
         }
         let tool = T::command().get_name().to_string();
-        crate::output::err_block(&prefix_error(&tool, &e.render().to_string()));
+        let rendered = bounded_block(&e.render().to_string());
+        crate::output::err_block(&prefix_error(&tool, &rendered));
         ExitCode::from(crate::error::exit::USAGE)
     })
 }
@@ -111,6 +112,61 @@ pub(crate) fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
             .any(|f| f.as_ref() == name)
             .then(|| w.to_string())
     })
+}
+
+/// Most characters of user input an error quotes (a whole task id, or a
+/// whole idempotency key, fits).
+const QUOTED_CHARS: usize = 128;
+
+/// User input (a key, an id, an argument) as an error quotes it: in
+/// quotes with control characters, quotes and backslashes escaped, at
+/// most its first 128 characters; a longer input is cut, marked `…`, and
+/// its whole length given (`"abc"… (102400 bytes)`). Every error that
+/// echoes what a user typed goes through here, so a 100 KB argument
+/// gives a one-line error.
+pub(crate) fn quoted(s: &str) -> String {
+    match s.char_indices().nth(QUOTED_CHARS) {
+        None => format!("{s:?}"),
+        Some((cut, _)) => format!("{:?}\u{2026} ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// `name` as a config table's name in a hint (`[hosts.<name>]`): itself
+/// when it is short and plain, else `<name>` (the error quotes it once,
+/// bounded, already).
+pub(crate) fn hint_name(name: &str) -> &str {
+    let plain = !name.is_empty()
+        && name.len() <= QUOTED_CHARS
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if plain { name } else { "<name>" }
+}
+
+/// A usage error as clap rendered it, each line made safe to print: a
+/// control character escaped, a line past 512 characters cut (`…` and
+/// its length), so an argument of any size or content gives a short
+/// error.
+pub(crate) fn bounded_block(text: &str) -> String {
+    const MAX_LINE: usize = 512;
+    let mut out = String::with_capacity(text.len().min(4096));
+    for (n, line) in text.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        for (chars, c) in line.chars().enumerate() {
+            if chars == MAX_LINE {
+                out.push_str(&format!("\u{2026} ({} bytes)", line.len()));
+                break;
+            }
+            if c.is_control() && c != '\t' {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// An error as one line with its cause chain (what `<tool>: error:` prints).
@@ -254,6 +310,39 @@ mod tests {
             Some("--json=1")
         );
         assert_eq!(flag_in_text(&["--keys"], &flags, 0), None);
+    }
+
+    #[test]
+    fn quoted_input_is_bounded_and_escaped() {
+        assert_eq!(quoted("k-1"), "\"k-1\"");
+        assert_eq!(quoted("a\nb\u{1b}[2J\"c"), r#""a\nb\u{1b}[2J\"c""#);
+        let long = "x".repeat(100 * 1024);
+        assert_eq!(
+            quoted(&long),
+            format!("\"{}\"\u{2026} (102400 bytes)", "x".repeat(128))
+        );
+        // Cut on a character, never inside one.
+        let wide = "\u{e9}".repeat(130);
+        assert_eq!(
+            quoted(&wide),
+            format!("\"{}\"\u{2026} (260 bytes)", "\u{e9}".repeat(128))
+        );
+        assert_eq!(quoted(&"y".repeat(128)), format!("\"{}\"", "y".repeat(128)));
+    }
+
+    #[test]
+    fn clap_errors_are_bounded_line_by_line() {
+        let long = format!(
+            "error: unexpected argument '{}' found\n\nUsage: x\n",
+            "y".repeat(5000)
+        );
+        let b = bounded_block(&long);
+        assert!(b.lines().next().unwrap().len() < 600, "{b}");
+        assert!(b.contains("\u{2026} (5035 bytes)\n\nUsage: x\n"), "{b}");
+        assert_eq!(bounded_block("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\n");
+        assert_eq!(hint_name("far-1"), "far-1");
+        assert_eq!(hint_name("a b"), "<name>");
+        assert_eq!(hint_name(&"x".repeat(129)), "<name>");
     }
 
     #[test]

@@ -158,10 +158,19 @@ fn run(a: Args) -> Result<u8> {
         }
         Verb::Teardown { force } => Action::Teardown { force },
     };
+    // A task on another host is acted on there, a hand-given key being
+    // the far key; only the far side itself (a task of this home, or a
+    // spawn that brought its brief) serves the key here.
     if brief.is_none()
-        && a.idempotency_key.is_none()
-        && let Some(code) =
-            remote::control::captain(&ctx.home, &ctx.cfg, &id, &action, host.as_deref(), a.json)?
+        && let Some(code) = remote::control::captain(
+            &ctx.home,
+            &ctx.cfg,
+            &id,
+            &action,
+            host.as_deref(),
+            a.json,
+            a.idempotency_key.as_deref(),
+        )?
     {
         return Ok(code);
     }
@@ -186,6 +195,7 @@ fn run(a: Args) -> Result<u8> {
             action,
             a.idempotency_key.as_deref(),
             brief,
+            a.json,
             &render,
         )?;
         crate::output::out_block(&out)?;

@@ -176,7 +176,8 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
             Parsed::Line(l) if l.kind == Verb::Done => Some(l),
             _ => {
                 return Err(Error::usage(format!(
-                    "--line {raw:?} is not a done status line"
+                    "--line {} is not a done status line",
+                    crate::cli::common::quoted(raw)
                 )));
             }
         },

@@ -109,7 +109,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
                 ""
             };
             return Err(Error::usage(format!(
-                "{w:?} inside the message text: {what}options go before the text, and `--` before the text sends it literally"
+                "{} inside the message text: {what}options go before the text, and `--` before the text sends it literally",
+                crate::cli::common::quoted(&w)
             )));
         }
         run(a)
@@ -160,7 +161,8 @@ fn run(mut a: Args) -> Result<u8> {
     for k in &a.resolve_key {
         if !status::valid_key(k) {
             return Err(Error::usage(format!(
-                "malformed --resolve-key {k:?} (letters, digits, '.', '_', '-')"
+                "malformed --resolve-key {} (letters, digits, '.', '_', '-')",
+                crate::cli::common::quoted(k)
             )));
         }
     }
@@ -185,7 +187,8 @@ fn run(mut a: Args) -> Result<u8> {
             }
             let fresh = match a.idempotency_key.as_deref() {
                 None => None,
-                Some(k) => match remote::seen::lookup(&ctx.home, &id, k)? {
+                Some(k) => match remote::seen::lookup(&ctx.home, &id, k, &request(&a, &id, &body))?
+                {
                     remote::seen::Lookup::Seen(answer) => return answer.replay(),
                     remote::seen::Lookup::Fresh(f) => Some(f),
                 },
@@ -195,6 +198,28 @@ fn run(mut a: Args) -> Result<u8> {
         }
         None => send_all(&ctx, &a, &body),
     }
+}
+
+/// What a keyed send asks for (the key is bound to it): the task, the
+/// sender, the flags that change what is done or printed, the decision
+/// keys to resolve and the body. A broadcast's part for one task is the
+/// same request as a single send to it with the same options.
+fn request(a: &Args, id: &TaskId, body: &[u8]) -> remote::seen::Request {
+    let flags = format!(
+        "quiet={} fire-and-forget={} dedupe={} json={}",
+        a.quiet, a.fire_and_forget, a.dedupe, a.json
+    );
+    let resolve = a.resolve_key.join("\n");
+    remote::seen::Request::new(
+        TOOL,
+        id.as_str(),
+        &[
+            a.from.as_bytes(),
+            flags.as_bytes(),
+            resolve.as_bytes(),
+            body,
+        ],
+    )
 }
 
 /// The body from text arguments, stdin (`-`) or `--file`, byte-exact.
@@ -456,7 +481,9 @@ fn send_all(ctx: &Ctx, a: &Args, body: &[u8]) -> Result<u8> {
             if jobs.contains_key(id) || remote_ids.contains(id) {
                 continue;
             }
-            if let Some(answer) = remote::seen::find_in(&ctx.home.seen_keys(id), key)? {
+            if let Some(answer) =
+                remote::seen::find_in(&ctx.home.seen_keys(id), key, &request(a, id, body))?
+            {
                 jobs.insert(id.clone(), Job::Replay(answer));
             }
         }
@@ -526,7 +553,7 @@ fn send_keyed(
 ) -> Result<u8> {
     let fresh = match a.idempotency_key.as_deref() {
         None => None,
-        Some(k) => match remote::seen::lookup(&ctx.home, &r.id, k)? {
+        Some(k) => match remote::seen::lookup(&ctx.home, &r.id, k, &request(a, &r.id, body))? {
             remote::seen::Lookup::Seen(answer) => return answer.replay(),
             remote::seen::Lookup::Fresh(f) => Some(f),
         },

@@ -82,7 +82,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             return run(a);
         };
         Err(Error::usage(format!(
-            "{flag:?} inside the status text: put options before the text (fm-status <id> <verb> --key K <text…>), or put `--` before the text to write it literally"
+            "{} inside the status text: put options before the text (fm-status <id> <verb> --key K <text…>), or put `--` before the text to write it literally",
+            crate::cli::common::quoted(&flag)
         )))
     })
 }
@@ -134,7 +135,21 @@ fn run(a: Args) -> Result<u8> {
             .map_err(|e| common::naming(e, id.as_str()))?;
         let fresh = match a.idempotency_key.as_deref() {
             None => None,
-            Some(k) => match remote::seen::lookup(home, &id, k)? {
+            Some(k) => match remote::seen::lookup(
+                home,
+                &id,
+                k,
+                &remote::seen::Request::new(
+                    TOOL,
+                    id.as_str(),
+                    &[
+                        verb.as_bytes(),
+                        a.key.as_deref().unwrap_or("").as_bytes(),
+                        text.as_bytes(),
+                        actor.as_bytes(),
+                    ],
+                ),
+            )? {
                 remote::seen::Lookup::Seen(answer) => return answer.replay(),
                 remote::seen::Lookup::Fresh(f) => Some(f),
             },

@@ -144,11 +144,14 @@ impl Ctl<'_> {
         harness::profile(&self.cfg.harness, name).ok_or_else(|| {
             if self.cfg.harness.contains_key(name) {
                 return Error::usage(format!(
-                    "harness {name:?} is defined in the config but has no `launch`: a harness that is not built in needs [harness.{name}] launch = [\"program\", …]"
+                    "harness {} is defined in the config but has no `launch`: a harness that is not built in needs [harness.{name}] launch = [\"program\", …]",
+                    crate::cli::common::quoted(name)
                 ));
             }
+            let hint = crate::cli::common::hint_name(name);
             Error::usage(format!(
-                "unknown harness {name:?} (built-ins: {}; or define [harness.{name}])",
+                "unknown harness {} (built-ins: {}; or define [harness.{hint}])",
+                crate::cli::common::quoted(name),
                 harness::BUILTINS.join(", ")
             ))
         })

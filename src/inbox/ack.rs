@@ -32,7 +32,8 @@ pub fn parse_seq(raw: &str) -> Result<u64> {
     match stem.parse::<u64>() {
         Ok(n) if n > 0 && stem.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
         _ => Err(Error::usage(format!(
-            "bad message number {raw:?} (expected e.g. 2, 002, 2.msg or 002.msg)"
+            "bad message number {} (expected e.g. 2, 002, 2.msg or 002.msg)",
+            crate::cli::common::quoted(raw)
         ))),
     }
 }

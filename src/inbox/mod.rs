@@ -144,7 +144,10 @@ pub(crate) fn validate_body(cfg: &Config, body: &[u8]) -> Result<()> {
 /// Validates a sender name (one line, no `=` surprises in the header).
 fn validate_from(from: &str) -> Result<()> {
     if from.is_empty() || from.contains(['\n', '\r']) || from.len() > 200 {
-        return Err(Error::usage(format!("invalid sender name {from:?}")));
+        return Err(Error::usage(format!(
+            "invalid sender name {}",
+            crate::cli::common::quoted(from)
+        )));
     }
     Ok(())
 }

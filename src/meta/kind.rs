@@ -68,7 +68,12 @@ impl Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.as_str() == s)
-            .ok_or_else(|| Error::usage(format!("unknown mode {s:?} (expected one of {MODES})")))
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "unknown mode {} (expected one of {MODES})",
+                    crate::cli::common::quoted(s)
+                ))
+            })
     }
 
     pub fn as_str(self) -> &'static str {

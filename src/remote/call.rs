@@ -155,7 +155,9 @@ pub fn named(cfg: &Config, name: &str) -> Result<Remote> {
         known.join(", ")
     };
     Err(Error::usage(format!(
-        "unknown host {name:?} (configured: {known}; define [hosts.{name}])"
+        "unknown host {} (configured: {known}; define [hosts.{}])",
+        crate::cli::common::quoted(name),
+        crate::cli::common::hint_name(name)
     )))
 }
 

@@ -52,6 +52,8 @@ pub const MAX_BRIEF_BYTES: u64 = 1024 * 1024;
 /// Runs `action` on the host task `id` is on: the one `--host` names (a
 /// spawn) or its meta's. `None` when the task is local; otherwise the far
 /// tool's exit code, its stdout and stderr printed as this tool's.
+/// `given` is a key the captain gave (`--idempotency-key`): checked, and
+/// the far key instead of a fresh one (or a pending one kept in the meta).
 pub(crate) fn captain(
     home: &Home,
     cfg: &Config,
@@ -59,7 +61,11 @@ pub(crate) fn captain(
     action: &Action,
     host_flag: Option<&str>,
     json: bool,
+    given: Option<&str>,
 ) -> Result<Option<u8>> {
+    if let Some(k) = given {
+        seen::validate(k)?;
+    }
     fsx::refuse_symlink(&home.meta(id))?;
     let meta = TaskMeta::load(home, id)?;
     let recorded = meta.as_ref().and_then(|m| m.host.clone());
@@ -87,12 +93,14 @@ pub(crate) fn captain(
         if host_flag.is_some() {
             let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
             return Err(Error::usage(format!(
-                "unknown host {name:?} (configured: {}; define [hosts.{name}])",
+                "unknown host {} (configured: {}; define [hosts.{}])",
+                crate::cli::common::quoted(&name),
                 if known.is_empty() {
                     "none".to_string()
                 } else {
                     known.join(", ")
-                }
+                },
+                crate::cli::common::hint_name(&name),
             )));
         }
         return Err(Error::refused(format!(
@@ -209,7 +217,10 @@ pub(crate) fn captain(
     if json {
         args.push("--json".into());
     }
-    let key = key.unwrap_or_else(|| call::new_key(id));
+    let key = given
+        .map(str::to_string)
+        .or(key)
+        .unwrap_or_else(|| call::new_key(id));
     let existed = meta.is_some();
     if let Some(k) = keep {
         meta::update(home, id, |m| {
@@ -361,6 +372,7 @@ pub fn read_note() -> Result<String> {
 /// The far side of a keyed lifecycle call (or of a spawn that brings its
 /// brief): returns what to print, `render` making it from the action's
 /// line. A key served before gives its answer again and does nothing.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn serve(
     home: &Home,
     cfg: &Config,
@@ -368,11 +380,20 @@ pub(crate) fn serve(
     action: Action,
     key: Option<&str>,
     brief: Option<Vec<u8>>,
+    json: bool,
     render: &dyn Fn(&str) -> Result<String>,
 ) -> Result<String> {
+    // What the key is bound to: the action with its arguments, the
+    // brief a spawn brought, and the output form.
+    let asked = format!("{action:?} json={json}");
+    let request = seen::Request::new(
+        TOOL,
+        id.as_str(),
+        &[asked.as_bytes(), brief.as_deref().unwrap_or_default()],
+    );
     let fresh = match key {
         None => None,
-        Some(k) => match seen::lookup(home, id, k)? {
+        Some(k) => match seen::lookup(home, id, k, &request)? {
             Lookup::Seen(a) => return Ok(a.stdout),
             Lookup::Fresh(f) => Some(f),
         },
@@ -382,7 +403,7 @@ pub(crate) fn serve(
         && teardown
         && !fsx::exists(&home.meta(id))?
         && let Some(entry) = latest_archive(home, id)?
-        && let Some(a) = seen::find_in(&entry.join(format!("{id}.seen")), k)?
+        && let Some(a) = seen::find_in(&entry.join(format!("{id}.seen")), k, &request)?
     {
         return Ok(a.stdout);
     }

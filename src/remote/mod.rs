@@ -18,8 +18,25 @@ pub(crate) mod doctor;
 pub(crate) mod fleet;
 pub mod host;
 pub mod seen;
+pub(crate) mod sha256;
 pub mod ssh;
 pub mod wakes;
 
 pub use host::{HostCfg, Hosts};
+
+/// Whether `code` is one a tool of ours exits with (SPEC §14: 0, 1, 2, 3,
+/// 130). Anything else out of a far host (a shell's 126/127, a signal's
+/// 128+n, ssh's 255) or out of a kept answer is not a tool's answer.
+pub(crate) fn documented_exit(code: i32) -> bool {
+    use crate::error::exit;
+    [
+        exit::OK,
+        exit::REFUSED,
+        exit::USAGE,
+        exit::ENV,
+        exit::INTERRUPTED,
+    ]
+    .iter()
+    .any(|&c| i32::from(c) == code)
+}
 pub use ssh::{Reply, Ssh, Unreachable};

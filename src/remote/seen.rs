@@ -5,14 +5,26 @@
 //! again and writes nothing, so a retry after a dropped connection costs
 //! nothing but the round trip.
 //!
-//! `state/<id>.seen` holds one line per key: `<key> <exit code> <stdout
-//! as a JSON string>`. The check, the write and the line are made under
-//! `state/.seen-<id>.lock`, so two attempts with one key never both
-//! write. The board, which is the home's and no task's, keeps its keys
-//! the same way in `state/.board.seen` under `state/.seen-board.lock`
-//! (dot files: no task id starts with a dot, so neither is a task's). The file is kept small: past [`MAX_BYTES`] its older half is
-//! dropped (a retry comes seconds after its first attempt, not thousands
-//! of writes later).
+//! `state/<id>.seen` holds one line per key: `<key> <exit code>
+//! <request> <stdout as a JSON string>`, `<request>` being the
+//! fingerprint of what the call asked for ([`Request`]: the tool, the task
+//! and the request's content, SHA-256 in hex). A key is bound to its
+//! request: the same key with the same request prints the kept answer
+//! again; the same key with another request is refused (exit 2) and does
+//! nothing. A line kept without a fingerprint (by an older release) cannot
+//! be matched to any request and is refused the same way; a line whose
+//! exit code is not a documented one (SPEC §14), whose fingerprint or
+//! answer does not parse, is a corrupt record: refused with exit 3, the
+//! call not redone (it may have written already). The check, the write
+//! and the line are made under `state/.seen-<id>.lock`, so two attempts
+//! with one key never both write. The board, which is the home's and no
+//! task's, keeps its keys the same way in `state/.board.seen` under
+//! `state/.seen-board.lock` (dot files: no task id starts with a dot, so
+//! neither is a task's). The file is kept small: past [`MAX_BYTES`] its
+//! older half is dropped (a retry comes seconds after its first attempt,
+//! not thousands of writes later).
+
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fsx::{self, LockGuard};
@@ -25,7 +37,8 @@ pub const MAX_KEY: usize = 128;
 /// Size past which the older half of the keys is dropped.
 const MAX_BYTES: usize = 64 * 1024;
 
-/// Refuses (exit 2) a key that is not 1–128 bytes of `[A-Za-z0-9._-]`.
+/// Refuses (exit 2) a key that is not 1–128 bytes of `[A-Za-z0-9._-]`;
+/// the error quotes a bounded prefix of it.
 pub fn validate(key: &str) -> Result<()> {
     let ok = !key.is_empty()
         && key.len() <= MAX_KEY
@@ -36,14 +49,42 @@ pub fn validate(key: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::usage(format!(
-            "malformed idempotency key {key:?} (1-{MAX_KEY} letters, digits, '.', '_', '-')"
+            "malformed idempotency key {} (1-{MAX_KEY} letters, digits, '.', '_', '-')",
+            crate::cli::common::quoted(key)
         )))
+    }
+}
+
+/// What a keyed call asks for, as a fingerprint kept beside its answer:
+/// the tool, the task (or `board`) and the request's content (body,
+/// record numbers, line, verb, flags that change what is done or printed),
+/// each part length-prefixed, hashed with SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request(String);
+
+impl Request {
+    /// The fingerprint of `tool` acting on `subject` with `parts`.
+    pub fn new(tool: &str, subject: &str, parts: &[&[u8]]) -> Request {
+        let mut buf = Vec::new();
+        for p in [tool.as_bytes(), subject.as_bytes()]
+            .into_iter()
+            .chain(parts.iter().copied())
+        {
+            buf.extend_from_slice(&(p.len() as u64).to_be_bytes());
+            buf.extend_from_slice(p);
+        }
+        Request(super::sha256::sha256_hex(&buf))
+    }
+
+    fn hex(&self) -> &str {
+        &self.0
     }
 }
 
 /// What a key lookup found.
 pub enum Lookup {
-    /// The key was served before: its answer, to give again.
+    /// The key was served before for this same request: its answer, to
+    /// give again.
     Seen(Answer),
     /// A new key: do the write, then [`Fresh::remember`] its answer. The
     /// lock is held until then.
@@ -70,34 +111,42 @@ impl Answer {
 /// A key not yet served, with the task's key lock held.
 pub struct Fresh {
     _guard: LockGuard,
-    path: std::path::PathBuf,
-    lock: std::path::PathBuf,
+    path: PathBuf,
+    lock: PathBuf,
     key: String,
+    request: Request,
 }
 
-/// Looks `key` up for task `id`, taking the task's key lock.
-pub fn lookup(home: &Home, id: &TaskId, key: &str) -> Result<Lookup> {
-    lookup_at(home, home.seen_lock(id), home.seen_keys(id), key)
+/// Looks `key` up for task `id`, taking the task's key lock. A key kept
+/// for another request is refused (exit 2), a corrupt kept answer too
+/// (exit 3).
+pub fn lookup(home: &Home, id: &TaskId, key: &str, request: &Request) -> Result<Lookup> {
+    lookup_at(home, home.seen_lock(id), home.seen_keys(id), key, request)
 }
 
 /// Looks `key` up among the board's keys, taking the board's key lock
 /// (taken before the board lock, never after it).
-pub fn lookup_board(home: &Home, key: &str) -> Result<Lookup> {
-    lookup_at(home, home.board_seen_lock(), home.board_seen_keys(), key)
+pub fn lookup_board(home: &Home, key: &str, request: &Request) -> Result<Lookup> {
+    lookup_at(
+        home,
+        home.board_seen_lock(),
+        home.board_seen_keys(),
+        key,
+        request,
+    )
 }
 
 fn lookup_at(
     home: &Home,
-    lock: std::path::PathBuf,
-    path: std::path::PathBuf,
+    lock: PathBuf,
+    path: PathBuf,
     key: &str,
+    request: &Request,
 ) -> Result<Lookup> {
     validate(key)?;
     fsx::ensure_dir(&home.state_dir())?;
     let guard = fsx::lock(&lock, fsx::LOCK_WAIT)?;
-    fsx::refuse_symlink(&path)?;
-    let bytes = fsx::read_optional(&path)?.unwrap_or_default();
-    if let Some(answer) = find(&bytes, key) {
+    if let Some(answer) = find_in(&path, key, request)? {
         return Ok(Lookup::Seen(answer));
     }
     Ok(Lookup::Fresh(Fresh {
@@ -105,33 +154,93 @@ fn lookup_at(
         path,
         lock,
         key: key.to_string(),
+        request: request.clone(),
     }))
 }
 
 /// The answer recorded for `key` in the key file at `path` (another
-/// task's, or an archived one), if any; takes no lock.
-pub fn find_in(path: &std::path::Path, key: &str) -> Result<Option<Answer>> {
+/// task's, or an archived one), if any, checked against `request` as a
+/// lookup checks it; takes no lock.
+pub fn find_in(path: &Path, key: &str, request: &Request) -> Result<Option<Answer>> {
     fsx::refuse_symlink(path)?;
-    Ok(fsx::read_optional(path)?.and_then(|b| find(&b, key)))
+    let Some(bytes) = fsx::read_optional(path)? else {
+        return Ok(None);
+    };
+    let Some(kept) = find(&bytes, key).map_err(|why| corrupt(path, key, &why))? else {
+        return Ok(None);
+    };
+    match kept.request.as_deref() {
+        Some(h) if h == request.hex() => Ok(Some(kept.answer)),
+        Some(_) => Err(Error::usage(format!(
+            "idempotency key {} was used for another request; nothing was done",
+            crate::cli::common::quoted(key)
+        ))),
+        None => Err(Error::usage(format!(
+            "idempotency key {} was kept by an older release without its request, so this call cannot be matched to it; nothing was done (use a new key)",
+            crate::cli::common::quoted(key)
+        ))),
+    }
 }
 
-/// The answer recorded for `key`, if a complete line holds it.
-fn find(bytes: &[u8], key: &str) -> Option<Answer> {
-    fsx::complete_lines(bytes)
-        .split(|&b| b == b'\n')
-        .rev()
-        .find_map(|line| {
-            let line = std::str::from_utf8(line).ok()?;
-            let (k, rest) = line.split_once(' ')?;
-            if k != key {
-                return None;
-            }
-            let (code, stdout) = rest.split_once(' ')?;
-            Some(Answer {
-                code: code.parse().ok()?,
-                stdout: serde_json::from_str(stdout).ok()?,
-            })
-        })
+/// Exit 3 for a kept answer that does not parse.
+fn corrupt(path: &Path, key: &str, why: &str) -> Error {
+    Error::io(
+        "replay of an idempotency key",
+        path,
+        std::io::Error::other(format!(
+            "the answer kept for key {} is corrupt ({why}); nothing was done",
+            crate::cli::common::quoted(key)
+        )),
+    )
+}
+
+/// One kept line: the request's fingerprint (none on a line an older
+/// release wrote) and the answer.
+struct Kept {
+    request: Option<String>,
+    answer: Answer,
+}
+
+/// The last complete line holding `key`, parsed; a line that holds it
+/// but does not parse is `Err(why)`.
+fn find(bytes: &[u8], key: &str) -> std::result::Result<Option<Kept>, String> {
+    for line in fsx::complete_lines(bytes).split(|&b| b == b'\n').rev() {
+        let Some(rest) = line
+            .strip_prefix(key.as_bytes())
+            .and_then(|r| r.strip_prefix(b" "))
+        else {
+            continue;
+        };
+        let rest = std::str::from_utf8(rest).map_err(|_| "not UTF-8".to_string())?;
+        return parse(rest).map(Some);
+    }
+    Ok(None)
+}
+
+/// `<code> [<request>] <stdout as JSON>`.
+fn parse(rest: &str) -> std::result::Result<Kept, String> {
+    let (code, rest) = rest.split_once(' ').ok_or("no answer")?;
+    let code: u8 = code
+        .parse()
+        .map_err(|_| format!("exit code {}", crate::cli::common::quoted(code)))?;
+    if !super::documented_exit(i32::from(code)) {
+        return Err(format!("exit code {code}, which no tool of ours gives"));
+    }
+    let (request, json) = if rest.starts_with('"') {
+        (None, rest)
+    } else {
+        let (h, json) = rest.split_once(' ').ok_or("no answer")?;
+        if h.len() != 64 || !h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err("a malformed request fingerprint".into());
+        }
+        (Some(h.to_string()), json)
+    };
+    let stdout: String =
+        serde_json::from_str(json).map_err(|_| "an answer that is not a JSON string")?;
+    Ok(Kept {
+        request,
+        answer: Answer { code, stdout },
+    })
 }
 
 impl Fresh {
@@ -144,21 +253,27 @@ impl Fresh {
 
     /// [`Fresh::remember`] into the key file at `path` instead of the
     /// task's own (a teardown's, which has just archived that file).
-    pub fn remember_at(self, path: &std::path::Path, answer: &Answer) -> Result<()> {
-        keep(path, &self.key, answer)
+    pub fn remember_at(self, path: &Path, answer: &Answer) -> Result<()> {
+        keep(path, &self.key, &self.request, answer)
     }
 
     /// What the write noted under `sub` beside this key (a keyed
     /// dispatch's note of one task), if anything. Sub-keys are
-    /// `<key>#<sub>`: `#` is no key's, so no caller's key is one.
+    /// `<key>#<sub>`: `#` is no key's, so no caller's key is one. A note
+    /// another request made under this key is refused as the key is.
     pub fn noted(&self, sub: &str) -> Result<Option<Answer>> {
-        find_in(&self.path, &format!("{}#{sub}", self.key))
+        find_in(&self.path, &format!("{}#{sub}", self.key), &self.request)
     }
 
     /// Notes `answer` under `sub` beside this key, the lock still held
     /// (the last note of a sub-key is the one [`Fresh::noted`] gives).
     pub fn note(&self, sub: &str, answer: &Answer) -> Result<()> {
-        keep(&self.path, &format!("{}#{sub}", self.key), answer)
+        keep(
+            &self.path,
+            &format!("{}#{sub}", self.key),
+            &self.request,
+            answer,
+        )
     }
 
     /// Records the key with a provisional answer (the record is written,
@@ -166,47 +281,47 @@ impl Fresh {
     /// arriving meanwhile gets that answer at once instead of waiting
     /// for the lock. [`Held::remember`] then records the final answer.
     pub fn hold(self, provisional: &Answer) -> Result<Held> {
-        keep(&self.path, &self.key, provisional)?;
+        keep(&self.path, &self.key, &self.request, provisional)?;
         Ok(Held {
             path: self.path,
             lock: self.lock,
             key: self.key,
+            request: self.request,
         })
     }
 }
 
 /// A key whose provisional answer is recorded, the lock released.
 pub struct Held {
-    path: std::path::PathBuf,
-    lock: std::path::PathBuf,
+    path: PathBuf,
+    lock: PathBuf,
     key: String,
+    request: Request,
 }
 
 impl Held {
     /// Records the final answer under the key lock it was looked up
     /// under; the last line of a key is the one a lookup gives.
     pub fn remember(self, _home: &Home, _id: &TaskId, answer: &Answer) -> Result<()> {
-        let _guard = fsx::lock(&self.lock, fsx::LOCK_WAIT)?;
-        keep(&self.path, &self.key, answer)
+        self.finish(answer)
     }
-}
 
-impl Held {
     /// [`Held::remember`] for a key that is no task's (the board's).
     pub fn finish(self, answer: &Answer) -> Result<()> {
         let _guard = fsx::lock(&self.lock, fsx::LOCK_WAIT)?;
-        keep(&self.path, &self.key, answer)
+        keep(&self.path, &self.key, &self.request, answer)
     }
 }
 
-/// Appends `<key> <code> <stdout as JSON>` to `path`, dropping the older
-/// half of the file first when the line would take it past [`MAX_BYTES`].
-fn keep(path: &std::path::Path, key: &str, answer: &Answer) -> Result<()> {
+/// Appends `<key> <code> <request> <stdout as JSON>` to `path`, dropping
+/// the older half of the file first when the line would take it past
+/// [`MAX_BYTES`].
+fn keep(path: &Path, key: &str, request: &Request, answer: &Answer) -> Result<()> {
     let json = serde_json::to_string(&answer.stdout).map_err(|e| Error::External {
         program: "serde_json".into(),
         msg: e.to_string(),
     })?;
-    let line = format!("{key} {} {json}\n", answer.code);
+    let line = format!("{key} {} {} {json}\n", answer.code, request.hex());
     let old = fsx::read_optional(path)?.unwrap_or_default();
     if old.len() + line.len() > MAX_BYTES {
         let kept = fsx::complete_lines(&old);
@@ -226,6 +341,10 @@ fn keep(path: &std::path::Path, key: &str, answer: &Answer) -> Result<()> {
 mod tests {
     use super::*;
 
+    fn req() -> Request {
+        Request::new("fm-send", "t", &[b"hello"])
+    }
+
     fn setup() -> (tempfile::TempDir, Home, TaskId) {
         let d = tempfile::tempdir().unwrap();
         let home = Home::at(d.path()).unwrap();
@@ -235,7 +354,7 @@ mod tests {
     #[test]
     fn a_key_is_fresh_once_then_returns_its_answer() {
         let (_d, home, id) = setup();
-        let Lookup::Fresh(f) = lookup(&home, &id, "cap-t-1-2-0").unwrap() else {
+        let Lookup::Fresh(f) = lookup(&home, &id, "cap-t-1-2-0", &req()).unwrap() else {
             panic!("a new key is fresh");
         };
         let a = Answer {
@@ -243,17 +362,17 @@ mod tests {
             stdout: "queued t 001.msg\n\"x\" y\n".into(),
         };
         f.remember(&a).unwrap();
-        match lookup(&home, &id, "cap-t-1-2-0").unwrap() {
+        match lookup(&home, &id, "cap-t-1-2-0", &req()).unwrap() {
             Lookup::Seen(got) => assert_eq!(got, a),
             Lookup::Fresh(_) => panic!("a served key is seen"),
         }
         // An unanswered lookup leaves nothing behind: the key stays fresh.
         assert!(matches!(
-            lookup(&home, &id, "other").unwrap(),
+            lookup(&home, &id, "other", &req()).unwrap(),
             Lookup::Fresh(_)
         ));
         assert!(matches!(
-            lookup(&home, &id, "other").unwrap(),
+            lookup(&home, &id, "other", &req()).unwrap(),
             Lookup::Fresh(_)
         ));
     }
@@ -261,7 +380,7 @@ mod tests {
     #[test]
     fn a_held_key_answers_provisionally_without_its_lock_then_finally() {
         let (_d, home, id) = setup();
-        let Lookup::Fresh(f) = lookup(&home, &id, "k").unwrap() else {
+        let Lookup::Fresh(f) = lookup(&home, &id, "k", &req()).unwrap() else {
             panic!("a new key is fresh");
         };
         let first = Answer {
@@ -271,7 +390,7 @@ mod tests {
         let held = f.hold(&first).unwrap();
         // The lock is free: a retry gets the provisional answer at once.
         drop(fsx::lock(&home.seen_lock(&id), std::time::Duration::ZERO).unwrap());
-        match lookup(&home, &id, "k").unwrap() {
+        match lookup(&home, &id, "k", &req()).unwrap() {
             Lookup::Seen(got) => assert_eq!(got, first),
             Lookup::Fresh(_) => panic!("a held key is seen"),
         }
@@ -280,7 +399,7 @@ mod tests {
             stdout: "queued t 001.msg \u{b7} doorbell rang\n".into(),
         };
         held.remember(&home, &id, &last).unwrap();
-        match lookup(&home, &id, "k").unwrap() {
+        match lookup(&home, &id, "k", &req()).unwrap() {
             Lookup::Seen(got) => assert_eq!(got, last),
             Lookup::Fresh(_) => panic!("a served key is seen"),
         }
@@ -289,7 +408,7 @@ mod tests {
     #[test]
     fn the_boards_keys_are_not_a_tasks() {
         let (_d, home, id) = setup();
-        let Lookup::Fresh(f) = lookup_board(&home, "k").unwrap() else {
+        let Lookup::Fresh(f) = lookup_board(&home, "k", &req()).unwrap() else {
             panic!("a new key is fresh");
         };
         let a = Answer {
@@ -297,19 +416,22 @@ mod tests {
             stdout: "T-001 in_progress\n".into(),
         };
         f.remember(&a).unwrap();
-        match lookup_board(&home, "k").unwrap() {
+        match lookup_board(&home, "k", &req()).unwrap() {
             Lookup::Seen(got) => assert_eq!(got, a),
             Lookup::Fresh(_) => panic!("a served key is seen"),
         }
         // A task's keys are its own.
-        assert!(matches!(lookup(&home, &id, "k").unwrap(), Lookup::Fresh(_)));
+        assert!(matches!(
+            lookup(&home, &id, "k", &req()).unwrap(),
+            Lookup::Fresh(_)
+        ));
         assert!(home.state_dir().join(".board.seen").is_file());
     }
 
     #[test]
     fn notes_beside_a_key_are_its_own_and_the_last_one_counts() {
         let (_d, home, _id) = setup();
-        let Lookup::Fresh(f) = lookup_board(&home, "k").unwrap() else {
+        let Lookup::Fresh(f) = lookup_board(&home, "k", &req()).unwrap() else {
             panic!("a new key is fresh");
         };
         assert_eq!(f.noted("T-001").unwrap(), None);
@@ -323,28 +445,136 @@ mod tests {
         assert_eq!(f.noted("T-002").unwrap(), None);
         // A note is not the key's answer: the key is still fresh.
         drop(f);
-        let Lookup::Fresh(f) = lookup_board(&home, "k").unwrap() else {
+        let Lookup::Fresh(f) = lookup_board(&home, "k", &req()).unwrap() else {
             panic!("a noted key is still fresh");
         };
         assert_eq!(f.noted("T-001").unwrap(), Some(note("two")));
         let held = f.hold(&note("ringing")).unwrap();
         held.finish(&note("rang")).unwrap();
-        match lookup_board(&home, "k").unwrap() {
+        match lookup_board(&home, "k", &req()).unwrap() {
             Lookup::Seen(got) => assert_eq!(got, note("rang")),
             Lookup::Fresh(_) => panic!("a served key is seen"),
         }
     }
 
     #[test]
+    fn a_key_is_bound_to_its_request() {
+        let (_d, home, id) = setup();
+        let Lookup::Fresh(f) = lookup(&home, &id, "k", &req()).unwrap() else {
+            panic!("a new key is fresh");
+        };
+        let a = Answer {
+            code: 0,
+            stdout: "queued t 001.msg\n".into(),
+        };
+        f.remember(&a).unwrap();
+        let before = std::fs::read(home.seen_keys(&id)).unwrap();
+        // Another body, another tool, another task's parts: refused, exit 2.
+        for other in [
+            Request::new("fm-send", "t", &[b"other"]),
+            Request::new("fm-ack", "t", &[b"hello"]),
+            Request::new("fm-send", "u", &[b"hello"]),
+            Request::new("fm-send", "t", &[b"hel", b"lo"]),
+        ] {
+            let Err(e) = lookup(&home, &id, "k", &other) else {
+                panic!("{other:?} replayed another request's answer");
+            };
+            assert_eq!(e.exit_code(), 2);
+            assert_eq!(
+                e.to_string(),
+                "idempotency key \"k\" was used for another request; nothing was done"
+            );
+        }
+        assert_eq!(std::fs::read(home.seen_keys(&id)).unwrap(), before);
+        // The same request still replays.
+        assert!(matches!(lookup(&home, &id, "k", &req()).unwrap(), Lookup::Seen(g) if g == a));
+    }
+
+    #[test]
+    fn a_line_without_its_request_is_refused() {
+        let (_d, home, id) = setup();
+        std::fs::create_dir_all(home.state_dir()).unwrap();
+        std::fs::write(home.seen_keys(&id), "k 0 \"queued t 001.msg\\n\"\n").unwrap();
+        let Err(e) = lookup(&home, &id, "k", &req()) else {
+            panic!("an old line was replayed");
+        };
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("older release"), "{e}");
+        // Another key of that file is still fresh.
+        assert!(matches!(
+            lookup(&home, &id, "j", &req()).unwrap(),
+            Lookup::Fresh(_)
+        ));
+    }
+
+    #[test]
+    fn a_kept_answer_with_a_code_of_no_tool_is_corrupt() {
+        let (_d, home, id) = setup();
+        std::fs::create_dir_all(home.state_dir()).unwrap();
+        let h = req().0;
+        for (line, why) in [
+            (format!("k 255 {h} \"\"\n"), "exit code 255"),
+            (format!("k 127 {h} \"\"\n"), "exit code 127"),
+            (format!("k 4 {h} \"\"\n"), "exit code 4"),
+            (format!("k 300 {h} \"\"\n"), "exit code \"300\""),
+            (format!("k 0 {h} not-json\n"), "not a JSON string"),
+            (format!("k 0 zz {h} \"\"\n"), "fingerprint"),
+            ("k 0\n".to_string(), "no answer"),
+        ] {
+            std::fs::write(home.seen_keys(&id), &line).unwrap();
+            let Err(e) = lookup(&home, &id, "k", &req()) else {
+                panic!("{line:?} was replayed");
+            };
+            assert_eq!(e.exit_code(), 3, "{line:?}");
+            let msg = crate::cli::common::describe(&e);
+            assert!(
+                msg.contains(why) && msg.contains("corrupt"),
+                "{line:?}: {msg}"
+            );
+        }
+        // The documented codes replay.
+        for code in [0u8, 1, 2, 3, 130] {
+            std::fs::write(home.seen_keys(&id), format!("k {code} {h} \"x\"\n")).unwrap();
+            assert!(
+                matches!(lookup(&home, &id, "k", &req()).unwrap(), Lookup::Seen(a) if a.code == code)
+            );
+        }
+    }
+
+    #[test]
+    fn a_note_of_another_request_is_refused() {
+        let (_d, home, _id) = setup();
+        let Lookup::Fresh(f) = lookup_board(&home, "k", &req()).unwrap() else {
+            panic!("a new key is fresh");
+        };
+        let note = Answer {
+            code: 0,
+            stdout: "{}".into(),
+        };
+        f.note("T-001", &note).unwrap();
+        drop(f);
+        let other = Request::new("fm-board", "board", &[b"dispatch", b"json"]);
+        let Lookup::Fresh(f) = lookup_board(&home, "k", &other).unwrap() else {
+            panic!("a noted key is still fresh");
+        };
+        assert_eq!(f.noted("T-001").unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
     fn malformed_keys_are_usage_errors() {
         let (_d, home, id) = setup();
         for bad in ["", "a b", "a/b", "k\n", &"x".repeat(129)] {
-            let Err(e) = lookup(&home, &id, bad) else {
+            let Err(e) = lookup(&home, &id, bad, &req()) else {
                 panic!("{bad:?} accepted");
             };
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
         validate(&"x".repeat(128)).unwrap();
+        // A huge key is quoted as a bounded prefix.
+        let e = validate(&format!("{}\n", "x".repeat(100 * 1024))).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.len() < 300, "{msg}");
+        assert!(msg.contains("(102401 bytes)"), "{msg}");
     }
 
     #[test]
@@ -355,7 +585,7 @@ mod tests {
             stdout: "a".repeat(200),
         };
         for n in 0..1000 {
-            let Lookup::Fresh(f) = lookup(&home, &id, &format!("k{n}")).unwrap() else {
+            let Lookup::Fresh(f) = lookup(&home, &id, &format!("k{n}"), &req()).unwrap() else {
                 panic!("k{n} seen before");
             };
             f.remember(&answer).unwrap();
@@ -363,11 +593,11 @@ mod tests {
         let len = std::fs::metadata(home.seen_keys(&id)).unwrap().len();
         assert!(len <= MAX_BYTES as u64, "{len}");
         assert!(matches!(
-            lookup(&home, &id, "k999").unwrap(),
+            lookup(&home, &id, "k999", &req()).unwrap(),
             Lookup::Seen(_)
         ));
         assert!(matches!(
-            lookup(&home, &id, "k0").unwrap(),
+            lookup(&home, &id, "k0", &req()).unwrap(),
             Lookup::Fresh(_)
         ));
     }

@@ -16,7 +16,11 @@
 //! ssh exits 255 for its own failures (no route, refused, authentication,
 //! a dropped connection) and otherwise with the far command's code; our
 //! tools never exit 255, so 255 and a timeout are [`Unreachable`], and any
-//! other exit is the tool's [`Reply`].
+//! other exit is the tool's [`Reply`]. A reply is only ever one of the
+//! documented exit codes (SPEC §14): the far shell's 127 (no such tool on
+//! its PATH) or 126 (not executable), or any other code no tool of ours
+//! gives (a crash, a signal), becomes exit 3 with a `<tool>: error:` line
+//! naming the host and what happened ([`outside_contract`]).
 
 use std::path::PathBuf;
 
@@ -132,7 +136,39 @@ impl Ssh {
         if let Some(bytes) = stdin {
             cmd = cmd.stdin(bytes);
         }
-        classify(cmd.run())
+        classify(cmd.run()).map(|r| self.outside_contract(tool, r))
+    }
+
+    /// `reply` itself when its code is a documented one; otherwise exit 3
+    /// with nothing on stdout (what a crashed or missing tool printed is
+    /// no answer) and one `<tool>: error:` line naming the host, what the
+    /// code means and the far side's last line.
+    fn outside_contract(&self, tool: &str, reply: Reply) -> Reply {
+        if super::documented_exit(reply.code) {
+            return reply;
+        }
+        let prog = self.cfg.tool(tool);
+        let on_path = if prog == tool { " on its PATH" } else { "" };
+        let host = &self.name;
+        let code = reply.code;
+        let what = match code {
+            127 => format!("host {host} has no {prog}{on_path} (exit 127)"),
+            126 => format!("host {host} cannot run {prog}: not executable (exit 126)"),
+            _ => format!(
+                "host {host}: {prog} ended with exit {code}, which is none of its documented codes (0, 1, 2, 3, 130)"
+            ),
+        };
+        let said = last_line(&reply.stderr, "");
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!("; it said: {}", bounded(&said))
+        };
+        Reply {
+            code: i32::from(crate::error::exit::ENV),
+            stdout: String::new(),
+            stderr: format!("{tool}: error: {what}{said}\n"),
+        }
     }
 
     /// Runs one fixed line of ours in the far login shell (the doctor's
@@ -177,6 +213,14 @@ fn classify(
             stdout: out.stdout,
             stderr: out.stderr,
         }),
+    }
+}
+
+/// At most 200 characters of a far line, cut with `…`.
+fn bounded(line: &str) -> String {
+    match line.char_indices().nth(200) {
+        None => line.to_string(),
+        Some((cut, _)) => format!("{}\u{2026}", &line[..cut]),
     }
 }
 
@@ -233,6 +277,37 @@ mod tests {
         let cmd = format!("{:?}", host("").ssh());
         let want = r#"args: ["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=2", "-o", "ControlMaster=auto", "-o", "ControlPath=/h/state/ssh/%C", "-o", "ControlPersist=300", "-F", "/c", "--", "me@box"]"#;
         assert!(cmd.contains(want), "{cmd}");
+    }
+
+    #[test]
+    fn exits_outside_the_contract_are_exit_3_naming_the_host() {
+        let reply = |code: i32, stderr: &str| Reply {
+            code,
+            stdout: "partial".into(),
+            stderr: stderr.into(),
+        };
+        let r =
+            host("").outside_contract("fm-send", reply(127, "sh: 1: exec: fm-send: not found\n"));
+        assert_eq!(
+            (r.code, &*r.stdout, &*r.stderr),
+            (
+                3,
+                "",
+                "fm-send: error: host box has no fm-send on its PATH (exit 127); it said: sh: 1: exec: fm-send: not found\n"
+            )
+        );
+        let r = host("/opt/fm").outside_contract("fm-ack", reply(126, ""));
+        assert_eq!(
+            r.stderr,
+            "fm-ack: error: host box cannot run /opt/fm/fm-ack: not executable (exit 126)\n"
+        );
+        let r = host("").outside_contract("fm-status", reply(134, "boom\n"));
+        assert_eq!(r.code, 3);
+        assert!(r.stderr.contains("ended with exit 134"), "{}", r.stderr);
+        for code in [0, 1, 2, 3, 130] {
+            let r = host("").outside_contract("fm-send", reply(code, "x\n"));
+            assert_eq!((r.code, &*r.stdout, &*r.stderr), (code, "partial", "x\n"));
+        }
     }
 
     #[test]

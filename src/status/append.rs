@@ -22,7 +22,8 @@ pub fn format_append(
     let word = verb.trim().to_lowercase();
     if Verb::from_word(&word, &paused.to_lowercase()).is_none() {
         return Err(Error::usage(format!(
-            "unknown verb {verb:?} (working, needs-decision, blocked, {paused}, done, failed, resolved, note)"
+            "unknown verb {} (working, needs-decision, blocked, {paused}, done, failed, resolved, note)",
+            crate::cli::common::quoted(verb)
         )));
     }
     if text.trim().is_empty() {
@@ -43,7 +44,8 @@ pub fn format_append(
         Some(k) if valid_key(k) => format!(" [key={k}]"),
         Some(k) => {
             return Err(Error::usage(format!(
-                "malformed key {k:?} (letters, digits, '.', '_', '-')"
+                "malformed key {} (letters, digits, '.', '_', '-')",
+                crate::cli::common::quoted(k)
             )));
         }
         None => String::new(),
@@ -57,7 +59,8 @@ pub fn format_append(
             "the line would be unreadable: {why} (a [key=…] at the start of the text is read as the line's key)"
         ))),
         Parsed::Prose => Err(Error::usage(format!(
-            "the line would be read as prose, not a status line (verb {word:?})"
+            "the line would be read as prose, not a status line (verb {})",
+            crate::cli::common::quoted(&word)
         ))),
     }
 }

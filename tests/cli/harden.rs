@@ -607,6 +607,7 @@ mod counters;
 mod debris;
 mod fifos;
 mod inputs;
+mod keys;
 mod locks;
 mod names;
 mod output;

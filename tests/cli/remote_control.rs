@@ -620,3 +620,51 @@ fn a_local_teardown_archives_the_keys_of_the_task() {
         "k1 0 \"queued t1 001.msg\\n\"\n"
     );
 }
+
+/// A key given by hand to the captain's `fm-control` is the far key, and
+/// the far side binds it to its request: a teardown under the spawn's key
+/// is refused there (exit 2) and tears down nothing on either side.
+#[test]
+fn a_teardown_under_a_spawns_key_is_refused_on_both_sides() {
+    let Some(sshd) = start() else { return };
+    let project = far_project(&sshd);
+    let h = captain(&sshd, &["t1"]);
+    let pane = spawn(&h, &sshd, "t1", &project);
+    let seen = far_read(&sshd, "state/t1.seen");
+    let spawn_key = seen.split(' ').next().unwrap().to_string();
+    assert!(!spawn_key.is_empty(), "{seen}");
+    h.fm("control")
+        .args(["t1", "teardown", "--force", "--idempotency-key", &spawn_key])
+        .status(2)
+        .stdout("")
+        .stderr(format!(
+            "fm-control: error: idempotency key \"{spawn_key}\" was used for another request; nothing was done\n"
+        ))
+        .run();
+    let meta = h.read_string("state/t1.meta");
+    assert!(
+        meta.contains("host=far") && !meta.contains("teardown_key="),
+        "{meta}"
+    );
+    assert!(!h.exists("state/archive"));
+    assert!(sshd.far_home.join("state/t1.meta").exists());
+    assert!(!sshd.far_home.join("state/archive").exists());
+    let panes = far_tmux(&sshd, &["list-panes", "-a", "-F", "#{pane_id}"]);
+    assert!(panes.lines().any(|p| p == pane), "{panes}");
+    // Under a key of its own the teardown runs there, that key kept in
+    // the far archive entry.
+    h.fm("control")
+        .args(["t1", "teardown", "--force", "--idempotency-key", "kt.1"])
+        .stdout_has("torn-down t1 archive=")
+        .stderr("")
+        .run();
+    assert!(!h.exists("state/t1.meta"));
+    let entry = std::fs::read_dir(sshd.far_home.join("state/archive"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let kept = std::fs::read_to_string(entry.join("t1.seen")).unwrap();
+    assert!(kept.lines().any(|l| l.starts_with("kt.1 0 ")), "{kept}");
+}

@@ -479,3 +479,154 @@ fn a_brief_reapplied_for_a_remote_task_whose_answer_was_lost_is_installed_once()
     assert!(far_read(&sshd, "data/t1/brief.md").contains("revoked"));
     assert_eq!(far_events(&sshd, "brief.revoked"), 1);
 }
+
+const REFUSED: &str = "was used for another request; nothing was done\n";
+
+#[test]
+fn a_key_reused_for_another_remote_request_is_refused_there() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    let send = |key: &str, body: &str| {
+        h.fm("send")
+            .args(["--quiet", "--idempotency-key", key, "t1", "-"])
+            .stdin(body)
+    };
+    send("k.1", "one\n")
+        .stdout("queued t1 001.msg \u{b7} doorbell quiet\n")
+        .stderr("")
+        .run();
+    send("k.1", "two\n")
+        .status(2)
+        .stdout("")
+        .stderr(format!("fm-send: error: idempotency key \"k.1\" {REFUSED}"))
+        .run();
+    let inbox = sshd.far_home.join("state/t1.inbox");
+    assert_eq!(entries(&inbox), ["001.msg", "handled"]);
+    send("k.1b", "two\n")
+        .stdout("queued t1 002.msg \u{b7} doorbell quiet\n")
+        .run();
+    // An ack of other records under a served key.
+    let ack = |seq: &str| h.fm("ack").args(["--idempotency-key", "k.2", "t1", seq]);
+    ack("1").stdout("handled 001.msg\n").stderr("").run();
+    ack("2")
+        .status(2)
+        .stdout("")
+        .stderr(format!("fm-ack: error: idempotency key \"k.2\" {REFUSED}"))
+        .run();
+    assert_eq!(entries(&inbox), ["002.msg", "handled"]);
+    // A status append of another line.
+    let status = |text: &str| {
+        h.fm("status")
+            .args(["--idempotency-key", "k.3", "t1", "working", text])
+    };
+    status("one").stdout("").stderr("").run();
+    status("two")
+        .status(2)
+        .stdout("")
+        .stderr(format!(
+            "fm-status: error: idempotency key \"k.3\" {REFUSED}"
+        ))
+        .run();
+    assert_eq!(far_read(&sshd, "state/t1.status").lines().count(), 1);
+    // A board cancel of another task.
+    for subject in ["A", "B"] {
+        h.fm("board")
+            .args(["--host", "far", "add", subject])
+            .stdout_any()
+            .run();
+    }
+    let cancel = |task: &str| {
+        h.fm("board").args([
+            "--host",
+            "far",
+            "--idempotency-key",
+            "k.4",
+            "cancel",
+            task,
+            "--reason",
+            "not needed",
+        ])
+    };
+    cancel("T-001").stdout("T-001 cancelled\n").stderr("").run();
+    cancel("T-002")
+        .status(2)
+        .stdout("")
+        .stderr(format!(
+            "fm-board: error: idempotency key \"k.4\" {REFUSED}"
+        ))
+        .run();
+    h.fm("board")
+        .args(["--host", "far", "show", "2", "--json"])
+        .stdout_has(r#""status":"pending""#)
+        .run();
+}
+
+#[test]
+fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    let bin = format!("bin = \"{}\"", sshd.far_home.join("bin").display());
+    let noexec = sshd.far_home.join("noexec");
+    // A host whose tools are nowhere (bin unset: the far PATH has none),
+    // and one whose fm-ack is there but not executable.
+    h.write(
+        "config/firstmate.toml",
+        format!(
+            "{}{}{}",
+            sshd.host_toml("far", 5_000),
+            sshd.host_toml("bare", 5_000).replace(&bin, "bin = \"\""),
+            sshd.host_toml("noexec", 5_000)
+                .replace(&bin, &format!("bin = \"{}\"", noexec.display())),
+        ),
+    );
+    sshd.far_write("noexec/fm-ack", "#!/bin/sh\nexit 0\n");
+    h.write("state/t2.meta", "kind=ship\nhost=bare\n");
+    h.write("state/t3.meta", "kind=ship\nhost=noexec\n");
+    h.fm("send")
+        .args(["--quiet", "t2", "hi"])
+        .status(3)
+        .stdout("")
+        .stderr_regex(
+            r"^fm-send: error: host bare has no fm-send on its PATH \(exit 127\); it said: .*fm-send.*\n$",
+        )
+        .run();
+    h.fm("status")
+        .arg("t2")
+        .status(3)
+        .stdout("")
+        .stderr_has("fm-status: error: host bare has no fm-status on its PATH (exit 127)")
+        .run();
+    h.fm("ack")
+        .args(["t3", "1"])
+        .status(3)
+        .stdout("")
+        .stderr_has(&format!(
+            "fm-ack: error: host noexec cannot run {}/fm-ack: not executable (exit 126)",
+            noexec.display()
+        ))
+        .run();
+}
+
+#[test]
+fn a_forged_exit_code_kept_on_the_far_side_is_exit_3_not_replayed() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd);
+    // 255 is ssh's own code: replayed, it read as an unreachable host.
+    sshd.far_write("state/t1.seen", "k.9 255 \"forged\\n\"\n");
+    h.fm("send")
+        .args(["--quiet", "--idempotency-key", "k.9", "t1", "-"])
+        .stdin("x\n")
+        .status(3)
+        .stdout("")
+        .stderr_has("fm-send: error: replay of an idempotency key failed (")
+        .stderr_has("the answer kept for key \"k.9\" is corrupt (exit code 255, which no tool of ours gives); nothing was done\n")
+        .stderr_lacks("unreachable")
+        .run();
+    assert!(entries(&sshd.far_home.join("state/t1.inbox")).is_empty());
+}
