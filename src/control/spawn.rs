@@ -152,6 +152,14 @@ impl Ctl<'_> {
             .unwrap_or_default();
         tmux.run(&["set-option", "-p", "-t", pane, owner::MARK_OPTION, mark])?;
         let started = self.respawn_marked(tmux, pane, worktree, launch);
+        if started.is_ok()
+            && let Err(e) = verify_started(tmux, pane, worktree)
+        {
+            // An agent that runs where it should not, or could not start,
+            // is nobody's: its pane goes (a relaunch then opens a window).
+            let _ = tmux.run(&["kill-pane", "-t", pane]);
+            return Err(e);
+        }
         if started.is_err() {
             // The pane keeps the mark of the agent it held (a failed
             // relaunch leaves the task's pane the task's).
@@ -195,8 +203,7 @@ impl Ctl<'_> {
             args.extend(["/bin/sh", "-c", "exec \"$0\""].map(String::from));
         }
         args.extend(argv);
-        tmux.run(&args)?;
-        verify_started(tmux, pane, worktree)
+        tmux.run(&args).map(drop)
     }
 
     /// The launch, refused (exit 1) when its program cannot be found (an

@@ -18,7 +18,6 @@ pub(crate) mod doctor;
 pub(crate) mod fleet;
 pub mod host;
 pub mod seen;
-pub(crate) mod sha256;
 pub mod ssh;
 pub mod wakes;
 

@@ -65,15 +65,20 @@ pub struct Request(String);
 impl Request {
     /// The fingerprint of `tool` acting on `subject` with `parts`.
     pub fn new(tool: &str, subject: &str, parts: &[&[u8]]) -> Request {
-        let mut buf = Vec::new();
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
         for p in [tool.as_bytes(), subject.as_bytes()]
             .into_iter()
             .chain(parts.iter().copied())
         {
-            buf.extend_from_slice(&(p.len() as u64).to_be_bytes());
-            buf.extend_from_slice(p);
+            h.update((p.len() as u64).to_be_bytes());
+            h.update(p);
         }
-        Request(super::sha256::sha256_hex(&buf))
+        let mut hex = String::with_capacity(64);
+        for b in h.finalize() {
+            hex.push_str(&format!("{b:02x}"));
+        }
+        Request(hex)
     }
 
     fn hex(&self) -> &str {

@@ -404,14 +404,15 @@ mod tests {
         let claim = Claim {
             task: TaskId::parse("one").unwrap(),
             pane: "%1".into(),
-            spawn_id: Some("aa".into()),
+            spawn_id: Some("00000000000000aa".into()),
             server: None,
+            spawned_at: None,
         };
         for (mark, want) in [
-            ("two/aa", Outcome::Dead),
+            ("two/00000000000000aa", Outcome::Dead),
             ("", Outcome::Dead),
-            ("one/bb", Outcome::Dead),
-            ("one/aa", Outcome::Rang),
+            ("one/00000000000000bb", Outcome::Dead),
+            ("one/00000000000000aa", Outcome::Rang),
         ] {
             let f = FakePane::with("%1", "claude");
             f.edit("%1", |s| s.mark = mark.into());

@@ -21,6 +21,10 @@ use crate::tmux::pane::PaneInfo;
 /// The tmux pane option holding a pane's mark.
 pub const MARK_OPTION: &str = "@fm_task";
 
+/// How much earlier than a server's start a pane may be recorded and
+/// still be taken as on it (clock steps within one machine).
+const RESTART_SLACK_SECS: u64 = 2;
+
 /// The format that prints the server's identity: its pid and start time.
 pub const SERVER_FORMAT: &str = "#{pid}-#{start_time}";
 
@@ -42,6 +46,31 @@ pub fn new_spawn_id() -> String {
     format!("{:016x}", h.finish())
 }
 
+/// A pane's mark as read: `<task id>/<16 hex digits>`, nothing, or
+/// anything else (never trusted, never printed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mark {
+    None,
+    Task(TaskId, String),
+    Garbage,
+}
+
+impl Mark {
+    fn parse(raw: &str) -> Mark {
+        if raw.is_empty() {
+            return Mark::None;
+        }
+        let Some((task, spawn)) = raw.split_once('/') else {
+            return Mark::Garbage;
+        };
+        let hex = spawn.len() == 16 && spawn.bytes().all(|b| b.is_ascii_hexdigit());
+        match TaskId::parse(task) {
+            Ok(t) if hex => Mark::Task(t, spawn.to_string()),
+            _ => Mark::Garbage,
+        }
+    }
+}
+
 /// Why a recorded pane is not the task's (any more).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lost {
@@ -52,8 +81,10 @@ pub enum Lost {
     ServerRestarted,
     /// The pane carries no mark, though meta says it was marked.
     Unmarked,
-    /// The pane is marked as another task's.
-    OtherTask(String),
+    /// The pane is marked as another task's (named when the mark holds a
+    /// valid task id).
+    OtherTask(Option<String>),
+
     /// The pane is marked for another spawn of this task.
     OtherSpawn,
 }
@@ -66,7 +97,8 @@ impl Lost {
             Lost::Closed => None,
             Lost::ServerRestarted => Some("the tmux server restarted".into()),
             Lost::Unmarked => Some("the pane id now names an unmarked pane".into()),
-            Lost::OtherTask(t) => Some(format!("the pane id now names task {t}'s pane")),
+            Lost::OtherTask(Some(t)) => Some(format!("the pane id now names task {t}'s pane")),
+            Lost::OtherTask(None) => Some("the pane id now names another task's pane".into()),
             Lost::OtherSpawn => Some("the pane belongs to another spawn of this task".into()),
         }
     }
@@ -89,6 +121,8 @@ pub struct Claim {
     pub(crate) spawn_id: Option<String>,
     /// `tmux_server`: the server the pane was opened on.
     pub(crate) server: Option<String>,
+    /// `spawned_at`: when the pane was recorded.
+    pub(crate) spawned_at: Option<u64>,
 }
 
 impl Claim {
@@ -99,6 +133,7 @@ impl Claim {
             pane: meta.pane.clone()?,
             spawn_id: meta.spawn_id.clone(),
             server: meta.tmux_server.clone(),
+            spawned_at: meta.spawned_at,
         })
     }
 
@@ -110,32 +145,65 @@ impl Claim {
     /// Whether `info` (the recorded pane as tmux lists it, `None` when no
     /// pane has that id) is this task's. `server` is the identity of the
     /// server asked, when known (a listed pane carries it).
+    ///
+    /// With a `spawn_id` in meta: the pane's exact mark proves it. Short
+    /// of that, on the server the pane was opened on (pane ids are never
+    /// reused within one server's life) a pane without a mark — one named
+    /// in meta by hand — or with another spawn's mark of this same task — a
+    /// relaunch between marking the pane and writing meta — is still the
+    /// task's; on any other server it is not. Without a `spawn_id` (a meta
+    /// written by hand or before marks): the pane is the task's unless it
+    /// is marked as another task's, or meta's `spawned_at` is older than
+    /// the answering server (a spawn from before marks, after a reboot).
     pub fn check(&self, info: Option<&PaneInfo>, server: Option<&str>) -> Result<(), Lost> {
-        let server = info.map(|i| i.server.as_str()).or(server);
-        let restarted = match (&self.server, server) {
-            (Some(was), Some(now)) => !now.is_empty() && was != now,
-            _ => false,
-        };
+        // An id no pane has: gone, plainly (SPEC's `pane gone`).
         let Some(info) = info else {
-            return Err(if restarted {
-                Lost::ServerRestarted
-            } else {
-                Lost::Closed
-            });
+            return Err(Lost::Closed);
         };
         if info.id != self.pane {
             return Err(Lost::Closed);
         }
-        let (task, spawn) = info.mark.split_once('/').unwrap_or((&info.mark, ""));
-        match &self.spawn_id {
-            // Unproven meta: the pane is ours unless another task owns it.
-            None if info.mark.is_empty() || task == self.task.as_str() => Ok(()),
-            Some(want) if task == self.task.as_str() && spawn == want => Ok(()),
-            Some(_) if restarted => Err(Lost::ServerRestarted),
-            Some(_) if info.mark.is_empty() => Err(Lost::Unmarked),
-            Some(_) if task == self.task.as_str() => Err(Lost::OtherSpawn),
-            // Another task's mark, whether meta proves anything or not.
-            None | Some(_) => Err(Lost::OtherTask(task.to_string())),
+        let server = Some(info.server.as_str())
+            .filter(|s| !s.is_empty())
+            .or(server);
+        let same_server = match (&self.server, server) {
+            (Some(was), Some(now)) => Some(was == now),
+            _ => None,
+        };
+        let mark = Mark::parse(&info.mark);
+        let this_task = matches!(&mark, Mark::Task(t, _) if t == &self.task);
+        let other = |mark: &Mark| match mark {
+            Mark::Task(t, _) => Lost::OtherTask(Some(t.to_string())),
+            _ => Lost::OtherTask(None),
+        };
+        let Some(want) = &self.spawn_id else {
+            // A pane recorded before the answering server started cannot
+            // be on it (a meta of a spawn from before marks, after a
+            // reboot).
+            let started = server
+                .and_then(|s| s.rsplit_once('-'))
+                .and_then(|(_, t)| t.parse::<u64>().ok());
+            return match &mark {
+                _ if !this_task
+                    && self.spawned_at.zip(started).is_some_and(|(at, start)| {
+                        at.saturating_add(RESTART_SLACK_SECS) < start
+                    }) =>
+                {
+                    Err(Lost::ServerRestarted)
+                }
+                Mark::None => Ok(()),
+                Mark::Task(..) if this_task => Ok(()),
+                _ => Err(other(&mark)),
+            };
+        };
+        match &mark {
+            Mark::Task(_, spawn) if this_task && spawn == want => Ok(()),
+            _ if same_server == Some(false) => Err(Lost::ServerRestarted),
+            Mark::None if same_server == Some(true) => Ok(()),
+            Mark::None => Err(Lost::Unmarked),
+            Mark::Task(..) if this_task && same_server == Some(true) => Ok(()),
+            Mark::Task(..) if this_task => Err(Lost::OtherSpawn),
+            _ => Err(other(&mark)),
         }
     }
 
@@ -170,75 +238,118 @@ mod tests {
             pane: "%0".into(),
             spawn_id: spawn.map(str::to_string),
             server: server.map(str::to_string),
+            spawned_at: None,
         }
     }
 
+    const A: &str = "00000000000000aa";
+    const B: &str = "00000000000000bb";
+
     #[test]
-    fn a_marked_claim_holds_only_on_its_own_mark() {
-        let c = claim(Some("aa"), Some("7-100"));
-        assert_eq!(c.check(Some(&info("%0", "one/aa", "7-100")), None), Ok(()));
-        // The server restarted: its %0 is someone else's, or nobody's.
+    fn a_marked_claim_holds_on_its_own_mark_or_its_own_server() {
+        let c = claim(Some(A), Some("7-100"));
+        let m = |t: &str, s: &str| format!("{t}/{s}");
         assert_eq!(
-            c.check(Some(&info("%0", "two/bb", "9-200")), None),
-            Err(Lost::ServerRestarted)
+            c.check(Some(&info("%0", &m("one", A), "7-100")), None),
+            Ok(())
         );
+        // Another server: its %0 is someone else's, or nobody's.
+        for mark in [m("two", B), String::new(), m("one", B), "junk".into()] {
+            assert_eq!(
+                c.check(Some(&info("%0", &mark, "9-200")), None),
+                Err(Lost::ServerRestarted),
+                "{mark}"
+            );
+        }
+        // Its own mark proves it anywhere (a server that kept its pid).
         assert_eq!(
-            c.check(Some(&info("%0", "", "9-200")), None),
-            Err(Lost::ServerRestarted)
+            c.check(Some(&info("%0", &m("one", A), "9-200")), None),
+            Ok(())
         );
-        assert_eq!(c.check(None, Some("9-200")), Err(Lost::ServerRestarted));
-        // The same server.
-        assert_eq!(c.check(None, Some("7-100")), Err(Lost::Closed));
+        // An id no pane has is plainly gone.
+        assert_eq!(c.check(None, Some("9-200")), Err(Lost::Closed));
         assert_eq!(c.check(None, None), Err(Lost::Closed));
+        // The same server: ids are never reused, so an unmarked pane was
+        // named by hand, and another spawn of this task is a relaunch
+        // under way.
+        assert_eq!(c.check(Some(&info("%0", "", "7-100")), None), Ok(()));
         assert_eq!(
-            c.check(Some(&info("%0", "", "7-100")), None),
-            Err(Lost::Unmarked)
+            c.check(Some(&info("%0", &m("one", B), "7-100")), None),
+            Ok(())
         );
         assert_eq!(
-            c.check(Some(&info("%0", "two/aa", "7-100")), None),
-            Err(Lost::OtherTask("two".into()))
+            c.check(Some(&info("%0", &m("two", A), "7-100")), None),
+            Err(Lost::OtherTask(Some("two".into())))
         );
-        assert_eq!(
-            c.check(Some(&info("%0", "one/bb", "7-100")), None),
-            Err(Lost::OtherSpawn)
-        );
-        // A mark is compared whole: a prefix or a suffix is not it.
-        for m in ["one/a", "one/aaa", "on/aa", "one/aa/x", "one", "/aa"] {
-            assert!(c.check(Some(&info("%0", m, "7-100")), None).is_err(), "{m}");
+        // A mark that is not `<id>/<16 hex>` names nobody and proves nothing.
+        for bad in [
+            "one/aa".to_string(),
+            format!("one/{A}0"),
+            format!("on/{A}x"),
+            format!("one/{A}/x"),
+            "one".into(),
+            format!("/{A}"),
+            format!("\x1b[2J/{A}"),
+        ] {
+            let got = c.check(Some(&info("%0", &bad, "7-100")), None);
+            assert_eq!(got, Err(Lost::OtherTask(None)), "{bad}");
         }
         // Without a server in meta: the mark alone decides.
-        let c = claim(Some("aa"), None);
-        assert_eq!(c.check(Some(&info("%0", "one/aa", "1-1")), None), Ok(()));
+        let c = claim(Some(A), None);
+        assert_eq!(
+            c.check(Some(&info("%0", &m("one", A), "1-1")), None),
+            Ok(())
+        );
         assert_eq!(
             c.check(Some(&info("%0", "", "1-1")), None),
             Err(Lost::Unmarked)
         );
+        assert_eq!(
+            c.check(Some(&info("%0", &m("one", B), "1-1")), None),
+            Err(Lost::OtherSpawn)
+        );
     }
 
     #[test]
-    fn an_unmarked_claim_yields_only_to_another_tasks_mark() {
+    fn an_unmarked_claim_yields_to_another_tasks_mark_and_a_newer_server() {
         let c = claim(None, None);
         assert_eq!(c.check(Some(&info("%0", "", "1-1")), None), Ok(()));
-        assert_eq!(c.check(Some(&info("%0", "one/zz", "1-1")), None), Ok(()));
         assert_eq!(
-            c.check(Some(&info("%0", "two/zz", "1-1")), None),
-            Err(Lost::OtherTask("two".into()))
+            c.check(Some(&info("%0", &format!("one/{A}"), "1-1")), None),
+            Ok(())
+        );
+        assert_eq!(
+            c.check(Some(&info("%0", &format!("two/{A}"), "1-1")), None),
+            Err(Lost::OtherTask(Some("two".into())))
         );
         assert_eq!(c.check(None, None), Err(Lost::Closed));
+        // Recorded at 1000: a server started at 1001 may hold it (slack),
+        // one started at 5000 cannot.
+        let c = Claim {
+            spawned_at: Some(1000),
+            ..claim(None, None)
+        };
+        assert_eq!(c.check(Some(&info("%0", "", "7-1001")), None), Ok(()));
+        assert_eq!(
+            c.check(Some(&info("%0", "", "7-5000")), None),
+            Err(Lost::ServerRestarted)
+        );
+        assert_eq!(
+            c.check(Some(&info("%0", &format!("one/{A}"), "7-5000")), None),
+            Ok(())
+        );
     }
 
     #[test]
     fn the_list_gives_the_server_of_a_missing_pane() {
-        let c = claim(Some("aa"), Some("7-100"));
+        let c = claim(Some(A), Some("7-100"));
         let list = [info("%3", "x/y", "9-200")];
-        assert_eq!(c.check_in(&list), Err(Lost::ServerRestarted));
-        let list = [info("%3", "x/y", "7-100")];
         assert_eq!(c.check_in(&list), Err(Lost::Closed));
         assert_eq!(c.check_in(&[]), Err(Lost::Closed));
         assert!(new_spawn_id() != new_spawn_id());
         assert_eq!(new_spawn_id().len(), 16);
         assert_eq!(
-            Lost::OtherTask("two".into()).words(),
+            Lost::OtherTask(Some("two".into())).words(),
             "pane gone \u{b7} the pane id now names task two's pane"
         );
         assert_eq!(Lost::Closed.words(), "pane gone");

@@ -135,7 +135,13 @@ pub(crate) fn no_server(e: &Error) -> bool {
 /// The fields of a pane, one line each; the window name last (it may hold
 /// tabs). The mark and the server identity come in the same call as the
 /// pane itself, so a pane is never used without its proof.
-pub(crate) const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{pane_current_command}\t#{session_name}\t#{@fm_task}\t#{pid}-#{start_time}\t#{window_name}";
+///
+/// The two fields a pane's program can choose (its command name, through
+/// its argv\[0\], and its mark, through `set-option`) come with every byte
+/// outside printable ASCII replaced by `_`: a tab or a newline in them
+/// would forge a field or a whole line for another pane. tmux escapes the
+/// window name itself.
+pub(crate) const LIST_FORMAT: &str = "#{pane_id}\t#{pane_dead}\t#{pane_in_mode}\t#{s/[^ -~]/_/:pane_current_command}\t#{session_name}\t#{s/[^ -~]/_/:@fm_task}\t#{pid}-#{start_time}\t#{window_name}";
 
 /// Parses `list-panes -a -F LIST_FORMAT` output.
 pub fn parse_list(out: &str) -> Vec<PaneInfo> {

@@ -275,7 +275,14 @@ fn a_hand_written_meta_yields_to_a_pane_marked_for_another_task() {
         .status(0)
         .stdout_has("agent alive")
         .run();
-    t.run(["set-option", "-p", "-t", &pane, "@fm_task", "other/0123"]);
+    t.run([
+        "set-option",
+        "-p",
+        "-t",
+        &pane,
+        "@fm_task",
+        "other/0123456789abcdef",
+    ]);
     tool(&h, &t, "crew-state")
         .arg("solo")
         .status(0)
@@ -371,5 +378,41 @@ fn a_hostile_home_name_runs_nothing_and_the_agent_starts_in_its_worktree() {
         }
         let cwd = std::env::current_dir().unwrap();
         assert!(!cwd.join("PWN").exists());
+    }
+}
+
+/// A pane's program chooses its mark (`set-option`) and its command name
+/// (argv[0]); neither can forge a field or a line of the pane list for
+/// another pane id.
+#[test]
+fn a_mark_or_a_command_name_cannot_forge_another_panes_line() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let pane = t.window("w", &["--", "sleep", "300"]);
+    h.write(
+        "state/ghost.meta",
+        format!("pane=%99\ntmux_socket={}\n", t.socket),
+    );
+    h.write("data/ghost/brief.md", "---\nid: ghost\n---\n# Task\n");
+    // Each forgery ends its own line and starts one for a pane id nobody
+    // has, in the form the fleet view's list reads (a screen key first).
+    let forged = "x\n1:2:80x24:0:0\t%99\t0\t0\tsleep\tfm-test\t";
+    t.run(["set-option", "-p", "-t", &pane, "@fm_task", forged]);
+    // The same through a command name (argv[0]).
+    let name = "sleep\\n1:2:80x24:0:0\\t%98\\t0\\t0\\tsleep";
+    let py = format!("import os; os.execv('/bin/sleep', ['{name}', '300'])");
+    let _ = t.window("v", &["--", "python3", "-c", &py]);
+    h.write(
+        "state/ghost2.meta",
+        format!("pane=%98\ntmux_socket={}\n", t.socket),
+    );
+    h.write("data/ghost2/brief.md", "---\nid: ghost2\n---\n# Task\n");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for id in ["ghost", "ghost2"] {
+        tool(&h, &t, "crew-state")
+            .arg(id)
+            .status(0)
+            .stdout("state: exited \u{b7} source: pane \u{b7} pane gone\n")
+            .run();
     }
 }
