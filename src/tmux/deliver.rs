@@ -39,13 +39,20 @@ pub enum Outcome {
     /// input yet (no composer on screen, or the typed line never showed):
     /// owed, and rung once its composer shows.
     Booting,
+    /// Another ring of the same task held its ring lock past the longest
+    /// ring (a ring in progress, or one stopped mid-way: a captain's
+    /// `fm-send` suspended with Ctrl-Z): nothing typed, owed. Reported
+    /// as `queued` (SPEC §5.3's outcome), with its own reason on stderr.
+    #[serde(rename = "queued")]
+    RingLocked,
 }
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Rang => "rang",
-            Outcome::Queued => "queued",
+            // A held ring lock is reported as the SPEC's `queued`.
+            Outcome::Queued | Outcome::RingLocked => "queued",
             Outcome::Skipped => "skipped",
             Outcome::Failed => "failed",
             Outcome::Dead => "dead",
@@ -157,7 +164,7 @@ pub(crate) fn deliver_to(
     let _ring = match &target.ring_lock {
         Some(path) => match crate::fsx::lock(path, ring_lock_wait(cfg)) {
             Ok(held) => Some(held),
-            Err(crate::error::Error::LockTimeout { .. }) => return Outcome::Queued,
+            Err(crate::error::Error::LockTimeout { .. }) => return Outcome::RingLocked,
             Err(_) => None,
         },
         None => None,
@@ -402,8 +409,9 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(
             deliver(&f, &target(lock.clone()), ": ring", &cfg, &|_| {}),
-            Outcome::Queued
+            Outcome::RingLocked
         );
+        assert_eq!(Outcome::RingLocked.as_str(), "queued");
         assert!(started.elapsed() >= ring_lock_wait(&cfg));
         assert!(
             f.screen("%1").calls.is_empty(),
