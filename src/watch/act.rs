@@ -108,7 +108,7 @@ impl Exec<'_> {
                 PaneFacts::Gone | PaneFacts::Dead => {
                     let action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
                     if !matches!(action, Action::DeadAgent { .. }) {
-                        self.dead_seen(t, pane_id, spawned_at, facts == PaneFacts::Gone);
+                        self.dead_seen(t, pane_id, meta.spawned_at, facts == PaneFacts::Gone);
                     }
                 }
                 PaneFacts::Alive { .. } => {
@@ -324,7 +324,7 @@ impl Exec<'_> {
                 let text = dead_text(pane_id, gone, Some((seq, &about)));
                 let agent = shared::DeadSeen {
                     pane: pane_id.to_string(),
-                    spawned_at,
+                    spawned_at: meta.spawned_at,
                 };
                 // Heard already for this agent (it died with no mail, or
                 // before this record's grace ran out): no second wake.
@@ -436,7 +436,9 @@ impl Exec<'_> {
             return;
         }
         let grace = self.cfg.watch.grace_secs;
-        if let Some(at) = spawned_at
+        // A spawn stamped in the future came before a clock step: long
+        // enough ago (as for booting).
+        if let Some(at) = spawned_at.filter(|&at| at <= now)
             && !gone
             && now < at.saturating_add(grace)
         {

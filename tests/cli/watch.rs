@@ -1745,3 +1745,23 @@ fn state_replaced_under_a_running_daemon_leaves_one_watcher() {
     assert_eq!(wakes(&h).len(), 1, "{:?}", wakes(&h));
     stop(b);
 }
+
+/// An agent the captain stopped (`fm-control exit`) did not die: its
+/// dead pane raises no `dead-agent` wake.
+#[test]
+fn an_agent_stopped_on_purpose_raises_no_dead_agent_wake() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, _pane) = crate::control::task(&h, &t, "t1", "direct-PR");
+    Cmd::new(crate::harness::bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .env("FM_CONTROL_EXIT_WAIT_SECS", "10")
+        .args(["t1", "exit"])
+        .stdout("stopped t1\n")
+        .run();
+    for _ in 0..2 {
+        h.fm("watch").arg("--once").stdout("").run();
+    }
+    assert!(wakes(&h).is_empty(), "{:?}", wakes(&h));
+}
