@@ -1765,3 +1765,28 @@ fn an_agent_stopped_on_purpose_raises_no_dead_agent_wake() {
     }
     assert!(wakes(&h).is_empty(), "{:?}", wakes(&h));
 }
+
+/// The daemon looks at every pane every `poll_secs`: a pane that vanishes
+/// with no mail waiting (no file changes, so no event names its task) is
+/// heard at the next such pass, once, however many follow.
+#[test]
+fn the_daemon_hears_a_vanished_pane_with_no_mail_once() {
+    let Some(w) = World::new("") else { return };
+    let pane = w.agent("t1", "deaf");
+    let d = w
+        .daemon(&[("FM_WATCH_POLL_SECS", "1")])
+        .stdout_regex(&wake_re("t1", "dead-agent", &format!("pane {pane} gone")))
+        .stderr_regex(&watching_line(&w.home))
+        .start();
+    daemon_passes(&w.home, 1);
+    assert!(w.wakes().is_empty(), "{:?}", w.wakes());
+    w.tmux.run(["kill-pane", "-t", pane.as_str()]);
+    wait_for("the dead-agent wake", 10.0, || !w.wakes().is_empty());
+    // Three more looks at every pane: nothing more.
+    let mut last = beat(&w.home);
+    for _ in 0..3 {
+        last = wait_beat_after(&w.home, last);
+    }
+    stop(d);
+    assert_eq!(w.wakes().len(), 1, "{:?}", w.wakes());
+}
