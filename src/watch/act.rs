@@ -477,7 +477,6 @@ impl Exec<'_> {
         match fsx::try_lock(&self.home.ring_lock(id)) {
             Ok(Some(held)) => Some(Some(held)),
             Ok(None) => {
-                self.report.ring_locked.push(id.clone());
                 self.due(self.now + RING_LOCK_RETRY_SECS);
                 None
             }

@@ -127,9 +127,6 @@ pub struct Report {
     /// Tasks whose inbox was answered from memory.
     #[serde(skip)]
     pub(crate) memo_hits: usize,
-    /// Tasks passed over because another ring held their ring lock.
-    #[serde(skip)]
-    pub(crate) ring_locked: Vec<TaskId>,
     /// Inbox directories seen (the daemon watches them).
     #[serde(skip)]
     pub(crate) inboxes: Vec<PathBuf>,
