@@ -426,7 +426,9 @@ pub fn run(
                 .map(|(id, _)| id.clone()),
         );
         if away {
-            // Nothing to pass over until `state/` is back.
+            // Nothing to pass over until `state/` is back (the dues come
+            // back into `todo` then).
+            todo.clear();
         } else if all || sweep || !todo.is_empty() {
             // Every task's pane is looked at every `poll_secs` (a dead
             // agent, a dialog with no mail waiting).
@@ -496,14 +498,15 @@ pub fn run(
         if !todo.is_empty() {
             continue;
         }
-        let mut until = next_beat.min(next_rescan).min(next_sweep);
-        if away {
+        let mut until = if away {
             // Looked for again every second, so a `state/` made again is
             // taken back before another watcher starts on it.
-            until = until.min(Instant::now() + AWAY_RECHECK);
-        }
+            Instant::now() + AWAY_RECHECK
+        } else {
+            next_beat.min(next_rescan).min(next_sweep)
+        };
         let mut on_time = false;
-        if let Some(&due) = dues.values().min() {
+        if let Some(&due) = dues.values().min().filter(|_| !away) {
             // Just past the second: the pass's clock reads it as due.
             let secs = (due as f64 - wall_secs()).max(0.0) + 0.000_1;
             let at = Instant::now() + Duration::from_secs_f64(secs);
@@ -535,7 +538,7 @@ pub fn run(
                 todo.insert(id);
             }
         }
-        if Instant::now() >= next_beat {
+        if Instant::now() >= next_beat && !away {
             if let Err(e) = fsx::touch(&home.watch_beat()) {
                 crate::output::err_line(&format!("fm-watch: warning: {e}"));
             }

@@ -1714,7 +1714,13 @@ fn state_replaced_under_a_running_daemon_leaves_one_watcher() {
     wait_for("the daemon's start line", 10.0, || {
         a.stderr_so_far().ends_with("Ctrl-C to stop\n")
     });
-    replace();
+    // Away for a while: the daemon does not make it again.
+    wait_beat_after(&h, None);
+    std::fs::rename(h.path("state"), h.path("state.old")).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!h.exists("state"), "state/ is not made again by the daemon");
+    std::fs::create_dir(h.path("state")).unwrap();
+    std::fs::remove_dir_all(h.path("state.old")).unwrap();
     wait_for("the daemon to take the new lock", 10.0, || {
         h.exists("state/.watch.lock") && h.read("state/.watch.lock") == pid_a.as_bytes()
     });
