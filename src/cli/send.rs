@@ -431,6 +431,9 @@ pub(crate) fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
         Outcome::Skipped => {
             "doorbell skipped: nothing was typed: the composer holds someone else's text, the pane is in tmux copy mode, or no composer the harness profile recognises is on the screen"
         }
+        Outcome::RingLocked => {
+            "doorbell queued: another ring of this task is in progress (ring lock held, by a ring under way or one stopped mid-way, such as an fm-send suspended with Ctrl-Z); nothing was typed"
+        }
         Outcome::Booting => {
             "doorbell booting: the agent started moments ago and does not take input yet; nothing was submitted"
         }

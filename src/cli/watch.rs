@@ -143,7 +143,7 @@ fn run(a: Args) -> Result<u8> {
                 show_report(r, json);
             }
         };
-        daemon::run(&ctx.home, &ctx.cfg, &opts, &mut show)
+        daemon::run(&ctx.home, &ctx.cfg, &opts, &mut lock, &mut show)
             .and_then(|end| finish_loop(end, json, hosts.as_deref()))
     };
     notifier.finish();
@@ -176,6 +176,13 @@ fn finish_loop(end: End, json: bool, hosts: Option<&crate::remote::wakes::Feed>)
                 };
                 common::out(&line)?;
             }
+            Ok(exit::OK)
+        }
+        End::Superseded(pid) => {
+            let pid = pid.map_or_else(|| "?".into(), |p| p.to_string());
+            crate::output::err_line(&format!(
+                "{TOOL}: state/ was replaced and another watcher (pid {pid}) holds its lock; stopping"
+            ));
             Ok(exit::OK)
         }
         End::Signal(signal_hook::consts::SIGINT) => Ok(exit::INTERRUPTED),

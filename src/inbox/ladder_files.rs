@@ -4,11 +4,19 @@
 //!
 //! - `state/<id>.inbox/.ring-state`: one line `<NNN.msg>\t<count>\t<last_epoch>`.
 //! - `state/<id>.inbox/.escalated`: the record name the ladder escalated.
-//! - `state/<id>.inbox/.ring-owed`: `<epoch>` — a ring found the agent busy
-//!   (or its composer not up yet) and typed nothing; the doorbell is owed
-//!   as soon as the agent is idle, whatever the grace period says. Written
-//!   by whoever rang (`fm-send`, the watcher), removed by the next ring
-//!   that was not held back.
+//! - `state/<id>.inbox/.ring-owed`: `<epoch>\t<NNN.msg>` — a ring found the
+//!   agent busy (or its composer not up yet) and typed nothing; the
+//!   doorbell is owed as soon as the agent is idle, whatever the grace
+//!   period says. It belongs to the records pending when it was written:
+//!   the record named is the newest of them. Once every one of those is
+//!   acknowledged it is stale: the watcher ignores and removes it, and
+//!   `fm-ack` removes it when nothing is left pending. Written by whoever
+//!   rang (`fm-send`, the watcher), removed by the next ring that was not
+//!   held back. A bare `<epoch>` (written before records were named)
+//!   belongs to whatever is pending.
+//! - `state/<id>.inbox/.agent-dead`: `<epoch>\t<pane>\t<spawned_at>` — the
+//!   `dead-agent` wake for this agent (pane and spawn) was raised; removed
+//!   when a look finds the agent alive. A relaunch is another agent.
 //! - `state/<id>.inbox/.dialog`: `<name>` — the dialog the watcher raised
 //!   its one `dialog` wake for; removed when a look finds no dialog. A key
 //!   pressed in the pane since (`fm-send --key`) makes it
@@ -78,16 +86,111 @@ pub(crate) fn write_escalated(home: &Home, id: &TaskId, record: &str) -> Result<
     fsx::atomic_write(&home.escalated(id), format!("{record}\n").as_bytes())
 }
 
-/// Reads `.ring-owed`: when the doorbell was held back; `None` when
-/// missing or unreadable.
-pub(crate) fn read_owed(home: &Home, id: &TaskId) -> Result<Option<u64>> {
-    Ok(fsx::read_optional(&home.ring_owed(id))?
-        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok()))
+/// `.ring-owed`: when a doorbell was held back, and the newest record
+/// pending then (`None`: a file that names none, owed to whatever is
+/// pending).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owed {
+    pub(crate) at: u64,
+    pub(crate) through: Option<u64>,
 }
 
-/// Records that a doorbell is owed (held back at `now`).
+impl Owed {
+    pub(crate) fn parse(bytes: &[u8]) -> Option<Owed> {
+        let text = String::from_utf8_lossy(bytes);
+        let line = text.lines().next()?.trim();
+        let (at, through) = match line.split_once('\t') {
+            Some((at, name)) => (
+                at,
+                Some(fsx::parse_numbered(name.trim(), crate::inbox::EXT)?),
+            ),
+            None => (line, None),
+        };
+        Some(Owed {
+            at: at.trim().parse().ok()?,
+            through,
+        })
+    }
+
+    /// Whether it is owed to a record that is still pending, `lowest`
+    /// being the lowest pending record the ladder tracks: every record
+    /// pending when the ring was held back is numbered up to `through`.
+    pub(crate) fn covers(&self, lowest: u64) -> bool {
+        self.through.is_none_or(|t| lowest <= t)
+    }
+}
+
+/// Reads `.ring-owed`; `None` when missing or unreadable.
+pub(crate) fn read_owed(home: &Home, id: &TaskId) -> Result<Option<Owed>> {
+    Ok(fsx::read_optional(&home.ring_owed(id))?.and_then(|b| Owed::parse(&b)))
+}
+
+/// Records that a doorbell is owed (held back at `now`) to the records
+/// pending now: names the newest of them. Nothing pending, nothing owed.
 pub(crate) fn write_owed(home: &Home, id: &TaskId, now: u64) -> Result<()> {
-    fsx::atomic_write(&home.ring_owed(id), format!("{now}\n").as_bytes())
+    match newest_pending(home, id)? {
+        Some(seq) => write_owed_through(home, id, now, seq),
+        None => clear_owed(home, id),
+    }
+}
+
+/// [`write_owed`] for a caller that knows the newest pending record.
+pub(crate) fn write_owed_through(home: &Home, id: &TaskId, now: u64, seq: u64) -> Result<()> {
+    let line = format!("{now}\t{}\n", crate::inbox::record_name(seq));
+    fsx::atomic_write(&home.ring_owed(id), line.as_bytes())
+}
+
+/// The highest-numbered record pending in the inbox.
+fn newest_pending(home: &Home, id: &TaskId) -> Result<Option<u64>> {
+    let dir = home.inbox(id);
+    let names = match fsx::list_dir(&dir) {
+        Ok(n) => n,
+        Err(e) if fsx::is_not_found(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(names
+        .iter()
+        .filter_map(|n| fsx::parse_numbered(n.to_str()?, crate::inbox::EXT))
+        .max())
+}
+
+/// `.agent-dead`: the agent whose `dead-agent` wake was raised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeadSeen {
+    pub(crate) pane: String,
+    pub(crate) spawned_at: Option<u64>,
+}
+
+fn agent_dead_path(home: &Home, id: &TaskId) -> std::path::PathBuf {
+    home.inbox(id).join(".agent-dead")
+}
+
+/// Reads `.agent-dead`; `None` when missing or unreadable.
+pub(crate) fn read_agent_dead(home: &Home, id: &TaskId) -> Result<Option<DeadSeen>> {
+    Ok(
+        fsx::read_optional(&agent_dead_path(home, id))?.and_then(|b| {
+            let text = String::from_utf8_lossy(&b);
+            let mut f = text.lines().next()?.split('\t');
+            let _at = f.next()?;
+            let pane = f.next()?.trim().to_string();
+            let spawned_at = f.next().and_then(|s| s.trim().parse().ok());
+            Some(DeadSeen { pane, spawned_at })
+        }),
+    )
+}
+
+/// Records that the `dead-agent` wake for this agent was raised.
+pub(crate) fn write_agent_dead(home: &Home, id: &TaskId, now: u64, seen: &DeadSeen) -> Result<()> {
+    fsx::ensure_dir(&home.inbox(id))?;
+    let spawned = seen.spawned_at.map_or("-".to_string(), |s| s.to_string());
+    let line = format!("{now}\t{}\t{spawned}\n", seen.pane);
+    fsx::atomic_write(&agent_dead_path(home, id), line.as_bytes())
+}
+
+/// The agent is alive: a later death is another episode. Reports whether
+/// there was a mark to remove.
+pub(crate) fn clear_agent_dead(home: &Home, id: &TaskId) -> Result<bool> {
+    fsx::remove_optional(&agent_dead_path(home, id))
 }
 
 /// The doorbell is no longer owed.
@@ -132,6 +235,7 @@ pub(crate) fn read_dialog(home: &Home, id: &TaskId) -> Result<Option<DialogSeen>
 
 /// Records that the `dialog` wake for `name` was raised.
 pub(crate) fn write_dialog(home: &Home, id: &TaskId, name: &str) -> Result<()> {
+    fsx::ensure_dir(&home.inbox(id))?;
     let seen = DialogSeen {
         name: name.to_string(),
         acted: None,
@@ -154,22 +258,36 @@ pub(crate) fn clear_dialog(home: &Home, id: &TaskId) -> Result<()> {
     fsx::remove_optional(&home.dialog_seen(id)).map(drop)
 }
 
-/// Removes every ladder file (ladder rule 1: nothing pending).
+/// Removes every ladder file, and the marks of a dialog or a dead agent
+/// seen (a spawn or relaunch: another agent).
 pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
-    fsx::remove_optional(&home.ring_state(id))?;
-    fsx::remove_optional(&home.escalated(id))?;
-    fsx::remove_optional(&home.ring_owed(id))?;
+    clear_ladder(home, id)?;
     fsx::remove_optional(&home.dialog_seen(id))?;
+    fsx::remove_optional(&agent_dead_path(home, id))?;
     Ok(())
 }
 
-/// Removes whichever of the two files names `record` (after an ack).
+/// Removes the ladder's own files (ladder rule 1: nothing pending). The
+/// marks of what the screen showed (`.dialog`, `.agent-dead`) stay: they
+/// end when the screen changes, not with the mail.
+pub(crate) fn clear_ladder(home: &Home, id: &TaskId) -> Result<()> {
+    fsx::remove_optional(&home.ring_state(id))?;
+    fsx::remove_optional(&home.escalated(id))?;
+    fsx::remove_optional(&home.ring_owed(id))?;
+    Ok(())
+}
+
+/// Removes whichever of the two files names `record` (after an ack), and
+/// an owed ring once no record is left pending.
 pub(crate) fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
     if read_ring_state(home, id)?.is_some_and(|s| s.record == record) {
         fsx::remove_optional(&home.ring_state(id))?;
     }
     if read_escalated(home, id)?.as_deref() == Some(record) {
         fsx::remove_optional(&home.escalated(id))?;
+    }
+    if newest_pending(home, id)?.is_none() {
+        clear_owed(home, id)?;
     }
     Ok(())
 }
@@ -223,7 +341,14 @@ mod tests {
         assert_eq!(read_escalated(&home, &id).unwrap(), None);
         write_ring_state(&home, &id, &st).unwrap();
         write_owed(&home, &id, 9).unwrap();
-        assert_eq!(read_owed(&home, &id).unwrap(), Some(9));
+        assert_eq!(read_owed(&home, &id).unwrap(), None, "nothing pending");
+        write_owed_through(&home, &id, 9, 4).unwrap();
+        let owed = read_owed(&home, &id).unwrap().unwrap();
+        assert_eq!(std::fs::read(home.ring_owed(&id)).unwrap(), b"9\t004.msg\n");
+        assert_eq!((owed.at, owed.through), (9, Some(4)));
+        assert!(owed.covers(4) && owed.covers(1) && !owed.covers(5));
+        let bare = Owed::parse(b"12\n").unwrap();
+        assert!(bare.through.is_none() && bare.covers(1000));
         mark_dialog_acted(&home, &id, 7).unwrap();
         assert_eq!(read_dialog(&home, &id).unwrap(), None, "no dialog, no mark");
         write_dialog(&home, &id, "trust").unwrap();

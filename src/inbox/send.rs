@@ -99,7 +99,7 @@ pub fn send_then(
     // the composer shown (SPEC §6.2, `.ring-owed`).
     if matches!(
         doorbell,
-        Some(Outcome::Queued | Outcome::Dialog | Outcome::Booting)
+        Some(Outcome::Queued | Outcome::RingLocked | Outcome::Dialog | Outcome::Booting)
     ) && let Err(e) = super::ladder_files::write_owed(home, id, now)
     {
         crate::output::err_line(&format!(

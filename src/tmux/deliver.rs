@@ -40,13 +40,20 @@ pub enum Outcome {
     /// input yet (no composer on screen, or the typed line never showed):
     /// owed, and rung once its composer shows.
     Booting,
+    /// Another ring of the same task held its ring lock past the longest
+    /// ring (a ring in progress, or one stopped mid-way: a captain's
+    /// `fm-send` suspended with Ctrl-Z): nothing typed, owed. Reported
+    /// as `queued` (SPEC §5.3's outcome), with its own reason on stderr.
+    #[serde(rename = "queued")]
+    RingLocked,
 }
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Rang => "rang",
-            Outcome::Queued => "queued",
+            // A held ring lock is reported as the SPEC's `queued`.
+            Outcome::Queued | Outcome::RingLocked => "queued",
             Outcome::Skipped => "skipped",
             Outcome::Failed => "failed",
             Outcome::Dead => "dead",
@@ -166,14 +173,29 @@ pub(crate) fn deliver_to(
     // is done, on the screen the first left. A lock that cannot be made
     // (a read-only state/) does not stop the ring; one held past the
     // longest ring holds this one back, owed.
-    let _ring = match &target.ring_lock {
-        Some(path) => match crate::fsx::lock(path, ring_lock_wait(cfg)) {
-            Ok(held) => Some(held),
-            Err(crate::error::Error::LockTimeout { .. }) => return Outcome::Queued,
-            Err(_) => None,
+    let (_ring, waited) = match &target.ring_lock {
+        Some(path) => match crate::fsx::try_lock(path) {
+            Ok(Some(held)) => (Some(held), false),
+            Ok(None) => match crate::fsx::lock(path, ring_lock_wait(cfg)) {
+                Ok(held) => (Some(held), true),
+                Err(crate::error::Error::LockTimeout { .. }) => return Outcome::RingLocked,
+                Err(_) => (None, false),
+            },
+            Err(_) => (None, false),
         },
-        None => None,
+        None => (None, false),
     };
+    // Seconds may have passed waiting for another ring: the pane is asked
+    // again, and must still be the task's agent.
+    if waited && let Some(claim) = target.claim {
+        match pane.info(id) {
+            Ok(Some(now))
+                if claim.check(Some(&now), None).is_ok()
+                    && crate::harness::is_alive(target.profile, now.dead, &now.command) => {}
+            Ok(_) => return Outcome::Dead,
+            Err(_) => return Outcome::Failed,
+        }
+    }
     let rules = rules_of(target.profile);
     let has_composer = rules.composer.is_some();
     // A composer not on screen yet (an agent still booting) is waited for,
@@ -455,8 +477,9 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(
             deliver(&f, &target(lock.clone()), ": ring", &cfg, &|_| {}),
-            Outcome::Queued
+            Outcome::RingLocked
         );
+        assert_eq!(Outcome::RingLocked.as_str(), "queued");
         assert!(started.elapsed() >= ring_lock_wait(&cfg));
         assert!(
             f.screen("%1").calls.is_empty(),

@@ -63,35 +63,75 @@ impl Exec<'_> {
             .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = None;
         let mut info: Option<&PaneInfo> = None;
+        let need = ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch);
+        // The pass's listing of the socket, when it made one (the ladder
+        // needs the pane, or the pass looks at every pane). A task on
+        // another host is looked at by that host's watcher.
+        let list = match lists.get(&socket) {
+            Some(Some(list)) if !pane_id.is_empty() && (need || meta.host_name().is_none()) => {
+                Some(list)
+            }
+            _ => None,
+        };
         let mut facts = if pane_id.is_empty() {
             PaneFacts::NoPane
-        } else if !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+        } else if let Some(list) = list {
+            // A pane that does not prove it is the task's is gone.
+            match list
+                .iter()
+                .find(|p| p.id == pane_id)
+                .filter(|_| claim.as_ref().is_none_or(|c| c.check_in(list).is_ok()))
+            {
+                None => PaneFacts::Gone,
+                Some(p) if !harness::is_alive(profile.as_ref(), p.dead, &p.command) => {
+                    PaneFacts::Dead
+                }
+                Some(p) => {
+                    info = Some(p);
+                    if need {
+                        busy_rec = crate::status::busy::busy_at(home, &t.id);
+                    }
+                    PaneFacts::Alive {
+                        busy: busy_rec.is_some(),
+                    }
+                }
+            }
+        } else if !need {
             // The ladder will not look at the pane.
             PaneFacts::Alive { busy: false }
         } else {
-            match lists.get(&socket) {
-                // A pane that does not prove it is the task's is gone.
-                Some(Some(list)) => match list
-                    .iter()
-                    .find(|p| p.id == pane_id)
-                    .filter(|_| claim.as_ref().is_none_or(|c| c.check_in(list).is_ok()))
-                {
-                    None => PaneFacts::Gone,
-                    Some(p) if !harness::is_alive(profile.as_ref(), p.dead, &p.command) => {
-                        PaneFacts::Dead
-                    }
-                    Some(p) => {
-                        info = Some(p);
-                        busy_rec = crate::status::busy::busy_at(home, &t.id);
-                        PaneFacts::Alive {
-                            busy: busy_rec.is_some(),
-                        }
-                    }
-                },
-                // tmux could not be asked: try again next pass.
-                _ => return,
-            }
+            // tmux could not be asked: try again next pass.
+            return;
         };
+        // A spawn stamped in the future (the clock stepped back since)
+        // happened before the step: the agent is not booting any more.
+        let spawned_at = meta.spawned_at.filter(|&at| at <= now);
+        // What the listing says of the agent, with or without mail: a dead
+        // agent is heard once per agent (pane and spawn), an alive one
+        // ends that episode.
+        if list.is_some() {
+            match facts {
+                PaneFacts::Gone | PaneFacts::Dead => {
+                    let action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
+                    if !matches!(action, Action::DeadAgent { .. }) {
+                        self.dead_seen(t, pane_id, meta.spawned_at, facts == PaneFacts::Gone);
+                    }
+                }
+                PaneFacts::Alive { .. } => {
+                    if let Err(e) = shared::clear_agent_dead(home, &t.id) {
+                        self.state.warn(format!("{}: {e}", t.id));
+                    }
+                }
+                PaneFacts::NoPane => {}
+            }
+        }
+        // Owed for records acknowledged since: stale, removed.
+        if let (Some(_), Some(target)) = (t.files.owed, ladder::target(&t.pending))
+            && !ladder::owed_to(&t.files, target)
+            && let Err(e) = ladder_io::set_owed(home, &t.id, None)
+        {
+            self.state.warn(format!("{}: {e}", t.id));
+        }
         let backend = backends
             .entry(socket.clone())
             .or_insert_with(|| panes(&socket));
@@ -111,17 +151,21 @@ impl Exec<'_> {
         }
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
         // A dialog owns the keyboard: one wake for the captain, no ring.
-        if info.is_some()
-            && profile.as_ref().is_some_and(|p| !p.dialogs.is_empty())
-            && !matches!(action, Action::Quiet { .. } | Action::Clear)
-        {
+        // Looked for when the ladder would act, and on every pane when the
+        // pass looks at them all (a dialog with no mail waiting).
+        let look =
+            self.state.sweep || (need && !matches!(action, Action::Quiet { .. } | Action::Clear));
+        if info.is_some() && profile.as_ref().is_some_and(|p| !p.dialogs.is_empty()) && look {
             if screen.is_none() {
                 screen = backend.capture(pane_id, 0).ok();
             }
             if let Some(s) = &screen {
                 match crate::tmux::screen::screen_dialog(profile.as_ref(), s) {
                     Some(name) => {
-                        self.dialog(t, &name, ladder::target(&t.pending).map_or(0, |p| p.seq));
+                        // A doorbell is held back only when the ladder
+                        // would ring now.
+                        let holds = need && !matches!(action, Action::Quiet { .. });
+                        self.dialog(t, &name, holds);
                         return;
                     }
                     None => self.no_dialog(&t.id),
@@ -142,10 +186,13 @@ impl Exec<'_> {
             }
         }
         let id = &t.id;
-        // When the tracked record was queued: a ladder wake logged before
-        // it belongs to an earlier episode (SPEC §6.2). A stamp in the
+        // When this episode began: the tracked record was queued, or the
+        // agent was (re)started after that; a ladder wake logged before
+        // belongs to an earlier episode (SPEC §6.2). A stamp in the
         // future counts as now.
-        let since = ladder::target(&t.pending).map_or(0, |p| p.at.min(now));
+        let since = ladder::target(&t.pending)
+            .map_or(0, |p| p.at.min(now))
+            .max(spawned_at.unwrap_or(0));
         let about = t
             .target
             .as_ref()
@@ -157,8 +204,9 @@ impl Exec<'_> {
                 claim: claim.as_ref(),
                 profile: profile.as_ref(),
                 busy_record: busy_rec,
-                spawned_at: meta.spawned_at,
-                ring_lock: Some(home.ring_lock(id)),
+                spawned_at,
+                // Taken by the pass already (see `ring_lock` below).
+                ring_lock: None,
             };
             let line = deliver::doorbell(home, id);
             let outcome = match info {
@@ -173,13 +221,20 @@ impl Exec<'_> {
             // raises the dialog's wake).
             if matches!(
                 outcome,
-                Outcome::Queued | Outcome::Dialog | Outcome::Booting
+                Outcome::Queued | Outcome::RingLocked | Outcome::Dialog | Outcome::Booting
             ) && let Err(e) = ladder_io::set_owed(home, id, Some(now))
             {
                 ex.state.warn(format!("{id}: {e}"));
             }
             if matches!(outcome, Outcome::Dialog | Outcome::Booting) {
                 ex.due(now + OWED_RECHECK_SECS);
+            }
+            // A ring that landed pays what was owed.
+            if outcome == Outcome::Rang
+                && t.files.owed.is_some()
+                && let Err(e) = ladder_io::set_owed(home, id, None)
+            {
+                ex.state.warn(format!("{id}: {e}"));
             }
             let event = Event::WatchRang {
                 seq,
@@ -210,6 +265,14 @@ impl Exec<'_> {
                 }
             }
             Action::Ring { seq, count } | Action::Restamp { seq, count } => {
+                let _held = if matches!(action, Action::Ring { .. }) {
+                    match self.ring_lock(id) {
+                        Some(held) => held,
+                        None => return,
+                    }
+                } else {
+                    None
+                };
                 let rs = ladder::RingState {
                     seq,
                     count,
@@ -230,11 +293,30 @@ impl Exec<'_> {
                 }
             }
             Action::RingOwed { seq } => {
+                let Some(_held) = self.ring_lock(id) else {
+                    return;
+                };
                 // Cleared before typing: a crash in between loses this
                 // ring (the ladder's own rings follow), never doubles it.
                 if let Err(e) = ladder_io::set_owed(home, id, None) {
                     self.unwritable(id, home.ring_owed(id), e, None, since);
                     return;
+                }
+                // The owed ring spends no count, but the ladder's next
+                // ring waits its grace from this one: an old record (a
+                // relaunch owes the new agent every pending one) is not
+                // rung twice within a second.
+                let rs = ladder::RingState {
+                    seq,
+                    count: t.files.ring.filter(|r| r.seq == seq).map_or(0, |r| r.count),
+                    last: now,
+                };
+                match ladder_io::write_ring_state(home, id, &rs) {
+                    Ok(left) => self.state.leftovers.extend(left),
+                    Err(e) => {
+                        self.unwritable(id, home.ring_state(id), e, Some(seq), since);
+                        return;
+                    }
                 }
                 ring(self, seq, 0);
             }
@@ -243,7 +325,15 @@ impl Exec<'_> {
                     "{} unacknowledged after {rings} ring(s): {about}",
                     name(seq)
                 );
-                self.ladder_wake(id, LadderWake::Escalation, &text, seq, since);
+                // This ladder's rings all came after an earlier ladder's
+                // escalation (a relaunch starts a new one): only a wake
+                // since its last ring is this escalation's.
+                let last = t
+                    .files
+                    .ring
+                    .filter(|r| r.seq == seq)
+                    .map_or(0, |r| r.last.min(now));
+                self.ladder_wake(id, LadderWake::Escalation, &text, seq, since.max(last));
             }
             Action::Overdue { seq, age } => {
                 let text = format!(
@@ -254,13 +344,23 @@ impl Exec<'_> {
                 self.ladder_wake(id, LadderWake::Overdue, &text, seq, since);
             }
             Action::DeadAgent { seq, gone } => {
-                let why = if gone {
-                    format!("pane {pane_id} gone")
-                } else {
-                    format!("agent in pane {pane_id} exited")
+                let text = dead_text(pane_id, gone, Some((seq, &about)));
+                let agent = shared::DeadSeen {
+                    pane: pane_id.to_string(),
+                    spawned_at: meta.spawned_at,
                 };
-                let text = format!("{} pending but {why}: {about}", name(seq));
-                self.ladder_wake(id, LadderWake::DeadAgent, &text, seq, since);
+                // Heard already for this agent (it died with no mail, or
+                // before this record's grace ran out): no second wake.
+                let heard = shared::read_agent_dead(home, id).ok().flatten() == Some(agent.clone());
+                if heard {
+                    if let Err(e) = ladder_io::write_escalated(home, id, seq) {
+                        self.unwritable(id, home.escalated(id), e, None, since);
+                    }
+                } else if self.ladder_wake(id, LadderWake::DeadAgent, &text, seq, since)
+                    && let Err(e) = shared::write_agent_dead(home, id, now, &agent)
+                {
+                    self.state.warn(format!("{id}: {e}"));
+                }
             }
         }
     }
@@ -270,15 +370,28 @@ impl Exec<'_> {
     /// dialog stays up, later passes raise none. One found after the
     /// captain pressed a key in the pane (`fm-send --key`) is another —
     /// a second permission prompt right after the first was answered —
-    /// once the pane had [`ACTED_SETTLE_SECS`] to redraw. The doorbell is
-    /// owed, so it is rung as soon as the dialog closes.
-    fn dialog(&mut self, t: &TaskIn, which: &str, seq: u64) {
+    /// once the pane had [`ACTED_SETTLE_SECS`] to redraw. When it `holds`
+    /// back a ring the ladder would make now, the wake names the record
+    /// and the doorbell is owed, so it is rung as soon as the dialog
+    /// closes; otherwise (no mail, or none due) the wake names the dialog
+    /// only.
+    fn dialog(&mut self, t: &TaskIn, which: &str, holds: bool) {
         let (home, id) = (self.home, &t.id);
+        let target = ladder::target(&t.pending).filter(|_| holds);
         let seen = shared::read_dialog(home, id).unwrap_or_default();
-        let acted = seen
+        let mut acted = seen
             .as_ref()
             .filter(|s| s.name == which)
             .and_then(|s| s.acted);
+        // A key stamped in the future (a clock stepped back) counts as
+        // pressed now, kept so: the dialog is looked at again once the
+        // pane had its time to redraw, not once the clock reaches it.
+        if acted.is_some_and(|at| at > self.now) {
+            acted = Some(self.now);
+            if let Err(e) = shared::mark_dialog_acted(home, id, self.now) {
+                self.state.warn(format!("{id}: {e}"));
+            }
+        }
         // Right after the key, the screen may still show the dialog it
         // answered: look again once the pane had time to redraw.
         let settled = acted.map(|at| at.saturating_add(ACTED_SETTLE_SECS));
@@ -290,17 +403,20 @@ impl Exec<'_> {
                 .as_ref()
                 .map(|r| r.first_line().chars().take(120).collect::<String>())
                 .unwrap_or_default();
-            let text = format!(
-                "waiting in a dialog: {which}; {} not rung: {about}",
-                name(seq)
-            );
+            let text = match target {
+                Some(p) => format!(
+                    "waiting in a dialog: {which}; {} not rung: {about}",
+                    name(p.seq)
+                ),
+                None => format!("waiting in a dialog: {which}"),
+            };
             if !self.wake(id, "dialog", &text) {
                 // Not logged: the next pass tries again.
                 self.due(self.now + OWED_RECHECK_SECS);
                 return;
             }
             let event = Event::WatchDialog {
-                seq,
+                seq: target.map_or(0, |p| p.seq),
                 dialog: which.to_string(),
             };
             Entry::new(self.now, Tool::Watch, id.as_str(), event)
@@ -310,7 +426,14 @@ impl Exec<'_> {
                 self.state.warn(format!("{id}: {e}"));
             }
         }
-        if t.files.owed.is_none()
+        // No mail held back: the next look at every pane sees it close.
+        let Some(target) = target else {
+            if let Some(at) = settled.filter(|_| settling) {
+                self.due(at);
+            }
+            return;
+        };
+        if !ladder::owed_to(&t.files, target)
             && let Err(e) = ladder_io::set_owed(home, id, Some(self.now))
         {
             self.state.warn(format!("{id}: {e}"));
@@ -318,6 +441,69 @@ impl Exec<'_> {
         match settled {
             Some(at) if settling => self.due(at),
             _ => self.due(self.now + DIALOG_RECHECK_SECS),
+        }
+    }
+
+    /// The listing shows the agent dead or its pane gone while the ladder
+    /// has no `dead-agent` wake to raise (no mail, or mail still within
+    /// its grace): one wake for this agent, unless raised already. An
+    /// agent that died within `grace_secs` of its spawn may be a shell
+    /// briefly in the foreground while it starts: looked at again then.
+    fn dead_seen(&mut self, t: &TaskIn, pane: &str, spawned_at: Option<u64>, gone: bool) {
+        let (home, id, now) = (self.home, &t.id, self.now);
+        let agent = shared::DeadSeen {
+            pane: pane.to_string(),
+            spawned_at,
+        };
+        if shared::read_agent_dead(home, id).ok().flatten() == Some(agent.clone()) {
+            return;
+        }
+        let grace = self.cfg.watch.grace_secs;
+        // A spawn stamped in the future came before a clock step: long
+        // enough ago (as for booting).
+        if let Some(at) = spawned_at.filter(|&at| at <= now)
+            && !gone
+            && now < at.saturating_add(grace)
+        {
+            self.due(at.saturating_add(grace));
+            return;
+        }
+        let about = t
+            .target
+            .as_ref()
+            .map(|r| r.first_line().chars().take(120).collect::<String>())
+            .unwrap_or_default();
+        let target = ladder::target(&t.pending).map(|p| (p.seq, about.as_str()));
+        let text = dead_text(pane, gone, target);
+        if !self.wake(id, "dead-agent", &text) {
+            return;
+        }
+        let event = Event::WatchDeadAgent {
+            seq: target.map_or(0, |(s, _)| s),
+        };
+        Entry::new(now, Tool::Watch, id.as_str(), event)
+            .by(ACTOR)
+            .record(home);
+        if let Err(e) = shared::write_agent_dead(home, id, now, &agent) {
+            self.state.warn(format!("{id}: {e}"));
+        }
+    }
+
+    /// The task's ring lock, tried once: the ring (and the ladder files it
+    /// writes first) waits for no other ringer. Held (another ring under
+    /// way, or one stopped mid-ring: an `fm-send` suspended with Ctrl-Z),
+    /// the task is passed over, nothing written or spent, and looked at
+    /// again [`RING_LOCK_RETRY_SECS`] later; the rest of the fleet is not
+    /// held up. `Some(None)`: no lock could be made (a read-only
+    /// `state/`), which stops no ring.
+    fn ring_lock(&mut self, id: &TaskId) -> Option<Option<fsx::LockGuard>> {
+        match fsx::try_lock(&self.home.ring_lock(id)) {
+            Ok(Some(held)) => Some(Some(held)),
+            Ok(None) => {
+                self.due(self.now + RING_LOCK_RETRY_SECS);
+                None
+            }
+            Err(_) => Some(None),
         }
     }
 
@@ -352,14 +538,22 @@ impl Exec<'_> {
     /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5). The
     /// wake is skipped only when this episode (record queued at `since`)
     /// already logged it.
-    fn ladder_wake(&mut self, id: &TaskId, wake: LadderWake, text: &str, seq: u64, since: u64) {
+    /// False when the wake could not be logged.
+    fn ladder_wake(
+        &mut self,
+        id: &TaskId,
+        wake: LadderWake,
+        text: &str,
+        seq: u64,
+        since: u64,
+    ) -> bool {
         let kind = wake.kind();
         if let Ok(true) = wakes::exists_since(self.home, id.as_str(), kind, text, since) {
         } else {
             if !self.wake(id, kind, text) {
                 // Not logged: leave `.escalated` unwritten so the next
                 // pass tries again (never lose a ladder wake).
-                return;
+                return false;
             }
             let event = match wake {
                 LadderWake::Escalation => Event::WatchEscalation { seq },
@@ -373,6 +567,7 @@ impl Exec<'_> {
         if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
             self.unwritable(id, self.home.escalated(id), e, None, since);
         }
+        true
     }
 
     /// A ladder file cannot be written: one wake saying so, no ringing.
@@ -398,6 +593,9 @@ impl Exec<'_> {
 
 /// How soon a pass looks again at a busy agent that is owed a doorbell.
 const OWED_RECHECK_SECS: u64 = 2;
+
+/// How soon a pass looks again at a task whose ring lock was held.
+const RING_LOCK_RETRY_SECS: u64 = 1;
 
 /// How soon a pass looks again at a dialog that holds a doorbell back.
 const DIALOG_RECHECK_SECS: u64 = 3;
@@ -425,6 +623,19 @@ impl LadderWake {
             LadderWake::Overdue => "overdue",
             LadderWake::DeadAgent => "dead-agent",
         }
+    }
+}
+
+/// A `dead-agent` wake's text, naming the record left unread if any.
+fn dead_text(pane: &str, gone: bool, record: Option<(u64, &str)>) -> String {
+    let why = if gone {
+        format!("pane {pane} gone")
+    } else {
+        format!("agent in pane {pane} exited")
+    };
+    match record {
+        Some((seq, about)) => format!("{} pending but {why}: {about}", name(seq)),
+        None => why,
     }
 }
 

@@ -60,6 +60,10 @@ pub struct Lock {
     guard: LockGuard,
     /// A pid a previous holder left behind (it did not exit cleanly).
     pub previous: Option<u32>,
+    /// The lock file's device and inode when it was taken: `state/`
+    /// replaced under the watcher (moved away and made again) leaves the
+    /// lock on the old file, and the path names another.
+    ident: Option<(u64, u64)>,
 }
 
 impl Lock {
@@ -95,8 +99,60 @@ pub fn try_acquire(home: &Home) -> Result<Option<Lock>> {
     fsx::ensure_dir(&home.state_dir())?;
     Ok(fsx::try_lock(&home.watch_lock())?.map(|guard| {
         let previous = recorded_pid(home).filter(|&p| p != std::process::id());
-        Lock { guard, previous }
+        let ident = lock_ident(home);
+        Lock {
+            guard,
+            previous,
+            ident,
+        }
     }))
+}
+
+/// The device and inode the lock file's path names now.
+fn lock_ident(home: &Home) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fsx::stat(&home.watch_lock())
+        .ok()
+        .flatten()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether the held lock is still the home's.
+enum LockCheck {
+    /// The lock file's path still names the file this watcher holds.
+    Held,
+    /// `state/` was replaced and this watcher took the new lock.
+    Retaken,
+    /// `state/` is gone (moved away, not made again yet).
+    Away,
+    /// `state/` was replaced and another watcher holds its lock.
+    Lost(Option<u32>),
+}
+
+/// Compares the held lock file with the one the path names now: one
+/// watcher per home, always. The lock of a replaced `state/` is taken
+/// again (its pid recorded) when it is free; held by another watcher,
+/// this one must stop. A missing `state/` is not made again here.
+fn check_lock(home: &Home, lock: &mut Lock) -> LockCheck {
+    let now = lock_ident(home);
+    if now.is_some() && now == lock.ident {
+        return LockCheck::Held;
+    }
+    if !home.state_dir().is_dir() {
+        return LockCheck::Away;
+    }
+    match try_acquire(home) {
+        Ok(Some(mut new)) => {
+            if let Err(e) = new.record_pid() {
+                crate::output::err_line(&format!("fm-watch: warning: {e}"));
+            }
+            std::mem::replace(lock, new).release();
+            LockCheck::Retaken
+        }
+        Ok(None) => LockCheck::Lost(recorded_pid(home)),
+        // Cannot be told now: looked at again on the next wake.
+        Err(_) => LockCheck::Away,
+    }
 }
 
 /// Takes the singleton lock, or returns the holder's pid (`Err`). The
@@ -142,6 +198,9 @@ pub fn tmux_for(socket: &str) -> Box<dyn Pane> {
 #[derive(Debug)]
 pub enum End {
     Signal(i32),
+    /// `state/` was replaced under this watcher and another one holds the
+    /// new lock (its pid, when recorded): this one stops.
+    Superseded(Option<u32>),
     /// `--until-wake`: every wake past the starting offset at the moment
     /// the first one was noticed (empty when a host's wakes ended it:
     /// `Options::hosts` holds those).
@@ -295,6 +354,7 @@ pub fn run(
     home: &Home,
     cfg: &Config,
     opts: &Options,
+    lock: &mut Lock,
     show: &mut dyn FnMut(&Report),
 ) -> Result<End> {
     let poll = Duration::from_secs(cfg.watch.poll_secs.max(1));
@@ -326,11 +386,26 @@ pub fn run(
     let mut all = true;
     let mut next_rescan = Instant::now();
     let mut next_beat = Instant::now() + poll;
+    let mut next_sweep = Instant::now() + poll;
     let mut warned_limit = false;
     loop {
         if let Some(sig) = stop_signal() {
             return Ok(End::Signal(sig));
         }
+        // `state/` replaced under this watcher: its lock and its events
+        // are the old directory's.
+        let away = match check_lock(home, lock) {
+            LockCheck::Held => false,
+            LockCheck::Away => true,
+            LockCheck::Lost(pid) => return Ok(End::Superseded(pid)),
+            LockCheck::Retaken => {
+                if !opts.no_notify {
+                    events = Events::start(home).ok();
+                }
+                all = true;
+                false
+            }
+        };
         let now = crate::clock::now();
         let degraded = events.as_ref().is_none_or(|e| e.incomplete);
         if degraded && events.is_some() && !warned_limit {
@@ -344,15 +419,28 @@ pub fn run(
         if Instant::now() >= next_rescan {
             all = true;
         }
+        let sweep = Instant::now() >= next_sweep;
         todo.extend(
             dues.iter()
                 .filter(|&(_, &d)| d <= now)
                 .map(|(id, _)| id.clone()),
         );
-        if all || !todo.is_empty() {
+        if away {
+            // Nothing to pass over until `state/` is back (the dues come
+            // back into `todo` then).
+            todo.clear();
+        } else if all || sweep || !todo.is_empty() {
+            // Every task's pane is looked at every `poll_secs` (a dead
+            // agent, a dialog with no mail waiting).
+            state.sweep = all || sweep;
+            if state.sweep {
+                next_sweep = Instant::now() + poll;
+            }
             let ran = if all {
                 // The safety net reads every inbox afresh.
                 state.forget_inboxes();
+                pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now)
+            } else if sweep {
                 pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now)
             } else {
                 let ids: Vec<TaskId> = todo.iter().cloned().collect();
@@ -370,18 +458,21 @@ pub fn run(
                 crate::output::err_line(&format!("fm-watch: warning: pass failed: {e}"));
                 Report::default()
             });
-            if all {
+            if state.sweep {
+                // Every task was passed over: each says its own due.
                 dues.clear();
+            } else {
+                for id in &todo {
+                    dues.remove(id);
+                }
+            }
+            if all {
                 let every = if degraded {
                     poll
                 } else {
                     Duration::from_secs(cfg.watch.rescan_secs.max(cfg.watch.poll_secs).max(1))
                 };
                 next_rescan = Instant::now() + every;
-            } else {
-                for id in &todo {
-                    dues.remove(id);
-                }
             }
             for (id, due) in &report.dues {
                 match due {
@@ -407,9 +498,15 @@ pub fn run(
         if !todo.is_empty() {
             continue;
         }
-        let mut until = next_beat.min(next_rescan);
+        let mut until = if away {
+            // Looked for again every second, so a `state/` made again is
+            // taken back before another watcher starts on it.
+            Instant::now() + AWAY_RECHECK
+        } else {
+            next_beat.min(next_rescan).min(next_sweep)
+        };
         let mut on_time = false;
-        if let Some(&due) = dues.values().min() {
+        if let Some(&due) = dues.values().min().filter(|_| !away) {
             // Just past the second: the pass's clock reads it as due.
             let secs = (due as f64 - wall_secs()).max(0.0) + 0.000_1;
             let at = Instant::now() + Duration::from_secs_f64(secs);
@@ -441,7 +538,7 @@ pub fn run(
                 todo.insert(id);
             }
         }
-        if Instant::now() >= next_beat {
+        if Instant::now() >= next_beat && !away {
             if let Err(e) = fsx::touch(&home.watch_beat()) {
                 crate::output::err_line(&format!("fm-watch: warning: {e}"));
             }
@@ -454,6 +551,9 @@ pub fn run(
 /// daemon passes over its task anyway (whole seconds, so between one and
 /// two): a writer's close-write normally comes well before.
 const CREATED_WAIT_SECS: u64 = 2;
+
+/// How often a watcher whose `state/` went away looks for it again.
+const AWAY_RECHECK: Duration = Duration::from_secs(1);
 
 /// How often a follower tries to take the lock over.
 const TAKEOVER_EVERY: Duration = Duration::from_secs(1);

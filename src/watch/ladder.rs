@@ -16,6 +16,7 @@
 use serde::Serialize;
 
 use crate::config::WatchCfg;
+pub(crate) use crate::inbox::ladder_files::Owed;
 
 /// A pending record as the ladder sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +41,9 @@ pub(crate) struct LadderFiles {
     pub(crate) ring: Option<RingState>,
     /// The record `.escalated` names.
     pub(crate) escalated: Option<u64>,
-    /// `.ring-owed`: when a ring was held back by a busy agent.
-    pub(crate) owed: Option<u64>,
+    /// `.ring-owed`: when a ring was held back by a busy agent, and the
+    /// newest record pending then.
+    pub(crate) owed: Option<Owed>,
 }
 
 impl LadderFiles {
@@ -139,8 +141,15 @@ pub(crate) fn needs_pane(
             .map_or((0, 0), |r| (r.count, r.last));
         let ladder_due = now.saturating_sub(at) >= cfg.grace_secs
             && (count >= cfg.max_rings || now.saturating_sub(last) >= cfg.grace_secs || last > now);
-        files.escalated != Some(t.seq) && (files.owed.is_some() || ladder_due)
+        files.escalated != Some(t.seq) && (owed_to(files, t) || ladder_due)
     })
+}
+
+/// Whether the owed ring belongs to `t`: it was held back while `t` (or a
+/// record after it) was pending. One held back for records acknowledged
+/// since is stale: the next message waits for its grace as any does.
+pub(crate) fn owed_to(files: &LadderFiles, t: &Pending) -> bool {
+    files.owed.is_some_and(|o| o.covers(t.seq))
 }
 
 /// The ladder (SPEC §6.2).
@@ -168,7 +177,7 @@ pub(crate) fn decide(
         };
     };
     let age = now.saturating_sub(at);
-    if files.owed.is_some() {
+    if owed_to(files, t) {
         match pane {
             PaneFacts::Alive { busy: false } => return Action::RingOwed { seq: t.seq },
             PaneFacts::Alive { busy: true } if age <= cfg.unhandled_max_secs => {
@@ -424,7 +433,10 @@ mod tests {
     fn an_owed_ring_waits_for_the_turn_to_end_then_rings_at_once() {
         let cfg = cfg();
         let owed = LadderFiles {
-            owed: Some(5),
+            owed: Some(Owed {
+                at: 5,
+                through: Some(1),
+            }),
             ..LadderFiles::default()
         };
         let busy = PaneFacts::Alive { busy: true };
@@ -464,6 +476,36 @@ mod tests {
             Action::Quiet { seq: 1 }
         );
         assert_eq!(decide(&[], &owed, ALIVE, 95, &cfg), Action::Clear);
+    }
+
+    /// An owed ring belongs to the records pending when it was held back:
+    /// once they are acknowledged, the next message waits for its grace
+    /// and is rung by the ladder (attempt 1), not at once as attempt 0.
+    #[test]
+    fn an_owed_ring_for_acknowledged_records_is_stale() {
+        let cfg = cfg();
+        let owed = LadderFiles {
+            owed: Some(Owed {
+                at: 5,
+                through: Some(9),
+            }),
+            ..LadderFiles::default()
+        };
+        // 010.msg came after: not owed; within its grace, nothing to do.
+        assert!(!needs_pane(&[rec(10, 100)], &owed, 101, &cfg));
+        assert_eq!(
+            decide(&[rec(10, 100)], &owed, ALIVE, 101, &cfg),
+            Action::Wait { until: Some(190) }
+        );
+        assert_eq!(
+            decide(&[rec(10, 100)], &owed, ALIVE, 190, &cfg),
+            Action::Ring { seq: 10, count: 1 }
+        );
+        // 009.msg still pending: owed.
+        assert_eq!(
+            decide(&[rec(9, 100)], &owed, ALIVE, 101, &cfg),
+            Action::RingOwed { seq: 9 }
+        );
     }
 
     proptest::proptest! {

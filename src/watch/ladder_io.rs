@@ -81,7 +81,7 @@ pub(crate) fn parse(
             let name = String::from_utf8_lossy(b);
             seq_of(name.split_whitespace().next()?)
         }),
-        owed: owed.and_then(|b| String::from_utf8_lossy(b).trim().parse().ok()),
+        owed: owed.and_then(shared::Owed::parse),
     }
 }
 
@@ -104,16 +104,18 @@ pub(crate) fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> 
     shared::write_escalated(home, id, &record_name(seq))
 }
 
-pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
-    shared::clear(home, id)
-}
-
 /// Records (or, with `None`, clears) an owed doorbell.
 pub(crate) fn set_owed(home: &Home, id: &TaskId, owed: Option<u64>) -> Result<()> {
     match owed {
         Some(now) => shared::write_owed(home, id, now),
         None => shared::clear_owed(home, id),
     }
+}
+
+/// Removes `.ring-owed` (and `.ring-state`, `.escalated`), leaving the
+/// marks of a dialog or a dead agent seen.
+pub(crate) fn clear(home: &Home, id: &TaskId) -> Result<()> {
+    shared::clear_ladder(home, id)
 }
 
 #[cfg(test)]
@@ -148,9 +150,10 @@ mod tests {
             bytes(home.ring_owed(&id)).as_deref(),
         );
         assert_eq!(parsed, files);
+        std::fs::write(home.inbox(&id).join("007.msg"), b"x").unwrap();
         set_owed(&home, &id, Some(42)).unwrap();
         let parsed = parse(None, None, bytes(home.ring_owed(&id)).as_deref());
-        assert_eq!(parsed.owed, Some(42));
+        assert_eq!(parsed.owed.map(|o| (o.at, o.through)), Some((42, Some(7))));
         assert_eq!(parsed.owed, load(&home, &id).0.owed);
         clear(&home, &id).unwrap();
         assert!(load(&home, &id).0.is_empty());

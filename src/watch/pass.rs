@@ -336,7 +336,17 @@ pub(crate) fn run_over(
             }
         }
         match g.task {
-            Ok(t) => tasks.push(t),
+            Ok(mut t) => {
+                // A pass that looks at every pane needs every meta, not
+                // only those of tasks whose ladder looks at the pane.
+                if ex.state.sweep && t.meta.is_none() {
+                    match TaskMeta::load(home, id) {
+                        Ok(m) => t.meta = m,
+                        Err(e) => ex.state.warn(format!("{id}: {e}")),
+                    }
+                }
+                tasks.push(t);
+            }
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
         if g.inbox_dir {
@@ -349,7 +359,10 @@ pub(crate) fn run_over(
     let mut lists: BTreeMap<String, Option<Vec<PaneInfo>>> = BTreeMap::new();
     for t in &tasks {
         let Some(m) = &t.meta else { continue };
-        if m.pane.is_none() || !ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch) {
+        // A task on another host is looked at by that host's watcher.
+        let sweep = ex.state.sweep && m.host_name().is_none();
+        if m.pane.is_none() || !(sweep || ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch))
+        {
             continue;
         }
         let socket = m.socket(cfg).to_string();

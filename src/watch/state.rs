@@ -37,6 +37,12 @@ pub struct State {
     flusher: Option<Flusher>,
     /// The ring states this pass replaced, removed when it settles.
     pub(super) leftovers: Vec<crate::fsx::Leftover>,
+    /// Whether the next pass looks at every task's pane (a dead agent or a
+    /// dialog with no mail waiting), not only those a ladder needs. One
+    /// `list-panes` per socket, and a screen capture per live agent whose
+    /// profile knows dialogs. Every one-shot pass does; the daemon every
+    /// `poll_secs`.
+    pub(crate) sweep: bool,
 }
 
 impl State {
@@ -47,6 +53,7 @@ impl State {
             inboxes: HashMap::new(),
             flusher: None,
             leftovers: Vec::new(),
+            sweep: true,
         })
     }
 

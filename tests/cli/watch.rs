@@ -19,7 +19,7 @@ use crate::harness::{Cmd, Started, TestHome, Tmux, have_python, wait_for, wait_u
 const AGENT: &str = r#"
 import os, sys
 log, mode, inbox = sys.argv[1], sys.argv[2], sys.argv[3]
-prompt = "BUSY esc to interrupt\n" if mode == "busy" else "deaf> "
+prompt = {"busy": "BUSY esc to interrupt\n", "blank": ""}.get(mode, "deaf> ")
 sys.stdout.write(prompt); sys.stdout.flush()
 while True:
     line = sys.stdin.readline()
@@ -202,10 +202,21 @@ impl World {
                 inbox.to_str().unwrap(),
             ],
         );
-        wait_for("the stand-in's prompt", 10.0, || {
-            self.tmux
-                .capture(&pane)
-                .contains(if mode == "busy" { "BUSY" } else { "deaf>" })
+        wait_for("the stand-in's prompt", 10.0, || match mode {
+            "busy" => self.tmux.capture(&pane).contains("BUSY"),
+            // Draws nothing: wait for python to be the pane's command.
+            "blank" => self
+                .tmux
+                .run([
+                    "display-message",
+                    "-p",
+                    "-t",
+                    &pane,
+                    "#{pane_current_command}",
+                ])
+                .trim()
+                .starts_with("python"),
+            _ => self.tmux.capture(&pane).contains("deaf>"),
         });
         self.meta(id, &pane);
         pane
@@ -1377,4 +1388,439 @@ fn the_daemons_rerings_leave_no_old_ring_state_behind() {
     stop(d);
     assert_eq!(ring_state(&home, "t").0, "001.msg");
     assert_eq!(left(), Vec::<String>::new());
+}
+
+/// A dead agent or a vanished pane with no mail waiting is heard too: one
+/// `dead-agent` wake per agent (pane and spawn), not one per pass. A look
+/// that finds the agent alive ends the episode; a later death is heard
+/// again. Mail left for an agent already reported dead adds no wake.
+#[test]
+fn a_dead_agent_with_no_mail_is_heard_once_per_agent() {
+    let Some(w) = World::new("") else { return };
+    let sleeper = w.tmux.window("dead", &["sleep", "1000"]);
+    w.meta("dead", &sleeper);
+    w.meta("gone", "%9999");
+    for _ in 0..3 {
+        w.once().stdout_any().run();
+    }
+    let texts: Vec<String> = w
+        .wakes_of("dead-agent")
+        .into_iter()
+        .map(|x| format!("{} {}", x.task, x.text))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            format!("dead agent in pane {sleeper} exited"),
+            "gone pane %9999 gone".to_string()
+        ]
+    );
+    assert_eq!(w.wakes().len(), 2, "{:?}", w.wakes());
+    // Mail for the dead agent, within its grace and then past it: the
+    // agent was reported already.
+    queue_record(&w.home, "dead", 1, 0);
+    w.once().stdout("").run();
+    w.record("dead", 1, false);
+    w.once().stdout("").run();
+    assert_eq!(w.home.read("state/dead.inbox/.escalated"), b"001.msg\n");
+    assert_eq!(w.wakes_of("dead-agent").len(), 2);
+    std::fs::create_dir_all(w.home.path("state/dead.inbox/handled")).unwrap();
+    std::fs::rename(
+        w.home.path("state/dead.inbox/001.msg"),
+        w.home.path("state/dead.inbox/handled/001.msg"),
+    )
+    .unwrap();
+    // Alive again (relaunched into a live pane): the episode ends.
+    w.agent("dead", "deaf");
+    w.once().stdout("").run();
+    assert!(!w.home.exists("state/dead.inbox/.agent-dead"));
+    // Dead again: heard again, once.
+    w.meta("dead", &sleeper);
+    w.once().stdout_any().run();
+    w.once().stdout("").run();
+    assert_eq!(w.wakes_of("dead-agent").len(), 3, "{:?}", w.wakes());
+}
+
+/// A dialog with no mail waiting gets its one wake too (a permission
+/// prompt mid-turn, a trust dialog at start), and a new one after it
+/// closed gets another. A key stamped in the future (a clock stepped
+/// back) does not mute the task's dialogs: it counts as pressed now.
+#[test]
+fn a_dialog_with_no_mail_waiting_is_heard_once_per_dialog() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, pane) = crate::control::task(&h, &t, "t1", "direct-PR");
+    let screen_has = |s: &str| wait_until(10.0, || t.capture(&pane).contains(s));
+    let send = |text: &str| {
+        h.fm("send")
+            .args(["t1", text])
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "100")
+            .stdout_regex(r"^queued t1 \d+\.msg \u{b7} doorbell rang\n$")
+            .run();
+    };
+    let once = || {
+        h.fm("watch")
+            .arg("--once")
+            .env("FM_WATCH_GRACE_SECS", "60")
+            .env("FM_SEND_SETTLE_MS", "0")
+            .env("FM_SEND_ENTER_WAIT_MS", "100")
+    };
+    send("dialog permission");
+    assert!(
+        screen_has("stand-in dialog: permission?"),
+        "{}",
+        t.capture(&pane)
+    );
+    assert!(wait_until(10.0, || h.exists("state/t1.inbox/handled/001.msg")));
+    let wake = wake_re("t1", "dialog", "waiting in a dialog: permission");
+    once().stdout_regex(&wake).run();
+    once().stdout("").run();
+    once().stdout("").run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 1);
+    assert!(!h.exists("state/t1.inbox/.ring-owed"), "nothing is owed");
+    // Closed, then asked again: a wake of its own.
+    t.run(["send-keys", "-t", pane.as_str(), "Escape"]);
+    assert!(screen_has("dialog permission cancelled"));
+    once().stdout("").run();
+    assert!(!h.exists("state/t1.inbox/.dialog"));
+    send("dialog permission");
+    assert!(wait_until(10.0, || h.exists("state/t1.inbox/handled/002.msg")));
+    once().stdout_regex(&wake).run();
+    once().stdout("").run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 2);
+    // A key stamped an hour ahead: the dialog after it is heard once the
+    // pane had its two seconds, not in an hour.
+    h.write(
+        "state/t1.inbox/.dialog",
+        format!("permission\t{}\n", now() + 3600),
+    );
+    assert!(
+        wait_until(10.0, || {
+            once().stdout_any().run();
+            wakes_of(&h, "dialog").len() >= 3
+        }),
+        "a future key stamp muted the dialog"
+    );
+    once().stdout("").run();
+    assert_eq!(wakes_of(&h, "dialog").len(), 3);
+    assert_eq!(h.read("state/t1.inbox/.dialog"), b"permission\n");
+}
+
+/// Each status line that needs the captain is one wake, however many
+/// passes follow.
+#[test]
+fn each_status_that_needs_the_captain_is_one_wake() {
+    let h = TestHome::new();
+    h.write(
+        "state/s1.status",
+        "working: a\nneeds-decision: which db?\nblocked: no creds\nfailed: tests red\ndone: shipped\n",
+    );
+    for _ in 0..3 {
+        once(&h).stdout_any().run();
+    }
+    let texts: Vec<String> = wakes_of(&h, "status").into_iter().map(|w| w.text).collect();
+    assert_eq!(
+        texts,
+        [
+            "needs-decision: which db?",
+            "blocked: no creds",
+            "failed: tests red",
+            "done: shipped"
+        ]
+    );
+    assert_eq!(wakes(&h).len(), 4);
+}
+
+/// The same record escalated again by a new ladder (a relaunch clears the
+/// ladder files and the new agent is rung afresh) is a new escalation: its
+/// own wake, hence its own notification.
+#[test]
+fn a_second_escalation_of_the_same_message_gets_its_own_wake() {
+    let h = TestHome::new();
+    h.write("state/t9.meta", "kind=ship\n");
+    queue_record(&h, "t9", 1, 200);
+    let escalation = wake_re(
+        "t9",
+        "escalation",
+        "001.msg unacknowledged after 1 ring\\(s\\): please look",
+    );
+    once(&h)
+        .stdout("rang t9 001.msg (attempt 1) \u{b7} no-pane\n")
+        .run();
+    once(&h).stdout_regex(&escalation).run();
+    once(&h).stdout("").run();
+    assert_eq!(wakes_of(&h, "escalation").len(), 1);
+    // A relaunch, a second later: the ladder starts again for 001.msg.
+    let first = wakes_of(&h, "escalation")[0].epoch;
+    wait_for("the next second", 3.0, || now() > first);
+    h.write(
+        "state/t9.meta",
+        format!("kind=ship\nspawned_at={}\n", now()),
+    );
+    std::fs::remove_file(h.path("state/t9.inbox/.ring-state")).unwrap();
+    std::fs::remove_file(h.path("state/t9.inbox/.escalated")).unwrap();
+    once(&h)
+        .stdout("rang t9 001.msg (attempt 1) \u{b7} no-pane\n")
+        .run();
+    once(&h).stdout_regex(&escalation).run();
+    once(&h).stdout("").run();
+    let esc = wakes_of(&h, "escalation");
+    assert_eq!(esc.len(), 2, "{esc:?}");
+}
+
+/// An owed ring belongs to the records pending when it was held back:
+/// acknowledged, they leave nothing owed, and the next message waits for
+/// its grace like any other (the ladder's attempt 1), not rung at once as
+/// attempt 0.
+#[test]
+fn an_owed_ring_ends_with_the_records_it_was_owed_for() {
+    let Some(w) = World::new("") else { return };
+    w.agent("t1", "deaf");
+    let later = now() + 3600;
+    w.home
+        .write("state/t1.busy", format!("busy {later} prompt-hook\n"));
+    w.home
+        .fm("send")
+        .args(["t1", "first"])
+        .stdout("queued t1 001.msg \u{b7} doorbell queued\n")
+        .stderr_any()
+        .run();
+    assert!(w.home.exists("state/t1.inbox/.ring-owed"));
+    w.home.fm("ack").args(["t1", "1"]).stdout_any().run();
+    assert!(
+        !w.home.exists("state/t1.inbox/.ring-owed"),
+        "nothing pending, nothing owed"
+    );
+    std::fs::remove_file(w.home.path("state/t1.busy")).unwrap();
+    w.home
+        .fm("send")
+        .args(["--quiet", "t1", "second"])
+        .stdout("queued t1 002.msg \u{b7} doorbell quiet\n")
+        .run();
+    w.once().stdout("").run();
+    // One left behind by an older tool (it names 001.msg, acknowledged):
+    // stale, ignored and removed.
+    w.home
+        .write("state/t1.inbox/.ring-owed", format!("{}\t001.msg\n", now()));
+    w.once().stdout("").run();
+    assert!(!w.home.exists("state/t1.inbox/.ring-owed"));
+    assert_eq!(w.rings("t1"), 0);
+}
+
+/// A ring lock another process holds (a captain's `fm-send` suspended
+/// with Ctrl-Z mid-ring) holds up only its own task: the daemon rings the
+/// rest of the fleet at once, passes that task over, and rings it as soon
+/// as the lock is free (its first attempt: nothing was spent meanwhile).
+/// `fm-send` says what holds it back.
+#[test]
+fn a_held_ring_lock_holds_up_only_its_own_task() {
+    let Some(w) = World::new("") else { return };
+    w.agent("t1", "deaf");
+    w.agent("t2", "deaf");
+    w.record("t1", 1, false);
+    w.record("t2", 1, false);
+    let lock = std::fs::File::create(w.home.path("state/.ring-t1.lock")).unwrap();
+    lock.try_lock().unwrap();
+    let started = std::time::Instant::now();
+    let d = w
+        .daemon(&[])
+        .stdout(
+            "rang t2 001.msg (attempt 1) \u{b7} rang\nrang t1 001.msg (attempt 1) \u{b7} rang\n",
+        )
+        .stderr_regex(&watching_line(&w.home))
+        .start();
+    w.wait_rings("t2", 1);
+    let t2_after = started.elapsed();
+    eprintln!("t2 rung {t2_after:?} after the daemon started, t1's lock held");
+    daemon_passes(&w.home, 2);
+    assert_eq!(w.rings("t1"), 0);
+    assert!(
+        !w.home.exists("state/t1.inbox/.ring-state"),
+        "nothing spent"
+    );
+    lock.unlock().unwrap();
+    w.wait_rings("t1", 1);
+    wait_for("the daemon's report of t1's ring", 10.0, || {
+        d.stdout_so_far().contains("rang t1")
+    });
+    stop(d);
+    // fm-send on a held lock: queued, and why.
+    lock.try_lock().unwrap();
+    w.home
+        .fm("send")
+        .args(["t1", "hello"])
+        .env("FM_SEND_SETTLE_MS", "0")
+        .env("FM_SEND_ENTER_WAIT_MS", "50")
+        .stdout("queued t1 002.msg \u{b7} doorbell queued\n")
+        .stderr_has("fm-send: t1: doorbell queued: another ring of this task is in progress (ring lock held")
+        .run();
+    assert!(w.home.exists("state/t1.inbox/.ring-owed"));
+    assert_eq!(w.rings("t1"), 1);
+}
+
+/// A spawn stamped in the future (the clock stepped back since) does not
+/// make the agent count as booting for ever: a ring that finds no
+/// composer is `skipped` and counted, and the ladder ends in its
+/// escalation.
+#[test]
+fn a_spawn_stamped_in_the_future_does_not_hold_the_ladder_back() {
+    let Some(w) = World::new("") else { return };
+    let pane = w.agent("t1", "blank");
+    w.home.write(
+        "state/t1.meta",
+        format!(
+            "kind=ship\nharness=deaf\npane={pane}\ntmux_socket={}\nspawned_at={}\n",
+            w.tmux.socket,
+            now() + 3600
+        ),
+    );
+    w.record("t1", 1, false);
+    w.once()
+        .stdout("rang t1 001.msg (attempt 1) \u{b7} skipped\n")
+        .run();
+    assert!(!w.home.exists("state/t1.inbox/.ring-owed"));
+    w.home.write(
+        "state/t1.inbox/.ring-state",
+        format!("001.msg\t3\t{}\n", now() - 61),
+    );
+    w.once()
+        .stdout_regex(&wake_re(
+            "t1",
+            "escalation",
+            "001.msg unacknowledged after 3 ring\\(s\\): please look",
+        ))
+        .run();
+}
+
+/// `state/` moved away and made again under a running daemon: the daemon
+/// takes the new lock back, so a second daemon finds it running; and when
+/// a second daemon got there first, the first one stops. One watcher per
+/// home, so a status line surfaces once.
+#[test]
+fn state_replaced_under_a_running_daemon_leaves_one_watcher() {
+    let h = TestHome::new();
+    let replace = || {
+        std::fs::rename(h.path("state"), h.path("state.old")).unwrap();
+        std::fs::create_dir(h.path("state")).unwrap();
+        std::fs::remove_dir_all(h.path("state.old")).unwrap();
+    };
+    // How it ends is said below (it is told to stop).
+    let a = watch_cmd(&h).status_any().stdout_any().stderr_any().start();
+    let pid_a = format!("{}\n", a.pid());
+    wait_for("the daemon's pid in the lock", 10.0, || {
+        h.exists("state/.watch.lock") && h.read("state/.watch.lock") == pid_a.as_bytes()
+    });
+    wait_for("the daemon's start line", 10.0, || {
+        a.stderr_so_far().ends_with("Ctrl-C to stop\n")
+    });
+    // Away for a while: the daemon does not make it again.
+    wait_beat_after(&h, None);
+    std::fs::rename(h.path("state"), h.path("state.old")).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!h.exists("state"), "state/ is not made again by the daemon");
+    std::fs::create_dir(h.path("state")).unwrap();
+    std::fs::remove_dir_all(h.path("state.old")).unwrap();
+    wait_for("the daemon to take the new lock", 10.0, || {
+        h.exists("state/.watch.lock") && h.read("state/.watch.lock") == pid_a.as_bytes()
+    });
+    watch_cmd(&h)
+        .stdout(format!("fm-watch: already running (pid {})\n", a.pid()))
+        .run();
+    h.write("state/s1.status", "needs-decision: which way?\n");
+    wait_for("the status wake", 10.0, || wakes(&h).len() == 1);
+    daemon_passes(&h, 2);
+    // Frozen while state/ is replaced, it finds a second daemon there.
+    a.signal(libc::SIGSTOP);
+    replace();
+    let b = locked_daemon(&h);
+    a.signal(libc::SIGCONT);
+    let out = a.wait(10.0);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stderr().ends_with(&format!(
+            "fm-watch: state/ was replaced and another watcher (pid {}) holds its lock; stopping\n",
+            b.pid()
+        )),
+        "{}",
+        out.stderr()
+    );
+    h.write("state/s2.status", "blocked: no creds\n");
+    wait_for("the status wake", 10.0, || wakes(&h).len() == 1);
+    daemon_passes(&h, 2);
+    assert_eq!(wakes(&h).len(), 1, "{:?}", wakes(&h));
+    stop(b);
+}
+
+/// An agent the captain stopped (`fm-control exit`) did not die: its
+/// dead pane raises no `dead-agent` wake.
+#[test]
+fn an_agent_stopped_on_purpose_raises_no_dead_agent_wake() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let (_wt, _pane) = crate::control::task(&h, &t, "t1", "direct-PR");
+    Cmd::new(crate::harness::bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &t.socket)
+        .env("FM_CONTROL_EXIT_WAIT_SECS", "10")
+        .args(["t1", "exit"])
+        .stdout("stopped t1\n")
+        .run();
+    for _ in 0..2 {
+        h.fm("watch").arg("--once").stdout("").run();
+    }
+    assert!(wakes(&h).is_empty(), "{:?}", wakes(&h));
+}
+
+/// The daemon looks at every pane every `poll_secs`: a pane that vanishes
+/// with no mail waiting (no file changes, so no event names its task) is
+/// heard at the next such pass, once, however many follow.
+#[test]
+fn the_daemon_hears_a_vanished_pane_with_no_mail_once() {
+    let Some(w) = World::new("") else { return };
+    let pane = w.agent("t1", "deaf");
+    let d = w
+        .daemon(&[("FM_WATCH_POLL_SECS", "1")])
+        .stdout_regex(&wake_re("t1", "dead-agent", &format!("pane {pane} gone")))
+        .stderr_regex(&watching_line(&w.home))
+        .start();
+    daemon_passes(&w.home, 1);
+    assert!(w.wakes().is_empty(), "{:?}", w.wakes());
+    w.tmux.run(["kill-pane", "-t", pane.as_str()]);
+    wait_for("the dead-agent wake", 10.0, || !w.wakes().is_empty());
+    // Three more looks at every pane: nothing more.
+    let mut last = beat(&w.home);
+    for _ in 0..3 {
+        last = wait_beat_after(&w.home, last);
+    }
+    stop(d);
+    assert_eq!(w.wakes().len(), 1, "{:?}", w.wakes());
+}
+
+/// A relaunch owes its new agent a doorbell for every pending record
+/// (`.ring-owed`, with no ladder state): the watcher rings it once, and
+/// the ladder's next ring waits its grace from that ring, not from the
+/// record's old stamp — never two doorbells within a second.
+#[test]
+fn a_relaunch_owes_one_doorbell_and_the_ladder_waits_its_grace_after_it() {
+    let Some(w) = World::new("") else { return };
+    w.agent("t1", "deaf");
+    w.record("t1", 1, false);
+    // As `fm-control relaunch` leaves it: the owed ring, no ladder files.
+    w.home
+        .write("state/t1.inbox/.ring-owed", format!("{}\t001.msg\n", now()));
+    w.once()
+        .stdout("rang t1 001.msg (attempt 0) \u{b7} rang\n")
+        .run();
+    w.wait_rings("t1", 1);
+    // The next passes, at once: the grace runs from the owed ring.
+    w.once().run();
+    w.once().run();
+    assert_eq!(
+        w.rings("t1"),
+        1,
+        "a second doorbell right after the owed one"
+    );
+    let state = w.home.read_string("state/t1.inbox/.ring-state");
+    assert!(state.starts_with("001.msg\t0\t"), "{state}");
 }
