@@ -145,6 +145,17 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
                 ));
             }
         }
+        // The agent's own session log says a turn is running (Codex shows
+        // nothing while its answer streams).
+        if let Some(at) = f.agent_turn
+            && f.last_line_at.is_none_or(|t| at >= t)
+        {
+            return Ok(r(
+                State::Working,
+                Source::Pane,
+                format!("busy ({})", crate::agent_report::SOURCE),
+            ));
+        }
         let regex = f.profile.as_ref().and_then(|p| p.busy_regex.as_ref());
         if regex.is_some() {
             match &f.screen {

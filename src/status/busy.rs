@@ -81,20 +81,40 @@ pub(crate) fn write(
 
 /// When the busy record that counts was written, Unix seconds: the
 /// record against the status log's mtime ([`BusyRecord::busy_since`]).
-/// `None` when none counts; an unreadable or malformed record is not busy.
+/// With no record that counts, the turn the agent's own session log
+/// reports running ([`crate::agent_report`]), by the same rule. `None`
+/// when neither says busy; an unreadable or malformed record is not busy.
 pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
-    let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
-        return None;
+    let mtime = || {
+        fsx::stat(&home.status(id))
+            .ok()
+            .flatten()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs())
     };
-    let mtime = fsx::stat(&home.status(id))
-        .ok()
-        .flatten()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs());
-    BusyRecord::parse(&bytes)
-        .filter(|b| b.busy_since(mtime))
-        .map(|b| b.at)
+    let record = match fsx::read_optional(&home.busy(id)) {
+        Ok(Some(bytes)) => BusyRecord::parse(&bytes)
+            .filter(|b| b.busy_since(mtime()))
+            .map(|b| b.at),
+        _ => None,
+    };
+    record.or_else(|| {
+        let at = crate::agent_report::turn_running(home, id)?;
+        busy_from_log(at, mtime())
+    })
+}
+
+/// A turn the session log reports running since `at` counts as busy the
+/// way a record written at `at` does: not older than the status log.
+pub(crate) fn busy_from_log(at: u64, log_mtime: Option<u64>) -> Option<u64> {
+    BusyRecord {
+        busy: true,
+        at,
+        source: crate::agent_report::SOURCE.into(),
+    }
+    .busy_since(log_mtime)
+    .then_some(at)
 }
 
 #[cfg(test)]
