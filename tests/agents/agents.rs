@@ -9,6 +9,7 @@
 //! A missing program skips the suite with a printed reason, or fails it
 //! under `FM_REQUIRE_AGENTS=1` (which `.ci/run` sets).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The agent programs the suite drives.
@@ -104,7 +105,10 @@ impl Harness {
                     .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
                     .find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
                     .map_or_else(|| self.version(), str::to_string);
-                eprintln!(
+                // Straight to stderr, past the test harness's capture:
+                // every run names what it tested.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
                     "agents under test: {} {v} ({}; pinned {})",
                     self.name(),
                     p.display(),
