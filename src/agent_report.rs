@@ -183,7 +183,7 @@ pub(crate) fn last_turn_event(path: &Path) -> Option<TurnEvent> {
         if take == len || window >= MAX_TAIL {
             return None;
         }
-        window *= 8;
+        window = (window * 8).min(MAX_TAIL);
     }
 }
 
