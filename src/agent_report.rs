@@ -187,8 +187,30 @@ pub(crate) fn last_turn_event(path: &Path) -> Option<TurnEvent> {
     }
 }
 
-/// The `cwd` a rollout's `session_meta` line names.
+/// The `cwd` a rollout's `session_meta` line names, remembered per file
+/// for the life of the process (it never changes; a view that looks every
+/// frame reads each first line once).
 fn rollout_cwd(path: &Path) -> Option<PathBuf> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(Mutex::default);
+    if let Some(c) = seen.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return Some(c);
+    }
+    // Only a name found is kept: a first line still being written is
+    // read again next time.
+    let cwd = read_rollout_cwd(path)?;
+    if let Ok(mut m) = seen.lock() {
+        if m.len() >= 4096 {
+            m.clear();
+        }
+        m.insert(path.to_path_buf(), cwd.clone());
+    }
+    Some(cwd)
+}
+
+fn read_rollout_cwd(path: &Path) -> Option<PathBuf> {
     let f = std::fs::File::open(path).ok()?;
     let mut line = Vec::new();
     let mut r = std::io::BufReader::new(f.take(MAX_META_LINE));
