@@ -773,7 +773,8 @@ pub(crate) fn agent_turn(home: &Home, f: &Facts) -> Option<u64> {
     {
         return None;
     }
-    crate::agent_report::turn_running_with(home, &f.id, f.meta.as_ref()?)
+    let at = crate::agent_report::turn_running_with(home, &f.id, f.meta.as_ref()?)?;
+    crate::status::busy::busy_from_log(at, f.last_line_at, f.busy.as_ref())
 }
 
 pub(crate) fn is_remote(m: &TaskMeta) -> bool {

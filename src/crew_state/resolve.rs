@@ -147,9 +147,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         }
         // The agent's own session log says a turn is running (Codex shows
         // nothing while its answer streams).
-        if let Some(at) = f.agent_turn
-            && f.last_line_at.is_none_or(|t| at >= t)
-        {
+        if f.agent_turn.is_some() {
             return Ok(r(
                 State::Working,
                 Source::Pane,

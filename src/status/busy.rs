@@ -82,9 +82,15 @@ pub(crate) fn write(
 /// When the busy record that counts was written, Unix seconds: the
 /// record against the status log's mtime ([`BusyRecord::busy_since`]).
 /// With no record that counts, the turn the agent's own session log
-/// reports running ([`crate::agent_report`]), by the same rule. `None`
-/// when neither says busy; an unreadable or malformed record is not busy.
+/// reports running ([`crate::agent_report`]), by the same rule and
+/// [`log_turn_counts`]. `None` when neither says busy; an unreadable or
+/// malformed record is not busy.
 pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
+    busy_at_from(home, id).map(|(at, _)| at)
+}
+
+/// [`busy_at`], and whether the session log (not a record) said so.
+pub(crate) fn busy_at_from(home: &Home, id: &TaskId) -> Option<(u64, bool)> {
     let mtime = || {
         fsx::stat(&home.status(id))
             .ok()
@@ -94,27 +100,34 @@ pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
             .map(|d| d.as_secs())
     };
     let record = match fsx::read_optional(&home.busy(id)) {
-        Ok(Some(bytes)) => BusyRecord::parse(&bytes)
-            .filter(|b| b.busy_since(mtime()))
-            .map(|b| b.at),
+        Ok(Some(bytes)) => BusyRecord::parse(&bytes),
         _ => None,
     };
-    record.or_else(|| {
-        let at = crate::agent_report::turn_running(home, id)?;
-        busy_from_log(at, mtime())
-    })
+    let log_mtime = mtime();
+    if let Some(r) = record.as_ref().filter(|b| b.busy_since(log_mtime)) {
+        return Some((r.at, false));
+    }
+    let at = crate::agent_report::turn_running(home, id)?;
+    busy_from_log(at, log_mtime, record.as_ref()).map(|at| (at, true))
+}
+
+/// Whether a turn the session log reports running since `started` still
+/// counts against the busy record: an idle record the agent's own hook
+/// wrote at or after the turn began has ended it — Codex runs its `Stop`
+/// and `Interrupt` hooks just before it writes the turn's end to the log.
+pub(crate) fn log_turn_counts(record: Option<&BusyRecord>, started: u64) -> bool {
+    !record.is_some_and(|r| !r.busy && r.source == "hook" && r.at >= started)
 }
 
 /// A turn the session log reports running since `at` counts as busy the
-/// way a record written at `at` does: not older than the status log.
-pub(crate) fn busy_from_log(at: u64, log_mtime: Option<u64>) -> Option<u64> {
-    BusyRecord {
-        busy: true,
-        at,
-        source: crate::agent_report::SOURCE.into(),
-    }
-    .busy_since(log_mtime)
-    .then_some(at)
+/// way a record written at `at` does (not older than the status log), and
+/// unless the record ended it ([`log_turn_counts`]).
+pub(crate) fn busy_from_log(
+    at: u64,
+    log_mtime: Option<u64>,
+    record: Option<&BusyRecord>,
+) -> Option<u64> {
+    (log_mtime.is_none_or(|t| at >= t) && log_turn_counts(record, at)).then_some(at)
 }
 
 #[cfg(test)]
@@ -142,6 +155,27 @@ mod tests {
                 .source,
             "hook"
         );
+    }
+
+    #[test]
+    fn a_hooks_idle_record_ends_the_turn_the_session_log_still_shows() {
+        let rec = |line: &str| BusyRecord::parse(line.as_bytes()).unwrap();
+        // The Stop hook's record, a moment before Codex logs the turn's end.
+        assert_eq!(busy_from_log(100, None, Some(&rec("idle 100 hook"))), None);
+        assert_eq!(busy_from_log(100, None, Some(&rec("idle 101 hook"))), None);
+        // A record from before the turn, or not the agent's own, does not.
+        assert_eq!(
+            busy_from_log(100, None, Some(&rec("idle 99 hook"))),
+            Some(100)
+        );
+        assert_eq!(
+            busy_from_log(100, None, Some(&rec("idle 100 fm-control"))),
+            Some(100)
+        );
+        assert_eq!(busy_from_log(100, None, None), Some(100));
+        // Older than the status log's latest line: not busy, as a record.
+        assert_eq!(busy_from_log(100, Some(101), None), None);
+        assert_eq!(busy_from_log(100, Some(100), None), Some(100));
     }
 
     #[test]

@@ -61,6 +61,7 @@ impl Exec<'_> {
             .as_deref()
             .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = None;
+        let mut busy_from_log = false;
         let mut info: Option<&PaneInfo> = None;
         let mut facts = if pane_id.is_empty() {
             PaneFacts::NoPane
@@ -76,7 +77,11 @@ impl Exec<'_> {
                     }
                     Some(p) => {
                         info = Some(p);
-                        busy_rec = crate::status::busy::busy_at(home, &t.id);
+                        let busy = crate::status::busy::busy_at_from(home, &t.id);
+                        busy_rec = busy.map(|(at, _)| at);
+                        // Only the session log said busy: its end is
+                        // outside state/ and wakes no pass.
+                        busy_from_log = busy.is_some_and(|(_, log)| log);
                         PaneFacts::Alive {
                             busy: busy_rec.is_some(),
                         }
@@ -104,6 +109,10 @@ impl Exec<'_> {
             screen = Some(s);
         }
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
+        if busy_rec.is_some() && busy_from_log && t.files.owed.is_some() {
+            // The turn may end any moment: look again soon.
+            self.due(now + OWED_RECHECK_SECS);
+        }
         // A dialog owns the keyboard: one wake for the captain, no ring.
         if info.is_some()
             && profile.as_ref().is_some_and(|p| !p.dialogs.is_empty())

@@ -23,8 +23,9 @@ printf '{"timestamp":"x","type":"response_item","payload":{"type":"message","rol
 mv "$log.tmp" "$log"
 printf '%s\n' "$log" > "$CODEX_HOME/rollout-path"
 clear
-printf '\n\342\200\272 \n\n  gpt-5.5 low \302\267 /tmp/worktree\n'
-stty -echo
+# The status line, then the empty composer above it, the cursor in it (what
+# is typed shows there, as in Codex's composer).
+printf '\n\n\n  gpt-5.5 low \302\267 /tmp/worktree\033[2;1H\342\200\272 '
 # Stays the pane's foreground process (`codex`), reading its input.
 while read -r _; do :; done
 "#;
@@ -126,6 +127,20 @@ fn a_codex_turn_its_session_log_reports_reads_busy_and_holds_the_doorbell() {
         h.read_string("state/x1.agent-home"),
         format!("codex {}\n", codex_home.display())
     );
+    // The watcher holds the owed doorbell while the log says busy, and —
+    // the log being outside state/, its end wakes nothing — looks again
+    // soon: the turn's end is rung within seconds, not at a rescan.
+    let watcher = fm("fm-watch")
+        .stdout_any()
+        .stderr_any()
+        .status_any()
+        .start();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(
+        !watcher.stdout_so_far().contains("rang"),
+        "{}",
+        watcher.stdout_so_far()
+    );
     // The turn ends (`task_complete`): idle again.
     let mut log = std::fs::read_to_string(&rollout).unwrap();
     log.push_str(
@@ -136,4 +151,11 @@ fn a_codex_turn_its_session_log_reports_reads_busy_and_holds_the_doorbell() {
         crew(),
         "state: idle · source: pane · agent alive, no status yet"
     );
+    assert!(
+        wait_until(10.0, || t.capture(&pane).contains("firstmate inbox")),
+        "the watcher never rang the held doorbell:\n{}\n--- watcher\n{}",
+        t.capture(&pane),
+        watcher.stdout_so_far()
+    );
+    watcher.signal(libc::SIGTERM);
 }
