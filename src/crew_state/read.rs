@@ -763,7 +763,6 @@ impl StateDir {
     }
 }
 
-/// Whether the meta names a host (the row's `host`, `Row::with`).
 /// When the turn the agent's session log reports running began, unless a
 /// busy record already counts ([`crate::agent_report`]).
 pub(crate) fn agent_turn(home: &Home, f: &Facts) -> Option<u64> {
@@ -777,6 +776,7 @@ pub(crate) fn agent_turn(home: &Home, f: &Facts) -> Option<u64> {
     crate::status::busy::busy_from_log(at, f.last_line_at, f.busy.as_ref())
 }
 
+/// Whether the meta names a host (the row's `host`, `Row::with`).
 pub(crate) fn is_remote(m: &TaskMeta) -> bool {
     m.host_name().is_some()
 }

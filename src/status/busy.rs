@@ -91,19 +91,16 @@ pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
 
 /// [`busy_at`], and whether the session log (not a record) said so.
 pub(crate) fn busy_at_from(home: &Home, id: &TaskId) -> Option<(u64, bool)> {
-    let mtime = || {
-        fsx::stat(&home.status(id))
-            .ok()
-            .flatten()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs())
-    };
     let record = match fsx::read_optional(&home.busy(id)) {
         Ok(Some(bytes)) => BusyRecord::parse(&bytes),
         _ => None,
     };
-    let log_mtime = mtime();
+    let log_mtime = fsx::stat(&home.status(id))
+        .ok()
+        .flatten()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
     if let Some(r) = record.as_ref().filter(|b| b.busy_since(log_mtime)) {
         return Some((r.at, false));
     }

@@ -109,8 +109,9 @@ impl Exec<'_> {
             screen = Some(s);
         }
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
-        if busy_rec.is_some() && busy_from_log && t.files.owed.is_some() {
-            // The turn may end any moment: look again soon.
+        if busy_rec.is_some() && busy_from_log && !t.pending.is_empty() {
+            // The turn may end any moment, and its end wakes no pass:
+            // look again soon.
             self.due(now + OWED_RECHECK_SECS);
         }
         // A dialog owns the keyboard: one wake for the captain, no ring.
