@@ -2,14 +2,20 @@
 # Installs the pinned real agent programs (Claude Code, Codex CLI) from the
 # npm registry into a cache directory and prints where their executables are.
 #
-#   scripts/agents.sh [--env FILE] [claude|codex|opencode ...]   (default: claude codex)
+#   scripts/agents.sh [--newest] [--env FILE] [claude|codex|opencode ...]   (default: claude codex)
 #
 # Cache: ${FM_AGENTS_DIR:-$HOME/.cache/firstmate/agents}/<name>-<version>/
 # Versions: scripts/agents.versions (one place; `name=version` lines).
-# Idempotent: a directory already holding the pinned version is reused.
+# --newest: the newest version the registry publishes (`npm view <pkg>
+# version`) instead, in a separate prefix <cache>/newest/<name>-<version>/,
+# so the pinned installs stay as they are.
+# Idempotent: a directory already holding the wanted version is reused.
 # Output (stdout): `claude=<path>`, `codex=<path>` (npm launcher) and
-# `codex_native=<path>` (the binary the launcher runs) lines; with --env FILE
-# also a sourceable file of FM_CLAUDE_BIN=, FM_CODEX_BIN=, FM_CODEX_NATIVE_BIN=.
+# `codex_native=<path>` (the binary the launcher runs) lines; stderr names
+# each version (`agents.sh: codex 0.171.0 (newest) at …`). With --env FILE
+# also a sourceable file for the conformance suite: FM_CLAUDE_BIN=,
+# FM_CODEX_BIN= (the native binary, as the suite launches it) and
+# FM_CODEX_LAUNCHER_BIN= (the npm launcher).
 # Needs only node and npm on PATH (works under `env -i PATH=/usr/bin:/bin`).
 # Neither install downloads anything but npm packages: Claude Code's native
 # binary comes in its platform optionalDependency, Codex's likewise.
@@ -20,23 +26,42 @@ die() { echo "agents.sh: $*" >&2; exit 1; }
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 versions_file="$here/agents.versions"
 env_file=""
+newest=0
 want=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --env) [ $# -ge 2 ] || die "--env needs a file"; env_file="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --newest) newest=1; shift ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     claude|codex|opencode) want+=("$1"); shift ;;
-    *) die "unknown argument: $1 (want claude, codex, opencode, --env FILE)" ;;
+    *) die "unknown argument: $1 (want claude, codex, opencode, --newest, --env FILE)" ;;
   esac
 done
 [ ${#want[@]} -gt 0 ] || want=(claude codex)
 
 [ -r "$versions_file" ] || die "missing $versions_file"
-version_of() {
+pinned_of() {
   local v
   v="$(sed -n "s/^$1=\([^[:space:]]*\).*/\1/p" "$versions_file" | head -n1)"
   [ -n "$v" ] || die "no version for $1 in $versions_file"
   printf '%s\n' "$v"
+}
+declare -A newest_seen=()
+newest_of() { # name -> the registry's newest version (asked once)
+  local v
+  if [ -z "${newest_seen[$1]:-}" ]; then
+    v="$(cd "${TMPDIR:-/tmp}" && npm view --loglevel=error "$(pkg_of "$1")" version 2>/dev/null | tail -n1)" \
+      || die "npm view $(pkg_of "$1") version failed (is the npm registry reachable?)"
+    case "$v" in
+      [0-9]*.[0-9]*.[0-9]*) ;;
+      *) die "npm view $(pkg_of "$1") version gave '$v', not a version" ;;
+    esac
+    newest_seen[$1]="$v"
+  fi
+  printf '%s\n' "${newest_seen[$1]}"
+}
+version_of() {
+  if [ "$newest" = 1 ]; then newest_of "$1"; else pinned_of "$1"; fi
 }
 
 command -v node >/dev/null 2>&1 || die "node not found on PATH ($PATH)"
@@ -46,6 +71,8 @@ command -v npm >/dev/null 2>&1 || die "npm not found on PATH ($PATH)"
 root="${FM_AGENTS_DIR:-$HOME/.cache/firstmate/agents}"
 mkdir -p "$root" || die "cannot create $root"
 root="$(cd "$root" && pwd)"
+# The newest releases live apart: the pinned installs are never replaced.
+if [ "$newest" = 1 ]; then root="$root/newest"; mkdir -p "$root" || die "cannot create $root"; fi
 
 # npm package, executable inside the install dir, per program.
 pkg_of() {
@@ -115,23 +142,32 @@ codex_native() { # install dir -> native codex binary or nothing
   return 0
 }
 
+# Asked before any install: `npm view` must not run inside a subshell
+# whose answer is thrown away.
+for name in "${want[@]}"; do version_of "$name" >/dev/null; done
+
 lines=()
+env_lines=()
 for name in "${want[@]}"; do
+  ver="$(version_of "$name")"
   exe="$(install_one "$name")"
   lines+=("$name=$exe")
-  if [ "$name" = codex ]; then
-    nat="$(codex_native "$root/codex-$(version_of codex)")"
-    [ -n "$nat" ] && lines+=("codex_native=$nat")
-  fi
+  kind=pinned; [ "$newest" = 1 ] && kind=newest
+  echo "agents.sh: $name $ver ($kind) at $exe" >&2
+  case "$name" in
+    codex)
+      nat="$(codex_native "$root/codex-$ver")"
+      [ -n "$nat" ] && lines+=("codex_native=$nat")
+      env_lines+=("FM_CODEX_BIN=$(printf '%q' "${nat:-$exe}")")
+      env_lines+=("FM_CODEX_LAUNCHER_BIN=$(printf '%q' "$exe")") ;;
+    *) env_lines+=("FM_$(echo "$name" | tr '[:lower:]' '[:upper:]')_BIN=$(printf '%q' "$exe")") ;;
+  esac
 done
 printf '%s\n' "${lines[@]}"
 
 if [ -n "$env_file" ]; then
   {
-    echo "# written by scripts/agents.sh"
-    for l in "${lines[@]}"; do
-      n="${l%%=*}"; p="${l#*=}"
-      printf 'FM_%s_BIN=%q\n' "$(echo "$n" | tr '[:lower:]' '[:upper:]')" "$p"
-    done
+    echo "# written by scripts/agents.sh$([ "$newest" = 1 ] && echo ' --newest')"
+    printf 'export %s\n' "${env_lines[@]}"
   } > "$env_file"
 fi

@@ -229,6 +229,28 @@ fn pinned(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The versions a full conformance-suite run passed on
+/// (`<name>.verified=<version> <version> …` lines), the pinned one
+/// always among them.
+fn verified(name: &str) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = pinned(name).into_iter().collect();
+    for l in PINNED.lines() {
+        let Some(rest) = l
+            .trim()
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix(".verified="))
+        else {
+            continue;
+        };
+        for w in rest.split_whitespace() {
+            if !v.contains(&w) {
+                v.push(w);
+            }
+        }
+    }
+    v
+}
+
 /// Harnesses the conformance suite (tests/agents) drives.
 const SUITE_HARNESSES: &[&str] = &["claude", "codex"];
 
@@ -283,10 +305,26 @@ fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check> {
                     format!("`{program}` installed; no conformance suite verifies this profile"),
                 ));
             };
+            let verified = verified(name);
             Some(match program_version(&program) {
                 Ok(v) if version_word(&v) == Some(want) => {
                     check(Level::Ok, format!("`{program}` {want} (the version the profile is built for)"))
                 }
+                Ok(v) if version_word(&v).is_some_and(|w| verified.contains(&w)) => check(
+                    Level::Ok,
+                    format!(
+                        "`{program}` {} (verified by the conformance suite; the profile is built for {want})",
+                        version_word(&v).unwrap_or_default()
+                    ),
+                ),
+                Ok(v) if version_word(&v).is_some() => check(
+                    Level::Warn,
+                    format!(
+                        "{program} {}: not verified by the conformance suite (verified: {})",
+                        version_word(&v).unwrap_or_default(),
+                        verified.join(", ")
+                    ),
+                ),
                 Ok(v) => check(
                     Level::Warn,
                     format!("`{program}` reports {:?}; the profile is built for {want} (scripts/agents.versions)", v.trim()),

@@ -28,6 +28,7 @@
 #[cfg(not(all(unix, target_pointer_width = "64")))]
 compile_error!("firstmate supports 64-bit Unix targets only");
 
+pub(crate) mod agent_report;
 pub mod board;
 pub mod brief;
 pub mod cli;

@@ -185,11 +185,13 @@ impl Ctl<'_> {
         let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", &cwd, "-e", &env]
             .map(String::from)
             .to_vec();
-        for e in launch.env {
+        for e in &launch.env {
             args.push("-e".into());
-            args.push(e);
+            args.push(e.clone());
         }
         let argv = launch.argv;
+        // Where the agent will write its session log (a second busy source).
+        crate::agent_report::note_launch(self.home, self.id, &argv, &launch.env);
         // No `-e PATH=…`: tmux already gives a pane started by a command
         // client that client's PATH (the one the program was checked
         // against), and an explicit copy fails for a PATH over tmux's

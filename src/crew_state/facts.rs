@@ -103,6 +103,9 @@ pub struct Facts {
     /// from task to task (a clone would start each one cold).
     pub(crate) profile: Option<Arc<HarnessProfile>>,
     pub busy: Option<BusyRecord>,
+    /// When the turn the agent's own session log reports running began
+    /// (`crate::agent_report`); looked up on every read, never kept.
+    pub(crate) agent_turn: Option<u64>,
     pub(crate) fold: Fold,
     /// Time of the log's last status line: its `at=`, else the log's mtime.
     pub(crate) last_line_at: Option<u64>,
@@ -147,6 +150,7 @@ impl Facts {
             pane: PaneFact::Unset,
             profile: None,
             busy: None,
+            agent_turn: None,
             fold: Fold::default(),
             last_line_at: None,
             log_mtime: None,

@@ -197,6 +197,12 @@ fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
         .meta
         .as_ref()
         .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
+    // The session log changes with every turn: read each time, not kept.
+    f.agent_turn = if has_pane {
+        read::agent_turn(home, &f)
+    } else {
+        None
+    };
     let resolved = if has_pane { None } else { step(&f).ok() };
     let keep_facts = resolved.is_none() || (s.keep && f.error.is_none());
     let stamps = stamps.filter(|_| f.error.is_none()).map(Box::new);

@@ -763,6 +763,19 @@ impl StateDir {
     }
 }
 
+/// When the turn the agent's session log reports running began, unless a
+/// busy record already counts ([`crate::agent_report`]).
+pub(crate) fn agent_turn(home: &Home, f: &Facts) -> Option<u64> {
+    if f.busy
+        .as_ref()
+        .is_some_and(|b| b.busy_since(f.last_line_at))
+    {
+        return None;
+    }
+    let at = crate::agent_report::turn_running_with(home, &f.id, f.meta.as_ref()?)?;
+    crate::status::busy::busy_from_log(at, f.last_line_at, f.busy.as_ref())
+}
+
 /// Whether the meta names a host (the row's `host`, `Row::with`).
 pub(crate) fn is_remote(m: &TaskMeta) -> bool {
     m.host_name().is_some()

@@ -145,6 +145,15 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
                 ));
             }
         }
+        // The agent's own session log says a turn is running (Codex shows
+        // nothing while its answer streams).
+        if f.agent_turn.is_some() {
+            return Ok(r(
+                State::Working,
+                Source::Pane,
+                format!("busy ({})", crate::agent_report::SOURCE),
+            ));
+        }
         let regex = f.profile.as_ref().and_then(|p| p.busy_regex.as_ref());
         if regex.is_some() {
             match &f.screen {

@@ -81,20 +81,50 @@ pub(crate) fn write(
 
 /// When the busy record that counts was written, Unix seconds: the
 /// record against the status log's mtime ([`BusyRecord::busy_since`]).
-/// `None` when none counts; an unreadable or malformed record is not busy.
+/// With no record that counts, the turn the agent's own session log
+/// reports running ([`crate::agent_report`]), by the same rule and
+/// [`log_turn_counts`]. `None` when neither says busy; an unreadable or
+/// malformed record is not busy.
 pub(crate) fn busy_at(home: &Home, id: &TaskId) -> Option<u64> {
-    let Ok(Some(bytes)) = fsx::read_optional(&home.busy(id)) else {
-        return None;
+    busy_at_from(home, id).map(|(at, _)| at)
+}
+
+/// [`busy_at`], and whether the session log (not a record) said so.
+pub(crate) fn busy_at_from(home: &Home, id: &TaskId) -> Option<(u64, bool)> {
+    let record = match fsx::read_optional(&home.busy(id)) {
+        Ok(Some(bytes)) => BusyRecord::parse(&bytes),
+        _ => None,
     };
-    let mtime = fsx::stat(&home.status(id))
+    let log_mtime = fsx::stat(&home.status(id))
         .ok()
         .flatten()
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs());
-    BusyRecord::parse(&bytes)
-        .filter(|b| b.busy_since(mtime))
-        .map(|b| b.at)
+    if let Some(r) = record.as_ref().filter(|b| b.busy_since(log_mtime)) {
+        return Some((r.at, false));
+    }
+    let at = crate::agent_report::turn_running(home, id)?;
+    busy_from_log(at, log_mtime, record.as_ref()).map(|at| (at, true))
+}
+
+/// Whether a turn the session log reports running since `started` still
+/// counts against the busy record: an idle record the agent's own hook
+/// wrote at or after the turn began has ended it — Codex runs its `Stop`
+/// and `Interrupt` hooks just before it writes the turn's end to the log.
+pub(crate) fn log_turn_counts(record: Option<&BusyRecord>, started: u64) -> bool {
+    !record.is_some_and(|r| !r.busy && r.source == "hook" && r.at >= started)
+}
+
+/// A turn the session log reports running since `at` counts as busy the
+/// way a record written at `at` does (not older than the status log), and
+/// unless the record ended it ([`log_turn_counts`]).
+pub(crate) fn busy_from_log(
+    at: u64,
+    log_mtime: Option<u64>,
+    record: Option<&BusyRecord>,
+) -> Option<u64> {
+    (log_mtime.is_none_or(|t| at >= t) && log_turn_counts(record, at)).then_some(at)
 }
 
 #[cfg(test)]
@@ -122,6 +152,27 @@ mod tests {
                 .source,
             "hook"
         );
+    }
+
+    #[test]
+    fn a_hooks_idle_record_ends_the_turn_the_session_log_still_shows() {
+        let rec = |line: &str| BusyRecord::parse(line.as_bytes()).unwrap();
+        // The Stop hook's record, a moment before Codex logs the turn's end.
+        assert_eq!(busy_from_log(100, None, Some(&rec("idle 100 hook"))), None);
+        assert_eq!(busy_from_log(100, None, Some(&rec("idle 101 hook"))), None);
+        // A record from before the turn, or not the agent's own, does not.
+        assert_eq!(
+            busy_from_log(100, None, Some(&rec("idle 99 hook"))),
+            Some(100)
+        );
+        assert_eq!(
+            busy_from_log(100, None, Some(&rec("idle 100 fm-control"))),
+            Some(100)
+        );
+        assert_eq!(busy_from_log(100, None, None), Some(100));
+        // Older than the status log's latest line: not busy, as a record.
+        assert_eq!(busy_from_log(100, Some(101), None), None);
+        assert_eq!(busy_from_log(100, Some(100), None), Some(100));
     }
 
     #[test]

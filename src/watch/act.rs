@@ -62,6 +62,7 @@ impl Exec<'_> {
             .as_deref()
             .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = None;
+        let mut busy_from_log = false;
         let mut info: Option<&PaneInfo> = None;
         let need = ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch);
         // The pass's listing of the socket, when it made one (the ladder
@@ -89,7 +90,11 @@ impl Exec<'_> {
                 Some(p) => {
                     info = Some(p);
                     if need {
-                        busy_rec = crate::status::busy::busy_at(home, &t.id);
+                        let busy = crate::status::busy::busy_at_from(home, &t.id);
+                        busy_rec = busy.map(|(at, _)| at);
+                        // Only the session log said busy: its end is
+                        // outside state/ and wakes no pass.
+                        busy_from_log = busy.is_some_and(|(_, log)| log);
                     }
                     PaneFacts::Alive {
                         busy: busy_rec.is_some(),
@@ -150,6 +155,11 @@ impl Exec<'_> {
             screen = Some(s);
         }
         let mut action = ladder::decide(&t.pending, &t.files, facts, now, &cfg.watch);
+        if busy_rec.is_some() && busy_from_log && !t.pending.is_empty() {
+            // The turn may end any moment, and its end wakes no pass:
+            // look again soon.
+            self.due(now + OWED_RECHECK_SECS);
+        }
         // A dialog owns the keyboard: one wake for the captain, no ring.
         // Looked for when the ladder would act, and on every pane when the
         // pass looks at them all (a dialog with no mail waiting).

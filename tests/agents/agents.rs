@@ -1,11 +1,15 @@
-//! Where the pinned agent programs are: `scripts/agents.sh` installs them
-//! into `${FM_AGENTS_DIR:-$HOME/.cache/firstmate/agents}/<name>-<version>/`
+//! Where the agent programs are: `scripts/agents.sh` installs the pinned
+//! ones into `${FM_AGENTS_DIR:-$HOME/.cache/firstmate/agents}/<name>-<version>/`
 //! (versions in `scripts/agents.versions`); `FM_CLAUDE_BIN` and
-//! `FM_CODEX_BIN` (the native Codex binary) point elsewhere.
+//! `FM_CODEX_BIN` (the native Codex binary) point elsewhere — at the
+//! newest releases `scripts/agents.sh --newest --env FILE` installs, for
+//! one. The version under test is what the program itself reports; each
+//! is printed once per run (`agents under test: codex 0.171.0 (…)`).
 //!
 //! A missing program skips the suite with a printed reason, or fails it
 //! under `FM_REQUIRE_AGENTS=1` (which `.ci/run` sets).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The agent programs the suite drives.
@@ -75,11 +79,52 @@ impl Harness {
         }
     }
 
+    /// The version the program reports (`codex-cli 0.171.0` → `0.171.0`),
+    /// asked once per run in a throwaway home and printed; the pinned
+    /// version when it cannot be asked.
+    pub fn version_under_test(self) -> String {
+        static SEEN: [std::sync::OnceLock<String>; 2] =
+            [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+        SEEN[self as usize]
+            .get_or_init(|| {
+                let Some(p) = self.program() else {
+                    return self.version();
+                };
+                let h = tempfile::tempdir().unwrap();
+                let out = std::process::Command::new(&p)
+                    .arg("--version")
+                    .env("HOME", h.path())
+                    .env("CODEX_HOME", h.path().join(".codex"))
+                    .env("DISABLE_AUTOUPDATER", "1")
+                    .stdin(std::process::Stdio::null())
+                    .output();
+                let text = out
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                let v = text
+                    .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                    .find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                    .map_or_else(|| self.version(), str::to_string);
+                // Straight to stderr, past the test harness's capture:
+                // every run names what it tested.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "agents under test: {} {v} ({}; pinned {})",
+                    self.name(),
+                    p.display(),
+                    self.version()
+                );
+                v
+            })
+            .clone()
+    }
+
     /// The executable, or `None` after printing why the test is skipped;
     /// under `FM_REQUIRE_AGENTS=1` a missing program fails the test.
     #[track_caller]
     pub fn require(self) -> Option<PathBuf> {
         if let Some(p) = self.program() {
+            self.version_under_test();
             return Some(p);
         }
         let what = format!(

@@ -55,6 +55,7 @@ conformance!(
     half_typed_text_is_never_sent,
     ack_loop,
     busy_while_streaming,
+    busy_while_streaming_without_hooks,
     busy_while_silent,
     busy_while_a_tool_runs,
     captain_interrupts_while_streaming,
@@ -73,5 +74,5 @@ conformance!(
     exit_force_over_half_typed_text,
     exit_force_over_a_dialog,
     relaunch_force_over_half_typed_text,
-    doctor_knows_the_pinned_version,
+    doctor_knows_the_version_under_test,
 );

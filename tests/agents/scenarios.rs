@@ -177,6 +177,27 @@ pub fn busy_while_streaming(h: Harness) {
     busy_during(&mut w, Reply::Stream(8));
 }
 
+/// Busy while the answer streams with the agent's hooks off (`hooks =
+/// false`): no busy record is ever written, so what the agent itself shows
+/// or writes as the turn runs must say busy — Claude Code's screen, which
+/// shows every turn; Codex's session log, as its screen says nothing then.
+pub fn busy_while_streaming_without_hooks(h: Harness) {
+    let Some(mut w) = World::new(
+        h,
+        Opts {
+            hooks: false,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    busy_during(&mut w, Reply::Stream(8));
+    assert!(
+        !w.home.exists(&format!("state/{ID}.hooks.json")),
+        "hooks were installed"
+    );
+}
+
 /// Busy while the model is silent before its first token.
 pub fn busy_while_silent(h: Harness) {
     let Some(mut w) = world(h) else { return };
@@ -675,9 +696,11 @@ pub fn relaunch_force_over_half_typed_text(h: Harness) {
     assert!(meta.contains(&format!("pane={pane}\n")), "{meta}");
 }
 
-/// `fm doctor` names the harness, finds its program and knows the version
-/// as the one this suite verifies.
-pub fn doctor_knows_the_pinned_version(h: Harness) {
+/// `fm doctor` names the harness, finds its program and names the version
+/// under test: the pinned one as what the profile is built for, another
+/// one a suite run verified as verified, any other as not verified (a
+/// warning).
+pub fn doctor_knows_the_version_under_test(h: Harness) {
     let Some(w) = world(h) else { return };
     let out = crate::harness::Cmd::new(crate::harness::bin("fm"))
         .env("FM_HOME", w.home.root())
@@ -688,11 +711,32 @@ pub fn doctor_knows_the_pinned_version(h: Harness) {
         .stderr_any()
         .run()
         .stdout();
-    let want = format!("{} (the version the profile is built for)", h.version());
+    let (v, pinned) = (h.version_under_test(), h.version());
+    let versions = include_str!("../../scripts/agents.versions");
+    let verified = versions
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{}.verified=", h.name())))
+        .any(|l| l.split_whitespace().any(|x| x == v));
+    let (level, says) = if v == pinned {
+        (
+            "ok  ",
+            format!("{v} (the version the profile is built for)"),
+        )
+    } else if verified {
+        (
+            "ok  ",
+            format!("{v} (verified by the conformance suite; the profile is built for {pinned})"),
+        )
+    } else {
+        (
+            "warn",
+            format!("{v}: not verified by the conformance suite (verified: "),
+        )
+    };
+    let prefix = format!("{level} harness: {}: ", h.name());
     assert!(
         out.lines()
-            .any(|l| l.contains(&format!("{}: ", h.name())) && l.contains(&want)),
-        "no line naming {} {want}:\n{out}",
-        h.name()
+            .any(|l| l.starts_with(&prefix) && l.contains(&says)),
+        "no line {prefix}… {says}:\n{out}"
     );
 }

@@ -45,6 +45,8 @@ pub struct Opts {
     /// `[watch]` `grace_secs` and `max_rings`.
     pub grace_secs: u64,
     pub max_rings: u64,
+    /// The agent's own busy/idle hooks (`[harness.<name>] hooks`).
+    pub hooks: bool,
 }
 
 impl Default for Opts {
@@ -54,6 +56,7 @@ impl Default for Opts {
             prompts: false,
             grace_secs: 3600,
             max_rings: 3,
+            hooks: true,
         }
     }
 }
@@ -156,8 +159,8 @@ impl World {
                 }
                 let state = json!({
                     "hasCompletedOnboarding": true,
-                    "lastOnboardingVersion": self.h.version(),
-                    "lastReleaseNotesSeen": self.h.version(),
+                    "lastOnboardingVersion": self.h.version_under_test(),
+                    "lastReleaseNotesSeen": self.h.version_under_test(),
                     "numStartups": 1,
                     "theme": "dark",
                     "autoUpdates": false,
@@ -280,13 +283,14 @@ hide_rate_limit_model_nudge = true
         }
         launch.push("Read the brief at {brief} and follow it.".into());
         let cfg = format!(
-            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\n",
+            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n",
             socket = toml_str(&self.socket),
             grace = opts.grace_secs,
             rings = opts.max_rings,
             name = self.h.name(),
             launch = toml_list(&launch),
             approval = toml_str(if opts.prompts { "prompt" } else { "bypass" }),
+            hooks = opts.hooks,
         );
         self.home.write("config/firstmate.toml", cfg);
     }

@@ -408,13 +408,16 @@ fn doctor_names_each_harness_and_its_version() {
     has(&format!(
         "ok   harness: claude: `claude` {claude} (the version the profile is built for); approval bypass (--dangerously-skip-permissions)"
     ));
+    // A version no suite run verified: named, with the ones that were.
+    let verified = versions
+        .lines()
+        .find_map(|l| l.strip_prefix("codex.verified="))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(", ");
     has(&format!(
-        "warn harness: codex: `codex` reports \"codex-cli 0.1.0\"; the profile is built for {} (scripts/agents.versions); approval prompt (--sandbox read-only --ask-for-approval on-request)",
-        versions
-            .lines()
-            .find_map(|l| l.strip_prefix("codex="))
-            .unwrap()
-            .trim()
+        "warn harness: codex: codex 0.1.0: not verified by the conformance suite (verified: {verified}); approval prompt (--sandbox read-only --ask-for-approval on-request)",
     ));
     let unknown = "approval as launched (no flags known for this profile)";
     has(&format!(

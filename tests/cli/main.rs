@@ -8,6 +8,7 @@
 )]
 
 mod ack;
+mod agent_report;
 mod board;
 mod brief;
 mod control;
