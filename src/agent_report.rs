@@ -86,7 +86,7 @@ pub fn note_launch(home: &Home, id: &TaskId, argv: &[String], env: &[String]) {
         .filter(|p| !p.contains('\n'));
     let _ = match dir {
         Some(d) => fsx::atomic_write(&path, format!("codex {d}\n").as_bytes()),
-        None => std::fs::remove_file(&path).or(Ok(())),
+        None => fsx::remove_optional(&path).map(drop),
     };
 }
 
@@ -169,6 +169,7 @@ pub(crate) fn last_in(bytes: &[u8], whole: bool) -> Option<TurnEvent> {
 
 /// The last turn event of the rollout at `path`, read from its end.
 pub(crate) fn last_turn_event(path: &Path) -> Option<TurnEvent> {
+    // Outside the home: the agent's own session log.
     let mut f = std::fs::File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
     let mut window = 64 << 10;
@@ -211,6 +212,7 @@ fn rollout_cwd(path: &Path) -> Option<PathBuf> {
 }
 
 fn read_rollout_cwd(path: &Path) -> Option<PathBuf> {
+    // Outside the home: the agent's own session log.
     let f = std::fs::File::open(path).ok()?;
     let mut line = Vec::new();
     let mut r = std::io::BufReader::new(f.take(MAX_META_LINE));
@@ -243,6 +245,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 /// The numbered subdirectories of `dir` (`2026`, `12`, `06`).
 fn numbered(dir: &Path) -> Vec<(i64, PathBuf)> {
+    // Outside the home: the agent's session log directories.
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -273,6 +276,7 @@ pub(crate) fn find_rollout(sessions: &Path, worktree: &Path, since: u64) -> Opti
                 if days_from_civil(y, m, d) < first_day {
                     continue;
                 }
+                // Outside the home: the agent's session log directories.
                 let Ok(rd) = std::fs::read_dir(&ddir) else {
                     continue;
                 };

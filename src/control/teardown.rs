@@ -101,10 +101,11 @@ impl Ctl<'_> {
 impl Ctl<'_> {
     /// What teardown moves into the archive entry (the idempotency keys
     /// too: a retried teardown finds its answer there).
-    fn archived_paths(&self) -> [PathBuf; 7] {
+    fn archived_paths(&self) -> [PathBuf; 8] {
         let id = self.id;
         [
             self.home.meta(id),
+            crate::agent_report::agent_home_file(self.home, id),
             self.home.seen_keys(id),
             self.home.status(id),
             self.home.busy(id),
