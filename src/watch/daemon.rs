@@ -138,7 +138,8 @@ fn check_lock(home: &Home, lock: &mut Lock) -> LockCheck {
     if now.is_some() && now == lock.ident {
         return LockCheck::Held;
     }
-    if !fsx::stat(&home.state_dir()).is_ok_and(|m| m.is_some_and(|m| m.is_dir())) {
+    let state = home.state_dir();
+    if !fsx::stat(&state).is_ok_and(|m| m.is_some_and(|m| m.is_dir())) {
         return LockCheck::Away;
     }
     match try_acquire(home) {

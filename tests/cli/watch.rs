@@ -19,6 +19,7 @@ use crate::harness::{Cmd, Started, TestHome, Tmux, have_python, wait_for, wait_u
 const AGENT: &str = r#"
 import os, sys
 log, mode, inbox = sys.argv[1], sys.argv[2], sys.argv[3]
+open(log + ".ready", "w").close()
 prompt = {"busy": "BUSY esc to interrupt\n", "blank": ""}.get(mode, "deaf> ")
 sys.stdout.write(prompt); sys.stdout.flush()
 while True:
@@ -204,18 +205,23 @@ impl World {
         );
         wait_for("the stand-in's prompt", 10.0, || match mode {
             "busy" => self.tmux.capture(&pane).contains("BUSY"),
-            // Draws nothing: wait for python to be the pane's command.
-            "blank" => self
-                .tmux
-                .run([
-                    "display-message",
-                    "-p",
-                    "-t",
-                    &pane,
-                    "#{pane_current_command}",
-                ])
-                .trim()
-                .starts_with("python"),
+            // Draws nothing: wait for python itself to run (it marks
+            // its start; a launcher shim in front of it is another
+            // command for a moment) and be the pane's command.
+            "blank" => {
+                std::path::Path::new(&format!("{}.ready", log.display())).exists()
+                    && self
+                        .tmux
+                        .run([
+                            "display-message",
+                            "-p",
+                            "-t",
+                            &pane,
+                            "#{pane_current_command}",
+                        ])
+                        .trim()
+                        .starts_with("python")
+            }
             _ => self.tmux.capture(&pane).contains("deaf>"),
         });
         self.meta(id, &pane);
