@@ -385,9 +385,12 @@ pub fn run(
     let mut dues: HashMap<TaskId, u64> = HashMap::new();
     let mut todo: BTreeSet<TaskId> = BTreeSet::new();
     let mut all = true;
+    let mut first = true;
     let mut next_rescan = Instant::now();
     let mut next_beat = Instant::now() + poll;
     let mut next_sweep = Instant::now() + poll;
+    // The tasks whose meta records a local pane, as the passes found them.
+    let mut paned: BTreeSet<TaskId> = BTreeSet::new();
     let mut warned_limit = false;
     loop {
         if let Some(sig) = stop_signal() {
@@ -432,17 +435,28 @@ pub fn run(
             todo.clear();
         } else if all || sweep || !todo.is_empty() {
             // Every task's pane is looked at every `poll_secs` (a dead
-            // agent, a dialog with no mail waiting).
-            state.sweep = all || sweep;
-            if state.sweep {
+            // agent, a dialog with no mail waiting): the first pass reads
+            // every meta and learns which tasks record a local pane; a
+            // pass over a few tasks (an event, a due ladder, the sweep)
+            // reads theirs; a later rescan reads only the metas its
+            // ladders need, as before, and the sweep covers the panes.
+            state.sweep = !all || first;
+            if all || sweep {
                 next_sweep = Instant::now() + poll;
+            }
+            // A sweep between rescans passes over the tasks known to record
+            // a local pane, and the due ones: a pane-less fleet costs
+            // nothing between rescans.
+            let swept_only = sweep && !all;
+            if swept_only {
+                todo.extend(paned.iter().cloned());
             }
             let ran = if all {
                 // The safety net reads every inbox afresh.
                 state.forget_inboxes();
                 pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now)
-            } else if sweep {
-                pass::run(home, cfg, &tmux_for, &std::thread::sleep, &mut state, now)
+            } else if todo.is_empty() {
+                Ok(Report::default())
             } else {
                 let ids: Vec<TaskId> = todo.iter().cloned().collect();
                 pass::run_tasks(
@@ -455,18 +469,32 @@ pub fn run(
                     &ids,
                 )
             };
+            let passed = ran.is_ok();
             let report = ran.unwrap_or_else(|e| {
                 crate::output::err_line(&format!("fm-watch: warning: pass failed: {e}"));
                 Report::default()
             });
-            if state.sweep {
+            if all {
                 // Every task was passed over: each says its own due.
                 dues.clear();
+                if passed && first {
+                    paned = report.paned.iter().cloned().collect();
+                } else if passed {
+                    // Tasks no longer in the home leave the sweep.
+                    let here: BTreeSet<&TaskId> = report.dues.iter().map(|(id, _)| id).collect();
+                    paned.retain(|id| here.contains(id));
+                }
+                first = false;
             } else {
                 for id in &todo {
                     dues.remove(id);
+                    if passed {
+                        paned.remove(id);
+                    }
                 }
             }
+            // Every meta read said whether its task records a local pane.
+            paned.extend(report.paned.iter().cloned());
             if all {
                 let every = if degraded {
                     poll

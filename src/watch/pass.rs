@@ -313,7 +313,7 @@ pub(crate) fn run_over(
         tasks: ids.len(),
         ..Report::default()
     };
-    let gathered = gather_all(home, ids, now, &cfg.watch, how, &state.inboxes)?;
+    let gathered = gather_all(home, ids, now, &cfg.watch, how, &state.inboxes, state.sweep)?;
     let mut ex = Exec {
         home,
         cfg,
@@ -336,17 +336,9 @@ pub(crate) fn run_over(
             }
         }
         match g.task {
-            Ok(mut t) => {
-                // A pass that looks at every pane needs every meta, not
-                // only those of tasks whose ladder looks at the pane.
-                if ex.state.sweep && t.meta.is_none() {
-                    match TaskMeta::load(home, id) {
-                        Ok(m) => t.meta = m,
-                        Err(e) => ex.state.warn(format!("{id}: {e}")),
-                    }
-                }
-                tasks.push(t);
-            }
+            // A pass that looks at every pane read every meta with the
+            // task's other files.
+            Ok(t) => tasks.push(t),
             Err(e) => ex.state.warn(format!("{id}: {e}")),
         }
         if g.inbox_dir {
@@ -359,6 +351,9 @@ pub(crate) fn run_over(
     let mut lists: BTreeMap<String, Option<Vec<PaneInfo>>> = BTreeMap::new();
     for t in &tasks {
         let Some(m) = &t.meta else { continue };
+        if m.pane.is_some() && m.host_name().is_none() {
+            ex.report.paned.push(t.id.clone());
+        }
         // A task on another host is looked at by that host's watcher.
         let sweep = ex.state.sweep && m.host_name().is_none();
         if m.pane.is_none() || !(sweep || ladder::needs_pane(&t.pending, &t.files, now, &cfg.watch))
@@ -434,11 +429,12 @@ fn gather_all(
     cfg: &crate::config::WatchCfg,
     how: Read,
     memo: &HashMap<TaskId, InboxMemo>,
+    sweep: bool,
 ) -> Result<Vec<Gathered>> {
     if how == Read::ByPath {
         return Ok(ids
             .iter()
-            .map(|(id, _)| gather_by_path(home, id, now, cfg))
+            .map(|(id, _)| gather_by_path(home, id, now, cfg, sweep))
             .collect());
     }
     // `state/` itself is reached by the checked walk, once.
@@ -458,6 +454,7 @@ fn gather_all(
         cfg,
         memo,
         read_at,
+        sweep,
     };
     // Not asked of the system for a few tasks (it reads cgroup files).
     let threads = if ids.len() < PARALLEL_FROM {
@@ -496,7 +493,13 @@ fn gather_all(
 
 /// One task's files, each by its path (the way every file was read before
 /// the fast path, and its fallback).
-fn gather_by_path(home: &Home, id: &TaskId, now: u64, cfg: &crate::config::WatchCfg) -> Gathered {
+fn gather_by_path(
+    home: &Home,
+    id: &TaskId,
+    now: u64,
+    cfg: &crate::config::WatchCfg,
+    sweep: bool,
+) -> Gathered {
     let mut notes = Notes::default();
     let task = list_inbox(home, id).and_then(|listing| {
         let (pending, target, _) = load_pending(home, id, &listing.seqs, now, &mut notes, |seq| {
@@ -507,7 +510,7 @@ fn gather_by_path(home: &Home, id: &TaskId, now: u64, cfg: &crate::config::Watch
         } else {
             LadderFiles::default()
         };
-        finish(home, id, pending, target, files, now, cfg)
+        finish(home, id, pending, target, files, now, cfg, sweep)
     });
     Gathered {
         task,
@@ -531,7 +534,9 @@ fn ladder_files_by_path(home: &Home, id: &TaskId, tracked: bool, notes: &mut Not
 }
 
 /// The task's ladder inputs once its records and ladder files are read:
-/// the meta only when the ladder may look at the pane.
+/// the meta only when the ladder may look at the pane, or the pass looks
+/// at every pane (`sweep`).
+#[allow(clippy::too_many_arguments)]
 fn finish(
     home: &Home,
     id: &TaskId,
@@ -540,8 +545,9 @@ fn finish(
     files: LadderFiles,
     now: u64,
     cfg: &crate::config::WatchCfg,
+    sweep: bool,
 ) -> Result<TaskIn> {
-    let meta = if ladder::needs_pane(&pending, &files, now, cfg) {
+    let meta = if sweep || ladder::needs_pane(&pending, &files, now, cfg) {
         TaskMeta::load(home, id)?
     } else {
         None
@@ -565,6 +571,8 @@ struct Shared<'a> {
     memo: &'a HashMap<TaskId, InboxMemo>,
     /// Wall-clock seconds when the pass began reading.
     read_at: i64,
+    /// Every task's meta is read (the pass looks at every pane).
+    sweep: bool,
 }
 
 /// Reads tasks relative to an open `state/`, with buffers reused from one
@@ -600,7 +608,7 @@ impl<'a> Reader<'a> {
             Ok((None, Memo::Drop))
         };
         let Ok((found, memo)) = read else {
-            let mut g = gather_by_path(self.sh.home, id, self.sh.now, self.sh.cfg);
+            let mut g = gather_by_path(self.sh.home, id, self.sh.now, self.sh.cfg, self.sh.sweep);
             g.status = status;
             return g;
         };
@@ -614,6 +622,7 @@ impl<'a> Reader<'a> {
             files,
             self.sh.now,
             self.sh.cfg,
+            self.sh.sweep,
         );
         Gathered {
             task,
@@ -1046,7 +1055,7 @@ mod tests {
         // What is remembered is what a read by path finds now.
         let now = base + 203;
         for (id, m) in &sf.inboxes {
-            let g = gather_by_path(&fast, id, now, &cfg.watch);
+            let g = gather_by_path(&fast, id, now, &cfg.watch, false);
             let t = g.task.unwrap();
             assert_eq!(
                 (&t.pending, t.target.as_ref().map(|r| r.seq), t.files),

@@ -57,6 +57,13 @@ impl State {
         })
     }
 
+    /// Whether the next passes look at every task's pane (the default,
+    /// as a one-shot pass does) or only where a ladder needs it, as the
+    /// daemon's rescans after its first pass do.
+    pub fn set_sweep(&mut self, every_pane: bool) {
+        self.sweep = every_pane;
+    }
+
     /// From now on a pass that rang leaves its flush to a thread of its
     /// own (see [`super::flusher`]) instead of waiting for it: for the
     /// daemon, whose next record should not wait behind the last one's
@@ -130,4 +137,8 @@ pub struct Report {
     /// Inbox directories seen (the daemon watches them).
     #[serde(skip)]
     pub(crate) inboxes: Vec<PathBuf>,
+    /// The tasks passed over whose meta records a local pane: the ones a
+    /// daemon's sweep looks at (a pane dies without a file changing).
+    #[serde(skip)]
+    pub(crate) paned: Vec<TaskId>,
 }
