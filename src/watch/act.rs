@@ -276,7 +276,7 @@ impl Exec<'_> {
             }
             Action::Ring { seq, count } | Action::Restamp { seq, count } => {
                 let _held = if matches!(action, Action::Ring { .. }) {
-                    match self.ring_lock(id) {
+                    match self.ring_lock(id, pane_id) {
                         Some(held) => held,
                         None => return,
                     }
@@ -303,7 +303,7 @@ impl Exec<'_> {
                 }
             }
             Action::RingOwed { seq } => {
-                let Some(_held) = self.ring_lock(id) else {
+                let Some(_held) = self.ring_lock(id, pane_id) else {
                     return;
                 };
                 // Cleared before typing: a crash in between loses this
@@ -506,7 +506,11 @@ impl Exec<'_> {
     /// again [`RING_LOCK_RETRY_SECS`] later; the rest of the fleet is not
     /// held up. `Some(None)`: no lock could be made (a read-only
     /// `state/`), which stops no ring.
-    fn ring_lock(&mut self, id: &TaskId) -> Option<Option<fsx::LockGuard>> {
+    fn ring_lock(&mut self, id: &TaskId, pane: &str) -> Option<Option<fsx::LockGuard>> {
+        // Nothing is typed without a pane: nothing to keep in order.
+        if pane.is_empty() {
+            return Some(None);
+        }
         match fsx::try_lock(&self.home.ring_lock(id)) {
             Ok(Some(held)) => Some(Some(held)),
             Ok(None) => {
