@@ -107,6 +107,16 @@ pub fn send_then(
             tool.as_str()
         ));
     }
+    // A doorbell that landed asks the agent to read every pending record:
+    // a ring owed from earlier is paid.
+    if doorbell == Some(Outcome::Rang)
+        && let Err(e) = super::ladder_files::clear_owed(home, id)
+    {
+        crate::output::err_line(&format!(
+            "{}: warning: {id}: could not clear the owed doorbell: {e}",
+            tool.as_str()
+        ));
+    }
     if duplicate.is_none() {
         let event = Event::InboxQueued {
             seq,

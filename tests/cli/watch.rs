@@ -1830,3 +1830,30 @@ fn a_relaunch_owes_one_doorbell_and_the_ladder_waits_its_grace_after_it() {
     let state = w.home.read_string("state/t1.inbox/.ring-state");
     assert!(state.starts_with("001.msg\t0\t"), "{state}");
 }
+
+/// A doorbell `fm-send` lands pays a ring owed from earlier: the agent
+/// was just told to read every pending record, so the watcher does not
+/// ring again at once.
+#[test]
+fn a_send_whose_doorbell_lands_pays_the_owed_ring() {
+    let Some(w) = World::new("") else { return };
+    w.agent("t1", "deaf");
+    // Queued within its grace: only the owed ring would ring it now.
+    w.home
+        .write("state/t1.inbox/001.msg", record_bytes(5, false));
+    w.home.write(
+        "state/t1.inbox/.ring-owed",
+        format!("{}\t001.msg\n", now() - 5),
+    );
+    w.home
+        .fm("send")
+        .env("FM_SEND_SETTLE_MS", "0")
+        .env("FM_SEND_ENTER_WAIT_MS", "50")
+        .args(["t1", "one more"])
+        .stdout("queued t1 002.msg \u{b7} doorbell rang\n")
+        .run();
+    w.wait_rings("t1", 1);
+    assert!(!w.home.exists("state/t1.inbox/.ring-owed"));
+    w.once().run();
+    assert_eq!(w.rings("t1"), 1, "the watcher rang the paid ring again");
+}
