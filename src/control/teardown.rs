@@ -101,10 +101,11 @@ impl Ctl<'_> {
 impl Ctl<'_> {
     /// What teardown moves into the archive entry (the idempotency keys
     /// too: a retried teardown finds its answer there).
-    fn archived_paths(&self) -> [PathBuf; 8] {
+    fn archived_paths(&self) -> [PathBuf; 9] {
         let id = self.id;
         [
             self.home.meta(id),
+            crate::inbox::ladder_files::agent_dead_path(self.home, id),
             crate::agent_report::agent_home_file(self.home, id),
             self.home.seen_keys(id),
             self.home.status(id),

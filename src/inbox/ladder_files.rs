@@ -14,7 +14,7 @@
 //!   rang (`fm-send`, the watcher), removed by the next ring that was not
 //!   held back. A bare `<epoch>` (written before records were named)
 //!   belongs to whatever is pending.
-//! - `state/<id>.inbox/.agent-dead`: `<epoch>\t<pane>\t<spawned_at>` — the
+//! - `state/<id>.agent-dead`: `<epoch>\t<pane>\t<spawned_at>` — the
 //!   `dead-agent` wake for this agent (pane and spawn) was raised; removed
 //!   when a look finds the agent alive. A relaunch is another agent.
 //! - `state/<id>.inbox/.dialog`: `<name>` — the dialog the watcher raised
@@ -161,8 +161,11 @@ pub(crate) struct DeadSeen {
     pub(crate) spawned_at: Option<u64>,
 }
 
-fn agent_dead_path(home: &Home, id: &TaskId) -> std::path::PathBuf {
-    home.inbox(id).join(".agent-dead")
+/// `state/<id>.agent-dead`: beside the meta, not in the inbox, so a task
+/// with no mail gets no inbox directory for it (`fm-ack` tells "no
+/// inbox" from an empty one).
+pub(crate) fn agent_dead_path(home: &Home, id: &TaskId) -> std::path::PathBuf {
+    home.state_dir().join(format!("{id}.agent-dead"))
 }
 
 /// Reads `.agent-dead`; `None` when missing or unreadable.
@@ -181,7 +184,6 @@ pub(crate) fn read_agent_dead(home: &Home, id: &TaskId) -> Result<Option<DeadSee
 
 /// Records that the `dead-agent` wake for this agent was raised.
 pub(crate) fn write_agent_dead(home: &Home, id: &TaskId, now: u64, seen: &DeadSeen) -> Result<()> {
-    fsx::ensure_dir(&home.inbox(id))?;
     let spawned = seen.spawned_at.map_or("-".to_string(), |s| s.to_string());
     let line = format!("{now}\t{}\t{spawned}\n", seen.pane);
     fsx::atomic_write(&agent_dead_path(home, id), line.as_bytes())

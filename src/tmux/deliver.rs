@@ -428,7 +428,6 @@ mod tests {
             pane: "%1".into(),
             spawn_id: Some("00000000000000aa".into()),
             server: None,
-            spawned_at: None,
         };
         for (mark, want) in [
             ("two/00000000000000aa", Outcome::Dead),

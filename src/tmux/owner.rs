@@ -21,10 +21,6 @@ use crate::tmux::pane::PaneInfo;
 /// The tmux pane option holding a pane's mark.
 pub const MARK_OPTION: &str = "@fm_task";
 
-/// How much earlier than a server's start a pane may be recorded and
-/// still be taken as on it (clock steps within one machine).
-const RESTART_SLACK_SECS: u64 = 2;
-
 /// The format that prints the server's identity: its pid and start time.
 pub const SERVER_FORMAT: &str = "#{pid}-#{start_time}";
 
@@ -121,8 +117,6 @@ pub struct Claim {
     pub(crate) spawn_id: Option<String>,
     /// `tmux_server`: the server the pane was opened on.
     pub(crate) server: Option<String>,
-    /// `spawned_at`: when the pane was recorded.
-    pub(crate) spawned_at: Option<u64>,
 }
 
 impl Claim {
@@ -133,7 +127,6 @@ impl Claim {
             pane: meta.pane.clone()?,
             spawn_id: meta.spawn_id.clone(),
             server: meta.tmux_server.clone(),
-            spawned_at: meta.spawned_at,
         })
     }
 
@@ -153,8 +146,7 @@ impl Claim {
     /// relaunch between marking the pane and writing meta — is still the
     /// task's; on any other server it is not. Without a `spawn_id` (a meta
     /// written by hand or before marks): the pane is the task's unless it
-    /// is marked as another task's, or meta's `spawned_at` is older than
-    /// the answering server (a spawn from before marks, after a reboot).
+    /// is marked as another task's.
     pub fn check(&self, info: Option<&PaneInfo>, server: Option<&str>) -> Result<(), Lost> {
         // An id no pane has: gone, plainly (SPEC's `pane gone`).
         let Some(info) = info else {
@@ -177,20 +169,9 @@ impl Claim {
             _ => Lost::OtherTask(None),
         };
         let Some(want) = &self.spawn_id else {
-            // A pane recorded before the answering server started cannot
-            // be on it (a meta of a spawn from before marks, after a
-            // reboot).
-            let started = server
-                .and_then(|s| s.rsplit_once('-'))
-                .and_then(|(_, t)| t.parse::<u64>().ok());
+            // Unproven meta (by hand, or from before marks): the pane is
+            // the task's unless another task's mark says otherwise.
             return match &mark {
-                _ if !this_task
-                    && self.spawned_at.zip(started).is_some_and(|(at, start)| {
-                        at.saturating_add(RESTART_SLACK_SECS) < start
-                    }) =>
-                {
-                    Err(Lost::ServerRestarted)
-                }
                 Mark::None => Ok(()),
                 Mark::Task(..) if this_task => Ok(()),
                 _ => Err(other(&mark)),
@@ -238,7 +219,6 @@ mod tests {
             pane: "%0".into(),
             spawn_id: spawn.map(str::to_string),
             server: server.map(str::to_string),
-            spawned_at: None,
         }
     }
 
@@ -311,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unmarked_claim_yields_to_another_tasks_mark_and_a_newer_server() {
+    fn an_unmarked_claim_yields_only_to_another_tasks_mark() {
         let c = claim(None, None);
         assert_eq!(c.check(Some(&info("%0", "", "1-1")), None), Ok(()));
         assert_eq!(
@@ -323,21 +303,6 @@ mod tests {
             Err(Lost::OtherTask(Some("two".into())))
         );
         assert_eq!(c.check(None, None), Err(Lost::Closed));
-        // Recorded at 1000: a server started at 1001 may hold it (slack),
-        // one started at 5000 cannot.
-        let c = Claim {
-            spawned_at: Some(1000),
-            ..claim(None, None)
-        };
-        assert_eq!(c.check(Some(&info("%0", "", "7-1001")), None), Ok(()));
-        assert_eq!(
-            c.check(Some(&info("%0", "", "7-5000")), None),
-            Err(Lost::ServerRestarted)
-        );
-        assert_eq!(
-            c.check(Some(&info("%0", &format!("one/{A}"), "7-5000")), None),
-            Ok(())
-        );
     }
 
     #[test]

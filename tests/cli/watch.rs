@@ -1439,7 +1439,7 @@ fn a_dead_agent_with_no_mail_is_heard_once_per_agent() {
     // Alive again (relaunched into a live pane): the episode ends.
     w.agent("dead", "deaf");
     w.once().stdout("").run();
-    assert!(!w.home.exists("state/dead.inbox/.agent-dead"));
+    assert!(!w.home.exists("state/dead.agent-dead"));
     // Dead again: heard again, once.
     w.meta("dead", &sleeper);
     w.once().stdout_any().run();
