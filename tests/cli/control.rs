@@ -497,7 +497,7 @@ fn torn_down(h: &TestHome, id: &str) -> String {
 
 /// A brief for `id` that passes `fm-brief --check`.
 #[track_caller]
-fn briefed(h: &TestHome, id: &str) {
+pub(crate) fn briefed(h: &TestHome, id: &str) {
     h.fm("brief")
         .args([
             id,
@@ -513,7 +513,7 @@ fn briefed(h: &TestHome, id: &str) {
         .run();
 }
 
-fn pane_of(out: &str) -> String {
+pub(crate) fn pane_of(out: &str) -> String {
     out.split("pane=")
         .nth(1)
         .unwrap()

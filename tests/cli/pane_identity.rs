@@ -4,7 +4,7 @@
 //! server. Every path that reads, types into, kills, respawns or goes to a
 //! pane must leave such a pane alone.
 
-use crate::control::project;
+use crate::control::{briefed as brief, pane_of, project};
 use crate::harness::{Cmd, TestHome, Tmux, bin, wait_until};
 
 fn ctl(h: &TestHome, t: &Tmux, args: &[&str]) -> Cmd {
@@ -17,32 +17,6 @@ fn ctl(h: &TestHome, t: &Tmux, args: &[&str]) -> Cmd {
 
 fn tool(h: &TestHome, t: &Tmux, name: &str) -> Cmd {
     h.fm(name).env("FM_TMUX_SOCKET", &t.socket)
-}
-
-#[track_caller]
-fn brief(h: &TestHome, id: &str) {
-    h.fm("brief")
-        .args([
-            id,
-            "demo",
-            "--mode",
-            "local-only",
-            "--intent",
-            "make it so",
-            "--spec",
-            "one commit",
-        ])
-        .status(0)
-        .stdout_any()
-        .run();
-}
-
-fn pane_of(out: &str) -> String {
-    out.split("pane=")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .unwrap()
-        .to_string()
 }
 
 /// `#{pane_id} #{pane_dead} #{@fm_task}` of every pane.
