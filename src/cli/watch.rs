@@ -10,12 +10,13 @@ use serde::Serialize;
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Result, exit};
 use crate::home::Home;
+use crate::inbox::ladder_files::LadderFiles;
 use crate::notify::Notifier;
 use crate::task_id::TaskId;
 use crate::wakes::{self, Wake};
 use crate::watch::daemon::{self, End, Followed, Options};
+use crate::watch::ladder;
 use crate::watch::pass::{self, Report, State};
-use crate::watch::{ladder, ladder_io};
 use crate::{clock, fsx, inbox};
 
 const TOOL: &str = "fm-watch";
@@ -365,7 +366,7 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
         .and_then(|&s| inbox::load_pending(home, id, s).ok().flatten())
         .and_then(|r| clock::parse_rfc3339(&r.at))
         .map(|at| now.saturating_sub(at));
-    let (files, _) = ladder_io::load(home, id);
+    let (files, _) = LadderFiles::load(home, id);
     let tracked: Option<ladder::RingState> = files.ring.filter(|r| seqs.contains(&r.seq));
     TaskLine {
         id: id.to_string(),

@@ -890,7 +890,7 @@ fn escalation(home: &Home, id: &TaskId, pending: &[u64]) -> Result<Option<Escala
         return Ok(None);
     }
     let rings = inbox::ladder_files::read_ring_state(home, id)?
-        .filter(|r| r.record == record)
+        .filter(|r| Some(r.seq) == fsx::parse_numbered(record, inbox::EXT))
         .map_or(0, |r| r.count);
     Ok(Some(Escalation {
         record: record.to_string(),

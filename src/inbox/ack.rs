@@ -135,12 +135,12 @@ mod tests {
         send(&home, &id, b"one");
         send(&home, &id, b"two");
         let st = ladder_files::RingState {
-            record: "001.msg".into(),
+            seq: 1,
             count: 2,
             last: 9,
         };
         ladder_files::write_ring_state(&home, &id, &st).unwrap();
-        ladder_files::write_escalated(&home, &id, "002.msg").unwrap();
+        ladder_files::write_escalated(&home, &id, 2).unwrap();
         assert_eq!(ack(&home, &id, 1).unwrap(), AckOutcome::Handled);
         assert!(!home.ring_state(&id).exists());
         assert!(home.escalated(&id).exists());

@@ -33,36 +33,47 @@ use crate::home::Home;
 use crate::task_id::TaskId;
 
 /// `.ring-state`: which record the ladder tracks, how many rings it spent,
-/// and when it last rang (Unix seconds).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// and when it last rang (Unix seconds). The one type for the file: the
+/// watcher's ladder, `fm-ack` and the fleet view all read it through
+/// [`RingState::parse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingState {
-    /// A record name such as `007.msg`.
-    pub record: String,
+    /// The record's number (`007.msg` is 7).
+    pub seq: u64,
     pub count: u64,
     pub last: u64,
 }
 
 impl RingState {
+    /// One line `<NNN.msg>\t<count>\t<last>`; anything else (a record
+    /// name that is not a record's) is `None`: a fresh ladder.
     pub fn parse(bytes: &[u8]) -> Option<RingState> {
         let text = std::str::from_utf8(bytes).ok()?;
         let line = text.lines().next()?;
         let mut f = line.split('\t');
-        let record = f.next()?.trim().to_string();
+        let seq = seq_of(f.next()?)?;
         let count = f.next()?.trim().parse().ok()?;
         let last = f.next()?.trim().parse().ok()?;
-        if record.is_empty() || f.next().is_some() {
+        if f.next().is_some() {
             return None;
         }
-        Some(RingState {
-            record,
-            count,
-            last,
-        })
+        Some(RingState { seq, count, last })
     }
 
     pub fn render(&self) -> Vec<u8> {
-        format!("{}\t{}\t{}\n", self.record, self.count, self.last).into_bytes()
+        format!(
+            "{}\t{}\t{}\n",
+            crate::inbox::record_name(self.seq),
+            self.count,
+            self.last
+        )
+        .into_bytes()
     }
+}
+
+/// A record's number from its name as a ladder file holds it.
+fn seq_of(name: &str) -> Option<u64> {
+    fsx::parse_numbered(name.trim(), crate::inbox::EXT)
 }
 
 /// Reads `.ring-state`; `None` when missing or unreadable.
@@ -70,9 +81,75 @@ pub(crate) fn read_ring_state(home: &Home, id: &TaskId) -> Result<Option<RingSta
     Ok(fsx::read_optional(&home.ring_state(id))?.and_then(|b| RingState::parse(&b)))
 }
 
-#[cfg(test)]
-pub(crate) fn write_ring_state(home: &Home, id: &TaskId, state: &RingState) -> Result<()> {
-    fsx::atomic_write(&home.ring_state(id), &state.render())
+/// Records a ring attempt without a per-file fsync: one watcher pass may
+/// ring many tasks and flushes the filesystem once at its end, when the
+/// old files the replaces left over are removed too. The file replaced,
+/// if any, is handed back to remove when convenient.
+pub(crate) fn write_ring_state(
+    home: &Home,
+    id: &TaskId,
+    state: &RingState,
+) -> Result<Option<fsx::Leftover>> {
+    fsx::atomic_write_unsynced(&home.ring_state(id), &state.render())
+}
+
+/// The contents of a task's ladder files, as the ladder reads them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LadderFiles {
+    pub(crate) ring: Option<RingState>,
+    /// The record `.escalated` names.
+    pub(crate) escalated: Option<u64>,
+    /// `.ring-owed`: when a ring was held back by a busy agent, and the
+    /// newest record pending then.
+    pub(crate) owed: Option<Owed>,
+}
+
+impl LadderFiles {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ring.is_none() && self.escalated.is_none() && self.owed.is_none()
+    }
+
+    /// The files from their bytes (`None`: the file is missing), as
+    /// [`load`] reads them: for a reader that opened them itself.
+    pub(crate) fn parse(
+        ring: Option<&[u8]>,
+        escalated: Option<&[u8]>,
+        owed: Option<&[u8]>,
+    ) -> LadderFiles {
+        LadderFiles {
+            ring: ring.and_then(RingState::parse),
+            escalated: escalated.and_then(|b| {
+                let name = String::from_utf8_lossy(b);
+                seq_of(name.split_whitespace().next()?)
+            }),
+            owed: owed.and_then(Owed::parse),
+        }
+    }
+
+    /// Reads the three files. A file that cannot be read counts as absent;
+    /// the error is returned beside so the caller can report it.
+    pub(crate) fn load(home: &Home, id: &TaskId) -> (LadderFiles, Option<crate::Error>) {
+        fn keep<T>(err: &mut Option<crate::Error>, r: Result<Option<T>>) -> Option<T> {
+            r.unwrap_or_else(|e| {
+                err.get_or_insert(e);
+                None
+            })
+        }
+        let mut err = None;
+        let ring = keep(&mut err, read_ring_state(home, id));
+        let escalated = read_escalated(home, id)
+            .map(|e| e.and_then(|name| seq_of(name.split_whitespace().next()?)));
+        let escalated = keep(&mut err, escalated);
+        let owed = keep(&mut err, read_owed(home, id));
+        (
+            LadderFiles {
+                ring,
+                escalated,
+                owed,
+            },
+            err,
+        )
+    }
 }
 
 /// Reads `.escalated` (the record name, trimmed); `None` when missing or empty.
@@ -82,8 +159,10 @@ pub(crate) fn read_escalated(home: &Home, id: &TaskId) -> Result<Option<String>>
         .filter(|s| !s.is_empty()))
 }
 
-pub(crate) fn write_escalated(home: &Home, id: &TaskId, record: &str) -> Result<()> {
-    fsx::atomic_write(&home.escalated(id), format!("{record}\n").as_bytes())
+/// Records that the ladder escalated record `seq`.
+pub(crate) fn write_escalated(home: &Home, id: &TaskId, seq: u64) -> Result<()> {
+    let line = format!("{}\n", crate::inbox::record_name(seq));
+    fsx::atomic_write(&home.escalated(id), line.as_bytes())
 }
 
 /// `.ring-owed`: when a doorbell was held back, and the newest record
@@ -138,6 +217,14 @@ pub(crate) fn write_owed(home: &Home, id: &TaskId, now: u64) -> Result<()> {
 pub(crate) fn write_owed_through(home: &Home, id: &TaskId, now: u64, seq: u64) -> Result<()> {
     let line = format!("{now}\t{}\n", crate::inbox::record_name(seq));
     fsx::atomic_write(&home.ring_owed(id), line.as_bytes())
+}
+
+/// Records (or, with `None`, clears) an owed doorbell.
+pub(crate) fn set_owed(home: &Home, id: &TaskId, owed: Option<u64>) -> Result<()> {
+    match owed {
+        Some(now) => write_owed(home, id, now),
+        None => clear_owed(home, id),
+    }
 }
 
 /// The highest-numbered record pending in the inbox.
@@ -282,7 +369,7 @@ pub(crate) fn clear_ladder(home: &Home, id: &TaskId) -> Result<()> {
 /// Removes whichever of the two files names `record` (after an ack), and
 /// an owed ring once no record is left pending.
 pub(crate) fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<()> {
-    if read_ring_state(home, id)?.is_some_and(|s| s.record == record) {
+    if read_ring_state(home, id)?.is_some_and(|s| Some(s.seq) == seq_of(record)) {
         fsx::remove_optional(&home.ring_state(id))?;
     }
     if read_escalated(home, id)?.as_deref() == Some(record) {
@@ -297,17 +384,16 @@ pub(crate) fn clear_if_names(home: &Home, id: &TaskId, record: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inbox::record_name;
 
     #[test]
     fn ring_state_round_trips_and_rejects_junk() {
         let s = RingState {
-            record: "007.msg".into(),
+            seq: 7,
             count: 2,
             last: 1_700_000_000,
         };
         assert_eq!(s.render(), b"007.msg\t2\t1700000000\n");
-        assert_eq!(RingState::parse(&s.render()), Some(s.clone()));
+        assert_eq!(RingState::parse(&s.render()), Some(s));
         assert_eq!(RingState::parse(b"007.msg\t2\t1700000000"), Some(s));
         for bad in [
             &b""[..],
@@ -315,6 +401,7 @@ mod tests {
             b"007.msg\tx\t3",
             b"\t1\t2",
             b"a\t1\t2\t3",
+            b"a\t1\t2",
         ] {
             assert_eq!(RingState::parse(bad), None);
         }
@@ -327,12 +414,12 @@ mod tests {
         let id = TaskId::parse("t").unwrap();
         fsx::ensure_dir(&home.inbox(&id)).unwrap();
         let st = RingState {
-            record: record_name(1),
+            seq: 1,
             count: 1,
             last: 5,
         };
         write_ring_state(&home, &id, &st).unwrap();
-        write_escalated(&home, &id, "002.msg").unwrap();
+        write_escalated(&home, &id, 2).unwrap();
         clear_if_names(&home, &id, "001.msg").unwrap();
         assert_eq!(read_ring_state(&home, &id).unwrap(), None);
         assert_eq!(
@@ -368,5 +455,42 @@ mod tests {
         assert!(!home.ring_state(&id).exists());
         assert_eq!(read_owed(&home, &id).unwrap(), None);
         assert_eq!(read_dialog(&home, &id).unwrap(), None);
+    }
+
+    #[test]
+    fn ladder_files_round_trip_by_path_and_by_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t").unwrap();
+        fsx::ensure_dir(&home.inbox(&id)).unwrap();
+        let r = RingState {
+            seq: 1000,
+            count: 2,
+            last: 7,
+        };
+        write_ring_state(&home, &id, &r).unwrap();
+        write_escalated(&home, &id, 3).unwrap();
+        assert_eq!(
+            std::fs::read(home.ring_state(&id)).unwrap(),
+            b"1000.msg\t2\t7\n"
+        );
+        let (files, err) = LadderFiles::load(&home, &id);
+        assert!(err.is_none());
+        assert_eq!(files.ring, Some(r));
+        assert_eq!(files.escalated, Some(3));
+        let bytes = |p: std::path::PathBuf| std::fs::read(p).ok();
+        let parsed = LadderFiles::parse(
+            bytes(home.ring_state(&id)).as_deref(),
+            bytes(home.escalated(&id)).as_deref(),
+            bytes(home.ring_owed(&id)).as_deref(),
+        );
+        assert_eq!(parsed, files);
+        std::fs::write(home.inbox(&id).join("007.msg"), b"x").unwrap();
+        set_owed(&home, &id, Some(42)).unwrap();
+        let parsed = LadderFiles::parse(None, None, bytes(home.ring_owed(&id)).as_deref());
+        assert_eq!(parsed.owed.map(|o| (o.at, o.through)), Some((42, Some(7))));
+        assert_eq!(parsed.owed, LadderFiles::load(&home, &id).0.owed);
+        clear_ladder(&home, &id).unwrap();
+        assert!(LadderFiles::load(&home, &id).0.is_empty());
     }
 }

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::hook;
 use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
 use super::state::{PaneFactory, Report, Ring, State};
-use super::{hook, ladder_io};
 use crate::config::Config;
 use crate::error::Error;
 use crate::events::{Entry, Event, Tool};
@@ -133,7 +133,7 @@ impl Exec<'_> {
         // Owed for records acknowledged since: stale, removed.
         if let (Some(_), Some(target)) = (t.files.owed, ladder::target(&t.pending))
             && !ladder::owed_to(&t.files, target)
-            && let Err(e) = ladder_io::set_owed(home, &t.id, None)
+            && let Err(e) = shared::set_owed(home, &t.id, None)
         {
             self.state.warn(format!("{}: {e}", t.id));
         }
@@ -232,7 +232,7 @@ impl Exec<'_> {
             if matches!(
                 outcome,
                 Outcome::Queued | Outcome::RingLocked | Outcome::Dialog | Outcome::Booting
-            ) && let Err(e) = ladder_io::set_owed(home, id, Some(now))
+            ) && let Err(e) = shared::set_owed(home, id, Some(now))
             {
                 ex.state.warn(format!("{id}: {e}"));
             }
@@ -242,7 +242,7 @@ impl Exec<'_> {
             // A ring that landed pays what was owed.
             if outcome == Outcome::Rang
                 && t.files.owed.is_some()
-                && let Err(e) = ladder_io::set_owed(home, id, None)
+                && let Err(e) = shared::set_owed(home, id, None)
             {
                 ex.state.warn(format!("{id}: {e}"));
             }
@@ -270,7 +270,7 @@ impl Exec<'_> {
             }
             Action::Quiet { .. } => {}
             Action::Clear => {
-                if let Err(e) = ladder_io::clear(home, id) {
+                if let Err(e) = shared::clear_ladder(home, id) {
                     self.unwritable(id, home.ring_state(id), e, None, since);
                 }
             }
@@ -288,7 +288,7 @@ impl Exec<'_> {
                     count,
                     last: now,
                 };
-                match ladder_io::write_ring_state(home, id, &rs) {
+                match shared::write_ring_state(home, id, &rs) {
                     Ok(left) => self.state.leftovers.extend(left),
                     Err(e) => {
                         self.unwritable(id, home.ring_state(id), e, Some(seq), since);
@@ -308,7 +308,7 @@ impl Exec<'_> {
                 };
                 // Cleared before typing: a crash in between loses this
                 // ring (the ladder's own rings follow), never doubles it.
-                if let Err(e) = ladder_io::set_owed(home, id, None) {
+                if let Err(e) = shared::set_owed(home, id, None) {
                     self.unwritable(id, home.ring_owed(id), e, None, since);
                     return;
                 }
@@ -321,7 +321,7 @@ impl Exec<'_> {
                     count: t.files.ring.filter(|r| r.seq == seq).map_or(0, |r| r.count),
                     last: now,
                 };
-                match ladder_io::write_ring_state(home, id, &rs) {
+                match shared::write_ring_state(home, id, &rs) {
                     Ok(left) => self.state.leftovers.extend(left),
                     Err(e) => {
                         self.unwritable(id, home.ring_state(id), e, Some(seq), since);
@@ -363,7 +363,7 @@ impl Exec<'_> {
                 // before this record's grace ran out): no second wake.
                 let heard = shared::read_agent_dead(home, id).ok().flatten() == Some(agent.clone());
                 if heard {
-                    if let Err(e) = ladder_io::write_escalated(home, id, seq) {
+                    if let Err(e) = shared::write_escalated(home, id, seq) {
                         self.unwritable(id, home.escalated(id), e, None, since);
                     }
                 } else if self.ladder_wake(id, LadderWake::DeadAgent, &text, seq, since)
@@ -444,7 +444,7 @@ impl Exec<'_> {
             return;
         };
         if !ladder::owed_to(&t.files, target)
-            && let Err(e) = ladder_io::set_owed(home, id, Some(self.now))
+            && let Err(e) = shared::set_owed(home, id, Some(self.now))
         {
             self.state.warn(format!("{id}: {e}"));
         }
@@ -578,7 +578,7 @@ impl Exec<'_> {
                 .by(ACTOR)
                 .record(self.home);
         }
-        if let Err(e) = ladder_io::write_escalated(self.home, id, seq) {
+        if let Err(e) = shared::write_escalated(self.home, id, seq) {
             self.unwritable(id, self.home.escalated(id), e, None, since);
         }
         true
@@ -600,7 +600,7 @@ impl Exec<'_> {
             let _ = self.wake(id, "escalation", &text);
         }
         if let Some(s) = seq {
-            let _ = ladder_io::write_escalated(self.home, id, s);
+            let _ = shared::write_escalated(self.home, id, s);
         }
     }
 }

@@ -16,7 +16,9 @@
 use serde::Serialize;
 
 use crate::config::WatchCfg;
-pub(crate) use crate::inbox::ladder_files::Owed;
+#[cfg(test)]
+use crate::inbox::ladder_files::Owed;
+pub(crate) use crate::inbox::ladder_files::{LadderFiles, RingState};
 
 /// A pending record as the ladder sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,31 +27,6 @@ pub(crate) struct Pending {
     /// When it was queued (Unix seconds).
     pub at: u64,
     pub fire_and_forget: bool,
-}
-
-/// `.ring-state`: `<NNN.msg>\t<count>\t<last_epoch>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RingState {
-    pub seq: u64,
-    pub count: u64,
-    pub last: u64,
-}
-
-/// The contents of a task's ladder files.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct LadderFiles {
-    pub(crate) ring: Option<RingState>,
-    /// The record `.escalated` names.
-    pub(crate) escalated: Option<u64>,
-    /// `.ring-owed`: when a ring was held back by a busy agent, and the
-    /// newest record pending then.
-    pub(crate) owed: Option<Owed>,
-}
-
-impl LadderFiles {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ring.is_none() && self.escalated.is_none() && self.owed.is_none()
-    }
 }
 
 /// What tmux and the busy record say about the task's pane.

@@ -3,7 +3,6 @@
 //!
 //! - [`ladder`]: the §6.2 ladder as a pure function of a task's files,
 //!   pane facts and the time.
-//! - [`ladder_io`]: `.ring-state` / `.escalated` through the shared format.
 //! - [`status_feed`]: status lines → `status` wakes, exactly once, via
 //!   persisted read offsets.
 //! - [`pass`]: one pass over every task; `act` carries out each task's
@@ -18,7 +17,6 @@ pub(crate) mod events;
 mod flusher;
 pub(crate) mod hook;
 pub(crate) mod ladder;
-pub(crate) mod ladder_io;
 pub mod pass;
 mod state;
 pub mod status_feed;

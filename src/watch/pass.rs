@@ -36,7 +36,6 @@ use rustix::io::Errno;
 
 use super::act::{Exec, TaskIn};
 use super::ladder::{self, LadderFiles, Pending};
-use super::ladder_io;
 use super::state::TOOL;
 use super::status_feed::LogFacts;
 use crate::config::Config;
@@ -522,7 +521,7 @@ fn gather_by_path(
 }
 
 fn ladder_files_by_path(home: &Home, id: &TaskId, tracked: bool, notes: &mut Notes) -> LadderFiles {
-    let (files, err) = ladder_io::load(home, id);
+    let (files, err) = LadderFiles::load(home, id);
     if let Some(e) = err
         && tracked
     {
@@ -766,7 +765,7 @@ impl<'a> Reader<'a> {
         let ring = read(0)?;
         let escalated = read(1)?;
         let owed = read(2)?;
-        Some(ladder_io::parse(
+        Some(LadderFiles::parse(
             ring.as_deref(),
             escalated.as_deref(),
             owed.as_deref(),
