@@ -23,7 +23,7 @@ use crate::home::Home;
 use crate::inbox::{self, Outgoing, Ring};
 use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome as Doorbell;
-use crate::tmux::recipient::Recipient;
+use crate::tmux::recipient::{Known, Recipient};
 
 /// Sender name on dispatch records.
 pub(crate) const DISPATCH_FROM: &str = "fm-board";
@@ -399,7 +399,13 @@ pub(crate) fn ring_and_record(home: &Home, cfg: &Config, now: u64, outcomes: &mu
     {
         if let Ok(id) = TaskId::parse(&o.assignee) {
             let rung = match Recipient::load(home, cfg, &id) {
-                Ok(r) => r.ring(home, cfg),
+                Ok(r) => {
+                    let rung = r.ring(home, cfg, now, Known::default());
+                    for w in rung.warnings {
+                        crate::output::err_line(&format!("fm-board: warning: {w}"));
+                    }
+                    rung.outcome
+                }
                 Err(e) => {
                     crate::output::err_line(&format!("fm-board: warning: {id}: {e}"));
                     Doorbell::Failed

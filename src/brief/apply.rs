@@ -340,11 +340,7 @@ fn notify_live_worker(
     };
     let ring = Ring::Known(&r, &info);
     match inbox::send(home, cfg, Tool::Brief, id, &msg, ring, clock::now()) {
-        Ok(sent) => format!(
-            "queued {id} {} \u{b7} doorbell {}",
-            inbox::record_name(sent.seq),
-            sent.doorbell.map_or("-", |d| d.as_str())
-        ),
+        Ok(sent) => sent.to_string(),
         Err(e) => {
             warnings.push(format!("brief written but the notice was not queued: {e}"));
             format!("not queued: {e}")

@@ -412,6 +412,11 @@ pub(super) fn no_format(s: &str) -> String {
 /// a dead pane, at most.
 const START_CHECK_MS: u64 = 150;
 
+/// How long a pane that reports another directory is asked again before
+/// its agent counts as started outside its worktree, and how often.
+const PATH_WAIT_MS: u64 = 1000;
+const PATH_POLL_MS: u64 = 50;
+
 /// Checks a just-started agent: running in `worktree`, or exited by
 /// itself (not with the shell's "cannot execute" or "not found").
 fn verify_started(tmux: &Tmux, pane: &str, worktree: &str) -> Result<()> {
@@ -423,11 +428,23 @@ fn verify_started(tmux: &Tmux, pane: &str, worktree: &str) -> Result<()> {
         let status = f.next().unwrap_or("").to_string();
         Ok((dead, status, f.next().unwrap_or("").to_string()))
     };
-    let (dead, _, path) = ask()?;
-    if !dead && !path.is_empty() && !same_dir(&path, worktree) {
-        return Err(Error::refused(format!(
-            "the agent started in {path}, not in its worktree {worktree}"
-        )));
+    // Right after `new-window` the pane's process may not have entered its
+    // start directory yet (tmux forks, then changes directory): until it
+    // has, tmux reports the server's own directory. Asked again a bounded
+    // while before the start counts as outside the worktree.
+    let mut asked = 0;
+    loop {
+        let (dead, _, path) = ask()?;
+        if dead || path.is_empty() || same_dir(&path, worktree) {
+            break;
+        }
+        if asked >= PATH_WAIT_MS {
+            return Err(Error::refused(format!(
+                "the agent started in {path}, not in its worktree {worktree}"
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(PATH_POLL_MS));
+        asked += PATH_POLL_MS;
     }
     std::thread::sleep(std::time::Duration::from_millis(START_CHECK_MS));
     let (dead, status, _) = ask()?;

@@ -16,7 +16,7 @@ use crate::home::Home;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome;
 use crate::tmux::pane::PaneInfo;
-use crate::tmux::recipient::Recipient;
+use crate::tmux::recipient::{Known, Recipient, Rung};
 
 /// When the doorbell rings.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +44,29 @@ pub struct Sent {
     pub doorbell: Option<Outcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) duplicate: Option<Existing>,
+}
+
+/// `queued <id> <NNN.msg> · doorbell <outcome>`, and what a duplicate
+/// was of: how every front end shows a sent record. The alternate form
+/// (`{:#}`) leaves the task out, for a line that names it already.
+impl std::fmt::Display for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("queued ")?;
+        if !f.alternate() {
+            write!(f, "{} ", self.task)?;
+        }
+        let doorbell = self.doorbell.map_or("-", Outcome::as_str);
+        write!(
+            f,
+            "{} \u{b7} doorbell {doorbell}",
+            super::record_name(self.seq)
+        )?;
+        match self.duplicate {
+            Some(Existing::Pending) => f.write_str(" \u{b7} duplicate of a pending record"),
+            Some(Existing::Handled) => f.write_str(" \u{b7} duplicate of a handled record"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Queues `msg` for `id`, rings as `ring` says, records the event under
@@ -86,37 +109,25 @@ pub fn send_then(
         doorbell: None,
         duplicate,
     });
+    let rung = |r: &Recipient, info| {
+        let known = Known {
+            info,
+            ..Known::default()
+        };
+        let Rung { outcome, warnings } = r.ring(home, cfg, now, known);
+        for w in warnings {
+            crate::output::err_line(&format!("{}: warning: {w}", tool.as_str()));
+        }
+        outcome
+    };
     let doorbell = match ring {
         Ring::Later => None,
         // A handled duplicate was already read: nothing to ring for.
         Ring::Quiet => Some(Outcome::Quiet),
         _ if duplicate == Some(Existing::Handled) => Some(Outcome::Quiet),
-        Ring::Now(r) => Some(r.ring(home, cfg)),
-        Ring::Known(r, info) => Some(r.ring_known(home, cfg, info)),
+        Ring::Now(r) => Some(rung(r, None)),
+        Ring::Known(r, info) => Some(rung(r, Some(info))),
     };
-    // Held back by a busy agent, a dialog or an agent still booting: the
-    // watcher rings it as soon as the agent is idle, the dialog closed and
-    // the composer shown (SPEC §6.2, `.ring-owed`).
-    if matches!(
-        doorbell,
-        Some(Outcome::Queued | Outcome::RingLocked | Outcome::Dialog | Outcome::Booting)
-    ) && let Err(e) = super::ladder_files::write_owed(home, id, now)
-    {
-        crate::output::err_line(&format!(
-            "{}: warning: {id}: could not record the held-back doorbell: {e}",
-            tool.as_str()
-        ));
-    }
-    // A doorbell that landed asks the agent to read every pending record:
-    // a ring owed from earlier is paid.
-    if doorbell == Some(Outcome::Rang)
-        && let Err(e) = super::ladder_files::clear_owed(home, id)
-    {
-        crate::output::err_line(&format!(
-            "{}: warning: {id}: could not clear the owed doorbell: {e}",
-            tool.as_str()
-        ));
-    }
     if duplicate.is_none() {
         let event = Event::InboxQueued {
             seq,

@@ -1,26 +1,65 @@
 //! A task as a doorbell target: the pane facts its meta records (SPEC §4 —
 //! `pane`, `tmux_socket`, `harness`) turned into a [`Target`] and rung.
 //!
-//! Every ring outside the watcher goes through here (`fm-send`, and through
-//! [`crate::inbox::send`] `fm-brief`'s notice and `fm-board dispatch`); the
-//! watcher reads the same [`crate::meta::TaskMeta`] fields and rings through
-//! the same [`crate::tmux::deliver`]. The pane id is the only identity
-//! trusted; the socket is meta's `tmux_socket`, else the config's
-//! `tmux.socket`; a missing or unknown harness means no profile (alive while
-//! the pane exists and is not dead).
+//! [`Recipient::ring`] is the one way a doorbell is rung: `fm-send` (and
+//! through [`crate::inbox::send`] `fm top`, `fm-brief`'s notice and
+//! `fm-board dispatch`) and the watcher's ladder all call it, telling it
+//! what they already know ([`Known`]). It builds the one [`Target`], takes
+//! the task's ring lock unless the caller holds it, and keeps the owed rule
+//! (a ring held back is owed, a ring that landed pays what was owed). The
+//! pane id is the only identity trusted; the socket is meta's
+//! `tmux_socket`, else the config's `tmux.socket`; a missing or unknown
+//! harness means no profile (alive while the pane exists and is not dead).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
+use crate::inbox::ladder_files;
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
-use crate::tmux::deliver::{self, Outcome, Target};
+use crate::tmux::deliver::{self, Outcome, RingLock, Target};
 use crate::tmux::owner::Claim;
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
+
+/// What a caller already knows when it rings; the default knows nothing
+/// (tmux is asked, the busy record read, the ring lock waited for).
+#[derive(Default)]
+pub(crate) struct Known<'a> {
+    /// The pane as the caller's own listing shows it: no second query.
+    pub(crate) info: Option<&'a PaneInfo>,
+    /// The tmux to type through, when not the recipient's own socket (the
+    /// watcher's, which tests replace).
+    pub(crate) backend: Option<&'a dyn Pane>,
+    /// The busy record, when the caller read it (`Some(None)`: not busy).
+    pub(crate) busy_record: Option<Option<u64>>,
+    /// The caller holds the task's ring lock ([`try_ring_lock`]).
+    pub(crate) lock_held: bool,
+    /// Whether a ring is owed (`.ring-owed` exists), when the caller read
+    /// the ladder files: a landed ring then removes nothing it need not.
+    pub(crate) owed: Option<bool>,
+    /// How to wait between two looks at the screen (tests: not at all).
+    pub(crate) sleep: Option<&'a dyn Fn(Duration)>,
+}
+
+/// What one ring did, and what could not be recorded of it.
+#[derive(Debug)]
+pub(crate) struct Rung {
+    pub(crate) outcome: Outcome,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// The task's ring lock, tried once, for a ringer that must not wait (the
+/// watcher, which writes its ladder files under it before ringing with
+/// [`Known::lock_held`]). `Ok(None)`: another ring holds it. An error: no
+/// lock can be made (a read-only `state/`), which stops no ring.
+pub(crate) fn try_ring_lock(home: &Home, id: &TaskId) -> Result<Option<crate::fsx::LockGuard>> {
+    crate::fsx::try_lock(&home.ring_lock(id))
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Recipient {
@@ -62,43 +101,59 @@ impl Recipient {
         }
     }
 
-    fn target(&self, home: &Home) -> Target<'_> {
-        Target {
-            pane: self.pane.as_deref(),
-            claim: self.claim.as_ref(),
-            profile: self.profile.as_ref(),
-            busy_record: self
+    /// Rings the doorbell (SPEC §5.3): the one ring of every sender and of
+    /// the watcher. `known` is what the caller already asked (a pane
+    /// listing, the busy record, the ring lock): nothing is asked twice.
+    /// A ring held back (busy agent, dialog, booting agent, ring lock held
+    /// past the longest ring) is recorded as owed for the watcher to ring
+    /// at the turn's end; a ring that landed pays what was owed. What
+    /// could not be recorded comes back as warnings, the caller's to print.
+    pub(crate) fn ring(&self, home: &Home, cfg: &Config, now: u64, known: Known<'_>) -> Rung {
+        let busy_record = match known.busy_record {
+            Some(b) => b,
+            None => self
                 .pane
                 .as_ref()
                 .and_then(|_| crate::status::busy::busy_at(home, &self.id)),
-            spawned_at: self.spawned_at,
-            ring_lock: Some(home.ring_lock(&self.id)),
+        };
+        let target = Target {
+            pane: self.pane.as_deref(),
+            claim: self.claim.as_ref(),
+            profile: self.profile.as_ref(),
+            busy_record,
+            // A spawn stamped in the future (the clock stepped back since)
+            // happened before the step: the agent is not booting any more.
+            spawned_at: self.spawned_at.filter(|&at| at <= now),
+            ring_lock: if known.lock_held {
+                RingLock::Held
+            } else {
+                RingLock::Wait(home.ring_lock(&self.id))
+            },
+        };
+        let line = deliver::doorbell(home, &self.id);
+        let backend: &dyn Pane = known.backend.unwrap_or(&self.tmux);
+        let sleep: &dyn Fn(Duration) = known.sleep.unwrap_or(&std::thread::sleep);
+        let outcome = match known.info {
+            Some(info) => deliver::deliver_to(backend, &target, info, &line, &cfg.send, sleep),
+            None => deliver::deliver(backend, &target, &line, &cfg.send, sleep),
+        };
+        let id = &self.id;
+        let mut warnings = Vec::new();
+        if outcome.owed() {
+            if let Err(e) = ladder_files::write_owed(home, id, now) {
+                warnings.push(format!(
+                    "{id}: could not record the held-back doorbell: {e}"
+                ));
+            }
+        } else if outcome == Outcome::Rang
+            && known.owed != Some(false)
+            && let Err(e) = ladder_files::clear_owed(home, id)
+        {
+            // A doorbell that landed asks the agent to read every pending
+            // record: a ring owed from earlier is paid.
+            warnings.push(format!("{id}: could not clear the owed doorbell: {e}"));
         }
-    }
-
-    /// Rings the doorbell (SPEC §5.3), asking tmux about the pane first.
-    pub(crate) fn ring(&self, home: &Home, cfg: &Config) -> Outcome {
-        let line = deliver::doorbell(home, &self.id);
-        deliver::deliver(
-            &self.tmux,
-            &self.target(home),
-            &line,
-            &cfg.send,
-            &std::thread::sleep,
-        )
-    }
-
-    /// Rings a pane already looked up (`info` from one `list()` call).
-    pub(crate) fn ring_known(&self, home: &Home, cfg: &Config, info: &PaneInfo) -> Outcome {
-        let line = deliver::doorbell(home, &self.id);
-        deliver::deliver_to(
-            &self.tmux,
-            &self.target(home),
-            info,
-            &line,
-            &cfg.send,
-            &std::thread::sleep,
-        )
+        Rung { outcome, warnings }
     }
 
     /// Presses one named key in the pane (`fm-send --key`) and records
@@ -174,4 +229,80 @@ pub(crate) fn live(home: &Home, cfg: &Config) -> Result<Vec<(Recipient, PaneInfo
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tmux::pane::FakePane;
+
+    /// The one ring keeps the owed rule for every caller: held back by a
+    /// busy agent it is owed to the records pending; landed, it pays it.
+    #[test]
+    fn a_ring_held_back_is_owed_and_one_that_lands_pays_it() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let mut cfg = Config::default();
+        (cfg.send.settle_ms, cfg.send.enter_wait_ms) = (0, 0);
+        let id = TaskId::parse("t").unwrap();
+        crate::fsx::ensure_dir(&home.inbox(&id)).unwrap();
+        std::fs::write(home.inbox_record(&id, 1), b"hello").unwrap();
+        let mut profile = harness::builtin("claude").unwrap();
+        profile.agent_commands = Some(vec!["claude".into()]);
+        profile.composer_regex = Some(regex::Regex::new(r"^> ?(.*)$").unwrap());
+        profile.composer_below_regex = None;
+        profile.dialogs.clear();
+        profile.busy_regex = Some(regex::Regex::new("esc to interrupt").unwrap());
+        profile.busy_whole_turn = false;
+        let r = Recipient {
+            id: id.clone(),
+            pane: Some("%1".into()),
+            tmux: Tmux::new(""),
+            profile: Some(profile),
+            spawned_at: None,
+            claim: None,
+        };
+        let f = FakePane::with("%1", "claude");
+        f.edit("%1", |s| s.history.push("working… esc to interrupt".into()));
+        let known = |owed| Known {
+            backend: Some(&f),
+            sleep: Some(&|_| {}),
+            owed,
+            ..Known::default()
+        };
+        let rung = r.ring(&home, &cfg, 50, known(None));
+        assert_eq!(rung.outcome, Outcome::Queued);
+        assert!(rung.warnings.is_empty(), "{:?}", rung.warnings);
+        assert_eq!(
+            std::fs::read(home.ring_owed(&id)).unwrap(),
+            b"50\t001.msg\n"
+        );
+        // A busy record the caller read holds it back the same way.
+        f.edit("%1", |s| s.history.clear());
+        let busy = Known {
+            busy_record: Some(Some(49)),
+            ..known(None)
+        };
+        assert_eq!(r.ring(&home, &cfg, 51, busy).outcome, Outcome::Queued);
+        assert_eq!(
+            std::fs::read(home.ring_owed(&id)).unwrap(),
+            b"51\t001.msg\n"
+        );
+        // A caller that read no owed ring removes nothing; one that
+        // may have one clears it when the doorbell lands.
+        let rung = r.ring(&home, &cfg, 52, known(Some(false)));
+        assert_eq!(rung.outcome, Outcome::Rang);
+        assert!(home.ring_owed(&id).exists());
+        let rung = r.ring(&home, &cfg, 53, known(None));
+        assert_eq!(rung.outcome, Outcome::Rang);
+        assert!(!home.ring_owed(&id).exists());
+        // What could not be recorded is handed back, not printed.
+        f.edit("%1", |s| s.history.push("working… esc to interrupt".into()));
+        std::fs::create_dir(home.ring_owed(&id)).unwrap();
+        std::fs::write(home.ring_owed(&id).join("x"), b"").unwrap();
+        let rung = r.ring(&home, &cfg, 54, known(None));
+        assert_eq!(rung.outcome, Outcome::Queued);
+        assert_eq!(rung.warnings.len(), 1, "{:?}", rung.warnings);
+        assert!(rung.warnings[0].starts_with("t: could not record the held-back doorbell"));
+    }
 }

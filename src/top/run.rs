@@ -428,9 +428,5 @@ fn send(home: &Home, cfg: &Config, id: &str, body: &str) -> Result<String> {
         dedupe: false,
     };
     let sent = inbox::send(home, cfg, Tool::Top, &id, &msg, Ring::Now(&r), clock::now())?;
-    Ok(format!(
-        "queued {} \u{b7} doorbell {}",
-        inbox::record_name(sent.seq),
-        sent.doorbell.map_or("quiet", |d| d.as_str())
-    ))
+    Ok(format!("{sent:#}"))
 }

@@ -8,20 +8,22 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::agent_wakes::dead_text;
 use super::hook;
 use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
 use super::state::{PaneFactory, Report, Ring, State};
 use crate::config::Config;
 use crate::error::Error;
 use crate::events::{Entry, Event, Tool};
-use crate::harness::{self, HarnessProfile};
+use crate::harness;
 use crate::home::Home;
 use crate::inbox::ladder_files as shared;
 use crate::inbox::{self, Record};
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
-use crate::tmux::deliver::{self, Outcome, Target};
+use crate::tmux::deliver::Outcome;
 use crate::tmux::pane::{Pane, PaneInfo};
+use crate::tmux::recipient::{Known, Recipient, Rung, try_ring_lock};
 use crate::wakes;
 use crate::{clock, fsx};
 
@@ -55,12 +57,10 @@ impl Exec<'_> {
         let empty = TaskMeta::default();
         let meta = t.meta.as_ref().unwrap_or(&empty);
         let pane_id = meta.pane.as_deref().unwrap_or("");
-        let claim = crate::tmux::owner::Claim::of(&t.id, meta);
+        // The task as a doorbell target: the one ring path's.
+        let recipient = Recipient::from_meta(cfg, &t.id, meta);
+        let (claim, profile) = (&recipient.claim, &recipient.profile);
         let socket = meta.socket(cfg).to_string();
-        let profile: Option<HarnessProfile> = meta
-            .harness
-            .as_deref()
-            .and_then(|h| harness::profile(&cfg.harness, h));
         let mut busy_rec = None;
         let mut busy_from_log = false;
         let mut info: Option<&PaneInfo> = None;
@@ -209,42 +209,25 @@ impl Exec<'_> {
             .map(|r| r.first_line().chars().take(120).collect::<String>())
             .unwrap_or_default();
         let ring = |ex: &mut Self, seq: u64, count: u64| {
-            let target = Target {
-                pane: (!pane_id.is_empty()).then_some(pane_id),
-                claim: claim.as_ref(),
-                profile: profile.as_ref(),
-                busy_record: busy_rec,
-                spawned_at,
-                // Taken by the pass already (see `ring_lock` below).
-                ring_lock: None,
-            };
-            let line = deliver::doorbell(home, id);
-            let outcome = match info {
+            let known = Known {
                 // The pass's listing already holds the pane: no second query.
-                Some(p) => {
-                    deliver::deliver_to(backend.as_ref(), &target, p, &line, &cfg.send, ex.sleep)
-                }
-                None => deliver::deliver(backend.as_ref(), &target, &line, &cfg.send, ex.sleep),
+                info,
+                backend: Some(backend.as_ref()),
+                busy_record: Some(busy_rec),
+                // Taken by the pass already (see `ring_lock` below).
+                lock_held: true,
+                owed: Some(t.files.owed.is_some()),
+                sleep: Some(ex.sleep),
             };
-            // A ring held back by a busy agent is owed at the turn's end;
-            // one that met a dialog, once it closes (the next pass, soon,
-            // raises the dialog's wake).
-            if matches!(
-                outcome,
-                Outcome::Queued | Outcome::RingLocked | Outcome::Dialog | Outcome::Booting
-            ) && let Err(e) = shared::set_owed(home, id, Some(now))
-            {
-                ex.state.warn(format!("{id}: {e}"));
+            let Rung { outcome, warnings } = recipient.ring(home, cfg, now, known);
+            for w in warnings {
+                ex.state.warn(w);
             }
+            // One that met a dialog or a booting agent is owed (the ring
+            // wrote it): look again soon, the next pass raises the dialog's
+            // wake or finds the composer up.
             if matches!(outcome, Outcome::Dialog | Outcome::Booting) {
                 ex.due(now + OWED_RECHECK_SECS);
-            }
-            // A ring that landed pays what was owed.
-            if outcome == Outcome::Rang
-                && t.files.owed.is_some()
-                && let Err(e) = shared::set_owed(home, id, None)
-            {
-                ex.state.warn(format!("{id}: {e}"));
             }
             let event = Event::WatchRang {
                 seq,
@@ -375,130 +358,6 @@ impl Exec<'_> {
         }
     }
 
-    /// A dialog owns the agent's keyboard (SPEC §5.3): nothing is typed.
-    /// The first look at it raises one `dialog` wake; while the same
-    /// dialog stays up, later passes raise none. One found after the
-    /// captain pressed a key in the pane (`fm-send --key`) is another —
-    /// a second permission prompt right after the first was answered —
-    /// once the pane had [`ACTED_SETTLE_SECS`] to redraw. When it `holds`
-    /// back a ring the ladder would make now, the wake names the record
-    /// and the doorbell is owed, so it is rung as soon as the dialog
-    /// closes; otherwise (no mail, or none due) the wake names the dialog
-    /// only.
-    fn dialog(&mut self, t: &TaskIn, which: &str, holds: bool) {
-        let (home, id) = (self.home, &t.id);
-        let target = ladder::target(&t.pending).filter(|_| holds);
-        let seen = shared::read_dialog(home, id).unwrap_or_default();
-        let mut acted = seen
-            .as_ref()
-            .filter(|s| s.name == which)
-            .and_then(|s| s.acted);
-        // A key stamped in the future (a clock stepped back) counts as
-        // pressed now, kept so: the dialog is looked at again once the
-        // pane had its time to redraw, not once the clock reaches it.
-        if acted.is_some_and(|at| at > self.now) {
-            acted = Some(self.now);
-            if let Err(e) = shared::mark_dialog_acted(home, id, self.now) {
-                self.state.warn(format!("{id}: {e}"));
-            }
-        }
-        // Right after the key, the screen may still show the dialog it
-        // answered: look again once the pane had time to redraw.
-        let settled = acted.map(|at| at.saturating_add(ACTED_SETTLE_SECS));
-        let settling = settled.is_some_and(|s| self.now < s);
-        let new = acted.is_some() || seen.as_ref().map(|s| s.name.as_str()) != Some(which);
-        if new && !settling {
-            let about = t
-                .target
-                .as_ref()
-                .map(|r| r.first_line().chars().take(120).collect::<String>())
-                .unwrap_or_default();
-            let text = match target {
-                Some(p) => format!(
-                    "waiting in a dialog: {which}; {} not rung: {about}",
-                    name(p.seq)
-                ),
-                None => format!("waiting in a dialog: {which}"),
-            };
-            if !self.wake(id, "dialog", &text) {
-                // Not logged: the next pass tries again.
-                self.due(self.now + OWED_RECHECK_SECS);
-                return;
-            }
-            let event = Event::WatchDialog {
-                seq: target.map_or(0, |p| p.seq),
-                dialog: which.to_string(),
-            };
-            Entry::new(self.now, Tool::Watch, id.as_str(), event)
-                .by(ACTOR)
-                .record(home);
-            if let Err(e) = shared::write_dialog(home, id, which) {
-                self.state.warn(format!("{id}: {e}"));
-            }
-        }
-        // No mail held back: the next look at every pane sees it close.
-        let Some(target) = target else {
-            if let Some(at) = settled.filter(|_| settling) {
-                self.due(at);
-            }
-            return;
-        };
-        if !ladder::owed_to(&t.files, target)
-            && let Err(e) = shared::set_owed(home, id, Some(self.now))
-        {
-            self.state.warn(format!("{id}: {e}"));
-        }
-        match settled {
-            Some(at) if settling => self.due(at),
-            _ => self.due(self.now + DIALOG_RECHECK_SECS),
-        }
-    }
-
-    /// The listing shows the agent dead or its pane gone while the ladder
-    /// has no `dead-agent` wake to raise (no mail, or mail still within
-    /// its grace): one wake for this agent, unless raised already. An
-    /// agent that died within `grace_secs` of its spawn may be a shell
-    /// briefly in the foreground while it starts: looked at again then.
-    fn dead_seen(&mut self, t: &TaskIn, pane: &str, spawned_at: Option<u64>, gone: bool) {
-        let (home, id, now) = (self.home, &t.id, self.now);
-        let agent = shared::DeadSeen {
-            pane: pane.to_string(),
-            spawned_at,
-        };
-        if shared::read_agent_dead(home, id).ok().flatten() == Some(agent.clone()) {
-            return;
-        }
-        let grace = self.cfg.watch.grace_secs;
-        // A spawn stamped in the future came before a clock step: long
-        // enough ago (as for booting).
-        if let Some(at) = spawned_at.filter(|&at| at <= now)
-            && !gone
-            && now < at.saturating_add(grace)
-        {
-            self.due(at.saturating_add(grace));
-            return;
-        }
-        let about = t
-            .target
-            .as_ref()
-            .map(|r| r.first_line().chars().take(120).collect::<String>())
-            .unwrap_or_default();
-        let target = ladder::target(&t.pending).map(|p| (p.seq, about.as_str()));
-        let text = dead_text(pane, gone, target);
-        if !self.wake(id, "dead-agent", &text) {
-            return;
-        }
-        let event = Event::WatchDeadAgent {
-            seq: target.map_or(0, |(s, _)| s),
-        };
-        Entry::new(now, Tool::Watch, id.as_str(), event)
-            .by(ACTOR)
-            .record(home);
-        if let Err(e) = shared::write_agent_dead(home, id, now, &agent) {
-            self.state.warn(format!("{id}: {e}"));
-        }
-    }
-
     /// The task's ring lock, tried once: the ring (and the ladder files it
     /// writes first) waits for no other ringer. Held (another ring under
     /// way, or one stopped mid-ring: an `fm-send` suspended with Ctrl-Z),
@@ -511,7 +370,7 @@ impl Exec<'_> {
         if pane.is_empty() {
             return Some(None);
         }
-        match fsx::try_lock(&self.home.ring_lock(id)) {
+        match try_ring_lock(self.home, id) {
             Ok(Some(held)) => Some(Some(held)),
             Ok(None) => {
                 self.due(self.now + RING_LOCK_RETRY_SECS);
@@ -521,15 +380,8 @@ impl Exec<'_> {
         }
     }
 
-    /// No dialog on the screen: one seen before has closed.
-    fn no_dialog(&mut self, id: &TaskId) {
-        if let Err(e) = shared::clear_dialog(self.home, id) {
-            self.state.warn(format!("{id}: {e}"));
-        }
-    }
-
     /// Asks for a pass at `at` (or earlier, if one is due already).
-    fn due(&mut self, at: u64) {
+    pub(super) fn due(&mut self, at: u64) {
         self.report.next_due = Some(self.report.next_due.map_or(at, |d| d.min(at)));
     }
 
@@ -606,20 +458,20 @@ impl Exec<'_> {
 }
 
 /// How soon a pass looks again at a busy agent that is owed a doorbell.
-const OWED_RECHECK_SECS: u64 = 2;
+pub(super) const OWED_RECHECK_SECS: u64 = 2;
 
 /// How soon a pass looks again at a task whose ring lock was held.
 const RING_LOCK_RETRY_SECS: u64 = 1;
 
 /// How soon a pass looks again at a dialog that holds a doorbell back.
-const DIALOG_RECHECK_SECS: u64 = 3;
+pub(super) const DIALOG_RECHECK_SECS: u64 = 3;
 
 /// How long after a key pressed in the pane a dialog found there counts as
 /// a new one (two clock seconds: at least one whole second to redraw).
-const ACTED_SETTLE_SECS: u64 = 2;
+pub(super) const ACTED_SETTLE_SECS: u64 = 2;
 
 /// The actor of every event the watcher records.
-const ACTOR: &str = "watcher";
+pub(super) const ACTOR: &str = "watcher";
 
 /// The wake that closes a ladder (SPEC §6.2 step 5).
 #[derive(Debug, Clone, Copy)]
@@ -640,19 +492,6 @@ impl LadderWake {
     }
 }
 
-/// A `dead-agent` wake's text, naming the record left unread if any.
-fn dead_text(pane: &str, gone: bool, record: Option<(u64, &str)>) -> String {
-    let why = if gone {
-        format!("pane {pane} gone")
-    } else {
-        format!("agent in pane {pane} exited")
-    };
-    match record {
-        Some((seq, about)) => format!("{} pending but {why}: {about}", name(seq)),
-        None => why,
-    }
-}
-
-fn name(seq: u64) -> String {
+pub(super) fn name(seq: u64) -> String {
     fsx::numbered_name(seq, inbox::EXT)
 }

@@ -12,6 +12,7 @@
 //! - [`hook`]: the `on_wake` argv hook.
 
 mod act;
+mod agent_wakes;
 pub(crate) mod daemon;
 pub(crate) mod events;
 mod flusher;
