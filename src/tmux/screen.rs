@@ -25,7 +25,7 @@
 //! an overlay, a screen still booting) means "no composer": nothing may be
 //! typed and no Enter pressed.
 
-use regex::Regex;
+use crate::harness::{HarnessProfile, Rules};
 
 /// Lines of the screen read for busy checks and, without a
 /// `composer_below_regex`, for the composer line.
@@ -38,48 +38,6 @@ const BELOW_WITHIN: usize = 3;
 /// Non-blank lines the agent may draw under the line below its composer
 /// (footers, hints) for the composer still to count as at the bottom.
 const UNDER_BELOW_MAX: usize = 3;
-
-/// A modal screen a harness can show (SPEC §5.3): typed text never reaches
-/// the composer while it is up and Enter answers it, so a doorbell is
-/// never typed into one. `name` is what the captain is told.
-#[derive(Debug, Clone)]
-pub struct Dialog {
-    pub name: String,
-    pub regex: Regex,
-}
-
-impl PartialEq for Dialog {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && self.regex.as_str() == other.regex.as_str()
-    }
-}
-
-impl serde::Serialize for Dialog {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Dialog", 2)?;
-        st.serialize_field("name", &self.name)?;
-        st.serialize_field("regex", self.regex.as_str())?;
-        st.end()
-    }
-}
-
-/// What a harness profile says about reading its screen.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Rules<'a> {
-    /// Matched against the last [`TAIL_LINES`] non-blank lines.
-    pub busy: Option<&'a Regex>,
-    /// `busy` matches for the whole of every turn (the profile's
-    /// `busy_whole_turn`): see [`overrules_busy_record`].
-    pub busy_whole_turn: bool,
-    /// The composer line; capture group 1 is its text.
-    pub composer: Option<&'a Regex>,
-    /// The line drawn right under the composer (after its continuation
-    /// lines); when set, the composer counts only with it below.
-    pub composer_below: Option<&'a Regex>,
-    /// Modal screens, tried in order; any line of the screen may match.
-    pub dialogs: &'a [Dialog],
-}
 
 /// One character cell of a captured line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +86,7 @@ impl Screen {
     }
 
     /// The screen as plain text, one `\n`-terminated line per line.
+    #[cfg(test)]
     pub fn plain(&self) -> String {
         let mut out = String::new();
         for l in &self.lines {
@@ -491,39 +450,23 @@ pub(crate) fn unsent(
 mod tests;
 
 /// The reading rules of a profile (none without one).
-pub(crate) fn rules_of(profile: Option<&crate::harness::HarnessProfile>) -> Rules<'_> {
-    profile
-        .map(crate::harness::HarnessProfile::rules)
-        .unwrap_or_default()
-}
-
-/// The composer's current text, if the profile can read it.
-pub(crate) fn composer_text(
-    profile: Option<&crate::harness::HarnessProfile>,
-    screen: &str,
-) -> Option<String> {
-    match composer(&rules_of(profile), &Screen::parse(screen)) {
-        Composer::Holds(t) => Some(t),
-        Composer::Absent | Composer::Unknown => None,
-    }
+pub(crate) fn rules_of(profile: Option<&HarnessProfile>) -> Rules<'_> {
+    profile.map(HarnessProfile::rules).unwrap_or_default()
 }
 
 /// The dialog a profile recognises on a captured screen, by name.
-pub(crate) fn screen_dialog(
-    profile: Option<&crate::harness::HarnessProfile>,
-    screen: &str,
-) -> Option<String> {
+pub(crate) fn screen_dialog(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
     dialog(&rules_of(profile), &Screen::parse_text(screen)).map(str::to_string)
 }
 
 /// Whether the screen tail matches the profile's busy regex.
-pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
+pub(crate) fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
     busy(&rules_of(profile), &Screen::parse_text(screen))
 }
 
 /// [`overrules_busy_record`] for a profile and a captured screen.
 pub(crate) fn screen_overrules_busy_record(
-    profile: Option<&crate::harness::HarnessProfile>,
+    profile: Option<&HarnessProfile>,
     screen: &str,
     record_age_secs: u64,
 ) -> bool {
@@ -532,7 +475,7 @@ pub(crate) fn screen_overrules_busy_record(
 
 /// [`unsent`] for a profile and a plain screen.
 pub(crate) fn unsent_plain(
-    profile: Option<&crate::harness::HarnessProfile>,
+    profile: Option<&HarnessProfile>,
     screen: &str,
     cursor_line: Option<&str>,
     line: &str,
