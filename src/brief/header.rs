@@ -220,4 +220,27 @@ mod tests {
             (Some("scout"), None, Some("/r"), Some("%1"))
         );
     }
+
+    fn field() -> impl proptest::strategy::Strategy<Value = Option<String>> {
+        proptest::option::of(proptest::string::string_regex("(?s).{0,12}").unwrap())
+    }
+
+    proptest::proptest! {
+        /// Whatever a header holds (quotes, colons, newlines, YAML words),
+        /// what is rendered parses back to it.
+        #[test]
+        fn any_header_round_trips(
+            a in field(), b in field(), c in field(), d in field(),
+            e in field(), f in field(), g in field(), h in field(),
+            i in field(), j in field(), k in field(), l in field(),
+        ) {
+            let hd = BriefHeader {
+                id: a, protocol_version: b, delegator: c, delegatee: d,
+                timestamp: e, kind: f, mode: g, repo: h, branch: i,
+                parent_id: j, max_depth: k, current_depth: l,
+            };
+            let text = format!("{}body\n", hd.render());
+            proptest::prop_assert_eq!(BriefHeader::parse(&text), Ok(hd));
+        }
+    }
 }
