@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{BriefSpec, Lineage, response, store};
+use super::{BriefHeader, BriefSpec, Lineage, MetaSync, response, store};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::{Entry, Event, Tool};
@@ -21,7 +21,7 @@ use crate::meta::{self, Mode, TaskMeta};
 use crate::task_id::TaskId;
 use crate::tmux::pane::Pane;
 use crate::tmux::recipient::Recipient;
-use crate::{clock, frontmatter, fsx};
+use crate::{clock, fsx};
 
 /// What writing or revoking a brief did (`--json` prints it as is).
 #[derive(Debug, Clone, Serialize)]
@@ -195,10 +195,10 @@ pub(crate) fn install(
     force: bool,
     actor: &str,
 ) -> Result<Report> {
-    let Ok((fm, _)) = frontmatter::parse(text) else {
+    let Ok(header) = BriefHeader::parse(text) else {
         return Err(Error::usage("the brief on stdin has no frontmatter"));
     };
-    match frontmatter::get(&fm, "delegatee") {
+    match header.delegatee.as_deref() {
         Some(d) if d == id.as_str() => {}
         other => {
             return Err(Error::usage(format!(
@@ -207,10 +207,10 @@ pub(crate) fn install(
             )));
         }
     }
-    let kind = match frontmatter::get(&fm, "kind") {
-        Some("ship") => super::BriefKind::Ship(Mode::parse(
-            frontmatter::get(&fm, "mode").unwrap_or_default(),
-        )?),
+    let kind = match header.kind.as_deref() {
+        Some("ship") => {
+            super::BriefKind::Ship(Mode::parse(header.mode.as_deref().unwrap_or_default())?)
+        }
         Some("scout") => super::BriefKind::Scout,
         Some("secondmate") => super::BriefKind::Secondmate,
         other => {
@@ -354,16 +354,9 @@ fn notify_live_worker(
 /// in line with the new brief: set from its frontmatter, or removed when it
 /// has none (a scout has no mode).
 fn follow_brief_in_meta(home: &Home, id: &TaskId, text: &str) -> Result<()> {
-    let Ok((fm, _)) = frontmatter::parse(text) else {
+    let Ok(header) = BriefHeader::parse(text) else {
         return Ok(());
     };
-    meta::update(home, id, |m| {
-        for key in ["kind", "mode", "repo", "branch"] {
-            match frontmatter::get(&fm, key) {
-                Some(v) => m.set(key, v),
-                None => m.remove(key),
-            }
-        }
-    })?;
+    meta::update(home, id, |m| header.apply_to_meta(m, MetaSync::Follow))?;
     Ok(())
 }

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{SPEC_PLACEHOLDER, TASK_PLACEHOLDER, worker_label};
+use super::{BriefHeader, SPEC_PLACEHOLDER, TASK_PLACEHOLDER, worker_label};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::fsx;
 use crate::home::Home;
 use crate::meta::Mode;
 use crate::task_id::TaskId;
-use crate::{frontmatter, fsx};
 
 /// One heading: its level, title and 0-based line index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,18 +138,11 @@ fn find(hs: &[Heading], level: usize, title: &str) -> Option<usize> {
 /// `mode` is the expected delivery mode (`--mode`), else the frontmatter's.
 pub fn problems(text: &str, mode: Option<Mode>) -> Vec<String> {
     let mut out = Vec::new();
-    let fields = match frontmatter::parse(text) {
-        Ok((f, _)) => Some(f),
-        Err(e) => {
-            out.push(format!("frontmatter missing or unparsable: {e}"));
-            None
-        }
-    };
-    let kind = fields
-        .as_ref()
-        .and_then(|f| frontmatter::get(f, "kind"))
-        .unwrap_or("ship")
-        .to_string();
+    let header = BriefHeader::parse(text).unwrap_or_else(|e| {
+        out.push(format!("frontmatter missing or unparsable: {e}"));
+        BriefHeader::default()
+    });
+    let kind = header.kind.clone().unwrap_or_else(|| "ship".into());
     let lines: Vec<&str> = text.lines().collect();
     let hs = headings(&lines);
     if kind == "secondmate" {
@@ -196,11 +189,7 @@ pub fn problems(text: &str, mode: Option<Mode>) -> Vec<String> {
             }
         }
     }
-    let declared = fields
-        .as_ref()
-        .and_then(|f| frontmatter::get(f, "mode"))
-        .map(str::to_string);
-    let expected = mode.map(|m| m.to_string()).or(declared);
+    let expected = mode.map(|m| m.to_string()).or(header.mode);
     let dod = hs
         .iter()
         .rposition(|h| h.level == 1 && h.title == "Definition of done");

@@ -7,7 +7,9 @@
 //! level-1/2 headings outside code fences are escaped (`\# …`), so it
 //! cannot end its own section early.
 
-use super::{BriefKind, BriefSpec, PROTOCOL_VERSION, SPEC_PLACEHOLDER, TASK_PLACEHOLDER};
+use super::{
+    BriefHeader, BriefKind, BriefSpec, PROTOCOL_VERSION, SPEC_PLACEHOLDER, TASK_PLACEHOLDER,
+};
 use crate::dod;
 use crate::meta::Mode;
 use crate::shq;
@@ -82,31 +84,26 @@ fn text_or(t: Option<&String>, placeholder: &str) -> String {
 }
 
 fn frontmatter(s: &BriefSpec) -> String {
-    let mut f: Vec<(&str, String)> = vec![
-        ("id", s.id.to_string()),
-        ("protocolVersion", PROTOCOL_VERSION.into()),
-        ("delegator", s.delegator.clone()),
-        ("delegatee", s.id.to_string()),
-        ("timestamp", s.timestamp.clone()),
-        ("kind", s.kind.name().into()),
-    ];
-    if let BriefKind::Ship(mode) = s.kind {
-        f.push(("mode", mode.to_string()));
+    let ship = matches!(s.kind, BriefKind::Ship(_));
+    BriefHeader {
+        id: Some(s.id.to_string()),
+        protocol_version: Some(PROTOCOL_VERSION.into()),
+        delegator: Some(s.delegator.clone()),
+        delegatee: Some(s.id.to_string()),
+        timestamp: Some(s.timestamp.clone()),
+        kind: Some(s.kind.name().into()),
+        mode: s.kind.mode().map(|m| m.to_string()),
+        repo: (s.kind != BriefKind::Secondmate).then(|| s.repo.clone()),
+        branch: ship.then(|| s.branch.clone()),
+        parent_id: s
+            .lineage
+            .as_ref()
+            .and_then(|l| l.parent.as_ref())
+            .map(ToString::to_string),
+        max_depth: s.lineage.as_ref().map(|l| l.max_depth.to_string()),
+        current_depth: s.lineage.as_ref().map(|l| l.depth.to_string()),
     }
-    if s.kind != BriefKind::Secondmate {
-        f.push(("repo", s.repo.clone()));
-    }
-    if matches!(s.kind, BriefKind::Ship(_)) {
-        f.push(("branch", s.branch.clone()));
-    }
-    if let Some(l) = &s.lineage {
-        if let Some(p) = &l.parent {
-            f.push(("parentId", p.to_string()));
-        }
-        f.push(("maxDepth", l.max_depth.to_string()));
-        f.push(("currentDepth", l.depth.to_string()));
-    }
-    crate::frontmatter::render(&f)
+    .render()
 }
 
 fn preamble(s: &BriefSpec) -> String {

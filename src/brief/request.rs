@@ -12,13 +12,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{BriefKind, BriefPaths, BriefSpec, Lineage};
+use super::{BriefHeader, BriefKind, BriefPaths, BriefSpec, Lineage};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::meta::{self, Mode, TaskMeta};
 use crate::task_id::TaskId;
-use crate::{clock, frontmatter, fsx};
+use crate::{clock, fsx};
 
 /// A text given inline or as a file (`-` reads stdin).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,22 +290,22 @@ impl BriefRequest {
             Error::refused(format!("parent {parent} has no brief ({})", path.display()))
         })?;
         let text = String::from_utf8_lossy(&bytes);
-        let (fields, _) = frontmatter::parse(&text)
+        let header = BriefHeader::parse(&text)
             .map_err(|e| Error::refused(format!("parent brief {}: {e}", path.display())))?;
-        let num = |k: &str| -> Result<Option<u32>> {
-            frontmatter::get(&fields, k)
-                .map(|v| {
-                    v.parse::<u32>().map_err(|_| {
-                        Error::refused(format!(
-                            "parent brief {}: {k} {v:?} is not a number",
-                            path.display()
-                        ))
-                    })
+        let num = |k: &str, v: Option<&str>| -> Result<Option<u32>> {
+            v.map(|v| {
+                v.parse::<u32>().map_err(|_| {
+                    Error::refused(format!(
+                        "parent brief {}: {k} {v:?} is not a number",
+                        path.display()
+                    ))
                 })
-                .transpose()
+            })
+            .transpose()
         };
-        let depth = num("currentDepth")?.unwrap_or(0);
-        let parent_max = num("maxDepth")?.unwrap_or(super::DEFAULT_MAX_DEPTH);
+        let depth = num("currentDepth", header.current_depth.as_deref())?.unwrap_or(0);
+        let parent_max =
+            num("maxDepth", header.max_depth.as_deref())?.unwrap_or(super::DEFAULT_MAX_DEPTH);
         if let Some(asked) = self.max_depth
             && asked > parent_max
         {

@@ -18,7 +18,7 @@ use crate::meta::{self, Kind, Mode, TaskMeta};
 use crate::task_id::TaskId;
 use crate::tmux::owner::{self, Claim};
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
-use crate::{brief, clock, frontmatter, fsx, stand_in};
+use crate::{brief, clock, fsx, stand_in};
 
 mod hooks;
 mod spawn;

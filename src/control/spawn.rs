@@ -359,22 +359,10 @@ impl Ctl<'_> {
                 return Err(e);
             }
         };
-        let brief = String::from_utf8_lossy(
-            &fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default(),
-        )
-        .into_owned();
-        let fm = frontmatter::parse(&brief)
-            .map(|(f, _)| f)
-            .unwrap_or_default();
+        let header = brief::BriefHeader::of_task(self.home, self.id)?;
         let now = clock::now();
         meta::update(self.home, self.id, |m| {
-            for key in ["kind", "mode", "repo", "branch"] {
-                if m.get(key).is_none()
-                    && let Some(v) = frontmatter::get(&fm, key)
-                {
-                    m.set(key, v);
-                }
-            }
+            header.apply_to_meta(m, brief::MetaSync::FillMissing);
             let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("project", &project.display().to_string());
             m.set("worktree", &wt);

@@ -161,12 +161,9 @@ fn worktree_with(
     }
 }
 
-/// One field of the task's brief frontmatter, if the brief reads.
-fn brief_field(home: &Home, id: &TaskId, key: &str) -> Option<String> {
-    let bytes = fsx::read_optional(&home.brief(id)).ok()??;
-    let text = String::from_utf8_lossy(&bytes);
-    let (fields, _) = crate::frontmatter::parse(&text).ok()?;
-    crate::frontmatter::get(&fields, key).map(str::to_string)
+/// The task's brief header, if the brief reads.
+fn brief_header(home: &Home, id: &TaskId) -> Option<crate::brief::BriefHeader> {
+    crate::brief::BriefHeader::of_task(home, id).ok()
 }
 
 /// The task's mode: meta `mode`, else the brief's frontmatter.
@@ -174,12 +171,12 @@ pub(crate) fn mode_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<Mode>
     if let Some(m) = meta.mode {
         return Some(m);
     }
-    Mode::parse(&brief_field(home, id, "mode")?).ok()
+    Mode::parse(&brief_header(home, id)?.mode?).ok()
 }
 
 /// The `kind` in the task's brief frontmatter, if the brief reads.
 pub(crate) fn brief_kind(home: &Home, id: &TaskId) -> Option<Kind> {
-    brief_field(home, id, "kind").map(|k| Kind::parse(&k))
+    brief_header(home, id)?.kind()
 }
 
 /// The task's kind: meta `kind`, else the brief's frontmatter, else ship.

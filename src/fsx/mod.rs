@@ -263,7 +263,7 @@ mod tests {
             "src/stand_in.rs",
             "the stand-in agent writes in its worktree",
         ),
-        ("src/harness.rs", "agent programs on PATH"),
+        ("src/harness/mod.rs", "agent programs on PATH"),
         (
             "src/notify/channel.rs",
             "programs on PATH and the captain's tty",

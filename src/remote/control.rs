@@ -31,7 +31,7 @@ use crate::events::{Entry, Event, Tool};
 use crate::home::Home;
 use crate::meta::{self, TaskMeta};
 use crate::task_id::TaskId;
-use crate::{clock, frontmatter, fsx};
+use crate::{clock, fsx};
 
 /// The far tool.
 const TOOL: &str = "fm-control";
@@ -261,21 +261,11 @@ pub(crate) fn captain(
 /// The far side spawned: the captain's meta names the host, and the
 /// brief's kind, mode, repo and branch, as a local spawn records them.
 fn spawned_here(home: &Home, id: &TaskId, host: &str, key_field: &str) -> Result<()> {
-    let brief = fsx::read_optional(&home.brief(id))?.unwrap_or_default();
-    let brief = String::from_utf8_lossy(&brief);
-    let fm = frontmatter::parse(&brief)
-        .map(|(f, _)| f)
-        .unwrap_or_default();
+    let header = crate::brief::BriefHeader::of_task(home, id)?;
     meta::update(home, id, |m| {
         m.set("host", host);
         m.remove(key_field);
-        for k in ["kind", "mode", "repo", "branch"] {
-            if m.get(k).is_none()
-                && let Some(v) = frontmatter::get(&fm, k)
-            {
-                m.set(k, v);
-            }
-        }
+        header.apply_to_meta(m, crate::brief::MetaSync::FillMissing);
         m.set("spawned_at", &clock::now().to_string());
     })?;
     Ok(())

@@ -192,7 +192,7 @@ fn dead_gone_busy_and_someone_elses_text() {
 #[test]
 fn a_dialog_is_never_typed_into_and_a_missing_composer_is_waited_for() {
     let mut p = profile();
-    p.dialogs = vec![crate::tmux::screen::Dialog {
+    p.dialogs = vec![crate::harness::Dialog {
         name: "trust".into(),
         regex: regex::Regex::new("trust this folder").unwrap(),
     }];

@@ -12,7 +12,5 @@ pub mod deliver;
 pub mod owner;
 pub mod pane;
 pub(crate) mod recipient;
-// The dialog reading is wired into delivery with the profiles that carry it.
-#[allow(dead_code)]
 pub(crate) mod screen;
 pub mod visit;

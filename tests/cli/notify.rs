@@ -30,25 +30,43 @@ struct Receiver {
 
 impl Receiver {
     fn start(answers: &[Answer]) -> Receiver {
+        Receiver::serve(answers, None)
+    }
+
+    /// The same receiver behind TLS: its certificate, for 127.0.0.1, is
+    /// signed by the test CA in `tests/fixtures/tls/` ([`TEST_CA`]).
+    fn start_tls(answers: &[Answer]) -> Receiver {
+        let cert = include_bytes!("../fixtures/tls/server.der").to_vec();
+        let key = include_bytes!("../fixtures/tls/server.key.der").to_vec();
+        // ring, the one provider built (as for the watcher's client).
+        let cfg = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.into()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.into()),
+            )
+            .unwrap();
+        Receiver::serve(answers, Some(Arc::new(cfg)))
+    }
+
+    fn serve(answers: &[Answer], tls: Option<Arc<rustls::ServerConfig>>) -> Receiver {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/fleet", l.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}/fleet", l.local_addr().unwrap());
         let got = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&got);
         let answers = answers.to_vec();
         std::thread::spawn(move || {
-            let mut held = Vec::new();
+            let mut held: Vec<Box<dyn Send>> = Vec::new();
             for (n, conn) in l.incoming().enumerate() {
-                let Ok(mut s) = conn else { continue };
-                let (head, body) = read_request(&mut s);
-                sink.lock().unwrap().push((head, body));
-                match answers[n.min(answers.len() - 1)] {
-                    Answer::Fail => {
-                        let _ = s.write_all(b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n");
+                let Ok(tcp) = conn else { continue };
+                let answer = answers[n.min(answers.len() - 1)];
+                match &tls {
+                    None => answer_one(tcp, answer, &sink, &mut held),
+                    Some(cfg) => {
+                        let c = rustls::ServerConnection::new(Arc::clone(cfg)).unwrap();
+                        answer_one(rustls::StreamOwned::new(c, tcp), answer, &sink, &mut held);
                     }
-                    Answer::Ok => {
-                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-                    }
-                    Answer::Hang => held.push(s),
                 }
             }
         });
@@ -60,7 +78,28 @@ impl Receiver {
     }
 }
 
-fn read_request(s: &mut std::net::TcpStream) -> (String, String) {
+/// The CA that signed the TLS receiver's certificate, as a client is told
+/// to trust it (`SSL_CERT_FILE`).
+const TEST_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls/ca.pem");
+
+fn answer_one<S: Read + Write + Send + 'static>(
+    mut s: S,
+    answer: Answer,
+    sink: &Mutex<Vec<(String, String)>>,
+    held: &mut Vec<Box<dyn Send>>,
+) {
+    let (head, body) = read_request(&mut s);
+    sink.lock().unwrap().push((head, body));
+    let status: &[u8] = match answer {
+        Answer::Fail => b"500 Oops",
+        Answer::Ok => b"200 OK",
+        Answer::Hang => return held.push(Box::new(s)),
+    };
+    let _ = s.write_all(&[b"HTTP/1.1 ", status, b"\r\nContent-Length: 0\r\n\r\n"].concat());
+    let _ = s.flush();
+}
+
+fn read_request(s: &mut impl Read) -> (String, String) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -268,7 +307,7 @@ fn a_decision_reaches_every_channel_once_and_a_failure_is_retried() {
     let err = d.stderr();
     assert!(
         err.contains(
-            "fm-watch: warning: notify http failed (attempt 1): the server answered \"HTTP/1.1 500 Oops\"; 1 wake(s) kept, retrying in 1s"
+            "fm-watch: warning: notify http failed (attempt 1): the server answered 500 Internal Server Error; 1 wake(s) kept, retrying in 1s"
         ),
         "{err}"
     );
@@ -374,32 +413,28 @@ fn a_wake_past_its_age_is_dropped_with_a_log_line_and_a_first_run_skips_history(
     assert_eq!(s.lines("command.out"), ["new|failed|failed: just now"]);
 }
 
-/// The https channel goes through curl; worker text never reaches curl's
-/// argv, where a body starting with `@` names a local file to post. The
-/// `curl` on `PATH` is the real one, told to speak plain http to the
-/// loopback receiver (no TLS in a test); everything else it is given is
-/// what the channel gives it.
+/// An https URL takes the channel's own client, TLS included: the
+/// loopback receiver speaks TLS with a certificate from a test CA the
+/// watcher is told to trust (`SSL_CERT_FILE`, as curl and OpenSSL read
+/// it). A worker's text is the body and nothing else: a body starting
+/// with `@` (which names a local file to post for curl) arrives as text,
+/// and no program is run with it (a `curl` on `PATH` records any run).
 #[test]
 fn an_https_body_starting_with_at_is_posted_as_text_not_as_a_file() {
-    let Some(real) = ["/usr/bin/curl", "/bin/curl", "/usr/local/bin/curl"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-    else {
-        crate::harness::unmet("curl", "FM_REQUIRE_CURL");
-        return;
-    };
-    let r = Receiver::start(&[Answer::Ok]);
-    let https = r.url.replacen("http://", "https://", 1);
+    let r = Receiver::start_tls(&[Answer::Ok]);
     // No tmux channel here: the socket is only a name.
     let s = Setup::new(
         "fm-test-unused",
-        &format!("url = \"{https}\"\nurl_timeout_ms = 5000\nevents = [\"dialog\"]\n"),
+        &format!(
+            "url = \"{}\"\nurl_timeout_ms = 5000\nevents = [\"dialog\"]\n",
+            r.url
+        ),
     );
     let args = s.h.path("curl.args");
     std::fs::write(
         s.bin.join("curl"),
         format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {args}\nfor a; do shift; set -- \"$@\" \"$(printf '%s' \"$a\" | sed 's|^https://|http://|')\"; done\nexec {real} \"$@\"\n",
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {args}\nexit 1\n",
             args = args.display()
         ),
     )
@@ -409,8 +444,9 @@ fn an_https_body_starting_with_at_is_posted_as_text_not_as_a_file() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
+    let watch = || s.watch().env("SSL_CERT_FILE", TEST_CA);
     // The first run starts at the log's end; the wake comes after it.
-    s.watch().arg("--once").stdout_any().stderr("").run();
+    watch().arg("--once").stdout_any().stderr("").run();
     let text = "@/etc/hostname";
     let mut log = s.lines("state/wakes.log").join("\n");
     if !log.is_empty() {
@@ -419,7 +455,7 @@ fn an_https_body_starting_with_at_is_posted_as_text_not_as_a_file() {
     let seq = log.lines().count() + 1;
     log.push_str(&format!("{seq}\t{}\tt1\tdialog\t{text}\n", now()));
     s.h.write("state/wakes.log", log);
-    s.watch().arg("--once").stdout_any().stderr("").run();
+    watch().arg("--once").stdout_any().stderr("").run();
     let reqs = r.requests();
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     assert!(
@@ -433,8 +469,49 @@ fn an_https_body_starting_with_at_is_posted_as_text_not_as_a_file() {
         reqs[0].0
     );
     assert_eq!(reqs[0].1, text, "the text itself, not a file's content");
-    let argv = std::fs::read_to_string(&args).unwrap();
+    let argv = std::fs::read_to_string(&args).unwrap_or_default();
     assert!(!argv.contains("/etc/hostname"), "{argv}");
+    assert!(!s.h.exists("curl.args"), "no program ran: {argv}");
+}
+
+/// The server's certificate is checked: one signed by a CA the system
+/// does not trust is a failed delivery, logged and kept for a retry, and
+/// the receiver never sees the note.
+#[test]
+fn an_https_receiver_with_an_untrusted_certificate_gets_nothing() {
+    let r = Receiver::start_tls(&[Answer::Ok]);
+    let s = Setup::new(
+        "fm-test-unused",
+        &format!(
+            "url = \"{}\"\nurl_timeout_ms = 5000\nevents = [\"dialog\"]\n",
+            r.url
+        ),
+    );
+    // An empty trust store of its own: nothing the system trusts applies.
+    let empty = s.h.path("no-ca.pem");
+    std::fs::write(&empty, "").unwrap();
+    let watch = || s.watch().env("SSL_CERT_FILE", &empty);
+    watch().arg("--once").stdout_any().stderr("").run();
+    let seq = s.lines("state/wakes.log").len() + 1;
+    let mut log = s.lines("state/wakes.log").join("\n");
+    if !log.is_empty() {
+        log.push('\n');
+    }
+    log.push_str(&format!("{seq}\t{}\tt1\tdialog\tallow?\n", now()));
+    s.h.write("state/wakes.log", log);
+    let out = watch().arg("--once").stdout_any().stderr_any().run();
+    let err = String::from_utf8_lossy(&out.stderr_bytes).into_owned();
+    assert!(
+        err.contains("fm-watch: warning: notify http failed (attempt 1): ")
+            && err.contains("certificate"),
+        "{err}"
+    );
+    assert!(err.contains("1 wake(s) kept"), "{err}");
+    assert!(
+        r.requests().iter().all(|(_, body)| body.is_empty()),
+        "{:?}",
+        r.requests()
+    );
 }
 
 /// A tmux notification that found no client waits for one, not for a

@@ -25,7 +25,12 @@
 //! an overlay, a screen still booting) means "no composer": nothing may be
 //! typed and no Enter pressed.
 
-use regex::Regex;
+mod text;
+
+pub use text::Screen;
+use text::{Line, blank, cells_of, typed};
+
+use crate::harness::{HarnessProfile, Rules};
 
 /// Lines of the screen read for busy checks and, without a
 /// `composer_below_regex`, for the composer line.
@@ -38,223 +43,6 @@ const BELOW_WITHIN: usize = 3;
 /// Non-blank lines the agent may draw under the line below its composer
 /// (footers, hints) for the composer still to count as at the bottom.
 const UNDER_BELOW_MAX: usize = 3;
-
-/// A modal screen a harness can show (SPEC §5.3): typed text never reaches
-/// the composer while it is up and Enter answers it, so a doorbell is
-/// never typed into one. `name` is what the captain is told.
-#[derive(Debug, Clone)]
-pub struct Dialog {
-    pub name: String,
-    pub regex: Regex,
-}
-
-impl PartialEq for Dialog {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && self.regex.as_str() == other.regex.as_str()
-    }
-}
-
-impl serde::Serialize for Dialog {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Dialog", 2)?;
-        st.serialize_field("name", &self.name)?;
-        st.serialize_field("regex", self.regex.as_str())?;
-        st.end()
-    }
-}
-
-/// What a harness profile says about reading its screen.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Rules<'a> {
-    /// Matched against the last [`TAIL_LINES`] non-blank lines.
-    pub busy: Option<&'a Regex>,
-    /// `busy` matches for the whole of every turn (the profile's
-    /// `busy_whole_turn`): see [`overrules_busy_record`].
-    pub busy_whole_turn: bool,
-    /// The composer line; capture group 1 is its text.
-    pub composer: Option<&'a Regex>,
-    /// The line drawn right under the composer (after its continuation
-    /// lines); when set, the composer counts only with it below.
-    pub composer_below: Option<&'a Regex>,
-    /// Modal screens, tried in order; any line of the screen may match.
-    pub dialogs: &'a [Dialog],
-}
-
-/// One character cell of a captured line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Cell {
-    ch: char,
-    dim: bool,
-    reverse: bool,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Line {
-    /// The plain characters (escapes removed).
-    text: String,
-    cells: Vec<Cell>,
-}
-
-/// A captured screen, escapes parsed away.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Screen {
-    lines: Vec<Line>,
-}
-
-impl Screen {
-    /// Parses `capture-pane` output, with or without `-e` escapes. Only
-    /// SGR (`ESC [ … m`) is interpreted (dim and reverse video); other
-    /// escape sequences are dropped. Attributes carry over from one line
-    /// to the next: tmux writes only the changes from the previous cell.
-    pub fn parse(captured: &str) -> Screen {
-        Screen::parse_with(captured, true)
-    }
-
-    /// [`Screen::parse`] keeping only the plain text of each line (what
-    /// the busy and dialog rules read), not its cells' attributes.
-    pub fn parse_text(captured: &str) -> Screen {
-        Screen::parse_with(captured, false)
-    }
-
-    fn parse_with(captured: &str, cells: bool) -> Screen {
-        let mut style = (false, false);
-        Screen {
-            lines: captured
-                .split('\n')
-                .map(|l| parse_line(l, &mut style, cells))
-                .collect(),
-        }
-    }
-
-    /// The screen as plain text, one `\n`-terminated line per line.
-    pub fn plain(&self) -> String {
-        let mut out = String::new();
-        for l in &self.lines {
-            out.push_str(&l.text);
-            out.push('\n');
-        }
-        out
-    }
-
-    fn plain_lines(&self) -> impl DoubleEndedIterator<Item = &str> {
-        self.lines.iter().map(|l| l.text.as_str())
-    }
-}
-
-/// Parses one line; `style` is the (dim, reverse) state going in and out;
-/// `with_cells`: keep each character's attributes too.
-fn parse_line(raw: &str, style: &mut (bool, bool), with_cells: bool) -> Line {
-    if !with_cells && !raw.contains(['\x1b', '\r']) {
-        // Nothing to interpret: the text as it is.
-        return Line {
-            text: raw.to_string(),
-            cells: Vec::new(),
-        };
-    }
-    let mut line = Line::default();
-    let (mut dim, mut reverse) = *style;
-    let mut chars = raw.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\r' {
-            continue;
-        }
-        if c != '\x1b' {
-            line.text.push(c);
-            if with_cells {
-                line.cells.push(Cell {
-                    ch: c,
-                    dim,
-                    reverse,
-                });
-            }
-            continue;
-        }
-        match chars.next() {
-            Some('[') => {
-                let mut params = String::new();
-                let mut fin = None;
-                for d in chars.by_ref() {
-                    if ('\x40'..='\x7e').contains(&d) {
-                        fin = Some(d);
-                        break;
-                    }
-                    params.push(d);
-                }
-                if fin == Some('m') {
-                    apply_sgr(&params, &mut dim, &mut reverse);
-                }
-            }
-            Some(']') => {
-                // OSC: up to BEL or ESC \.
-                while let Some(d) = chars.next() {
-                    if d == '\x07' {
-                        break;
-                    }
-                    if d == '\x1b' {
-                        chars.next_if_eq(&'\\');
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    *style = (dim, reverse);
-    line
-}
-
-/// Applies one SGR parameter list to the dim / reverse state.
-fn apply_sgr(params: &str, dim: &mut bool, reverse: &mut bool) {
-    let ps: Vec<&str> = params.split([';', ':']).collect();
-    let mut i = 0;
-    while i < ps.len() {
-        match ps[i] {
-            "" | "0" => (*dim, *reverse) = (false, false),
-            "2" => *dim = true,
-            "22" => *dim = false,
-            "7" => *reverse = true,
-            "27" => *reverse = false,
-            // Colours: skip their arguments (5;n or 2;r;g;b).
-            "38" | "48" | "58" => {
-                i += match ps.get(i + 1) {
-                    Some(&"5") => 2,
-                    Some(&"2") => 4,
-                    _ => 0,
-                };
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-}
-
-/// The typed text of composer cells: dim characters are a placeholder, and
-/// so is a reverse-video cell directly followed by a dim one (the
-/// placeholder's first letter under the cursor). No-break spaces read as
-/// spaces. Trailing blanks (the cursor cell among them) are dropped.
-fn typed(cells: &[Cell]) -> String {
-    let mut out = String::new();
-    for (i, c) in cells.iter().enumerate() {
-        if c.dim || (c.reverse && cells.get(i + 1).is_some_and(|n| n.dim)) {
-            continue;
-        }
-        out.push(if c.ch == '\u{a0}' { ' ' } else { c.ch });
-    }
-    out.trim_end().to_string()
-}
-
-/// The cells of `line` that hold bytes `start..end` of its text (char
-/// boundaries, as a regex match gives them).
-fn cells_of(line: &Line, start: usize, end: usize) -> &[Cell] {
-    let first = line.text[..start].chars().count();
-    let last = line.text[..end].chars().count();
-    &line.cells[first..last]
-}
-
-fn blank(s: &str) -> bool {
-    s.chars().all(char::is_whitespace)
-}
 
 /// What the composer shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -491,39 +279,23 @@ pub(crate) fn unsent(
 mod tests;
 
 /// The reading rules of a profile (none without one).
-pub(crate) fn rules_of(profile: Option<&crate::harness::HarnessProfile>) -> Rules<'_> {
-    profile
-        .map(crate::harness::HarnessProfile::rules)
-        .unwrap_or_default()
-}
-
-/// The composer's current text, if the profile can read it.
-pub(crate) fn composer_text(
-    profile: Option<&crate::harness::HarnessProfile>,
-    screen: &str,
-) -> Option<String> {
-    match composer(&rules_of(profile), &Screen::parse(screen)) {
-        Composer::Holds(t) => Some(t),
-        Composer::Absent | Composer::Unknown => None,
-    }
+pub(crate) fn rules_of(profile: Option<&HarnessProfile>) -> Rules<'_> {
+    profile.map(HarnessProfile::rules).unwrap_or_default()
 }
 
 /// The dialog a profile recognises on a captured screen, by name.
-pub(crate) fn screen_dialog(
-    profile: Option<&crate::harness::HarnessProfile>,
-    screen: &str,
-) -> Option<String> {
+pub(crate) fn screen_dialog(profile: Option<&HarnessProfile>, screen: &str) -> Option<String> {
     dialog(&rules_of(profile), &Screen::parse_text(screen)).map(str::to_string)
 }
 
 /// Whether the screen tail matches the profile's busy regex.
-pub(crate) fn screen_busy(profile: Option<&crate::harness::HarnessProfile>, screen: &str) -> bool {
+pub(crate) fn screen_busy(profile: Option<&HarnessProfile>, screen: &str) -> bool {
     busy(&rules_of(profile), &Screen::parse_text(screen))
 }
 
 /// [`overrules_busy_record`] for a profile and a captured screen.
 pub(crate) fn screen_overrules_busy_record(
-    profile: Option<&crate::harness::HarnessProfile>,
+    profile: Option<&HarnessProfile>,
     screen: &str,
     record_age_secs: u64,
 ) -> bool {
@@ -532,7 +304,7 @@ pub(crate) fn screen_overrules_busy_record(
 
 /// [`unsent`] for a profile and a plain screen.
 pub(crate) fn unsent_plain(
-    profile: Option<&crate::harness::HarnessProfile>,
+    profile: Option<&HarnessProfile>,
     screen: &str,
     cursor_line: Option<&str>,
     line: &str,

@@ -1,4 +1,6 @@
 use super::*;
+use crate::harness::Dialog;
+use regex::Regex;
 
 fn re(s: &str) -> Regex {
     Regex::new(s).unwrap()
@@ -407,7 +409,7 @@ mod fixtures {
         let mut ov = crate::harness::Overrides::new();
         ov.insert(
             "claude".into(),
-            crate::harness::HarnessOverride {
+            crate::harness::overrides::HarnessOverride {
                 busy_regex: Some(Some(re("esc to interrupt"))),
                 ..Default::default()
             },
