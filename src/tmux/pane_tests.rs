@@ -94,6 +94,25 @@ fn panes_are_read_without_a_locale() {
             .status()
             .unwrap();
         assert!(st.success());
+        // The shell tmux starts the command with has to exec it first: on a
+        // busy machine the pane still shows the shell for a moment.
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(10) {
+            let out = std::process::Command::new("tmux")
+                .args([
+                    "-L",
+                    &server.0,
+                    "list-panes",
+                    "-F",
+                    "#{pane_current_command}",
+                ])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&out.stdout).trim() == "sleep" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         // The test's own path, without the crate name, so it survives a move.
         let module = module_path!().split_once("::").map_or("", |(_, m)| m);
         let name = format!("{module}::pane_reads_in_the_stripped_environment");
