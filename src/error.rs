@@ -76,6 +76,38 @@ pub enum Error {
     #[error("interrupted")]
     Interrupted,
 
+    /// A task this home knows nothing of (exit 1); `lacks` says what is
+    /// missing (`no meta and no brief`, `no meta` …).
+    #[error("unknown task {id}: {lacks}")]
+    UnknownTask { id: String, lacks: &'static str },
+
+    /// A task whose meta records no pane (exit 1).
+    #[error("no pane recorded for {id}")]
+    NoPane { id: String },
+
+    /// The pane meta records is not the task's any more (exit 1): gone,
+    /// or another's since a tmux server restart. `why` says how it is
+    /// known; `then` what was not done (`; no key pressed`).
+    #[error("pane {pane} of {id} is gone{}{then}", why.as_deref().map(|w| format!(" ({w})")).unwrap_or_default())]
+    PaneGone {
+        id: String,
+        pane: String,
+        why: Option<String>,
+        then: &'static str,
+    },
+
+    /// A task with no inbox directory (exit 1).
+    #[error("task {id} has no inbox")]
+    NoInbox { id: String },
+
+    /// No board task by that id (exit 1).
+    #[error("no board task {id}")]
+    NoBoardTask { id: String },
+
+    /// A task with no brief at `path` (exit 1).
+    #[error("no brief for {id} ({})", path.display())]
+    NoBrief { id: String, path: PathBuf },
+
     /// Writing to stdout hit a closed pipe: not an error for the user (§14).
     #[error("closed pipe")]
     ClosedPipe,
@@ -88,7 +120,14 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::InvalidId { .. } | Error::Usage(_) => exit::USAGE,
-            Error::Refused(_) | Error::Symlink(_) => exit::REFUSED,
+            Error::Refused(_)
+            | Error::Symlink(_)
+            | Error::UnknownTask { .. }
+            | Error::NoPane { .. }
+            | Error::PaneGone { .. }
+            | Error::NoInbox { .. }
+            | Error::NoBoardTask { .. }
+            | Error::NoBrief { .. } => exit::REFUSED,
             Error::NoHome(_)
             | Error::NotAHome(_)
             | Error::Config { .. }

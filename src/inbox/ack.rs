@@ -61,7 +61,7 @@ pub fn acknowledge(home: &Home, id: &TaskId, seq: u64, actor: &str) -> Result<Ac
 /// record is a symlink; `handled/NNN.msg` exists with other bytes.
 pub fn ack(home: &Home, id: &TaskId, seq: u64) -> Result<AckOutcome> {
     if !super::has_inbox(home, id)? {
-        return Err(Error::refused(format!("task {id} has no inbox")));
+        return Err(Error::NoInbox { id: id.to_string() });
     }
     let _guard = fsx::lock(&home.inbox_lock(id), fsx::LOCK_WAIT)?;
     let src = home.inbox_record(id, seq);

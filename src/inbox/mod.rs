@@ -158,9 +158,10 @@ pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -
     validate_body(cfg, msg.body)?;
     validate_from(msg.from)?;
     if !crate::meta::task_known(home, id)? {
-        return Err(Error::refused(format!(
-            "unknown task {id}: no meta and no brief"
-        )));
+        return Err(Error::UnknownTask {
+            id: id.to_string(),
+            lacks: "no meta and no brief",
+        });
     }
     check_dirs(home, id)?;
     fsx::ensure_dir(&home.inbox_handled(id))?;
