@@ -146,7 +146,7 @@ fn validate_from(from: &str) -> Result<()> {
     if from.is_empty() || from.contains(['\n', '\r']) || from.len() > 200 {
         return Err(Error::usage(format!(
             "invalid sender name {}",
-            crate::cli::common::quoted(from)
+            crate::error::quoted(from)
         )));
     }
     Ok(())

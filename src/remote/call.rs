@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::host::HostCfg;
 use super::ssh::{Reply, Ssh};
 use crate::config::Config;
+use crate::config::HostCfg;
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::task_id::TaskId;
@@ -25,7 +25,7 @@ use crate::task_id::TaskId;
 pub const ATTEMPTS: u32 = 3;
 
 /// Pause between two attempts.
-const RETRY_PAUSE: Duration = Duration::from_millis(700);
+pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(700);
 
 /// The flag the far tools take a key with.
 pub const KEY_FLAG: &str = "--idempotency-key";
@@ -37,22 +37,10 @@ pub struct Remote {
     pub cfg: HostCfg,
 }
 
-/// The host task `id` runs on, when its meta names one. A host the config
-/// does not define is refused (exit 1): acting on the captain's side
-/// instead would write where no worker reads.
+/// The host task `id` runs on, when its meta names one
+/// ([`crate::route::Task::open`]).
 pub fn host_of(home: &Home, cfg: &Config, id: &TaskId) -> Result<Option<Remote>> {
-    let Some(name) = crate::meta::TaskMeta::load(home, id)?.and_then(|m| m.host) else {
-        return Ok(None);
-    };
-    match cfg.hosts.get(&name) {
-        Some(h) => Ok(Some(Remote {
-            name,
-            cfg: h.clone(),
-        })),
-        None => Err(Error::refused(format!(
-            "task {id} runs on host {name}, which config does not define ([hosts.{name}])"
-        ))),
-    }
+    Ok(crate::route::Task::open(home, cfg, id)?.host().cloned())
 }
 
 /// The tasks whose meta names a host, by host name, each host's in id
@@ -139,26 +127,9 @@ pub fn new_key_for(subject: &str) -> String {
     format!("{host}-{subject}-{ms}-{}-{n}", std::process::id())
 }
 
-/// The configured host `name`; one the config does not define is a usage
-/// error (exit 2), like an unknown `--host` of a spawn.
+/// The configured host `name` ([`crate::route::host_named`]).
 pub fn named(cfg: &Config, name: &str) -> Result<Remote> {
-    if let Some(h) = cfg.hosts.get(name) {
-        return Ok(Remote {
-            name: name.to_string(),
-            cfg: h.clone(),
-        });
-    }
-    let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
-    let known = if known.is_empty() {
-        "none".to_string()
-    } else {
-        known.join(", ")
-    };
-    Err(Error::usage(format!(
-        "unknown host {} (configured: {known}; define [hosts.{}])",
-        crate::cli::common::quoted(name),
-        crate::cli::common::hint_name(name)
-    )))
+    crate::route::host_named(cfg, name)
 }
 
 /// Runs `tool args…` on the host once (a read, or a write that is safe to

@@ -94,13 +94,13 @@ pub(crate) fn captain(
             let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
             return Err(Error::usage(format!(
                 "unknown host {} (configured: {}; define [hosts.{}])",
-                crate::cli::common::quoted(&name),
+                crate::error::quoted(&name),
                 if known.is_empty() {
                     "none".to_string()
                 } else {
                     known.join(", ")
                 },
-                crate::cli::common::hint_name(&name),
+                crate::error::hint_name(&name),
             )));
         }
         return Err(Error::refused(format!(

@@ -50,7 +50,7 @@ pub fn validate(key: &str) -> Result<()> {
     } else {
         Err(Error::usage(format!(
             "malformed idempotency key {} (1-{MAX_KEY} letters, digits, '.', '_', '-')",
-            crate::cli::common::quoted(key)
+            crate::error::quoted(key)
         )))
     }
 }
@@ -178,11 +178,11 @@ pub fn find_in(path: &Path, key: &str, request: &Request) -> Result<Option<Answe
         Some(h) if h == request.hex() => Ok(Some(kept.answer)),
         Some(_) => Err(Error::usage(format!(
             "idempotency key {} was used for another request; nothing was done",
-            crate::cli::common::quoted(key)
+            crate::error::quoted(key)
         ))),
         None => Err(Error::usage(format!(
             "idempotency key {} was kept by an older release without its request, so this call cannot be matched to it; nothing was done (use a new key)",
-            crate::cli::common::quoted(key)
+            crate::error::quoted(key)
         ))),
     }
 }
@@ -194,7 +194,7 @@ fn corrupt(path: &Path, key: &str, why: &str) -> Error {
         path,
         std::io::Error::other(format!(
             "the answer kept for key {} is corrupt ({why}); nothing was done",
-            crate::cli::common::quoted(key)
+            crate::error::quoted(key)
         )),
     )
 }
@@ -227,7 +227,7 @@ fn parse(rest: &str) -> std::result::Result<Kept, String> {
     let (code, rest) = rest.split_once(' ').ok_or("no answer")?;
     let code: u8 = code
         .parse()
-        .map_err(|_| format!("exit code {}", crate::cli::common::quoted(code)))?;
+        .map_err(|_| format!("exit code {}", crate::error::quoted(code)))?;
     if !super::documented_exit(i32::from(code)) {
         return Err(format!("exit code {code}, which no tool of ours gives"));
     }
@@ -531,7 +531,7 @@ mod tests {
                 panic!("{line:?} was replayed");
             };
             assert_eq!(e.exit_code(), 3, "{line:?}");
-            let msg = crate::cli::common::describe(&e);
+            let msg = crate::error::describe(&e);
             assert!(
                 msg.contains(why) && msg.contains("corrupt"),
                 "{line:?}: {msg}"
