@@ -8,10 +8,10 @@
 //! under the call's idempotency key. A caller (a tool of `cli/`, `fm top`)
 //! never asks which place it is: it renders the report it gets back.
 
-
+pub mod far;
 pub mod fleet;
-
-
+pub mod keys;
+pub mod send;
 
 use crate::config::Config;
 use crate::error::{Error, Result};

@@ -1,0 +1,151 @@
+//! The far entry point (docs/remote.md, "The far entry"): one hidden
+//! subcommand, `fm far`, takes a typed request as data on stdin — one JSON
+//! line (the envelope: the key, the task, the operation and its request),
+//! then the body's bytes, if the request has one — runs the same use case
+//! the captain's side would run locally, keeps its report under the key,
+//! and prints that report as one JSON line. A failure is the line
+//! `{"error": "<message>"}` and the error's own exit code. Nothing of
+//! the request travels on a command line.
+//!
+//! The captain's side ([`call`]) makes the round trip, retried while the
+//! host is unreachable with the same key, so a dropped connection after
+//! the far write costs a retry, never a second record; a host that stays
+//! unreachable is exit 3 naming the host, ssh's reason and the key.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::Task;
+use super::send::{self, SendRequest};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::remote::Ssh;
+use crate::remote::call::{ATTEMPTS, RETRY_PAUSE, Remote, unreachable_write};
+use crate::task_id::TaskId;
+
+/// The far tool and its hidden subcommand.
+pub const TOOL: &str = "fm";
+pub const SUBCOMMAND: &str = "far";
+
+/// One far call: the idempotency key (made before the first attempt and
+/// reused on every retry), the task and the operation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    pub key: String,
+    pub task: String,
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// The operations the far entry serves, each a typed request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", content = "request", rename_all = "kebab-case")]
+pub enum Op {
+    Send(SendRequest),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Failure {
+    error: String,
+}
+
+/// Runs the envelope of `input` (JSON line, then the body) in this home
+/// and returns the exit code and the one line to print.
+pub fn serve(home: &Home, cfg: &Config, input: &[u8]) -> (u8, String) {
+    match serve_inner(home, cfg, input) {
+        Ok(line) => (0, line),
+        Err(e) => {
+            let line = serde_json::to_string(&Failure {
+                error: crate::error::describe(&e),
+            })
+            .unwrap_or_else(|_| "{\"error\":\"unprintable error\"}".into());
+            (e.exit_code().max(1), line)
+        }
+    }
+}
+
+fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
+    let (head, body) = match input.iter().position(|&b| b == b'\n') {
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, &[][..]),
+    };
+    let env: Envelope = serde_json::from_slice(head)
+        .map_err(|e| Error::usage(format!("fm far: unreadable request: {e}")))?;
+    let id = TaskId::parse(&env.task)?;
+    let task = Task::open(home, cfg, &id)?;
+    let line = match env.op {
+        Op::Send(mut req) => {
+            req.body = body.to_vec();
+            crate::remote::seen::validate(&env.key)?;
+            crate::inbox::validate_body(cfg, &req.body)?;
+            let r = crate::tmux::recipient::Recipient::load(home, cfg, &id)?;
+            let report = send::send_here(
+                home,
+                cfg,
+                &task,
+                &req,
+                Some(&env.key),
+                crate::inbox::Ring::Now(&r),
+            )?;
+            to_line(&report)?
+        }
+    };
+    Ok(line)
+}
+
+fn to_line(report: &impl Serialize) -> Result<String> {
+    serde_json::to_string(report).map_err(|e| Error::External {
+        program: "serde_json".into(),
+        msg: e.to_string(),
+    })
+}
+
+/// The round trip of `env` (and `body`) to `host`'s far entry, retried
+/// while the host is unreachable; the far report, or the far failure as
+/// [`Error::Far`] with its exit code. The far side's stderr lines are
+/// left out: its warnings travel in the report.
+pub fn call<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    body: &[u8],
+) -> Result<R> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    let mut input = to_line(env)?.into_bytes();
+    input.push(b'\n');
+    input.extend_from_slice(body);
+    let mut why = String::new();
+    for attempt in 1..=ATTEMPTS {
+        if attempt > 1 {
+            std::thread::sleep(RETRY_PAUSE);
+        }
+        match ssh.tool(TOOL, &[SUBCOMMAND], Some(input.clone())) {
+            Ok(reply) => return answer(&host.name, &reply),
+            Err(u) => why = u.0,
+        }
+    }
+    Err(unreachable_write(&host.name, &why, &env.key, "the write"))
+}
+
+/// The far entry's answer as the report or its failure.
+fn answer<R: DeserializeOwned>(host: &str, reply: &crate::remote::Reply) -> Result<R> {
+    let line = reply.stdout.trim_end();
+    if reply.code == 0 {
+        return serde_json::from_str(line).map_err(|e| Error::External {
+            program: format!("fm far on host {host}"),
+            msg: format!("unreadable report: {e}"),
+        });
+    }
+    if let Ok(f) = serde_json::from_str::<Failure>(line) {
+        return Err(Error::Far {
+            code: u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV),
+            msg: f.error,
+        });
+    }
+    let last = reply.stderr.lines().rfind(|l| !l.trim().is_empty());
+    Err(Error::External {
+        program: format!("fm far on host {host}"),
+        msg: format!("exit {}: {}", reply.code, last.unwrap_or("").trim()),
+    })
+}
