@@ -106,6 +106,16 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `e` with ` (<id>)` appended when it is a usage error or refusal whose
+/// message does not name the task yet (SPEC §14: errors name the id).
+pub(crate) fn naming(e: Error, id: &str) -> Error {
+    match e {
+        Error::Usage(m) if !m.contains(id) => Error::Usage(format!("{m} ({id})")),
+        Error::Refused(m) if !m.contains(id) => Error::Refused(format!("{m} ({id})")),
+        other => other,
+    }
+}
+
 /// An error as one line with its cause chain (what `<tool>: error:` prints).
 pub(crate) fn describe(e: &Error) -> String {
     let mut msg = e.to_string();

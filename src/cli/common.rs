@@ -63,15 +63,7 @@ pub(crate) fn prefix_error(tool: &str, rendered: &str) -> String {
     }
 }
 
-/// `e` with ` (<id>)` appended when it is a usage error or refusal whose
-/// message does not name the task yet (SPEC §14: errors name the id).
-pub(crate) fn naming(e: Error, id: &str) -> Error {
-    match e {
-        Error::Usage(m) if !m.contains(id) => Error::Usage(format!("{m} ({id})")),
-        Error::Refused(m) if !m.contains(id) => Error::Refused(format!("{m} ({id})")),
-        other => other,
-    }
-}
+pub(crate) use crate::error::naming;
 
 /// How many bare `--` arguments `args` (argv[0] included) holds. With a
 /// trailing text argument clap swallows a `--` only when it comes before the

@@ -43,6 +43,7 @@ pub struct Envelope {
 #[serde(tag = "op", content = "request", rename_all = "kebab-case")]
 pub enum Op {
     Send(SendRequest),
+    Press(super::press::PressRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -90,6 +91,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
             )?;
             to_line(&report)?
         }
+        Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
     };
     Ok(line)
 }
@@ -128,6 +130,16 @@ pub fn call<R: DeserializeOwned>(
     Err(unreachable_write(&host.name, &why, &env.key, "the write"))
 }
 
+/// [`call`] made once, for a request that must not be repeated (a key
+/// press) and has no body.
+pub fn call_once<R: DeserializeOwned>(home: &Home, host: &Remote, env: &Envelope) -> Result<R> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    let mut input = to_line(env)?.into_bytes();
+    input.push(b'\n');
+    let reply = ssh.tool_or_err(TOOL, &[SUBCOMMAND], Some(input))?;
+    answer(&host.name, &reply)
+}
+
 /// The far entry's answer as the report or its failure.
 fn answer<R: DeserializeOwned>(host: &str, reply: &crate::remote::Reply) -> Result<R> {
     let line = reply.stdout.trim_end();
@@ -143,9 +155,17 @@ fn answer<R: DeserializeOwned>(host: &str, reply: &crate::remote::Reply) -> Resu
             msg: f.error,
         });
     }
+    // No answer of the far entry: what the runner made of the far
+    // shell's (a missing or unrunnable `fm`), given as the far error.
     let last = reply.stderr.lines().rfind(|l| !l.trim().is_empty());
-    Err(Error::External {
-        program: format!("fm far on host {host}"),
-        msg: format!("exit {}: {}", reply.code, last.unwrap_or("").trim()),
+    let last = last.unwrap_or("").trim();
+    let msg = last.strip_prefix("fm: error: ").unwrap_or(last);
+    Err(Error::Far {
+        code: u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV),
+        msg: if msg.is_empty() {
+            format!("fm far on host {host}: exit {}", reply.code)
+        } else {
+            msg.to_string()
+        },
     })
 }

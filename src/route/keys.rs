@@ -103,18 +103,8 @@ pub fn keyed<R: Serialize + DeserializeOwned>(
     };
     let fresh = match looked {
         Lookup::Seen(kept) => {
-            let report = serde_json::from_str(&kept.stdout).map_err(|e| {
-                Error::io(
-                    "replay of an idempotency key",
-                    subject,
-                    std::io::Error::other(format!(
-                        "the report kept for key {} does not parse ({e}); nothing was done",
-                        crate::error::quoted(key)
-                    )),
-                )
-            })?;
             return Ok(Kept {
-                report,
+                report: parse(subject, key, &kept.stdout)?,
                 not_kept: None,
             });
         }
@@ -126,4 +116,39 @@ pub fn keyed<R: Serialize + DeserializeOwned>(
     let report = write(&mut keeper)?;
     let not_kept = keeper.keep(&report).err();
     Ok(Kept { report, not_kept })
+}
+
+/// The report kept under `key` for this request in `keys`' file, if any,
+/// without taking the key's lock (a broadcast's retry of a task that is
+/// no longer live); another request's key is refused as a lookup refuses
+/// it.
+pub fn find_kept<R: DeserializeOwned>(
+    home: &Home,
+    keys: Keys,
+    key: &str,
+    op: &str,
+    parts: &[&[u8]],
+) -> Result<Option<R>> {
+    let (subject, path) = match keys {
+        Keys::Task(id) => (id.as_str(), home.seen_keys(id)),
+        Keys::Board => ("board", home.board_seen_keys()),
+    };
+    let request = Request::new(op, subject, parts);
+    let Some(kept) = seen::find_in(&path, key, &request)? else {
+        return Ok(None);
+    };
+    parse(subject, key, &kept.stdout).map(Some)
+}
+
+fn parse<R: DeserializeOwned>(subject: &str, key: &str, kept: &str) -> Result<R> {
+    serde_json::from_str(kept).map_err(|e| {
+        Error::io(
+            "replay of an idempotency key",
+            subject,
+            std::io::Error::other(format!(
+                "the report kept for key {} does not parse ({e}); nothing was done",
+                crate::error::quoted(key)
+            )),
+        )
+    })
 }

@@ -8,9 +8,11 @@
 //! under the call's idempotency key. A caller (a tool of `cli/`, `fm top`)
 //! never asks which place it is: it renders the report it gets back.
 
+pub mod broadcast;
 pub mod far;
 pub mod fleet;
 pub mod keys;
+pub mod press;
 pub mod send;
 
 use crate::config::Config;
@@ -65,6 +67,16 @@ impl Task {
             meta,
             place,
         })
+    }
+
+    /// A task the caller knows lives here (a live pane of this home's
+    /// server found by a broadcast), its meta not read again.
+    pub(crate) fn known_here(id: TaskId) -> Task {
+        Task {
+            id,
+            meta: None,
+            place: Place::Here,
+        }
     }
 
     pub fn id(&self) -> &TaskId {

@@ -109,17 +109,23 @@ impl SendReport {
 
     /// The JSON line `fm-send --json` prints: the record as
     /// [`crate::inbox::Sent`] serializes it.
-    pub fn json(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({
-            "task": self.task,
-            "seq": self.seq,
-            "path": self.path,
-            "doorbell": self.doorbell,
-        });
-        if let (Some(d), Some(o)) = (&self.duplicate, v.as_object_mut()) {
-            o.insert("duplicate".into(), d.clone().into());
+    pub fn json(&self) -> impl Serialize + '_ {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            task: &'a str,
+            seq: u64,
+            path: &'a str,
+            doorbell: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            duplicate: Option<&'a str>,
         }
-        v
+        Line {
+            task: &self.task,
+            seq: self.seq,
+            path: &self.path,
+            doorbell: &self.doorbell,
+            duplicate: self.duplicate.as_deref(),
+        }
     }
 }
 
@@ -167,7 +173,7 @@ pub fn send(
 }
 
 /// The fingerprint's parts of a send: what changes what is done.
-fn parts(req: &SendRequest) -> Vec<Vec<u8>> {
+pub(crate) fn parts(req: &SendRequest) -> Vec<Vec<u8>> {
     let flags = format!(
         "quiet={} fire-and-forget={} dedupe={}",
         req.quiet, req.fire_and_forget, req.dedupe
@@ -211,7 +217,8 @@ pub(crate) fn send_here(
             if rings && let Err(e) = keeper.provisional(&SendReport::of(queued, "ringing")) {
                 early.push(key_not_kept(&e));
             }
-        })?;
+        })
+        .map_err(|e| crate::error::naming(e, id.as_str()))?;
         let doorbell = sent.doorbell.unwrap_or(Outcome::Quiet);
         let mut report = SendReport::of(&sent, doorbell.as_str());
         report.note = note(doorbell, req.fire_and_forget);

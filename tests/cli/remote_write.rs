@@ -82,7 +82,8 @@ fn a_send_whose_answer_was_lost_is_retried_into_the_same_record() {
         return;
     };
     let h = setup(&sshd);
-    drop_first_answer(&sshd, "fm-send");
+    // A send travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let body = "it's $HOME\nline two; `x`\n";
     let send = h
         .fm("send")
@@ -94,10 +95,13 @@ fn a_send_whose_answer_was_lost_is_retried_into_the_same_record() {
     kill_after_the_write(&mut sshd);
     send.wait(30.0);
 
-    // The first attempt wrote the record and printed its answer there.
+    // The first attempt wrote the record and printed its answer there:
+    // the report the captain renders as `queued t1 001.msg · doorbell quiet`.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
     assert_eq!(
-        far_read(&sshd, "first.out"),
-        "queued t1 001.msg \u{b7} doorbell quiet\n"
+        (&first["task"], &first["seq"], &first["doorbell"]),
+        (&"t1".into(), &1.into(), &"quiet".into()),
+        "{first}"
     );
     let inbox = sshd.far_home.join("state/t1.inbox");
     assert_eq!(entries(&inbox), ["001.msg", "handled"]);
@@ -591,7 +595,8 @@ fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
         .status(3)
         .stdout("")
         .stderr_regex(
-            r"^fm-send: error: host bare has no fm-send on its PATH \(exit 127\); it said: .*fm-send.*\n$",
+            // A send runs the far entry, `fm far`: that is the tool named.
+            r"^fm-send: error: host bare has no fm on its PATH \(exit 127\); it said: .*fm.*\n$",
         )
         .run();
     h.fm("status")
