@@ -44,6 +44,8 @@ pub struct Envelope {
 pub enum Op {
     Send(SendRequest),
     Press(super::press::PressRequest),
+    Append(super::status::AppendRequest),
+    Ack(super::ack::AckRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -91,6 +93,14 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
             )?;
             to_line(&report)?
         }
+        Op::Append(req) => to_line(&super::status::append_here(
+            home,
+            cfg,
+            &task,
+            &req,
+            Some(&env.key),
+        )?)?,
+        Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
     };
     Ok(line)

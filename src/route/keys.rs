@@ -14,6 +14,8 @@ use crate::home::Home;
 use crate::remote::seen::{self, Answer, Fresh, Held, Lookup, Request};
 use crate::task_id::TaskId;
 
+pub use crate::remote::seen::validate;
+
 /// Whose keys a write is kept under.
 #[derive(Debug, Clone, Copy)]
 pub enum Keys<'a> {

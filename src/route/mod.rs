@@ -8,12 +8,15 @@
 //! under the call's idempotency key. A caller (a tool of `cli/`, `fm top`)
 //! never asks which place it is: it renders the report it gets back.
 
+pub mod ack;
 pub mod broadcast;
 pub mod far;
 pub mod fleet;
 pub mod keys;
 pub mod press;
+pub mod read;
 pub mod send;
+pub mod status;
 
 use crate::config::Config;
 use crate::error::{Error, Result};

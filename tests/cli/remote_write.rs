@@ -124,7 +124,8 @@ fn a_status_append_whose_answer_was_lost_is_written_once() {
         return;
     };
     let h = setup(&sshd);
-    drop_first_answer(&sshd, "fm-status");
+    // An append travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let st = h
         .fm("status")
         .args(["t1", "needs-decision", "--key", "db", "which db? it's $X"])
@@ -161,7 +162,8 @@ fn an_ack_whose_answer_was_lost_answers_handled_once() {
             .stderr("")
             .run();
     }
-    drop_first_answer(&sshd, "fm-ack");
+    // An acknowledgement travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let ack = h
         .fm("ack")
         .args(["t1", "--through", "2"])
@@ -587,7 +589,8 @@ fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
                 .replace(&bin, &format!("bin = \"{}\"", noexec.display())),
         ),
     );
-    sshd.far_write("noexec/fm-ack", "#!/bin/sh\nexit 0\n");
+    // An acknowledgement runs the far entry, `fm`: that is the tool there.
+    sshd.far_write("noexec/fm", "#!/bin/sh\nexit 0\n");
     h.write("state/t2.meta", "kind=ship\nhost=bare\n");
     h.write("state/t3.meta", "kind=ship\nhost=noexec\n");
     h.fm("send")
@@ -610,7 +613,7 @@ fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
         .status(3)
         .stdout("")
         .stderr_has(&format!(
-            "fm-ack: error: host noexec cannot run {}/fm-ack: not executable (exit 126)",
+            "fm-ack: error: host noexec cannot run {}/fm: not executable (exit 126)",
             noexec.display()
         ))
         .run();

@@ -24,7 +24,7 @@ use crate::tmux::recipient::{self, Recipient};
 pub(super) fn send_all(ctx: &Ctx, a: &Args, req: &SendRequest) -> Result<u8> {
     let only = parse_only(&a.only)?;
     if let Some(k) = &a.idempotency_key {
-        crate::remote::seen::validate(k)?;
+        keys::validate(k)?;
     }
     let wanted = |id: &TaskId| only.as_ref().is_none_or(|o| o.contains(id));
     let mut hosts = broadcast::tasks_by_host(&ctx.home)?;
