@@ -46,6 +46,7 @@ pub enum Op {
     Press(super::press::PressRequest),
     Append(super::status::AppendRequest),
     Ack(super::ack::AckRequest),
+    Check(super::dod::CheckRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -101,6 +102,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
             Some(&env.key),
         )?)?,
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
+        Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
     };
     Ok(line)
@@ -141,9 +143,15 @@ pub fn call<R: DeserializeOwned>(
 }
 
 /// [`call`] made once, for a request that must not be repeated (a key
-/// press) and has no body.
-pub fn call_once<R: DeserializeOwned>(home: &Home, host: &Remote, env: &Envelope) -> Result<R> {
-    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+/// press) or may take long (the done gate) and has no body; `extra` is
+/// the time it may take beyond the host's bound.
+pub fn call_once<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    extra: std::time::Duration,
+) -> Result<R> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?.with_extra_time(extra);
     let mut input = to_line(env)?.into_bytes();
     input.push(b'\n');
     let reply = ssh.tool_or_err(TOOL, &[SUBCOMMAND], Some(input))?;

@@ -10,6 +10,7 @@
 
 pub mod ack;
 pub mod broadcast;
+pub mod dod;
 pub mod far;
 pub mod fleet;
 pub mod keys;

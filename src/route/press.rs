@@ -44,6 +44,7 @@ pub fn press(home: &Home, cfg: &Config, task: &Task, req: &PressRequest) -> Resu
                 task: task.id().to_string(),
                 op: Op::Press(req.clone()),
             },
+            std::time::Duration::ZERO,
         ),
         Place::Here => press_here(home, cfg, task, req),
     }
