@@ -253,7 +253,7 @@ impl Home {
         self.state_dir().join("watch.log")
     }
     /// Idempotency keys a task's writes across hosts were served with
-    /// (`remote::seen`).
+    /// (`remote::kept`).
     pub(crate) fn seen_keys(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!("{id}.seen"))
     }

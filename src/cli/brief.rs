@@ -21,7 +21,8 @@ use crate::brief::request::{BriefRequest, Text, read_text};
 use crate::brief::{self, BriefKind, apply, response};
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::remote;
+use crate::route::keys::{self, Answered, Keys, Printed};
+use crate::route::{self, Task};
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-brief";
@@ -198,43 +199,51 @@ fn keyed(
     asked: &[&[u8]],
     change: impl FnOnce() -> Result<apply::Report>,
 ) -> Result<u8> {
-    let fresh = match a.idempotency_key.as_deref() {
-        None => None,
-        Some(k) => match remote::seen::lookup(&ctx.home, id, k, &brief_request(a, id, asked))? {
-            remote::seen::Lookup::Seen(answer) => return answer.replay(),
-            remote::seen::Lookup::Fresh(f) => Some(f),
+    let parts = brief_parts(a, asked);
+    let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let answered = keys::keyed_printed(
+        &ctx.home,
+        Keys::Task(id),
+        a.idempotency_key.as_deref(),
+        TOOL,
+        &parts,
+        || {
+            let report = change()?;
+            // The key is kept before the answer goes out: on the far side
+            // stdout is the link, and a link that dropped must not cost
+            // the key.
+            let stdout = report_text(a, &report)?;
+            Ok((report, Printed { code: 0, stdout }))
         },
+    )?;
+    let (report, printed, not_kept) = match answered {
+        Answered::Replayed(p) => return p.print(),
+        Answered::Done {
+            value,
+            printed,
+            not_kept,
+        } => (value, printed, not_kept),
     };
-    let report = change()?;
-    // The key is kept before the answer goes out: on the far side stdout
-    // is the link, and a link that dropped must not cost the key.
-    let text = report_text(a, &report)?;
-    if let Some(f) = fresh {
-        let answer = remote::seen::Answer {
-            code: 0,
-            stdout: text.clone(),
-        };
-        if let Err(e) = f.remember(&answer) {
-            crate::output::err_line(&format!(
-                "{TOOL}: warning: {id}: brief changed, but its idempotency key was not kept: {e}"
-            ));
-        }
+    if let Some(e) = not_kept {
+        crate::output::err_line(&format!(
+            "{TOOL}: warning: {id}: brief changed, but its idempotency key was not kept: {e}"
+        ));
     }
     for w in &report.warnings {
         crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
-    crate::output::out_block(&text)?;
+    crate::output::out_block(&printed.stdout)?;
     Ok(0)
 }
 
 /// What a keyed brief change asks for (the key is bound to it): `asked`
 /// (the change and its content), the force, the actor and the output
 /// form.
-fn brief_request(a: &Args, id: &TaskId, asked: &[&[u8]]) -> remote::seen::Request {
+fn brief_parts(a: &Args, asked: &[&[u8]]) -> Vec<Vec<u8>> {
     let flags = format!("force={} from={:?} json={}", a.force, a.from, a.json);
-    let mut parts = asked.to_vec();
-    parts.push(flags.as_bytes());
-    remote::seen::Request::new(TOOL, id.as_str(), &parts)
+    let mut parts: Vec<Vec<u8>> = asked.iter().map(|p| p.to_vec()).collect();
+    parts.push(flags.into_bytes());
+    parts
 }
 
 /// A brief's text with its frontmatter `timestamp:` value left out: the
@@ -261,12 +270,12 @@ fn without_timestamp(text: &str) -> String {
 /// another host").
 fn install(a: &Args, id: &TaskId) -> Result<u8> {
     if let Some(k) = &a.idempotency_key {
-        remote::seen::validate(k)?;
+        keys::validate(k)?;
     }
-    let bytes = remote::control::read_brief()?;
+    let bytes = route::lifecycle::read_brief()?;
     let ctx = a.home.ctx(TOOL)?;
     let bytes = match &a.brief_paths {
-        Some(from) => remote::control::rehome_brief(&ctx.home, &ctx.cfg, id, bytes, from)?,
+        Some(from) => route::lifecycle::rehome_brief(&ctx.home, &ctx.cfg, id, bytes, from)?,
         None => bytes,
     };
     let text =
@@ -287,7 +296,7 @@ fn remote_change(
     a: &Args,
     ctx: &common::Ctx,
     id: &TaskId,
-    host: &remote::call::Remote,
+    host: &route::Remote,
     text: Option<&str>,
 ) -> Result<u8> {
     let mut far: Vec<String> = Vec::new();
@@ -323,10 +332,10 @@ fn remote_change(
         }
     };
     let far: Vec<&str> = far.iter().map(String::as_str).collect();
-    remote::call::write(
+    route::tool::write(
         &ctx.home,
         host,
-        id,
+        id.as_str(),
         TOOL,
         &far,
         stdin.as_deref(),
@@ -350,10 +359,10 @@ fn check(a: &Args, id: &TaskId) -> Result<u8> {
 
 fn revoke(a: &Args, id: &TaskId) -> Result<u8> {
     if let Some(k) = &a.idempotency_key {
-        remote::seen::validate(k)?;
+        keys::validate(k)?;
     }
     let ctx = a.home.ctx(TOOL)?;
-    if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, id)? {
+    if let Some(host) = Task::open(&ctx.home, &ctx.cfg, id)?.host().cloned() {
         let code = remote_change(a, &ctx, id, &host, None)?;
         if code == 0 {
             apply::revoke_here(&ctx.home, id)?;
@@ -489,11 +498,11 @@ fn write(a: &Args) -> Result<u8> {
     };
     request.check_flags()?;
     if let Some(k) = &a.idempotency_key {
-        remote::seen::validate(k)?;
+        keys::validate(k)?;
     }
     let ctx = a.home.ctx(TOOL)?;
     let id = request.id.clone();
-    let host = remote::call::host_of(&ctx.home, &ctx.cfg, &id)?;
+    let host = Task::open(&ctx.home, &ctx.cfg, &id)?.host().cloned();
     let spec = request.validate(&ctx.home, &ctx.cfg, clock::now())?;
     if let Some(host) = host {
         // Checked here first (a refusal, such as an existing brief without

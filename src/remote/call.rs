@@ -5,7 +5,7 @@
 //!
 //! A write (send, ack, status append, board claim) carries an idempotency
 //! key made before the first attempt and reused on every retry; the far
-//! tool keeps the keys it served ([`super::seen`]), so a connection that
+//! tool keeps the keys it served ([`super::kept`]), so a connection that
 //! dropped after the far write and before the answer costs a retry, never
 //! a second record. A host that stays unreachable through every attempt
 //! is exit 3, naming the host, ssh's reason and the key.
@@ -194,7 +194,7 @@ pub fn write_for(
     given: Option<&str>,
 ) -> Result<u8> {
     if let Some(k) = given {
-        super::seen::validate(k)?;
+        super::kept::validate(k)?;
     }
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
     let key = given.map_or_else(|| new_key_for(subject), str::to_string);

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::call::{self, print};
-use super::seen::{self, Answer, Lookup};
+use super::kept::{self, Answer, Lookup};
 use super::ssh::Ssh;
 use crate::config::Config;
 use crate::control::{self, Action};
@@ -64,7 +64,7 @@ pub(crate) fn captain(
     given: Option<&str>,
 ) -> Result<Option<u8>> {
     if let Some(k) = given {
-        seen::validate(k)?;
+        kept::validate(k)?;
     }
     fsx::refuse_symlink(&home.meta(id))?;
     let meta = TaskMeta::load(home, id)?;
@@ -117,7 +117,7 @@ pub(crate) fn captain(
         meta.as_ref()
             .and_then(|m| m.raw.get(k))
             .map(str::trim)
-            .filter(|v| seen::validate(v).is_ok())
+            .filter(|v| kept::validate(v).is_ok())
             .map(str::to_string)
     };
     let mut args: Vec<String> = vec![id.to_string()];
@@ -386,14 +386,14 @@ pub(crate) fn serve(
     // What the key is bound to: the action with its arguments, the
     // brief a spawn brought, and the output form.
     let asked = format!("{action:?} json={json}");
-    let request = seen::Request::new(
+    let request = kept::Request::new(
         TOOL,
         id.as_str(),
         &[asked.as_bytes(), brief.as_deref().unwrap_or_default()],
     );
     let fresh = match key {
         None => None,
-        Some(k) => match seen::lookup(home, id, k, &request)? {
+        Some(k) => match kept::lookup(home, id, k, &request)? {
             Lookup::Seen(a) => return Ok(a.stdout),
             Lookup::Fresh(f) => Some(f),
         },
@@ -403,7 +403,7 @@ pub(crate) fn serve(
         && teardown
         && !fsx::exists(&home.meta(id))?
         && let Some(entry) = latest_archive(home, id)?
-        && let Some(a) = seen::find_in(&entry.join(format!("{id}.seen")), k, &request)?
+        && let Some(a) = kept::find_in(&entry.join(format!("{id}.seen")), k, &request)?
     {
         return Ok(a.stdout);
     }

@@ -17,7 +17,7 @@ pub mod control;
 
 pub(crate) mod fleet;
 
-pub mod seen;
+pub mod kept;
 pub mod ssh;
 pub mod wakes;
 

@@ -81,7 +81,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
     let line = match env.op {
         Op::Send(mut req) => {
             req.body = body.to_vec();
-            crate::remote::seen::validate(&env.key)?;
+            crate::remote::kept::validate(&env.key)?;
             crate::inbox::validate_body(cfg, &req.body)?;
             let r = crate::tmux::recipient::Recipient::load(home, cfg, &id)?;
             let report = send::send_here(

@@ -1,7 +1,7 @@
 //! The idempotency-key dance, written once: a keyed write looks its key
 //! up (a key served before gives the kept report again and writes
 //! nothing), does the write, and keeps its *report* under the key
-//! ([`crate::remote::seen`] holds the file, the lock and the request's
+//! ([`crate::remote::kept`] holds the file, the lock and the request's
 //! fingerprint). A write whose slow part comes after the record (a
 //! doorbell) keeps a provisional report first and releases the key's
 //! lock, so a retry arriving meanwhile is answered at once.
@@ -11,10 +11,10 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::remote::seen::{self, Answer, Fresh, Held, Lookup, Request};
+use crate::remote::kept::{self, Answer, Fresh, Held, Lookup, Request};
 use crate::task_id::TaskId;
 
-pub use crate::remote::seen::validate;
+pub use crate::remote::kept::validate;
 
 /// Whose keys a write is kept under.
 #[derive(Debug, Clone, Copy)]
@@ -96,11 +96,11 @@ pub fn keyed<R: Serialize + DeserializeOwned>(
     let (subject, looked) = match keys {
         Keys::Task(id) => {
             let request = Request::new(op, id.as_str(), parts);
-            (id.as_str(), seen::lookup(home, id, key, &request)?)
+            (id.as_str(), kept::lookup(home, id, key, &request)?)
         }
         Keys::Board => {
             let request = Request::new(op, "board", parts);
-            ("board", seen::lookup_board(home, key, &request)?)
+            ("board", kept::lookup_board(home, key, &request)?)
         }
     };
     let fresh = match looked {
@@ -136,7 +136,7 @@ pub fn find_kept<R: DeserializeOwned>(
         Keys::Board => ("board", home.board_seen_keys()),
     };
     let request = Request::new(op, subject, parts);
-    let Some(kept) = seen::find_in(&path, key, &request)? else {
+    let Some(kept) = kept::find_in(&path, key, &request)? else {
         return Ok(None);
     };
     parse(subject, key, &kept.stdout).map(Some)
@@ -152,5 +152,83 @@ fn parse<R: DeserializeOwned>(subject: &str, key: &str, kept: &str) -> Result<R>
                 crate::error::quoted(key)
             )),
         )
+    })
+}
+
+/// What a write that still keeps its printed text answered: its exit code
+/// and stdout (a board change, a brief change: the far host's own tool
+/// runs them under `--idempotency-key`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Printed {
+    pub code: u8,
+    pub stdout: String,
+}
+
+impl Printed {
+    /// Prints the text; the exit code is the caller's.
+    pub fn print(&self) -> Result<u8> {
+        Answer {
+            code: self.code,
+            stdout: self.stdout.clone(),
+        }
+        .replay()
+    }
+}
+
+/// What a keyed printed write came to.
+pub enum Answered<T> {
+    /// The key was served before for this request: its text, to print.
+    Replayed(Printed),
+    /// The write ran: what it made, its text, and why the key could not
+    /// be kept, if it could not.
+    Done {
+        value: T,
+        printed: Printed,
+        not_kept: Option<Error>,
+    },
+}
+
+/// [`keyed`] for a write whose kept answer is the text it prints, its
+/// fingerprint made as the tool `tool` makes it.
+pub fn keyed_printed<T>(
+    home: &Home,
+    keys: Keys,
+    key: Option<&str>,
+    tool: &str,
+    parts: &[&[u8]],
+    write: impl FnOnce() -> Result<(T, Printed)>,
+) -> Result<Answered<T>> {
+    let fresh = match key {
+        None => None,
+        Some(k) => {
+            let looked = match keys {
+                Keys::Task(id) => {
+                    kept::lookup(home, id, k, &Request::new(tool, id.as_str(), parts))?
+                }
+                Keys::Board => kept::lookup_board(home, k, &Request::new(tool, "board", parts))?,
+            };
+            match looked {
+                Lookup::Seen(a) => {
+                    return Ok(Answered::Replayed(Printed {
+                        code: a.code,
+                        stdout: a.stdout,
+                    }));
+                }
+                Lookup::Fresh(f) => Some(f),
+            }
+        }
+    };
+    let (value, printed) = write()?;
+    let not_kept = fresh.and_then(|f| {
+        f.remember(&Answer {
+            code: printed.code,
+            stdout: printed.stdout.clone(),
+        })
+        .err()
+    });
+    Ok(Answered::Done {
+        value,
+        printed,
+        not_kept,
     })
 }

@@ -9,15 +9,19 @@
 //! never asks which place it is: it renders the report it gets back.
 
 pub mod ack;
+pub mod board;
 pub mod broadcast;
 pub mod dod;
 pub mod far;
 pub mod fleet;
 pub mod keys;
+pub mod lifecycle;
 pub mod press;
 pub mod read;
 pub mod send;
 pub mod status;
+pub mod tool;
+pub mod wakes;
 
 use crate::config::Config;
 use crate::error::{Error, Result};

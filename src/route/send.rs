@@ -148,7 +148,7 @@ pub fn send(
     key: Option<&str>,
 ) -> Result<SendReport> {
     if let Some(k) = key {
-        crate::remote::seen::validate(k)?;
+        crate::remote::kept::validate(k)?;
     }
     inbox::validate_body(cfg, &req.body)?;
     match task.place() {
