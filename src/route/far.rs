@@ -187,3 +187,69 @@ fn answer<R: DeserializeOwned>(host: &str, reply: &crate::remote::Reply) -> Resu
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home() -> (tempfile::TempDir, Home, Config) {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        std::fs::create_dir_all(home.state_dir()).unwrap();
+        std::fs::write(home.state_dir().join("t1.meta"), "kind=ship\n").unwrap();
+        (d, home, Config::default())
+    }
+
+    fn send_line(key: &str, body: &str) -> Vec<u8> {
+        let env = format!(
+            r#"{{"key":"{key}","task":"t1","op":"send","request":{{"from":"captain","quiet":true,"tool":"fm-send"}}}}"#
+        );
+        format!("{env}\n{body}").into_bytes()
+    }
+
+    #[test]
+    fn a_send_is_served_once_per_key_and_its_report_kept() {
+        let (_d, home, cfg) = home();
+        let (code, line) = serve(&home, &cfg, &send_line("k.1", "hello\n"));
+        assert_eq!(code, 0, "{line}");
+        let report: send::SendReport = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            report.to_string(),
+            "queued t1 001.msg \u{b7} doorbell quiet"
+        );
+        // The same key and request: the kept report, no second record.
+        assert_eq!(serve(&home, &cfg, &send_line("k.1", "hello\n")), (0, line));
+        let inbox: Vec<_> = std::fs::read_dir(home.inbox(&TaskId::parse("t1").unwrap()))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".msg"))
+            .collect();
+        assert_eq!(inbox.len(), 1);
+        // The key is bound to its request.
+        let (code, line) = serve(&home, &cfg, &send_line("k.1", "other\n"));
+        assert_eq!(code, 2);
+        assert!(line.contains("was used for another request"), "{line}");
+        // A request that does not parse is a usage error, as a line.
+        let (code, line) = serve(&home, &cfg, b"{\"op\":\"nope\"}\n");
+        assert_eq!(code, 2);
+        assert!(
+            line.starts_with("{\"error\":\"fm far: unreadable request"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_task_whose_far_meta_names_another_host_is_refused_there() {
+        let (_d, home, _) = home();
+        std::fs::write(home.state_dir().join("t1.meta"), "kind=ship\nhost=next\n").unwrap();
+        let cfg = Config::from_parts(
+            std::path::Path::new("firstmate.toml"),
+            Some("[hosts.next]\ndestination = \"b\"\nhome = \"/h\"\n"),
+            &[],
+        )
+        .unwrap();
+        let (code, line) = serve(&home, &cfg, &send_line("k.2", "hi\n"));
+        assert_eq!(code, 1, "{line}");
+        assert!(line.contains("runs on host next"), "{line}");
+    }
+}
