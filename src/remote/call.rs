@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::ssh::{Reply, Ssh};
-use crate::config::Config;
 use crate::config::HostCfg;
 use crate::error::{Error, Result};
 use crate::home::Home;
@@ -35,12 +34,6 @@ pub const KEY_FLAG: &str = "--idempotency-key";
 pub struct Remote {
     pub name: String,
     pub cfg: HostCfg,
-}
-
-/// The host task `id` runs on, when its meta names one
-/// ([`crate::route::Task::open`]).
-pub fn host_of(home: &Home, cfg: &Config, id: &TaskId) -> Result<Option<Remote>> {
-    Ok(crate::route::Task::open(home, cfg, id)?.host().cloned())
 }
 
 /// The tasks whose meta names a host, by host name, each host's in id
@@ -127,11 +120,6 @@ pub fn new_key_for(subject: &str) -> String {
     format!("{host}-{subject}-{ms}-{}-{n}", std::process::id())
 }
 
-/// The configured host `name` ([`crate::route::host_named`]).
-pub fn named(cfg: &Config, name: &str) -> Result<Remote> {
-    crate::route::host_named(cfg, name)
-}
-
 /// Runs `tool args…` on the host once (a read, or a write that is safe to
 /// repeat), and relays the answer.
 pub fn relay(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Result<u8> {
@@ -164,26 +152,14 @@ pub fn relay_body(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Resu
     Ok(u8::try_from(reply.code).unwrap_or(1))
 }
 
-/// Runs the write `tool args… --idempotency-key K` on the host, `stdin`
-/// on its stdin, retrying while the host is unreachable, and relays the
-/// answer of the attempt that got one. `given` is a key the caller gave
+/// Runs the write `tool args… --idempotency-key K` on the host, on what
+/// `subject` names (a task id, or `board`), `stdin` on its stdin,
+/// retrying while the host is unreachable, and relays the answer of the
+/// attempt that got one. `given` is a key the caller gave
 /// (`--idempotency-key` on the captain's side): it is checked and used as
 /// the far key, so the captain's own retry of the same command with the
 /// same key is answered from the far side's keys; without it a fresh key
 /// is made.
-pub fn write(
-    home: &Home,
-    host: &Remote,
-    id: &TaskId,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-    given: Option<&str>,
-) -> Result<u8> {
-    write_for(home, host, id.as_str(), tool, args, stdin, given)
-}
-
-/// [`write`] on what `subject` names (a task id, or `board`).
 pub fn write_for(
     home: &Home,
     host: &Remote,

@@ -200,7 +200,13 @@ pub(crate) fn send_here(
 ) -> Result<SendReport> {
     task.here()?;
     let id = task.id();
-    let parts = parts(req);
+    // The fingerprint's parts are made only under a key: an unkeyed send
+    // copies nothing.
+    let parts = if key.is_some() {
+        parts(req)
+    } else {
+        Vec::new()
+    };
     let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
     let kept = keys::keyed(home, Keys::Task(id), key, "send", &parts, |keeper| {
         let now = clock::now();
