@@ -95,7 +95,7 @@ pub(crate) fn message(t: &Task, assignee: &str) -> String {
 
 /// One line of the dispatch report.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Outcome {
+pub struct Outcome {
     pub task: BoardId,
     /// `dispatched`, `resent`, `failed` (circuit breaker) or `error`.
     pub(crate) action: &'static str,

@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn task(status: Status) -> Task {

@@ -33,7 +33,7 @@ pub fn parse_seq(raw: &str) -> Result<u64> {
         Ok(n) if n > 0 && stem.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
         _ => Err(Error::usage(format!(
             "bad message number {} (expected e.g. 2, 002, 2.msg or 002.msg)",
-            crate::cli::common::quoted(raw)
+            crate::error::quoted(raw)
         ))),
     }
 }
