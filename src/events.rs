@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use crate::home::Home;
 
 /// The tool an event is recorded under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Tool {
     #[serde(rename = "fm-send")]
     Send,

@@ -10,20 +10,6 @@ use crate::task_id::TaskId;
 /// Relative location of the config file inside a home.
 pub(crate) const CONFIG_REL: &str = "config/firstmate.toml";
 
-/// Names the layout itself puts directly under `data/` or `state/`
-/// (`data/board/`, `state/archive/`, `state/events.jsonl`,
-/// `state/wakes.log`). A task whose id is one of them would share that
-/// place — `fm-control board teardown` would archive the task board — so
-/// [`TaskId::parse`] refuses them, in any letter case (a case-folding
-/// filesystem makes `Board` and `board` one name). A name added to the
-/// layout at that level is added here.
-pub(crate) const RESERVED_NAMES: &[&str] = &["board", "archive", "events", "wakes"];
-
-/// Whether `id` is one of [`RESERVED_NAMES`], ignoring ASCII case.
-pub(crate) fn is_reserved(id: &str) -> bool {
-    RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(id))
-}
-
 /// Refuses a path holding a control character (a newline, a tab, an
 /// escape, DEL, a C1 control). Such a path cannot be written into a
 /// generated command line (a crontab entry, the doorbell) or shown to the
@@ -42,13 +28,7 @@ pub(crate) fn refuse_control(what: &str, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The first control character in `path`, if any.
-pub(crate) fn control_char(path: &Path) -> Option<char> {
-    use std::os::unix::ffi::OsStrExt;
-    String::from_utf8_lossy(path.as_os_str().as_bytes())
-        .chars()
-        .find(|c| c.is_control())
-}
+pub(crate) use crate::config::control_char;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
@@ -273,7 +253,7 @@ impl Home {
         self.state_dir().join("watch.log")
     }
     /// Idempotency keys a task's writes across hosts were served with
-    /// (`remote::seen`).
+    /// (`remote::kept`).
     pub(crate) fn seen_keys(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!("{id}.seen"))
     }

@@ -59,6 +59,7 @@ pub mod notify;
 pub mod output;
 pub(crate) mod proc;
 pub mod remote;
+pub mod route;
 pub mod shq;
 pub mod stand_in;
 pub mod status;

@@ -1,7 +1,7 @@
 //! Task ids (SPEC §1.3): the only names that ever become path components
 //! under `data/` and `state/`. A [`TaskId`] can only be built by validation,
 //! so holding one proves the string is safe to join into a path and names
-//! none of the home's own places ([`crate::home::RESERVED_NAMES`]).
+//! none of the home's own places ([`RESERVED_NAMES`]).
 
 use std::fmt;
 
@@ -9,6 +9,20 @@ use crate::error::{Error, Result};
 
 /// Longest id accepted: one leading character plus 63 more.
 pub(crate) const MAX_LEN: usize = 64;
+
+/// Names the layout itself puts directly under `data/` or `state/`
+/// (`data/board/`, `state/archive/`, `state/events.jsonl`,
+/// `state/wakes.log`). A task whose id is one of them would share that
+/// place — `fm-control board teardown` would archive the task board — so
+/// [`TaskId::parse`] refuses them, in any letter case (a case-folding
+/// filesystem makes `Board` and `board` one name). A name added to the
+/// layout at that level is added here.
+pub(crate) const RESERVED_NAMES: &[&str] = &["board", "archive", "events", "wakes"];
+
+/// Whether `id` is one of [`RESERVED_NAMES`], ignoring ASCII case.
+pub(crate) fn is_reserved(id: &str) -> bool {
+    RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(id))
+}
 
 /// Shared, not copied: a fleet view hands each task's id from its listing
 /// to its facts, its row and the next frame.
@@ -54,7 +68,7 @@ impl TaskId {
         if dots {
             return bad("must not contain '..'");
         }
-        if crate::home::is_reserved(raw) {
+        if is_reserved(raw) {
             return bad(
                 "reserved: the home uses that name itself (data/board/, state/archive/, state/events.jsonl, state/wakes.log)",
             );

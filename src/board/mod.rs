@@ -42,7 +42,7 @@ impl BoardId {
             Ok(n) if ok && n > 0 => Ok(BoardId(n)),
             _ => Err(Error::usage(format!(
                 "invalid board task id {} (expected T-NNN, e.g. T-001 or 1)",
-                crate::cli::common::quoted(raw)
+                crate::error::quoted(raw)
             ))),
         }
     }

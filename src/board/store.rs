@@ -31,7 +31,7 @@ fn unreadable(id: BoardId, why: &str) -> Error {
 pub(crate) fn load(home: &Home, id: BoardId) -> Result<Task> {
     let path = home.board_task(&id.to_string());
     let bytes =
-        fsx::read_optional(&path)?.ok_or_else(|| Error::refused(format!("no board task {id}")))?;
+        fsx::read_optional(&path)?.ok_or_else(|| Error::NoBoardTask { id: id.to_string() })?;
     let t = super::parse(&bytes).map_err(|why| unreadable(id, &why))?;
     if t.id != id {
         return Err(unreadable(id, &format!("its id line says {}", t.id)));

@@ -233,8 +233,10 @@ pub fn check_brief(
     let mode = mode.map(Mode::parse).transpose()?;
     fsx::refuse_symlink(&home.task_data(id))?;
     let path = home.brief(id);
-    let bytes = fsx::read_optional(&path)?
-        .ok_or_else(|| Error::refused(format!("no brief for {id} ({})", path.display())))?;
+    let bytes = fsx::read_optional(&path)?.ok_or_else(|| Error::NoBrief {
+        id: id.to_string(),
+        path: path.clone(),
+    })?;
     let problems = problems(&String::from_utf8_lossy(&bytes), mode);
     Ok(CheckReport {
         ok: problems.is_empty(),

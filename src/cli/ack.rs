@@ -10,8 +10,9 @@ use serde::Serialize;
 use super::common::{self, Ctx, HomeArg};
 use crate::error::{Error, Result};
 use crate::inbox::record_name;
-use crate::inbox::{self, AckOutcome, Record};
-use crate::remote;
+use crate::inbox::{self, Record};
+use crate::route::ack::{AckReport, AckRequest, NotAcked};
+use crate::route::{self, Task};
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-ack";
@@ -86,14 +87,6 @@ impl From<&Record> for Listed {
     }
 }
 
-/// One acknowledged (or missing) record.
-#[derive(Debug, Serialize)]
-struct Acked {
-    seq: u64,
-    name: String,
-    result: &'static str,
-}
-
 fn run(a: Args) -> Result<u8> {
     let id = TaskId::parse_os(&a.id)?;
     let read_seq = match &a.read {
@@ -112,88 +105,73 @@ fn run(a: Args) -> Result<u8> {
         ));
     }
     let ctx = a.home.ctx(TOOL)?;
-    if let Some(host) = remote::call::host_of(&ctx.home, &ctx.cfg, &id)? {
-        return remote_ack(&ctx, &a, &id, &host);
-    }
-    if !inbox::has_inbox(&ctx.home, &id)? {
-        return Err(Error::refused(format!("task {id} has no inbox")));
-    }
-    if a.list {
-        return list(&ctx, &id, a.json);
-    }
-    let actor = a.from.as_deref().unwrap_or(id.as_str()).to_string();
-    if a.read.is_some() {
+    let task = Task::open(&ctx.home, &ctx.cfg, &id)?;
+    if a.list || a.read.is_some() {
+        if let Some(host) = task.host() {
+            return remote_read(&ctx, &a, &id, host);
+        }
+        if !inbox::has_inbox(&ctx.home, &id)? {
+            return Err(Error::refused(format!("task {id} has no inbox")));
+        }
+        if a.list {
+            return list(&ctx, &id, a.json);
+        }
         return read(&ctx, &id, read_seq, a.json);
     }
-    let fresh = match a.idempotency_key.as_deref() {
-        None => None,
-        Some(k) => match remote::seen::lookup(
-            &ctx.home,
-            &id,
-            k,
-            &ack_request(&id, &actor, &seqs, through, a.json),
-        )? {
-            remote::seen::Lookup::Seen(answer) => return answer.replay(),
-            remote::seen::Lookup::Fresh(f) => Some(f),
-        },
+    let req = AckRequest {
+        actor: a.from.as_deref().unwrap_or(id.as_str()).to_string(),
+        seqs,
+        through,
     };
-    let (seqs, quiet_missing) = match through {
-        Some(n) => {
-            let upto: Vec<u64> = inbox::pending(&ctx.home, &id)?
-                .into_iter()
-                .filter(|&s| s <= n)
-                .collect();
-            (upto, true)
-        }
-        None => (seqs, false),
-    };
-    let Some(fresh) = fresh else {
-        return acknowledge(&ctx, &id, &actor, &seqs, a.json, quiet_missing, None);
-    };
-    // With a key, the answer is kept with it before it is printed.
-    let mut lines = Vec::new();
-    let code = acknowledge(
-        &ctx,
-        &id,
-        &actor,
-        &seqs,
-        a.json,
-        quiet_missing,
-        Some(&mut lines),
+    let report = route::ack::ack(
+        &ctx.home,
+        &ctx.cfg,
+        &task,
+        &req,
+        a.idempotency_key.as_deref(),
     )?;
-    let mut stdout = lines.join("\n");
-    if !stdout.is_empty() {
-        stdout.push('\n');
-    }
-    // The acks are done: a key that cannot be kept is a warning, never a
-    // failure after the fact.
-    if let Err(e) = fresh.remember(&remote::seen::Answer { code, stdout }) {
-        crate::output::err_line(&format!(
-            "{TOOL}: warning: {id}: acknowledged, but its idempotency key was not kept: {e}"
-        ));
-    }
-    crate::output::out_lines(&lines)?;
-    Ok(code)
+    print_acks(&report, a.json)
 }
 
-/// What a keyed acknowledgement asks for (the key is bound to it): the
-/// task, the actor, the records named (or `--through N`) and the output
-/// form.
-fn ack_request(
-    id: &TaskId,
-    actor: &str,
-    seqs: &[u64],
-    through: Option<u64>,
-    json: bool,
-) -> remote::seen::Request {
-    let what = format!("seqs={seqs:?} through={through:?} json={json}");
-    remote::seen::Request::new(TOOL, id.as_str(), &[actor.as_bytes(), what.as_bytes()])
+/// Prints an acknowledgement's report, the same for a local and a remote
+/// task: a line per record acknowledged, then on stderr each record not
+/// acknowledged and the warnings. A reader that stopped reading (`| head
+/// -1`) stops the printing only: every record asked for was tried.
+fn print_acks(report: &AckReport, json: bool) -> Result<u8> {
+    let mut pipe_closed = false;
+    for acked in &report.acked {
+        let printed = if json {
+            common::out_json(acked)
+        } else {
+            common::out(&acked.to_string())
+        };
+        match printed {
+            Ok(()) => {}
+            Err(Error::ClosedPipe) => {
+                pipe_closed = true;
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for n in &report.not_acked {
+        crate::output::err_line(&match n {
+            NotAcked::Missing(seq) => format!("no message {seq}"),
+            NotAcked::Refused(why) => format!("{TOOL}: error: {why}"),
+        });
+    }
+    for w in &report.warnings {
+        crate::output::err_line(&format!("{TOOL}: warning: {}: {w}", report.task));
+    }
+    if pipe_closed && report.code == 0 {
+        return Err(Error::ClosedPipe);
+    }
+    Ok(report.code)
 }
 
-/// `fm-ack` on a task of another host: acknowledging travels with an
-/// idempotency key; `--list` and `--read` run there as given (a body is
-/// printed byte-exact).
-fn remote_ack(ctx: &Ctx, a: &Args, id: &TaskId, host: &remote::call::Remote) -> Result<u8> {
+/// `fm-ack --list` and `--read` on a task of another host: they run there
+/// as given (a body is printed byte-exact).
+fn remote_read(ctx: &Ctx, a: &Args, id: &TaskId, host: &route::Remote) -> Result<u8> {
     let mut far: Vec<&str> = Vec::new();
     if let Some(f) = &a.from {
         far.extend(["--from", f.as_str()]);
@@ -201,35 +179,19 @@ fn remote_ack(ctx: &Ctx, a: &Args, id: &TaskId, host: &remote::call::Remote) -> 
     if a.json {
         far.push("--json");
     }
-    if a.list || a.read.is_some() {
-        if a.list {
-            far.push("--list");
-        }
-        match &a.read {
-            Some(Some(seq)) => far.extend(["--read", seq.as_str()]),
-            Some(None) => far.push("--read"),
-            None => {}
-        }
-        far.push(id.as_str());
-        if a.read.is_some() {
-            return remote::call::relay_body(&ctx.home, host, TOOL, &far);
-        }
-        return remote::call::relay(&ctx.home, host, TOOL, &far);
+    if a.list {
+        far.push("--list");
     }
-    if let Some(n) = &a.through {
-        far.extend(["--through", n.as_str()]);
+    match &a.read {
+        Some(Some(seq)) => far.extend(["--read", seq.as_str()]),
+        Some(None) => far.push("--read"),
+        None => {}
     }
     far.push(id.as_str());
-    far.extend(a.seqs.iter().map(String::as_str));
-    remote::call::write(
-        &ctx.home,
-        host,
-        id,
-        TOOL,
-        &far,
-        None,
-        a.idempotency_key.as_deref(),
-    )
+    if a.read.is_some() {
+        return route::read::relay_body(&ctx.home, host, TOOL, &far);
+    }
+    route::read::relay(&ctx.home, host, TOOL, &far)
 }
 
 /// Lists the readable records, then warns about each unreadable one; the
@@ -280,68 +242,4 @@ fn read(ctx: &Ctx, id: &TaskId, seq: Option<u64>, json: bool) -> Result<u8> {
         crate::output::out_body(&rec.body)?;
     }
     Ok(0)
-}
-
-/// Acknowledges each seq; missing ones and per-record refusals are reported
-/// and make the exit 1 after every seq was tried. `quiet_missing` skips
-/// records that vanished meanwhile (`--through`).
-fn acknowledge(
-    ctx: &Ctx,
-    id: &TaskId,
-    actor: &str,
-    seqs: &[u64],
-    json: bool,
-    quiet_missing: bool,
-    mut keep: Option<&mut Vec<String>>,
-) -> Result<u8> {
-    let mut code = 0;
-    let mut pipe_closed = false;
-    for &seq in seqs {
-        let name = record_name(seq);
-        let result = match inbox::acknowledge(&ctx.home, id, seq, actor) {
-            Ok(AckOutcome::Handled) => "handled",
-            Ok(AckOutcome::Already) => "already",
-            Ok(AckOutcome::Missing) => {
-                if !quiet_missing {
-                    crate::output::err_line(&format!("no message {seq}"));
-                    code = 1;
-                }
-                continue;
-            }
-            Err(e) if e.exit_code() == 1 => {
-                crate::output::err_line(&format!("{TOOL}: error: {e}"));
-                code = 1;
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        let acked = Acked { seq, name, result };
-        if let Some(lines) = keep.as_deref_mut() {
-            lines.push(if json {
-                crate::output::json_line(&acked)?
-            } else {
-                format!("{} {}", acked.result, acked.name)
-            });
-            continue;
-        }
-        if pipe_closed {
-            continue;
-        }
-        // A reader that stopped reading (`| head -1`) must not stop the
-        // acknowledgement of the records asked for: only printing stops.
-        let printed = if json {
-            common::out_json(&acked)
-        } else {
-            common::out(&format!("{} {}", acked.result, acked.name))
-        };
-        match printed {
-            Ok(()) => {}
-            Err(Error::ClosedPipe) => pipe_closed = true,
-            Err(e) => return Err(e),
-        }
-    }
-    if pipe_closed && code == 0 {
-        return Err(Error::ClosedPipe);
-    }
-    Ok(code)
 }

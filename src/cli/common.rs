@@ -63,15 +63,7 @@ pub(crate) fn prefix_error(tool: &str, rendered: &str) -> String {
     }
 }
 
-/// `e` with ` (<id>)` appended when it is a usage error or refusal whose
-/// message does not name the task yet (SPEC §14: errors name the id).
-pub(crate) fn naming(e: Error, id: &str) -> Error {
-    match e {
-        Error::Usage(m) if !m.contains(id) => Error::Usage(format!("{m} ({id})")),
-        Error::Refused(m) if !m.contains(id) => Error::Refused(format!("{m} ({id})")),
-        other => other,
-    }
-}
+pub(crate) use crate::error::naming;
 
 /// How many bare `--` arguments `args` (argv[0] included) holds. With a
 /// trailing text argument clap swallows a `--` only when it comes before the
@@ -114,34 +106,7 @@ pub(crate) fn flag_in_text<S: AsRef<std::ffi::OsStr>, F: AsRef<str>>(
     })
 }
 
-/// Most characters of user input an error quotes (a whole task id, or a
-/// whole idempotency key, fits).
-const QUOTED_CHARS: usize = 128;
-
-/// User input (a key, an id, an argument) as an error quotes it: in
-/// quotes with control characters, quotes and backslashes escaped, at
-/// most its first 128 characters; a longer input is cut, marked `…`, and
-/// its whole length given (`"abc"… (102400 bytes)`). Every error that
-/// echoes what a user typed goes through here, so a 100 KB argument
-/// gives a one-line error.
-pub(crate) fn quoted(s: &str) -> String {
-    match s.char_indices().nth(QUOTED_CHARS) {
-        None => format!("{s:?}"),
-        Some((cut, _)) => format!("{:?}\u{2026} ({} bytes)", &s[..cut], s.len()),
-    }
-}
-
-/// `name` as a config table's name in a hint (`[hosts.<name>]`): itself
-/// when it is short and plain, else `<name>` (the error quotes it once,
-/// bounded, already).
-pub(crate) fn hint_name(name: &str) -> &str {
-    let plain = !name.is_empty()
-        && name.len() <= QUOTED_CHARS
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if plain { name } else { "<name>" }
-}
+pub(crate) use crate::error::{hint_name, quoted};
 
 /// A usage error as clap rendered it, each line made safe to print: a
 /// control character escaped, a line past 512 characters cut (`…` and
@@ -169,20 +134,7 @@ pub(crate) fn bounded_block(text: &str) -> String {
     out
 }
 
-/// An error as one line with its cause chain (what `<tool>: error:` prints).
-pub(crate) fn describe(e: &Error) -> String {
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        let s_msg = s.to_string();
-        if !msg.contains(&s_msg) {
-            msg.push_str(": ");
-            msg.push_str(&s_msg);
-        }
-        src = s.source();
-    }
-    msg
-}
+pub(crate) use crate::error::describe;
 
 /// A tool's whole `main`: parse `args` into `T`, run `body`, map the
 /// result to an exit code (see [`parse`] and [`finish`]).

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::common::{self, HomeArg};
 use crate::control::{self, Action};
 use crate::error::Result;
-use crate::remote;
+use crate::route;
 use crate::task_id::TaskId;
 
 const TOOL: &str = "fm-control";
@@ -123,10 +123,10 @@ fn run(a: Args) -> Result<u8> {
         } => {
             host = h;
             if brief_stdin {
-                let bytes = remote::control::read_brief()?;
+                let bytes = route::lifecycle::read_brief()?;
                 brief = Some(match brief_paths {
                     Some(from) => {
-                        remote::control::rehome_brief(&ctx.home, &ctx.cfg, &id, bytes, &from)?
+                        route::lifecycle::rehome_brief(&ctx.home, &ctx.cfg, &id, bytes, &from)?
                     }
                     None => bytes,
                 });
@@ -146,7 +146,7 @@ fn run(a: Args) -> Result<u8> {
             force,
         } => {
             let note = if note_stdin {
-                Some(remote::control::read_note()?)
+                Some(route::lifecycle::read_note()?)
             } else {
                 note
             };
@@ -162,7 +162,7 @@ fn run(a: Args) -> Result<u8> {
     // the far key; only the far side itself (a task of this home, or a
     // spawn that brought its brief) serves the key here.
     if brief.is_none()
-        && let Some(code) = remote::control::captain(
+        && let Some(code) = route::lifecycle::captain(
             &ctx.home,
             &ctx.cfg,
             &id,
@@ -188,7 +188,7 @@ fn run(a: Args) -> Result<u8> {
         }
     };
     if brief.is_some() || a.idempotency_key.is_some() {
-        let out = remote::control::serve(
+        let out = route::lifecycle::serve(
             &ctx.home,
             &ctx.cfg,
             &id,

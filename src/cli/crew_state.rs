@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use super::common::{self, Ctx, HomeArg};
 use crate::clock;
-use crate::crew_state::{self, FleetReader, Row, live, render, trace};
+use crate::crew_state::{FleetReader, Row, live, render, trace};
 use crate::error::{Error, Result};
 use crate::task_id::TaskId;
 
@@ -59,7 +59,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// The rows of `ids`, gathered in one pass while every configured host is
 /// asked for its own; warnings go to stderr.
 pub(crate) fn rows(ctx: &Ctx, ids: &[TaskId]) -> Vec<Row> {
-    let (rows, warnings) = crew_state::rows(&ctx.home, &ctx.cfg, ids, clock::now());
+    let (rows, warnings) = crate::route::fleet::rows(&ctx.home, &ctx.cfg, ids, clock::now());
     for w in warnings {
         crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
@@ -86,7 +86,7 @@ fn fleet_mapped<T: Send>(
     map: &(dyn Fn(Row) -> T + Sync),
     emit: &mut dyn FnMut(T) -> Result<()>,
 ) -> Result<()> {
-    let mut hosts = crate::remote::fleet::start(&ctx.home, &ctx.cfg);
+    let mut hosts = crate::route::fleet::ask_hosts(&ctx.home, &ctx.cfg);
     let near = |r: Row| {
         if r.host.is_some() {
             Mapped::Far(Box::new(r))

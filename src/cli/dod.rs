@@ -5,14 +5,14 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use serde::Serialize;
 
 use super::common::{self, HomeArg};
-use crate::dod::{self, Verdict};
+use crate::dod;
 use crate::error::{Error, Result};
 use crate::meta::Mode;
-use crate::meta::TaskMeta;
-use crate::status::{self, Parsed, StatusLine, Verb};
+use crate::route::dod::CheckRequest;
+use crate::route::{self, Task};
+use crate::status;
 use crate::task_id::TaskId;
 use crate::{frontmatter, fsx};
 
@@ -54,14 +54,6 @@ pub(crate) fn command() -> clap::Command {
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
     common::run_tool(TOOL, args, run)
-}
-
-#[derive(Debug, Serialize)]
-struct CheckReport {
-    task: TaskId,
-    #[serde(flatten)]
-    verdict: Verdict,
-    line: Option<String>,
 }
 
 fn run(a: Args) -> Result<u8> {
@@ -109,17 +101,6 @@ fn brief_branch(home: &crate::home::Home, id: &TaskId) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The newest `done` line of a log.
-pub(crate) fn latest_done(bytes: &[u8], paused: &str) -> Option<StatusLine> {
-    fsx::complete_lines(bytes)
-        .split(|&b| b == b'\n')
-        .rev()
-        .find_map(|raw| match status::parse_line(raw, paused) {
-            Parsed::Line(l) if l.kind == Verb::Done => Some(l),
-            _ => None,
-        })
-}
-
 /// The line to judge given on the command line or (`--line-stdin`) on
 /// stdin, its one line without the newline; `None` for the log's latest.
 fn given_line(a: &Args) -> Result<Option<String>> {
@@ -136,72 +117,15 @@ fn given_line(a: &Args) -> Result<Option<String>> {
     Ok(Some(text.strip_suffix('\n').unwrap_or(&text).to_string()))
 }
 
-/// Time the far gate may take beyond the host's bound: up to three git
-/// calls of 10 s each there (SPEC §8.2).
-const DOD_EXTRA: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// `fm-dod --check` of a task on another host: the gate runs there, on
-/// that host's worktree and clone, through its own `fm-dod`; a given line
-/// travels on stdin.
-fn remote_check(
-    ctx: &common::Ctx,
-    a: &Args,
-    id: &TaskId,
-    host: &crate::remote::call::Remote,
-    line: Option<&str>,
-) -> Result<u8> {
-    let mut far = vec!["--check", id.as_str()];
-    if a.json {
-        far.push("--json");
-    }
-    let body = line.map(|l| format!("{l}\n"));
-    if body.is_some() {
-        far.push("--line-stdin");
-    }
-    let ssh =
-        crate::remote::ssh::Ssh::new(&ctx.home, &host.name, &host.cfg)?.with_extra_time(DOD_EXTRA);
-    let reply = ssh.tool_or_err(TOOL, &far, body.map(String::into_bytes))?;
-    Ok(crate::remote::call::print(&reply))
-}
-
 fn check(a: &Args, id: &TaskId) -> Result<u8> {
     let given = given_line(a)?;
     let ctx = a.home.ctx(TOOL)?;
-    if let Some(host) = crate::remote::call::host_of(&ctx.home, &ctx.cfg, id)? {
-        return remote_check(&ctx, a, id, &host, given.as_deref());
-    }
-    let paused = &ctx.cfg.brief.paused_verb;
-    let line = match &given {
-        Some(raw) => match status::parse_line(raw.as_bytes(), paused) {
-            Parsed::Line(l) if l.kind == Verb::Done => Some(l),
-            _ => {
-                return Err(Error::usage(format!(
-                    "--line {} is not a done status line",
-                    crate::cli::common::quoted(raw)
-                )));
-            }
-        },
-        None => latest_done(
-            &fsx::read_optional(&ctx.home.status(id))?.unwrap_or_default(),
-            paused,
-        ),
-    };
-    let verdict = match &line {
-        Some(l) => {
-            let meta = TaskMeta::load(&ctx.home, id)?.unwrap_or_default();
-            dod::gate(&ctx.home, &ctx.cfg, id, &meta, l)
-        }
-        None => Verdict::Refused(format!("no done line in {}", ctx.home.status(id).display())),
-    };
-    let code = verdict.exit_code();
+    let task = Task::open(&ctx.home, &ctx.cfg, id)?;
+    let report = route::dod::check(&ctx.home, &ctx.cfg, &task, &CheckRequest { line: given })?;
     if a.json {
-        common::out_json(&CheckReport {
-            task: id.clone(),
-            verdict,
-            line: line.map(|l| l.text),
-        })?;
+        common::out_json(&report)?;
     } else {
-        common::out(&format!("{}: {}", verdict.word(), verdict.reason()))?;
+        common::out(&report.to_string())?;
     }
-    Ok(code)
+    Ok(report.exit_code())
 }

@@ -79,6 +79,13 @@ enum Cmd {
         #[command(flatten)]
         home: HomeArg,
     },
+    /// The far entry point: a typed request of another home's captain on
+    /// stdin, its report on stdout (docs/remote.md)
+    #[command(hide = true)]
+    Far {
+        #[command(flatten)]
+        home: HomeArg,
+    },
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -130,6 +137,7 @@ fn run(a: Args) -> Result<u8> {
         }
         Cmd::Man { dir } => man(&dir),
         Cmd::Demo { keep } => crate::demo::run(keep),
+        Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {
             id,
@@ -138,6 +146,23 @@ fn run(a: Args) -> Result<u8> {
             home,
         } => super::visit::peek(&home, &id, lines, json),
     }
+}
+
+/// `fm far`: stdin is the request, bounded (a body past the largest a
+/// send takes is refused there); the report is printed as one line.
+fn far(home: &HomeArg) -> Result<u8> {
+    use std::io::Read;
+    let ctx = home.ctx(TOOL)?;
+    let max = ctx.cfg.send.max_body_bytes.saturating_add(64 * 1024);
+    let mut input = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(max)
+        .read_to_end(&mut input)
+        .map_err(|e| Error::io("read", "<stdin>", e))?;
+    let (code, line) = crate::route::far::serve(&ctx.home, &ctx.cfg, &input);
+    common::out(&line)?;
+    Ok(code)
 }
 
 /// `fm` with every built tool as a subcommand (for completions and man).

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::common::{self, HomeArg};
 use crate::error::{Error, Result};
-use crate::events::Tool;
-use crate::remote;
+use crate::route::status::AppendRequest;
+use crate::route::{self, Task};
 use crate::status::{self, Current, Decision, Fold, Parsed};
 use crate::task_id::TaskId;
 use crate::{clock, fsx};
@@ -116,57 +116,31 @@ fn run(a: Args) -> Result<u8> {
     }
     let ctx = a.home.ctx(TOOL)?;
     let (home, cfg) = (&ctx.home, &ctx.cfg);
-    if let Some(host) = remote::call::host_of(home, cfg, &id)? {
-        return remote_status(&ctx, &a, &id, &host);
-    }
-    let now = clock::now();
+    let task = Task::open(home, cfg, &id)?;
     let actor = if a.from.is_empty() {
         id.as_str()
     } else {
         a.from.as_str()
     };
-    if a.busy || a.idle {
-        status::busy::write(home, &id, a.busy, now, &a.source, actor)?;
+    if let Some(verb) = &a.verb {
+        let req = AppendRequest {
+            verb: verb.clone(),
+            key: a.key.clone(),
+            text: text_of(&a)?,
+            actor: actor.to_string(),
+        };
+        let done = route::status::append(home, cfg, &task, &req, a.idempotency_key.as_deref())?;
+        for w in &done.warnings {
+            crate::output::err_line(&format!("{TOOL}: warning: {id}: {w}"));
+        }
         return Ok(0);
     }
-    if let Some(verb) = &a.verb {
-        let text = text_of(&a)?;
-        let line = status::Append::new(verb, now, a.key.as_deref(), &text, &cfg.brief.paused_verb)
-            .map_err(|e| common::naming(e, id.as_str()))?;
-        let fresh = match a.idempotency_key.as_deref() {
-            None => None,
-            Some(k) => match remote::seen::lookup(
-                home,
-                &id,
-                k,
-                &remote::seen::Request::new(
-                    TOOL,
-                    id.as_str(),
-                    &[
-                        verb.as_bytes(),
-                        a.key.as_deref().unwrap_or("").as_bytes(),
-                        text.as_bytes(),
-                        actor.as_bytes(),
-                    ],
-                ),
-            )? {
-                remote::seen::Lookup::Seen(answer) => return answer.replay(),
-                remote::seen::Lookup::Fresh(f) => Some(f),
-            },
-        };
-        line.write(home, &id, Tool::Status, actor, now)?;
-        // The line is written: a key that cannot be kept is a warning,
-        // never a failure after the fact.
-        if let Some(Err(e)) = fresh.map(|f| {
-            f.remember(&remote::seen::Answer {
-                code: 0,
-                stdout: String::new(),
-            })
-        }) {
-            crate::output::err_line(&format!(
-                "{TOOL}: warning: {id}: status recorded, but its idempotency key was not kept: {e}"
-            ));
-        }
+    if let Some(host) = task.host() {
+        return remote_read(&ctx, &a, &id, host);
+    }
+    let now = clock::now();
+    if a.busy || a.idle {
+        status::busy::write(home, &id, a.busy, now, &a.source, actor)?;
         return Ok(0);
     }
     show(&ctx, &id, &a, now)
@@ -192,48 +166,24 @@ fn text_of(a: &Args) -> Result<String> {
     Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
 }
 
-/// `fm-status` on a task of another host: an append travels with an
-/// idempotency key, its text on stdin; the rest (show, busy/idle) runs
-/// there as given.
-fn remote_status(
-    ctx: &common::Ctx,
-    a: &Args,
-    id: &TaskId,
-    host: &remote::call::Remote,
-) -> Result<u8> {
+/// `fm-status` on a task of another host, but for an append (a typed
+/// use case): the show and busy/idle run there as given.
+fn remote_read(ctx: &common::Ctx, a: &Args, id: &TaskId, host: &route::Remote) -> Result<u8> {
     let mut far: Vec<&str> = Vec::new();
     if !a.from.is_empty() {
         far.extend(["--from", a.from.as_str()]);
     }
-    let Some(verb) = &a.verb else {
-        if a.busy || a.idle {
-            far.extend([if a.busy { "--busy" } else { "--idle" }, "--source"]);
-            far.push(a.source.as_str());
-        }
-        for (on, flag) in [(a.json, "--json"), (a.log, "--log")] {
-            if on {
-                far.push(flag);
-            }
-        }
-        far.push(id.as_str());
-        return remote::call::relay(&ctx.home, host, TOOL, &far);
-    };
-    // The far side validates the line, with its own paused verb.
-    let text = text_of(a)?;
-    if let Some(k) = &a.key {
-        far.extend(["--key", k.as_str()]);
+    if a.busy || a.idle {
+        far.extend([if a.busy { "--busy" } else { "--idle" }, "--source"]);
+        far.push(a.source.as_str());
     }
-    far.extend(["--text-stdin", id.as_str(), verb.as_str()]);
-    let body = format!("{text}\n");
-    remote::call::write(
-        &ctx.home,
-        host,
-        id,
-        TOOL,
-        &far,
-        Some(body.as_bytes()),
-        a.idempotency_key.as_deref(),
-    )
+    for (on, flag) in [(a.json, "--json"), (a.log, "--log")] {
+        if on {
+            far.push(flag);
+        }
+    }
+    far.push(id.as_str());
+    route::read::relay(&ctx.home, host, TOOL, &far)
 }
 
 fn show(ctx: &common::Ctx, id: &TaskId, a: &Args, now: u64) -> Result<u8> {

@@ -74,7 +74,7 @@ fn run(a: Args) -> Result<u8> {
         return crontab(&ctx.home);
     }
     if let Some(offset) = a.wakes_from {
-        return crate::remote::wakes::answer(&ctx.home, offset);
+        return crate::route::wakes::answer(&ctx.home, offset);
     }
     if a.drain {
         return drain(&ctx.home, &ctx.cfg, a.json);
@@ -90,11 +90,11 @@ fn run(a: Args) -> Result<u8> {
     };
     // `--until-wake` also ends on a configured host's new wake.
     let hosts = start.and_then(|_| {
-        crate::remote::wakes::Feed::start(
+        crate::route::wakes::Feed::start(
             &ctx.home,
             &ctx.cfg,
-            crate::remote::wakes::From::Now,
-            crate::remote::wakes::FEED_EVERY,
+            crate::route::wakes::From::Now,
+            crate::route::wakes::FEED_EVERY,
         )
         .map(std::sync::Arc::new)
     });
@@ -156,7 +156,7 @@ fn run(a: Args) -> Result<u8> {
 /// Prints the wakes that ended the loop: the local ones, merged in time
 /// order with the hosts' (a host's line ends with ` · host <name>`, its
 /// JSON object has `"host"`, as `--drain` prints them).
-fn finish_loop(end: End, json: bool, hosts: Option<&crate::remote::wakes::Feed>) -> Result<u8> {
+fn finish_loop(end: End, json: bool, hosts: Option<&crate::route::wakes::Feed>) -> Result<u8> {
     match end {
         End::Wakes(ws) => {
             let Some(hosts) = hosts else {
@@ -255,7 +255,7 @@ fn drain(home: &Home, cfg: &crate::config::Config, json: bool) -> Result<u8> {
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<u64>().ok())
         .unwrap_or(0);
     let (new, end) = wakes::read_since(home, cursor)?;
-    if let Some(mut far) = crate::remote::wakes::gather(home, cfg)? {
+    if let Some(mut far) = crate::route::wakes::gather(home, cfg)? {
         for w in &far.warnings {
             crate::output::err_line(&format!("{TOOL}: warning: {w}"));
         }

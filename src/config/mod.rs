@@ -11,6 +11,9 @@
 
 mod env;
 mod file;
+pub mod host;
+
+pub use host::{HostCfg, Hosts};
 
 use std::path::Path;
 
@@ -36,7 +39,7 @@ pub struct Config {
     /// `[hosts.<name>]` tables: the other machines tasks may run on
     /// ([`crate::remote`]).
     #[serde(skip_serializing)]
-    pub hosts: crate::remote::Hosts,
+    pub hosts: Hosts,
     /// Unknown keys seen while loading; the caller prints them.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -296,9 +299,9 @@ impl Config {
 
 /// `paths.worktrees` becomes part of every worktree path, which briefs
 /// and spawn commands carry: a control character in it is refused, as in a
-/// home path ([`crate::home::refuse_control`]).
+/// home path (`home::refuse_control`).
 fn check_paths(path: &Path, text: &str, cfg: Config) -> Result<Config> {
-    if let Some(c) = crate::home::control_char(Path::new(&cfg.paths.worktrees)) {
+    if let Some(c) = control_char(Path::new(&cfg.paths.worktrees)) {
         let line = text
             .lines()
             .position(|l| l.trim_start().starts_with("worktrees"))
@@ -314,6 +317,15 @@ fn check_paths(path: &Path, text: &str, cfg: Config) -> Result<Config> {
         });
     }
     Ok(cfg)
+}
+
+/// The first control character in `path`, if any (a home path, or
+/// `paths.worktrees`).
+pub(crate) fn control_char(path: &Path) -> Option<char> {
+    use std::os::unix::ffi::OsStrExt;
+    String::from_utf8_lossy(path.as_os_str().as_bytes())
+        .chars()
+        .find(|c| c.is_control())
 }
 
 #[cfg(test)]

@@ -128,11 +128,9 @@ impl Ctl<'_> {
     }
 
     fn meta(&self) -> Result<TaskMeta> {
-        TaskMeta::load(self.home, self.id)?.ok_or_else(|| {
-            Error::refused(format!(
-                "unknown task {}: no metadata (spawn it first)",
-                self.id
-            ))
+        TaskMeta::load(self.home, self.id)?.ok_or_else(|| Error::UnknownTask {
+            id: self.id.to_string(),
+            lacks: "no metadata (spawn it first)",
         })
     }
 

@@ -34,10 +34,9 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::config::Config;
-use crate::home::Home;
+
 use crate::meta::TaskMeta;
 use crate::status::Decision;
-use crate::task_id::TaskId;
 
 pub use attention::{Attention, Urgency};
 pub use facts::Facts;
@@ -258,30 +257,6 @@ fn project_name(m: &TaskMeta) -> Option<String> {
             .and_then(|p| p.file_name())
             .map(|n| n.to_string_lossy().into_owned())
     })
-}
-
-/// The rows of `ids` (in the order given), read by a one-view
-/// [`FleetReader`] at `now` with the real tmux and the done gate, a remote
-/// task's row from its host (`remote::fleet`; only the hosts these tasks
-/// are on are asked), and the warnings to print (tmux could not be asked).
-pub fn rows(home: &Home, cfg: &Config, ids: &[TaskId], now: u64) -> (Vec<Row>, Vec<String>) {
-    let (mut rows, warnings) = FleetReader::new().tasks(home, cfg, ids, now);
-    let on: Vec<&str> = rows.iter().filter_map(|r| r.host.as_deref()).collect();
-    let mut hosts = crate::remote::fleet::start_only(home, cfg, &on);
-    hosts.overlay(&mut rows);
-    (rows, warnings)
-}
-
-/// The whole fleet (every task with a meta file, in id order), as [`rows`].
-pub fn fleet(home: &Home, cfg: &Config, now: u64) -> crate::Result<(Vec<Row>, Vec<String>)> {
-    let mut hosts = crate::remote::fleet::start(home, cfg);
-    let mut rows = Vec::new();
-    let warnings = FleetReader::new().fleet(home, cfg, now, &mut |r| {
-        rows.push(r);
-        Ok(())
-    })?;
-    hosts.overlay(&mut rows);
-    Ok((rows, warnings))
 }
 
 /// Sorts rows attention first ([`Row::urgency`]).

@@ -31,7 +31,7 @@ use crate::task_id::TaskId;
 use crate::{fsx, git};
 
 /// What the gate says about one `done` line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
 pub enum Verdict {
     Accepted(String),

@@ -33,7 +33,7 @@ pub fn parse_seq(raw: &str) -> Result<u64> {
         Ok(n) if n > 0 && stem.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
         _ => Err(Error::usage(format!(
             "bad message number {} (expected e.g. 2, 002, 2.msg or 002.msg)",
-            crate::cli::common::quoted(raw)
+            crate::error::quoted(raw)
         ))),
     }
 }
@@ -61,7 +61,7 @@ pub fn acknowledge(home: &Home, id: &TaskId, seq: u64, actor: &str) -> Result<Ac
 /// record is a symlink; `handled/NNN.msg` exists with other bytes.
 pub fn ack(home: &Home, id: &TaskId, seq: u64) -> Result<AckOutcome> {
     if !super::has_inbox(home, id)? {
-        return Err(Error::refused(format!("task {id} has no inbox")));
+        return Err(Error::NoInbox { id: id.to_string() });
     }
     let _guard = fsx::lock(&home.inbox_lock(id), fsx::LOCK_WAIT)?;
     let src = home.inbox_record(id, seq);

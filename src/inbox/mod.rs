@@ -16,7 +16,7 @@ mod send;
 
 pub use ack::{AckOutcome, ack, acknowledge, parse_seq};
 pub use record::{EXT, Record, SCHEMA, parse, record_name, render};
-pub(crate) use send::{Ring, Sent, send, send_then};
+pub(crate) use send::{Ring, Sent, send, send_then, sent_line};
 
 use std::path::PathBuf;
 
@@ -146,7 +146,7 @@ fn validate_from(from: &str) -> Result<()> {
     if from.is_empty() || from.contains(['\n', '\r']) || from.len() > 200 {
         return Err(Error::usage(format!(
             "invalid sender name {}",
-            crate::cli::common::quoted(from)
+            crate::error::quoted(from)
         )));
     }
     Ok(())
@@ -158,9 +158,10 @@ pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -
     validate_body(cfg, msg.body)?;
     validate_from(msg.from)?;
     if !crate::meta::task_known(home, id)? {
-        return Err(Error::refused(format!(
-            "unknown task {id}: no meta and no brief"
-        )));
+        return Err(Error::UnknownTask {
+            id: id.to_string(),
+            lacks: "no meta and no brief",
+        });
     }
     check_dirs(home, id)?;
     fsx::ensure_dir(&home.inbox_handled(id))?;

@@ -46,26 +46,55 @@ pub struct Sent {
     pub(crate) duplicate: Option<Existing>,
 }
 
-/// `queued <id> <NNN.msg> · doorbell <outcome>`, and what a duplicate
-/// was of: how every front end shows a sent record. The alternate form
-/// (`{:#}`) leaves the task out, for a line that names it already.
+/// `queued [<id> ]<NNN.msg> · doorbell <outcome>[ · duplicate of a
+/// <pending|handled> record]`: the one line every front end shows for a
+/// sent record, local ([`Sent`]) or reported by a host
+/// ([`crate::route::send::SendReport`]). Without `task` for a line that
+/// names the task already (`fm top`'s row).
+pub(crate) fn sent_line(
+    task: Option<&str>,
+    seq: u64,
+    doorbell: &str,
+    duplicate: Option<&str>,
+) -> String {
+    let mut s = String::from("queued ");
+    if let Some(t) = task {
+        s.push_str(t);
+        s.push(' ');
+    }
+    s.push_str(&super::record_name(seq));
+    s.push_str(" \u{b7} doorbell ");
+    s.push_str(doorbell);
+    if let Some(d) = duplicate {
+        s.push_str(" \u{b7} duplicate of a ");
+        s.push_str(d);
+        s.push_str(" record");
+    }
+    s
+}
+
+impl Existing {
+    /// Where the identical body sat: `pending` or `handled`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Existing::Pending => "pending",
+            Existing::Handled => "handled",
+        }
+    }
+}
+
+/// [`sent_line`] of the record; `{:#}` leaves the task out.
 impl std::fmt::Display for Sent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("queued ")?;
-        if !f.alternate() {
-            write!(f, "{} ", self.task)?;
-        }
+        let task = (!f.alternate()).then_some(self.task.as_str());
         let doorbell = self.doorbell.map_or("-", Outcome::as_str);
-        write!(
-            f,
-            "{} \u{b7} doorbell {doorbell}",
-            super::record_name(self.seq)
-        )?;
-        match self.duplicate {
-            Some(Existing::Pending) => f.write_str(" \u{b7} duplicate of a pending record"),
-            Some(Existing::Handled) => f.write_str(" \u{b7} duplicate of a handled record"),
-            None => Ok(()),
-        }
+        let line = sent_line(
+            task,
+            self.seq,
+            doorbell,
+            self.duplicate.map(Existing::as_str),
+        );
+        f.write_str(&line)
     }
 }
 

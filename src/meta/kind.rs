@@ -71,7 +71,7 @@ impl Mode {
             .ok_or_else(|| {
                 Error::usage(format!(
                     "unknown mode {} (expected one of {MODES})",
-                    crate::cli::common::quoted(s)
+                    crate::error::quoted(s)
                 ))
             })
     }

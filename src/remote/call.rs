@@ -5,7 +5,7 @@
 //!
 //! A write (send, ack, status append, board claim) carries an idempotency
 //! key made before the first attempt and reused on every retry; the far
-//! tool keeps the keys it served ([`super::seen`]), so a connection that
+//! tool keeps the keys it served ([`super::kept`]), so a connection that
 //! dropped after the far write and before the answer costs a retry, never
 //! a second record. A host that stays unreachable through every attempt
 //! is exit 3, naming the host, ssh's reason and the key.
@@ -14,9 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::host::HostCfg;
 use super::ssh::{Reply, Ssh};
-use crate::config::Config;
+use crate::config::HostCfg;
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::task_id::TaskId;
@@ -25,7 +24,7 @@ use crate::task_id::TaskId;
 pub const ATTEMPTS: u32 = 3;
 
 /// Pause between two attempts.
-const RETRY_PAUSE: Duration = Duration::from_millis(700);
+pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(700);
 
 /// The flag the far tools take a key with.
 pub const KEY_FLAG: &str = "--idempotency-key";
@@ -35,24 +34,6 @@ pub const KEY_FLAG: &str = "--idempotency-key";
 pub struct Remote {
     pub name: String,
     pub cfg: HostCfg,
-}
-
-/// The host task `id` runs on, when its meta names one. A host the config
-/// does not define is refused (exit 1): acting on the captain's side
-/// instead would write where no worker reads.
-pub fn host_of(home: &Home, cfg: &Config, id: &TaskId) -> Result<Option<Remote>> {
-    let Some(name) = crate::meta::TaskMeta::load(home, id)?.and_then(|m| m.host) else {
-        return Ok(None);
-    };
-    match cfg.hosts.get(&name) {
-        Some(h) => Ok(Some(Remote {
-            name,
-            cfg: h.clone(),
-        })),
-        None => Err(Error::refused(format!(
-            "task {id} runs on host {name}, which config does not define ([hosts.{name}])"
-        ))),
-    }
 }
 
 /// The tasks whose meta names a host, by host name, each host's in id
@@ -139,28 +120,6 @@ pub fn new_key_for(subject: &str) -> String {
     format!("{host}-{subject}-{ms}-{}-{n}", std::process::id())
 }
 
-/// The configured host `name`; one the config does not define is a usage
-/// error (exit 2), like an unknown `--host` of a spawn.
-pub fn named(cfg: &Config, name: &str) -> Result<Remote> {
-    if let Some(h) = cfg.hosts.get(name) {
-        return Ok(Remote {
-            name: name.to_string(),
-            cfg: h.clone(),
-        });
-    }
-    let known: Vec<&str> = cfg.hosts.keys().map(String::as_str).collect();
-    let known = if known.is_empty() {
-        "none".to_string()
-    } else {
-        known.join(", ")
-    };
-    Err(Error::usage(format!(
-        "unknown host {} (configured: {known}; define [hosts.{}])",
-        crate::cli::common::quoted(name),
-        crate::cli::common::hint_name(name)
-    )))
-}
-
 /// Runs `tool args…` on the host once (a read, or a write that is safe to
 /// repeat), and relays the answer.
 pub fn relay(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Result<u8> {
@@ -193,26 +152,14 @@ pub fn relay_body(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Resu
     Ok(u8::try_from(reply.code).unwrap_or(1))
 }
 
-/// Runs the write `tool args… --idempotency-key K` on the host, `stdin`
-/// on its stdin, retrying while the host is unreachable, and relays the
-/// answer of the attempt that got one. `given` is a key the caller gave
+/// Runs the write `tool args… --idempotency-key K` on the host, on what
+/// `subject` names (a task id, or `board`), `stdin` on its stdin,
+/// retrying while the host is unreachable, and relays the answer of the
+/// attempt that got one. `given` is a key the caller gave
 /// (`--idempotency-key` on the captain's side): it is checked and used as
 /// the far key, so the captain's own retry of the same command with the
 /// same key is answered from the far side's keys; without it a fresh key
 /// is made.
-pub fn write(
-    home: &Home,
-    host: &Remote,
-    id: &TaskId,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-    given: Option<&str>,
-) -> Result<u8> {
-    write_for(home, host, id.as_str(), tool, args, stdin, given)
-}
-
-/// [`write`] on what `subject` names (a task id, or `board`).
 pub fn write_for(
     home: &Home,
     host: &Remote,
@@ -223,7 +170,7 @@ pub fn write_for(
     given: Option<&str>,
 ) -> Result<u8> {
     if let Some(k) = given {
-        super::seen::validate(k)?;
+        super::kept::validate(k)?;
     }
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
     let key = given.map_or_else(|| new_key_for(subject), str::to_string);

@@ -14,10 +14,10 @@ use std::thread::JoinHandle;
 
 use serde::Deserialize;
 
-use super::host::HostCfg;
 use super::ssh::Ssh;
 use crate::clock;
 use crate::config::Config;
+use crate::config::HostCfg;
 use crate::crew_state::{Attention, OpenDecision, Row, Source, State};
 use crate::home::Home;
 use crate::status::Decision;

@@ -14,14 +14,14 @@
 
 pub mod call;
 pub mod control;
-pub(crate) mod doctor;
+
 pub(crate) mod fleet;
-pub mod host;
-pub mod seen;
+
+pub mod kept;
 pub mod ssh;
 pub mod wakes;
 
-pub use host::{HostCfg, Hosts};
+pub use crate::config::{HostCfg, Hosts};
 
 /// Whether `code` is one a tool of ours exits with (SPEC §14: 0, 1, 2, 3,
 /// 130). Anything else out of a far host (a shell's 126/127, a signal's

@@ -29,7 +29,7 @@ use crate::home::Home;
 use crate::proc::{Cause, Cmd, Output};
 use crate::shq::quote;
 
-use super::host::HostCfg;
+use crate::config::HostCfg;
 
 /// How long an idle master connection stays up after the last call.
 pub const CONTROL_PERSIST_SECS: u64 = 300;

@@ -23,7 +23,7 @@ pub fn format_append(
     if Verb::from_word(&word, &paused.to_lowercase()).is_none() {
         return Err(Error::usage(format!(
             "unknown verb {} (working, needs-decision, blocked, {paused}, done, failed, resolved, note)",
-            crate::cli::common::quoted(verb)
+            crate::error::quoted(verb)
         )));
     }
     if text.trim().is_empty() {
@@ -45,7 +45,7 @@ pub fn format_append(
         Some(k) => {
             return Err(Error::usage(format!(
                 "malformed key {} (letters, digits, '.', '_', '-')",
-                crate::cli::common::quoted(k)
+                crate::error::quoted(k)
             )));
         }
         None => String::new(),
@@ -60,7 +60,7 @@ pub fn format_append(
         ))),
         Parsed::Prose => Err(Error::usage(format!(
             "the line would be read as prose, not a status line (verb {})",
-            crate::cli::common::quoted(&word)
+            crate::error::quoted(&word)
         ))),
     }
 }

@@ -79,9 +79,10 @@ impl Recipient {
     /// its brief). An unknown task (no meta and no brief) is refused.
     pub(crate) fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Recipient> {
         if !crate::meta::task_known(home, id)? {
-            return Err(Error::refused(format!(
-                "unknown task {id}: no meta and no brief"
-            )));
+            return Err(Error::UnknownTask {
+                id: id.to_string(),
+                lacks: "no meta and no brief",
+            });
         }
         let meta = TaskMeta::load(home, id)?.unwrap_or_default();
         Ok(Recipient::from_meta(cfg, id, &meta))
@@ -161,17 +162,20 @@ impl Recipient {
     /// one is refused (exit 1); a tmux failure is exit 3.
     pub(crate) fn press(&self, home: &Home, key: &str, actor: &str) -> Result<String> {
         let Some(pane) = &self.pane else {
-            return Err(Error::refused(format!("no pane recorded for {}", self.id)));
+            return Err(Error::NoPane {
+                id: self.id.to_string(),
+            });
         };
         let info = self.tmux.info(pane)?;
         if let Some(claim) = &self.claim
             && let Err(lost) = claim.check(info.as_ref(), None)
         {
-            return Err(Error::refused(format!(
-                "pane {pane} of {} is gone{}; no key pressed",
-                self.id,
-                lost.reason().map(|r| format!(" ({r})")).unwrap_or_default()
-            )));
+            return Err(Error::PaneGone {
+                id: self.id.to_string(),
+                pane: pane.clone(),
+                why: lost.reason(),
+                then: "; no key pressed",
+            });
         }
         self.tmux.press(pane, key)?;
         // The captain's answer to a dialog the watcher woke him for: a

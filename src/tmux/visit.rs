@@ -51,21 +51,24 @@ impl Location {
     /// task's (a restarted server's pane of the same id) is refused (exit 1).
     pub fn load(home: &Home, cfg: &Config, id: &TaskId) -> Result<Location> {
         let Some(meta) = TaskMeta::load(home, id)? else {
-            return Err(Error::refused(format!("unknown task {id}: no meta")));
+            return Err(Error::UnknownTask {
+                id: id.to_string(),
+                lacks: "no meta",
+            });
         };
-        let loc = Location::of(cfg, id, &meta)
-            .ok_or_else(|| Error::refused(format!("no pane recorded for {id}")))?;
+        let loc =
+            Location::of(cfg, id, &meta).ok_or_else(|| Error::NoPane { id: id.to_string() })?;
         if let Some(claim) = Claim::of(id, &meta)
             && let Err(lost) = claim.check(loc.tmux().info(&loc.pane)?.as_ref(), None)
         {
-            return Err(Error::refused(format!(
-                "pane {} of {id} is gone ({})",
-                loc.pane,
-                lost.reason().unwrap_or_else(|| format!(
-                    "tmux{} has no such pane",
-                    socket_words(&loc.socket)
-                ))
-            )));
+            return Err(Error::PaneGone {
+                id: id.to_string(),
+                why: Some(lost.reason().unwrap_or_else(|| {
+                    format!("tmux{} has no such pane", socket_words(&loc.socket))
+                })),
+                pane: loc.pane,
+                then: "",
+            });
         }
         Ok(loc)
     }
@@ -85,14 +88,17 @@ impl Location {
 
     /// The pane as tmux sees it; refused (exit 1) when it is gone.
     pub fn info(&self) -> Result<PaneInfo> {
-        self.tmux().info(&self.pane)?.ok_or_else(|| {
-            Error::refused(format!(
-                "pane {} of {} is gone (tmux{} has no such pane)",
-                self.pane,
-                self.id,
-                socket_words(&self.socket)
-            ))
-        })
+        self.tmux()
+            .info(&self.pane)?
+            .ok_or_else(|| Error::PaneGone {
+                id: self.id.to_string(),
+                pane: self.pane.clone(),
+                why: Some(format!(
+                    "tmux{} has no such pane",
+                    socket_words(&self.socket)
+                )),
+                then: "",
+            })
     }
 
     /// `tmux [-L socket]`, as a person would type it.

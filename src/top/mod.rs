@@ -1,6 +1,6 @@
 //! `fm top`: the captain's cockpit, a full-screen fleet dashboard.
 //!
-//! Its rows are crew state's ([`crate::crew_state::fleet`]), sorted
+//! Its rows are crew state's ([`crate::route::fleet::fleet`]), sorted
 //! attention first with the reason in words ([`crate::crew_state::attention`]);
 //! its actions are the library's use cases — [`crate::inbox::send`] for a
 //! message, the status log's `resolved` line for an answer, the pane moves

@@ -39,9 +39,9 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::Tool;
 use crate::home::Home;
-use crate::inbox::{self, Outgoing, Ring};
+use crate::route::Task;
+use crate::route::send::{SendReport, SendRequest};
 use crate::task_id::TaskId;
-use crate::tmux::recipient::Recipient;
 use crate::tmux::visit::{self, Jump, Location, Opened};
 
 /// Longest wait for a key before looking at the other events.
@@ -319,25 +319,22 @@ impl Ctx<'_> {
             Effect::Send { id, body } => {
                 app.say(format!("sending to {id}\u{2026}"));
                 self.background(move |home, cfg| {
-                    let sent = send(home, cfg, &id, &body)?;
-                    Ok(format!("{id}: {sent}"))
+                    let sent = send(home, cfg, &id, &body, None)?;
+                    Ok(format!("{id}: {}", sent.record_line()))
                 });
             }
             Effect::Resolve { id, key, answer } => {
                 app.say(format!("answering {id} [{key}]\u{2026}"));
                 self.background(move |home, cfg| {
                     let body = format!("decision {key}: {answer}");
-                    let sent = send(home, cfg, &id, &body)?;
-                    let answered = crate::status::Answer {
-                        key: &key,
-                        body: answer.as_bytes(),
-                        tool: Tool::Top,
-                        actor: "captain",
-                    };
-                    let id_ = TaskId::parse(&id)?;
-                    let paused = &cfg.brief.paused_verb;
-                    crate::status::resolve_answered(home, paused, &id_, &answered, clock::now())?;
-                    Ok(format!("{id}: {sent} \u{b7} resolved {key}"))
+                    let sent = send(home, cfg, &id, &body, Some((&key, &answer)))?;
+                    if let Some(u) = sent.unresolved.first() {
+                        return Err(Error::refused(u.why.clone()));
+                    }
+                    Ok(format!(
+                        "{id}: {} \u{b7} resolved {key}",
+                        sent.record_line()
+                    ))
                 });
             }
         }
@@ -416,17 +413,27 @@ impl Ctx<'_> {
     }
 }
 
-/// `fm-send <id> <body>`'s use case; returns `queued NNN.msg · doorbell X`.
-fn send(home: &Home, cfg: &Config, id: &str, body: &str) -> Result<String> {
+/// `fm-send <id> <body>`'s use case ([`crate::route::send::send`]), here
+/// or on the task's host; with `resolve`, the decision key and the answer
+/// its `resolved` line carries.
+pub(crate) fn send(
+    home: &Home,
+    cfg: &Config,
+    id: &str,
+    body: &str,
+    resolve: Option<(&str, &str)>,
+) -> Result<SendReport> {
     let id = TaskId::parse(id)?;
-    inbox::validate_body(cfg, body.as_bytes())?;
-    let r = Recipient::load(home, cfg, &id)?;
-    let msg = Outgoing {
-        from: "captain",
-        body: body.as_bytes(),
+    let task = Task::open(home, cfg, &id)?;
+    let req = SendRequest {
+        from: "captain".into(),
+        body: body.as_bytes().to_vec(),
+        quiet: false,
         fire_and_forget: false,
         dedupe: false,
+        resolve: resolve.iter().map(|(k, _)| (*k).to_string()).collect(),
+        answer: resolve.map(|(_, a)| a.to_string()),
+        tool: Tool::Top,
     };
-    let sent = inbox::send(home, cfg, Tool::Top, &id, &msg, Ring::Now(&r), clock::now())?;
-    Ok(format!("{sent:#}"))
+    crate::route::send::send(home, cfg, &task, &req, None)
 }

@@ -82,7 +82,8 @@ fn a_send_whose_answer_was_lost_is_retried_into_the_same_record() {
         return;
     };
     let h = setup(&sshd);
-    drop_first_answer(&sshd, "fm-send");
+    // A send travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let body = "it's $HOME\nline two; `x`\n";
     let send = h
         .fm("send")
@@ -94,10 +95,13 @@ fn a_send_whose_answer_was_lost_is_retried_into_the_same_record() {
     kill_after_the_write(&mut sshd);
     send.wait(30.0);
 
-    // The first attempt wrote the record and printed its answer there.
+    // The first attempt wrote the record and printed its answer there:
+    // the report the captain renders as `queued t1 001.msg · doorbell quiet`.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
     assert_eq!(
-        far_read(&sshd, "first.out"),
-        "queued t1 001.msg \u{b7} doorbell quiet\n"
+        (&first["task"], &first["seq"], &first["doorbell"]),
+        (&"t1".into(), &1.into(), &"quiet".into()),
+        "{first}"
     );
     let inbox = sshd.far_home.join("state/t1.inbox");
     assert_eq!(entries(&inbox), ["001.msg", "handled"]);
@@ -120,7 +124,8 @@ fn a_status_append_whose_answer_was_lost_is_written_once() {
         return;
     };
     let h = setup(&sshd);
-    drop_first_answer(&sshd, "fm-status");
+    // An append travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let st = h
         .fm("status")
         .args(["t1", "needs-decision", "--key", "db", "which db? it's $X"])
@@ -157,7 +162,8 @@ fn an_ack_whose_answer_was_lost_answers_handled_once() {
             .stderr("")
             .run();
     }
-    drop_first_answer(&sshd, "fm-ack");
+    // An acknowledgement travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let ack = h
         .fm("ack")
         .args(["t1", "--through", "2"])
@@ -583,7 +589,8 @@ fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
                 .replace(&bin, &format!("bin = \"{}\"", noexec.display())),
         ),
     );
-    sshd.far_write("noexec/fm-ack", "#!/bin/sh\nexit 0\n");
+    // An acknowledgement runs the far entry, `fm`: that is the tool there.
+    sshd.far_write("noexec/fm", "#!/bin/sh\nexit 0\n");
     h.write("state/t2.meta", "kind=ship\nhost=bare\n");
     h.write("state/t3.meta", "kind=ship\nhost=noexec\n");
     h.fm("send")
@@ -591,7 +598,8 @@ fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
         .status(3)
         .stdout("")
         .stderr_regex(
-            r"^fm-send: error: host bare has no fm-send on its PATH \(exit 127\); it said: .*fm-send.*\n$",
+            // A send runs the far entry, `fm far`: that is the tool named.
+            r"^fm-send: error: host bare has no fm on its PATH \(exit 127\); it said: .*fm.*\n$",
         )
         .run();
     h.fm("status")
@@ -605,7 +613,7 @@ fn a_host_without_the_tools_is_exit_3_naming_the_host_and_the_tool() {
         .status(3)
         .stdout("")
         .stderr_has(&format!(
-            "fm-ack: error: host noexec cannot run {}/fm-ack: not executable (exit 126)",
+            "fm-ack: error: host noexec cannot run {}/fm: not executable (exit 126)",
             noexec.display()
         ))
         .run();

@@ -818,3 +818,66 @@ fn the_readme_shows_peek_and_attach() {
         assert!(readme.contains(s), "README lacks {s:?}");
     }
 }
+
+/// `s` and `r` on a remote task's row reach its host: the message lands
+/// in the far inbox and the `resolved` line in the far status log, and
+/// nothing of either in the captain's home (top once queued both here,
+/// where no worker reads them).
+#[test]
+fn s_and_r_on_a_remote_tasks_row_write_on_its_host() {
+    let Some(sshd) = super::sshd::Sshd::start() else {
+        return;
+    };
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 10_000));
+    h.write("state/far1.meta", "kind=secondmate\nrepo=shop\nhost=far\n");
+    // A local row the dashboard waits for.
+    h.write("state/docs.meta", "kind=secondmate\nrepo=web\n");
+    h.write(
+        "state/docs.status",
+        format!("done [at={}]: report written\n", now() - 500),
+    );
+    sshd.far_write("state/far1.meta", "kind=secondmate\nrepo=shop\n");
+    sshd.far_write(
+        "state/far1.status",
+        format!(
+            "needs-decision [at={}] [key=db]: postgres or sqlite?\n",
+            now() - 100
+        ),
+    );
+    sshd.chown_far();
+    let f = Fleet { h, t };
+    let s = f.dashboard(&[]);
+    s.wait("the remote row's decision", |x| {
+        x.contains("needs decision: db")
+    });
+    assert_eq!(
+        s.row("far1"),
+        s.text().lines().position(|l| l.contains("far1"))
+    );
+    s.keys(&["s"]);
+    s.wait("the send prompt", |x| x.contains("send to far1 \u{203a}"));
+    s.type_text("use the staging db");
+    s.keys(&["Enter"]);
+    s.wait("the send report", |x| x.contains("far1: queued 001.msg"));
+    let far_rec = super::remote_write::far_read(&sshd, "state/far1.inbox/001.msg");
+    assert!(far_rec.ends_with("\n--\nuse the staging db"), "{far_rec}");
+    assert!(!f.h.exists("state/far1.inbox"));
+    s.keys(&["r"]);
+    s.wait("the answer prompt", |x| {
+        x.contains("answer far1 [db] \u{203a}")
+    });
+    s.type_text("sqlite");
+    s.keys(&["Enter"]);
+    s.wait("the answer report", |x| x.contains("resolved db"));
+    let log = super::remote_write::far_read(&sshd, "state/far1.status");
+    let last = log.lines().last().unwrap();
+    assert!(
+        last.starts_with("resolved [at=") && last.ends_with("] [key=db]: answered: sqlite"),
+        "{log}"
+    );
+    let answer = super::remote_write::far_read(&sshd, "state/far1.inbox/002.msg");
+    assert!(answer.ends_with("\n--\ndecision db: sqlite"), "{answer}");
+    assert!(!f.h.exists("state/far1.status") && !f.h.exists("state/far1.inbox"));
+}

@@ -1,6 +1,6 @@
 //! A `[hosts.<name>]` table of `firstmate.toml`: where a host is and how
-//! to reach it. Read by [`crate::config`] (unknown keys warn there, with
-//! their line); used by [`super::ssh`].
+//! to reach it. Read with the rest of the config (unknown keys warn there,
+//! with their line); used by `remote::ssh`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

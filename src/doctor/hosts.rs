@@ -6,10 +6,10 @@
 
 use serde::Deserialize;
 
-use super::host::HostCfg;
-use super::ssh::Ssh;
-use crate::doctor::Level;
+use super::Level;
+use crate::config::HostCfg;
 use crate::home::Home;
+use crate::remote::Ssh;
 use crate::shq::quote;
 
 /// Set for the far doctor: it leaves out its own hosts' checks.
@@ -38,7 +38,7 @@ pub(crate) struct FarCheck {
 
 /// Checks every configured host, each on its own thread, so the doctor
 /// costs the slowest host, not their sum; in the hosts' order.
-pub(crate) fn check_all(home: &Home, hosts: &super::Hosts) -> Vec<(String, HostReport)> {
+pub(crate) fn check_all(home: &Home, hosts: &crate::config::Hosts) -> Vec<(String, HostReport)> {
     std::thread::scope(|s| {
         let running: Vec<_> = hosts
             .iter()

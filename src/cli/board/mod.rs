@@ -7,14 +7,18 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use super::common::{self, Ctx, HomeArg};
 use crate::board::ops::Op;
 use crate::board::store::{self, NewTask};
 use crate::board::{BoardId, Status, Task, apply, dispatch};
+use crate::cli::common::{self, Ctx, HomeArg};
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::remote;
+use crate::route;
+use crate::route::keys::{self, Answered, Keys, Printed};
 use crate::task_id::TaskId;
+
+mod host;
+use host::{args_from_stdin, remote_board};
 
 const TOOL: &str = "fm-board";
 const MAX_SUBJECT: usize = 1000;
@@ -151,35 +155,6 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         }
     }
 }
-
-/// The far side of a board change across hosts: `fm-board
-/// [--idempotency-key K] --args-stdin` takes the rest of its arguments
-/// from stdin, NUL-separated, so a comment, a result or a description
-/// never travels on a command line. Only in that place (first, or right
-/// after the key): a word of the text is never read as this flag.
-fn args_from_stdin(mut args: Vec<OsString>) -> Result<Vec<OsString>> {
-    const FLAG: &str = "--args-stdin";
-    let at = match args.get(1).and_then(|a| a.to_str()) {
-        Some(FLAG) => 1,
-        Some("--idempotency-key") if args.get(3).is_some_and(|a| a == FLAG) => 3,
-        _ => return Ok(args),
-    };
-    if args.len() != at + 1 {
-        return Err(Error::usage(format!("{FLAG} must be the last argument")));
-    }
-    let mut buf = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(std::io::stdin().lock(), 4 * MAX_TEXT as u64),
-        &mut buf,
-    )
-    .map_err(|e| Error::io("read", "<stdin>", e))?;
-    args.pop();
-    let text = String::from_utf8(buf).map_err(|_| Error::usage("arguments are not UTF-8"))?;
-    let text = text.strip_suffix('\0').unwrap_or(&text);
-    args.extend(text.split('\0').map(OsString::from));
-    Ok(args)
-}
-
 fn text(what: &str, s: &str, max: usize) -> Result<String> {
     if s.trim().is_empty() {
         return Err(Error::usage(format!("{what} is empty")));
@@ -247,26 +222,31 @@ fn run(a: Args) -> Result<u8> {
     let ctx = a.home.ctx(TOOL)?;
     // Across hosts: a key already served answers again and changes
     // nothing; a new one is kept with the answer before it is printed.
-    let fresh = match a.idempotency_key.as_deref() {
-        None => None,
-        Some(k) => match remote::seen::lookup_board(&ctx.home, k, &board_request(&asked))? {
-            remote::seen::Lookup::Seen(answer) => return answer.replay(),
-            remote::seen::Lookup::Fresh(f) => Some(f),
+    let answered = keys::keyed_printed(
+        &ctx.home,
+        Keys::Board,
+        a.idempotency_key.as_deref(),
+        TOOL,
+        &[asked.as_bytes()],
+        || {
+            let stdout = make(&ctx, write, a.json, now)?;
+            Ok(((), Printed { code: 0, stdout }))
         },
-    };
-    let report = make(&ctx, write, a.json, now)?;
-    if let Some(f) = fresh {
-        let answer = remote::seen::Answer {
-            code: 0,
-            stdout: report.clone(),
-        };
-        if let Err(e) = f.remember(&answer) {
-            crate::output::err_line(&format!(
-                "{TOOL}: warning: board changed, but its idempotency key was not kept: {e}"
-            ));
+    )?;
+    let printed = match answered {
+        Answered::Replayed(p) => return p.print(),
+        Answered::Done {
+            printed, not_kept, ..
+        } => {
+            if let Some(e) = not_kept {
+                crate::output::err_line(&format!(
+                    "{TOOL}: warning: board changed, but its idempotency key was not kept: {e}"
+                ));
+            }
+            printed
         }
-    }
-    crate::output::out_block(&report)?;
+    };
+    crate::output::out_block(&printed.stdout)?;
     Ok(0)
 }
 
@@ -410,261 +390,10 @@ fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
 }
 
 /// The far side of `fm-board --host <name> dispatch`: a dispatch under a
-/// key. A key already served prints its answer again and does nothing; a
-/// new one runs the dispatch with each task's step noted beside the key
-/// ([`dispatch::Journal`]), so a run killed midway and retried under the
-/// same key finishes what it began and acts on no task twice. Once the
-/// records are queued the answer is kept with the doorbells `ringing`
-/// and the key lock released (a retry during the rings gets it at once),
-/// then the final answer after the rings (docs/remote.md).
+/// key ([`route::board::dispatch_keyed`]), its answer printed.
 fn run_dispatch_keyed(ctx: &Ctx, key: &str, asked: &str, json: bool, now: u64) -> Result<u8> {
-    let fresh = match remote::seen::lookup_board(&ctx.home, key, &board_request(asked))? {
-        remote::seen::Lookup::Seen(answer) => return answer.replay(),
-        remote::seen::Lookup::Fresh(f) => f,
-    };
-    let mut journal = KeyJournal(&fresh);
-    let mut outcomes = dispatch::queue_all(&ctx.home, &ctx.cfg, now, Some(&mut journal))?;
-    let code = u8::from(outcomes.iter().any(|o| o.action == "error"));
-    let mut ringing = outcomes.clone();
-    for o in ringing
-        .iter_mut()
-        .filter(|o| matches!(o.action, "dispatched" | "resent"))
-    {
-        o.doorbell = Some("ringing".into());
-    }
-    let provisional = remote::seen::Answer {
-        code,
-        stdout: super::board_view::dispatch_text(&ringing, json)?,
-    };
-    let held = fresh.hold(&provisional);
-    dispatch::ring_and_record(&ctx.home, &ctx.cfg, now, &mut outcomes);
-    let answer = remote::seen::Answer {
-        code,
-        stdout: super::board_view::dispatch_text(&outcomes, json)?,
-    };
-    if let Err(e) = held.and_then(|h| h.finish(&answer)) {
-        crate::output::err_line(&format!(
-            "{TOOL}: warning: dispatched, but its idempotency key was not kept: {e}"
-        ));
-    }
-    answer.replay()
-}
-
-/// The request a board key is bound to: `asked` is the command as given.
-fn board_request(asked: &str) -> remote::seen::Request {
-    remote::seen::Request::new(TOOL, "board", &[asked.as_bytes()])
-}
-
-/// A keyed dispatch's notes, one per task, beside its key in the board's
-/// keys (`<key>#T-NNN`, the note as JSON).
-struct KeyJournal<'a>(&'a remote::seen::Fresh);
-
-impl dispatch::Journal for KeyJournal<'_> {
-    fn get(&mut self, task: BoardId) -> Result<Option<dispatch::Note>> {
-        Ok(self
-            .0
-            .noted(&task.to_string())?
-            .and_then(|a| serde_json::from_str(&a.stdout).ok()))
-    }
-
-    fn put(&mut self, task: BoardId, note: &dispatch::Note) -> Result<()> {
-        let stdout = serde_json::to_string(note).map_err(|e| Error::External {
-            program: "serde_json".into(),
-            msg: e.to_string(),
-        })?;
-        self.0
-            .note(&task.to_string(), &remote::seen::Answer { code: 0, stdout })
-    }
-}
-
-/// `fm-board --host <name> …`: the far host's own `fm-board`, on that
-/// host's board. A change or a dispatch travels with an idempotency key
-/// and its arguments on stdin ([`args_from_stdin`]), so a retry after a
-/// dropped connection changes the board once and dispatches each task
-/// once; `list` and `show` are read there (docs/remote.md).
-fn remote_board(a: &Args, name: &str) -> Result<u8> {
-    let ctx = a.home.ctx(TOOL)?;
-    let host = remote::call::named(&ctx.cfg, name)?;
-    let mut words = far_words(&a.cmd);
-    if a.json {
-        words.insert(0, "--json".into());
-    }
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    match &a.cmd {
-        Cmd::List { .. } | Cmd::Show { .. } => remote::call::relay(&ctx.home, &host, TOOL, &words),
-        _ => {
-            let stdin = words.join("\0");
-            remote::call::write_for(
-                &ctx.home,
-                &host,
-                "board",
-                TOOL,
-                &["--args-stdin"],
-                Some(stdin.as_bytes()),
-                a.idempotency_key.as_deref(),
-            )
-        }
-    }
-}
-
-/// The far `fm-board` arguments of a command, as the far side parses them
-/// (`--flag=value`, so a value starting with `-` stays a value).
-fn far_words(cmd: &Cmd) -> Vec<String> {
-    let mut w: Vec<String> = Vec::new();
-    let mut push = |words: &[&str]| w.extend(words.iter().map(|s| (*s).to_string()));
-    match cmd {
-        Cmd::Add {
-            subject,
-            description,
-            assignee,
-            blocked_by,
-            priority,
-            require_approval,
-        } => {
-            push(&["add"]);
-            if let Some(d) = description {
-                push(&[&format!("--description={d}")]);
-            }
-            if let Some(x) = assignee {
-                push(&[&format!("--assignee={x}")]);
-            }
-            if !blocked_by.is_empty() {
-                push(&[&format!("--blocked-by={}", blocked_by.join(","))]);
-            }
-            push(&[&format!("--priority={priority}")]);
-            if *require_approval {
-                push(&["--require-approval"]);
-            }
-            push(&["--", subject]);
-        }
-        Cmd::Claim { task, by } => push(&["claim", task, &format!("--as={by}")]),
-        Cmd::Complete { task, result, by } => {
-            push(&["complete", task, &format!("--result={result}")]);
-            if let Some(b) = by {
-                push(&[&format!("--as={b}")]);
-            }
-        }
-        Cmd::Review { task } => push(&["review", task]),
-        Cmd::Approve { task } => push(&["approve", task]),
-        Cmd::Reject { task, reason } => push(&["reject", task, &format!("--reason={reason}")]),
-        Cmd::Cancel { task, reason } => push(&["cancel", task, &format!("--reason={reason}")]),
-        Cmd::Fail { task, reason } => push(&["fail", task, &format!("--reason={reason}")]),
-        Cmd::Retry { task } => push(&["retry", task]),
-        Cmd::Comment {
-            task,
-            text,
-            blocker,
-            by,
-        } => {
-            push(&["comment", task]);
-            if *blocker {
-                push(&["--blocker"]);
-            }
-            if let Some(b) = by {
-                push(&[&format!("--as={b}")]);
-            }
-            push(&["--"]);
-            w.extend(text.iter().cloned());
-        }
-        Cmd::Progress {
-            task,
-            percent,
-            step,
-            by,
-        } => {
-            push(&["progress", task, &percent.to_string()]);
-            if let Some(st) = step {
-                push(&[&format!("--step={st}")]);
-            }
-            if let Some(b) = by {
-                push(&[&format!("--as={b}")]);
-            }
-        }
-        Cmd::List { status } => {
-            push(&["list"]);
-            if let Some(st) = status {
-                push(&[&format!("--status={st}")]);
-            }
-        }
-        Cmd::Show { task } => push(&["show", task]),
-        Cmd::Dispatch => push(&["dispatch"]),
-    }
-    w
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_far_words_parse_back_to_the_same_command() {
-        let cases: &[&[&str]] = &[
-            &[
-                "add",
-                "--description=-n it's\nx",
-                "--priority=-3",
-                "--",
-                "-subject",
-            ],
-            &[
-                "add",
-                "s",
-                "--assignee",
-                "w1",
-                "--blocked-by",
-                "T-1,2",
-                "--require-approval",
-            ],
-            &["claim", "T-1", "--as", "w1"],
-            &["complete", "1", "--result=-r $x", "--as", "w1"],
-            &["complete", "1", "--result", "ok"],
-            &["reject", "1", "--reason=-no"],
-            &["cancel", "1", "--reason", "x"],
-            &["fail", "1", "--reason", "x"],
-            &["retry", "1"],
-            &["review", "1"],
-            &["approve", "1"],
-            &[
-                "comment",
-                "1",
-                "--blocker",
-                "--as",
-                "w1",
-                "--",
-                "--as",
-                "x",
-                "-",
-            ],
-            &["comment", "1", "plain", "words"],
-            &["progress", "1", "40", "--step=-s", "--as", "w1"],
-            &["list", "--status", "pending"],
-            &["show", "T-1"],
-            &["dispatch"],
-        ];
-        for argv in cases {
-            let a = Args::try_parse_from(std::iter::once("fm-board").chain(argv.iter().copied()))
-                .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-            let words = far_words(&a.cmd);
-            let b = Args::try_parse_from(
-                std::iter::once("fm-board".to_string()).chain(words.iter().cloned()),
-            )
-            .unwrap_or_else(|e| panic!("{words:?}: {e}"));
-            assert_eq!(format!("{:?}", a.cmd), format!("{:?}", b.cmd), "{words:?}");
-        }
-    }
-
-    #[test]
-    fn arguments_come_from_stdin_only_in_the_far_place() {
-        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
-        // Anywhere else the flag is left to clap (a text word, or an error).
-        for v in [
-            &["fm-board", "comment", "1", "--args-stdin"][..],
-            &["fm-board", "--json", "--args-stdin"],
-            &["fm-board", "list"],
-        ] {
-            assert_eq!(args_from_stdin(os(v)).unwrap(), os(v));
-        }
-        let e = args_from_stdin(os(&["fm-board", "--args-stdin", "list"])).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-    }
+    let printed = route::board::dispatch_keyed(&ctx.home, &ctx.cfg, key, asked, now, &|o| {
+        super::board_view::dispatch_text(o, json)
+    })?;
+    printed.print()
 }

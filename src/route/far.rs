@@ -1,0 +1,255 @@
+//! The far entry point (docs/remote.md, "The far entry"): one hidden
+//! subcommand, `fm far`, takes a typed request as data on stdin — one JSON
+//! line (the envelope: the key, the task, the operation and its request),
+//! then the body's bytes, if the request has one — runs the same use case
+//! the captain's side would run locally, keeps its report under the key,
+//! and prints that report as one JSON line. A failure is the line
+//! `{"error": "<message>"}` and the error's own exit code. Nothing of
+//! the request travels on a command line.
+//!
+//! The captain's side ([`call`]) makes the round trip, retried while the
+//! host is unreachable with the same key, so a dropped connection after
+//! the far write costs a retry, never a second record; a host that stays
+//! unreachable is exit 3 naming the host, ssh's reason and the key.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::Task;
+use super::send::{self, SendRequest};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::remote::Ssh;
+use crate::remote::call::{ATTEMPTS, RETRY_PAUSE, Remote, unreachable_write};
+use crate::task_id::TaskId;
+
+/// The far tool and its hidden subcommand.
+pub const TOOL: &str = "fm";
+pub const SUBCOMMAND: &str = "far";
+
+/// One far call: the idempotency key (made before the first attempt and
+/// reused on every retry), the task and the operation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    pub key: String,
+    pub task: String,
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// The operations the far entry serves, each a typed request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", content = "request", rename_all = "kebab-case")]
+pub enum Op {
+    Send(SendRequest),
+    Press(super::press::PressRequest),
+    Append(super::status::AppendRequest),
+    Ack(super::ack::AckRequest),
+    Check(super::dod::CheckRequest),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Failure {
+    error: String,
+}
+
+/// Runs the envelope of `input` (JSON line, then the body) in this home
+/// and returns the exit code and the one line to print.
+pub fn serve(home: &Home, cfg: &Config, input: &[u8]) -> (u8, String) {
+    match serve_inner(home, cfg, input) {
+        Ok(line) => (0, line),
+        Err(e) => {
+            let line = serde_json::to_string(&Failure {
+                error: crate::error::describe(&e),
+            })
+            .unwrap_or_else(|_| "{\"error\":\"unprintable error\"}".into());
+            (e.exit_code().max(1), line)
+        }
+    }
+}
+
+fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
+    let (head, body) = match input.iter().position(|&b| b == b'\n') {
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, &[][..]),
+    };
+    let env: Envelope = serde_json::from_slice(head)
+        .map_err(|e| Error::usage(format!("fm far: unreadable request: {e}")))?;
+    let id = TaskId::parse(&env.task)?;
+    let task = Task::open(home, cfg, &id)?;
+    let line = match env.op {
+        Op::Send(mut req) => {
+            req.body = body.to_vec();
+            crate::remote::kept::validate(&env.key)?;
+            crate::inbox::validate_body(cfg, &req.body)?;
+            let r = crate::tmux::recipient::Recipient::load(home, cfg, &id)?;
+            let report = send::send_here(
+                home,
+                cfg,
+                &task,
+                &req,
+                Some(&env.key),
+                crate::inbox::Ring::Now(&r),
+            )?;
+            to_line(&report)?
+        }
+        Op::Append(req) => to_line(&super::status::append_here(
+            home,
+            cfg,
+            &task,
+            &req,
+            Some(&env.key),
+        )?)?,
+        Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
+        Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
+        Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
+    };
+    Ok(line)
+}
+
+fn to_line(report: &impl Serialize) -> Result<String> {
+    serde_json::to_string(report).map_err(|e| Error::External {
+        program: "serde_json".into(),
+        msg: e.to_string(),
+    })
+}
+
+/// The round trip of `env` (and `body`) to `host`'s far entry, retried
+/// while the host is unreachable; the far report, or the far failure as
+/// [`Error::Far`] with its exit code. The far side's stderr lines are
+/// left out: its warnings travel in the report.
+pub fn call<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    body: &[u8],
+) -> Result<R> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    let mut input = to_line(env)?.into_bytes();
+    input.push(b'\n');
+    input.extend_from_slice(body);
+    let mut why = String::new();
+    for attempt in 1..=ATTEMPTS {
+        if attempt > 1 {
+            std::thread::sleep(RETRY_PAUSE);
+        }
+        match ssh.tool(TOOL, &[SUBCOMMAND], Some(input.clone())) {
+            Ok(reply) => return answer(&host.name, &reply),
+            Err(u) => why = u.0,
+        }
+    }
+    Err(unreachable_write(&host.name, &why, &env.key, "the write"))
+}
+
+/// [`call`] made once, for a request that must not be repeated (a key
+/// press) or may take long (the done gate) and has no body; `extra` is
+/// the time it may take beyond the host's bound.
+pub fn call_once<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    extra: std::time::Duration,
+) -> Result<R> {
+    let ssh = Ssh::new(home, &host.name, &host.cfg)?.with_extra_time(extra);
+    let mut input = to_line(env)?.into_bytes();
+    input.push(b'\n');
+    let reply = ssh.tool_or_err(TOOL, &[SUBCOMMAND], Some(input))?;
+    answer(&host.name, &reply)
+}
+
+/// The far entry's answer as the report or its failure.
+fn answer<R: DeserializeOwned>(host: &str, reply: &crate::remote::Reply) -> Result<R> {
+    let line = reply.stdout.trim_end();
+    if reply.code == 0 {
+        return serde_json::from_str(line).map_err(|e| Error::External {
+            program: format!("fm far on host {host}"),
+            msg: format!("unreadable report: {e}"),
+        });
+    }
+    if let Ok(f) = serde_json::from_str::<Failure>(line) {
+        return Err(Error::Far {
+            code: u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV),
+            msg: f.error,
+        });
+    }
+    // No answer of the far entry: what the runner made of the far
+    // shell's (a missing or unrunnable `fm`), given as the far error.
+    let last = reply.stderr.lines().rfind(|l| !l.trim().is_empty());
+    let last = last.unwrap_or("").trim();
+    let msg = last.strip_prefix("fm: error: ").unwrap_or(last);
+    Err(Error::Far {
+        code: u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV),
+        msg: if msg.is_empty() {
+            format!("fm far on host {host}: exit {}", reply.code)
+        } else {
+            msg.to_string()
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home() -> (tempfile::TempDir, Home, Config) {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        std::fs::create_dir_all(home.state_dir()).unwrap();
+        std::fs::write(home.state_dir().join("t1.meta"), "kind=ship\n").unwrap();
+        (d, home, Config::default())
+    }
+
+    fn send_line(key: &str, body: &str) -> Vec<u8> {
+        let env = format!(
+            r#"{{"key":"{key}","task":"t1","op":"send","request":{{"from":"captain","quiet":true,"tool":"fm-send"}}}}"#
+        );
+        format!("{env}\n{body}").into_bytes()
+    }
+
+    #[test]
+    fn a_send_is_served_once_per_key_and_its_report_kept() {
+        let (_d, home, cfg) = home();
+        let (code, line) = serve(&home, &cfg, &send_line("k.1", "hello\n"));
+        assert_eq!(code, 0, "{line}");
+        let report: send::SendReport = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            report.to_string(),
+            "queued t1 001.msg \u{b7} doorbell quiet"
+        );
+        // The same key and request: the kept report, no second record.
+        assert_eq!(serve(&home, &cfg, &send_line("k.1", "hello\n")), (0, line));
+        let inbox: Vec<_> = std::fs::read_dir(home.inbox(&TaskId::parse("t1").unwrap()))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".msg"))
+            .collect();
+        assert_eq!(inbox.len(), 1);
+        // The key is bound to its request.
+        let (code, line) = serve(&home, &cfg, &send_line("k.1", "other\n"));
+        assert_eq!(code, 2);
+        assert!(line.contains("was used for another request"), "{line}");
+        // A request that does not parse is a usage error, as a line.
+        let (code, line) = serve(&home, &cfg, b"{\"op\":\"nope\"}\n");
+        assert_eq!(code, 2);
+        assert!(
+            line.starts_with("{\"error\":\"fm far: unreadable request"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_task_whose_far_meta_names_another_host_is_refused_there() {
+        let (_d, home, _) = home();
+        std::fs::write(home.state_dir().join("t1.meta"), "kind=ship\nhost=next\n").unwrap();
+        let cfg = Config::from_parts(
+            std::path::Path::new("firstmate.toml"),
+            Some("[hosts.next]\ndestination = \"b\"\nhome = \"/h\"\n"),
+            &[],
+        )
+        .unwrap();
+        let (code, line) = serve(&home, &cfg, &send_line("k.2", "hi\n"));
+        assert_eq!(code, 1, "{line}");
+        assert!(line.contains("runs on host next"), "{line}");
+    }
+}
