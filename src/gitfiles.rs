@@ -26,7 +26,7 @@
 //! them changed. A look compares what the answer depends on: a file read
 //! by its inode, size, modification and change times (so a rewrite, a
 //! rename over it, a chmod or chown all show), and only if it had settled
-//! (changed more than a second before the read); a directory checked for
+//! ([`crate::stamp::Stamp::settled`]); a directory checked for
 //! its owner and type by those only; the common directory's identity by
 //! device and inode. The repository's own facts (`config`, `packed-refs`,
 //! `objects/`, `refs/`) are looked at once per frame the same way.
@@ -42,6 +42,8 @@ use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, OFlags};
 use rustix::io::Errno;
+
+use crate::stamp::Stamp;
 
 /// What the files say about a directory's HEAD.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,24 +141,18 @@ enum Compare {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
     dev: u64,
-    ino: u64,
     mode: u32,
     uid: u32,
-    size: i64,
-    mtime_ns: i128,
-    ctime_ns: i128,
+    stamp: Stamp,
 }
 
 impl Seen {
     fn of(st: &rustix::fs::Stat) -> Seen {
         Seen {
             dev: st.st_dev,
-            ino: st.st_ino,
             mode: st.st_mode,
             uid: st.st_uid,
-            size: st.st_size,
-            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
-            ctime_ns: i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
+            stamp: Stamp::of_stat(st),
         }
     }
 
@@ -164,15 +160,14 @@ impl Seen {
         match how {
             Compare::Contents => self == other,
             Compare::Owner => self.mode == other.mode && self.uid == other.uid,
-            Compare::Identity => self.dev == other.dev && self.ino == other.ino,
+            Compare::Identity => self.dev == other.dev && self.stamp.ino() == other.stamp.ino(),
         }
     }
 
     /// Whether no change at `read_at` (Unix seconds) or later can leave
-    /// these stamps as they are (modification times are coarse).
+    /// these stamps as they are ([`Stamp::settled`]).
     fn settled(&self, read_at: u64) -> bool {
-        let before = (i128::from(read_at) - 1) * 1_000_000_000;
-        self.mtime_ns < before && self.ctime_ns < before
+        self.stamp.settled(read_at)
     }
 }
 
@@ -1086,11 +1081,11 @@ impl GitFiles {
             any: false,
             settled: true,
         };
-        let settled_before = (now.cast_signed() - 1) * 1_000_000_000;
         let mut note = |path: &Path, md: &std::fs::Metadata, st: &mut RefsState| {
             path.hash(&mut h);
-            (md.ino(), md.size(), md.mtime(), md.mtime_nsec()).hash(&mut h);
-            if md.mtime() * 1_000_000_000 + md.mtime_nsec() >= settled_before {
+            let stamp = Stamp::of_metadata(md);
+            stamp.hash(&mut h);
+            if !stamp.settled(now) {
                 st.settled = false;
             }
         };

@@ -56,6 +56,7 @@ pub mod output;
 pub(crate) mod proc;
 pub mod remote;
 pub mod shq;
+pub(crate) mod stamp;
 pub mod stand_in;
 pub mod status;
 pub mod task_id;

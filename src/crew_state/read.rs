@@ -9,14 +9,13 @@
 //! reader that keeps the [`Facts`] between frames re-read only what
 //! changed: a file whose inode, size and modification time are as they
 //! were, and whose modification time is older than the read that produced
-//! the facts by more than [`SETTLED_SECS`], has not changed since (a write
+//! the facts by more than [`crate::stamp::SETTLE_SECS`], has not changed since (a write
 //! after that read would have given it a later modification time).
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +29,7 @@ use crate::gitfiles::GitFiles;
 use crate::harness::HarnessProfile;
 use crate::home::Home;
 use crate::meta::TaskMeta;
+use crate::stamp::Stamp;
 use crate::status::busy::BusyRecord;
 use crate::status::{self};
 use crate::task_id::TaskId;
@@ -154,37 +154,6 @@ impl Listing {
     }
 }
 
-/// Identity of one file as last read: inode, size, modification time (ns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    ino: u64,
-    size: u64,
-    mtime_ns: i128,
-}
-
-/// A file changed less than this long before it was read is read again
-/// next time, whatever its stamp says (modification times are coarse).
-pub(crate) const SETTLED_SECS: i128 = 1;
-
-impl Stamp {
-    /// The stamp of `path` (not following a symlink); `None` when it
-    /// cannot be taken.
-    fn of(path: &Path) -> Option<Stamp> {
-        let md = fsx::stat(path).ok()??;
-        Some(Stamp {
-            ino: md.ino(),
-            size: md.size(),
-            mtime_ns: i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec()),
-        })
-    }
-
-    /// Whether a file with this stamp, read at `read_at` (Unix seconds),
-    /// can have changed without changing its stamp.
-    fn settled(self, read_at: u64) -> bool {
-        self.mtime_ns < (i128::from(read_at) - SETTLED_SECS) * 1_000_000_000
-    }
-}
-
 /// The stamps of a task's files, taken before they were read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Stamps {
@@ -246,7 +215,7 @@ impl Stamps {
             inbox,
             escalated: inside(prev.map(|p| p.escalated), "inbox/.escalated"),
             ring_state: inside(prev.map(|p| p.ring_state), "inbox/.ring-state"),
-            brief: brief.then(|| Stamp::of(&home.brief(id))),
+            brief: brief.then(|| Stamp::of_path(&home.brief(id))),
             read_at: now,
         }
     }
@@ -618,21 +587,17 @@ impl StateDir {
     }
 
     /// The stamp of `<id>.<suffix>` (not following a symlink), as
-    /// [`Stamp::of`] takes it.
+    /// [`Stamp::of_path`] takes it.
     fn stamp(&self, home: &Home, id: &TaskId, suffix: &str) -> Option<Stamp> {
         let st = match &self.fd {
             Some(dir) => {
                 let mut name = FileName::default();
                 rustix::fs::statat(dir, name.of(id, suffix).ok()?, AtFlags::SYMLINK_NOFOLLOW)
             }
-            None => return Stamp::of(&home.state_dir().join(format!("{id}.{suffix}"))),
+            None => return Stamp::of_path(&home.state_dir().join(format!("{id}.{suffix}"))),
         }
         .ok()?;
-        Some(Stamp {
-            ino: st.st_ino,
-            size: u64::try_from(st.st_size).ok()?,
-            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
-        })
+        Some(Stamp::of_stat(&st))
     }
 
     /// The file `<id>.<suffix>` and its mtime (Unix seconds), as

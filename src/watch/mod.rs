@@ -8,7 +8,9 @@
 //!   persisted read offsets.
 //! - [`pass`]: one pass over every task; `act` carries out each task's
 //!   ladder action (the only place that rings or escalates); `state` holds
-//!   what passes share (kept state, the pass report).
+//!   what passes share (kept state, the pass report); `memo` the inbox as
+//!   a steady pass last read it. Imports run one way: `pass` → `act` →
+//!   `state` → `memo`, `flusher`; the watcher's name sits here.
 //! - [`daemon`]: singleton lock, signals, filesystem events and polling.
 //! - [`hook`]: the `on_wake` argv hook.
 
@@ -19,6 +21,10 @@ mod flusher;
 pub(crate) mod hook;
 pub(crate) mod ladder;
 pub(crate) mod ladder_io;
+mod memo;
 pub mod pass;
 mod state;
 pub mod status_feed;
+
+/// The watcher's name in its warnings.
+const TOOL: &str = "fm-watch";

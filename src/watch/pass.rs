@@ -34,16 +34,18 @@ use std::time::Duration;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
+use super::TOOL;
 use super::act::{Exec, TaskIn};
 use super::ladder::{self, LadderFiles, Pending};
 use super::ladder_io;
-use super::state::TOOL;
+use super::memo::InboxMemo;
 use super::status_feed::LogFacts;
 use crate::config::Config;
 use crate::error::Result;
 use crate::home::Home;
 use crate::inbox::{self, Record};
 use crate::meta::TaskMeta;
+use crate::stamp::Stamp;
 use crate::task_id::TaskId;
 use crate::tmux::pane::{Pane, PaneInfo};
 use crate::{clock, fsx};
@@ -227,48 +229,6 @@ enum Memo {
     Drop,
 }
 
-/// An inbox directory's identity and change times: while they stay the
-/// same, no entry of it was created, removed or renamed, and every
-/// writer of an inbox writes by renaming a new file into place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DirKey {
-    ino: u64,
-    mtime: (i64, u64),
-    ctime: (i64, u64),
-}
-
-impl DirKey {
-    fn of(st: &rustix::fs::Stat) -> DirKey {
-        DirKey {
-            ino: st.st_ino,
-            mtime: (st.st_mtime, st.st_mtime_nsec),
-            ctime: (st.st_ctime, st.st_ctime_nsec),
-        }
-    }
-
-    /// Whether the last change is old enough to rely on: a change within
-    /// the same tick of the file system's clock as the read would leave
-    /// the times as they were, so a directory changed less than
-    /// [`MEMO_MARGIN_SECS`] before the read is read again every pass.
-    fn settled(&self, read_at: i64) -> bool {
-        self.ctime.0.max(self.mtime.0) < read_at - MEMO_MARGIN_SECS
-    }
-}
-
-/// See [`DirKey::settled`].
-const MEMO_MARGIN_SECS: i64 = 2;
-
-/// A task's inbox as a steady pass last read it (kept by the watcher
-/// between passes): its pending records up to the tracked one and its
-/// ladder files, valid while the directory's [`DirKey`] is unchanged.
-#[derive(Debug, Clone)]
-pub(crate) struct InboxMemo {
-    key: DirKey,
-    pending: Vec<Pending>,
-    target: Option<Record>,
-    files: LadderFiles,
-}
-
 /// Runs one pass over every task at `now`.
 pub fn run(
     home: &Home,
@@ -446,7 +406,7 @@ fn gather_all(
     )?);
     let read_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        .map_or(0, |d| d.as_secs());
     let sh = Shared {
         home,
         state: &state,
@@ -570,7 +530,7 @@ struct Shared<'a> {
     cfg: &'a crate::config::WatchCfg,
     memo: &'a HashMap<TaskId, InboxMemo>,
     /// Wall-clock seconds when the pass began reading.
-    read_at: i64,
+    read_at: u64,
     /// Every task's meta is read (the pass looks at every pane).
     sweep: bool,
 }
@@ -665,7 +625,7 @@ impl<'a> Reader<'a> {
             match rustix::fs::statat(self.sh.state, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st)
                     if FileType::from_raw_mode(st.st_mode) == FileType::Directory
-                        && DirKey::of(&st) == m.key
+                        && Stamp::of_stat(&st) == m.key
                         && m.key.settled(self.sh.read_at) =>
                 {
                     let found = (m.pending.clone(), m.target.clone(), m.files);
@@ -682,7 +642,7 @@ impl<'a> Reader<'a> {
             Err(_) => return Err(Unusual),
         };
         // Taken before the listing: a change after it moves the times.
-        let key = rustix::fs::fstat(&dir).ok().map(|st| DirKey::of(&st));
+        let key = rustix::fs::fstat(&dir).ok().map(|st| Stamp::of_stat(&st));
         let quiet = notes.lines.len();
         let (listing, present) = self.list(&dir)?;
         let (home, now) = (self.sh.home, self.sh.now);
