@@ -210,7 +210,7 @@ struct KeptAnswer {
     answer: Answer,
     frame: u64,
     /// The events' frame and the clock (Unix seconds) its looks were last
-    /// taken in ([`crate::fsnotice::Watches::quiet`]).
+    /// taken in ([`crate::fsnotice::dirs::Watches::quiet`]).
     verified: u64,
     verified_at: u64,
 }
@@ -264,7 +264,7 @@ pub(crate) struct GitFiles {
     /// A kept reader's file events, and their current frame: a kept
     /// answer none of whose files an event named since its looks is
     /// reused without them.
-    notice: Option<crate::fsnotice::Watches>,
+    notice: Option<crate::fsnotice::dirs::Watches>,
     notice_frame: u64,
     /// A kept reader's [`GitFiles::refs_state`] answers, by common
     /// directory and `heads`, with the directories walked, the common
@@ -483,7 +483,7 @@ impl GitFiles {
     pub(crate) fn kept() -> GitFiles {
         GitFiles {
             keep: true,
-            notice: crate::fsnotice::Watches::new(),
+            notice: crate::fsnotice::dirs::Watches::new(),
             ..GitFiles::new()
         }
     }

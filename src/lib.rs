@@ -45,7 +45,6 @@ pub mod frontmatter;
 pub(crate) mod fsnotice;
 pub mod fsx;
 pub(crate) mod git;
-#[allow(dead_code)]
 pub(crate) mod gitfiles;
 pub(crate) mod harness;
 pub mod home;

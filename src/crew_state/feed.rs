@@ -27,16 +27,16 @@
 
 use std::collections::HashMap;
 
+use crate::fsnotice::state::StateNotices;
 use crate::home::Home;
 use crate::task_id::TaskId;
-use crate::watch::events::Events;
 
 /// The longest a task's stamps are trusted without a look (seconds).
 pub(crate) const RECHECK_SECS: u64 = 30;
 
 /// The events of a kept reader's tasks, frame by frame.
 pub(crate) struct TaskFeed {
-    events: Events,
+    events: StateNotices,
     /// The current frame, counted from 1; events drained at the start of
     /// a frame carry its number.
     frame: u64,
@@ -64,7 +64,7 @@ impl TaskFeed {
     /// Watches `state/`; `None` when it cannot be (no inotify, no
     /// `state/`), and the reader then looks at every stamp every frame.
     pub(crate) fn start(home: &Home) -> Option<TaskFeed> {
-        let events = Events::start_with(home, true).ok()?;
+        let events = StateNotices::start_with(home, true).ok()?;
         Some(TaskFeed {
             events,
             frame: 0,

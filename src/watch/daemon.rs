@@ -20,10 +20,10 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::events::Events;
 use super::pass::{self, Report, State};
 use crate::config::Config;
 use crate::error::Result;
+use crate::fsnotice::state::StateNotices;
 use crate::fsx::{self, LockGuard};
 use crate::home::Home;
 use crate::task_id::TaskId;
@@ -286,7 +286,7 @@ enum Woken {
 /// Waits up to `wait` for a file event or a signal; `on_time` when the
 /// wait must not end late (a ladder's due second).
 fn wait_for(
-    events: Option<&Events>,
+    events: Option<&StateNotices>,
     signals: Option<&SignalPipe>,
     wait: Duration,
     on_time: bool,
@@ -313,7 +313,7 @@ fn wait_for(
         tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(wait.subsec_nanos()),
     };
-    let efd = events.map(Events::fd);
+    let efd = events.map(StateNotices::fd);
     let sfd = signals.map(|s| s.read.as_fd());
     let mut fds = Vec::with_capacity(2);
     if let Some(fd) = &efd {
@@ -366,7 +366,7 @@ pub fn run(
         ));
         None
     } else {
-        match Events::start(home) {
+        match StateNotices::start(home) {
             Ok(e) => Some(e),
             Err(e) => {
                 crate::output::err_line(&format!(
@@ -404,7 +404,7 @@ pub fn run(
             LockCheck::Lost(pid) => return Ok(End::Superseded(pid)),
             LockCheck::Retaken => {
                 if !opts.no_notify {
-                    events = Events::start(home).ok();
+                    events = StateNotices::start(home).ok();
                 }
                 all = true;
                 false

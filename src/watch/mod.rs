@@ -11,12 +11,12 @@
 //!   what passes share (kept state, the pass report); `memo` the inbox as
 //!   a steady pass last read it. Imports run one way: `pass` → `act` →
 //!   `state` → `memo`, `flusher`; the watcher's name sits here.
-//! - [`daemon`]: singleton lock, signals, filesystem events and polling.
+//! - [`daemon`]: singleton lock, signals, filesystem notices
+//!   ([`crate::fsnotice::state`]) and polling.
 //! - [`hook`]: the `on_wake` argv hook.
 
 mod act;
 pub(crate) mod daemon;
-pub(crate) mod events;
 mod flusher;
 pub(crate) mod hook;
 pub(crate) mod ladder;

@@ -205,7 +205,6 @@ pub(crate) enum Read {
     Fast,
     /// Every file by its path, one task after another (what the fast
     /// path falls back to, and the answer it must give).
-    #[cfg_attr(not(test), allow(dead_code))]
     ByPath,
 }
 
