@@ -13,9 +13,9 @@ use serde::Serialize;
 mod append;
 pub mod busy;
 mod fold;
-mod parse;
 #[cfg(test)]
-mod reference;
+mod grammar_tests;
+mod parse;
 
 pub use append::*;
 pub use fold::*;
