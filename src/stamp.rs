@@ -9,6 +9,7 @@
 //! read that took the first one: a write in the same tick of the file
 //! system's clock as that read would leave every time as it was.
 
+use std::fs;
 use std::os::unix::fs::MetadataExt;
 
 /// A file changed less than this long (seconds) before a read is read
@@ -41,7 +42,7 @@ impl Stamp {
     }
 
     /// The stamp of metadata the caller already read.
-    pub(crate) fn of_metadata(md: &std::fs::Metadata) -> Stamp {
+    pub(crate) fn of_metadata(md: &fs::Metadata) -> Stamp {
         Stamp {
             ino: md.ino(),
             size: md.size(),
