@@ -9,7 +9,8 @@
 //! - [`pass`]: one pass over every task; `act` carries out each task's
 //!   ladder action (the only place that rings or escalates); `state` holds
 //!   what passes share (kept state, the pass report); `memo` the inbox as
-//!   a steady pass last read it. Imports run one way: `pass` → `act` →
+//!   a steady pass last read it; `scan` lists the tasks and `read` reads
+//!   their files. Imports run one way: `pass` → `read`, `scan`, `act` →
 //!   `state` → `memo`, `flusher`; the watcher's name sits here.
 //! - [`daemon`]: singleton lock, signals, filesystem notices
 //!   ([`crate::fsnotice::state`]) and polling.
@@ -23,6 +24,8 @@ pub(crate) mod ladder;
 pub(crate) mod ladder_io;
 mod memo;
 pub mod pass;
+mod read;
+mod scan;
 mod state;
 pub mod status_feed;
 
