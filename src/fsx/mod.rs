@@ -257,7 +257,7 @@ mod tests {
     const OUTSIDE: &[(&str, &str)] = &[
         ("src/fsx/", "the layer itself"),
         ("src/home.rs", "finds the home before there is one to walk"),
-        ("src/gitfiles.rs", "git's own files in worktrees and clones"),
+        ("src/gitfiles/", "git's own files in worktrees and clones"),
         ("src/git.rs", "repositories the captain names"),
         (
             "src/stand_in.rs",
