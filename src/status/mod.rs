@@ -15,6 +15,7 @@ pub mod busy;
 mod fold;
 #[cfg(test)]
 mod grammar_tests;
+mod newlines;
 mod parse;
 
 pub use append::*;
