@@ -19,12 +19,12 @@
 pub mod attention;
 mod done_check;
 pub mod facts;
-mod feed;
 mod fleet;
 #[cfg(test)]
 mod fleet_tests;
 pub(crate) mod gather;
 pub(crate) mod live;
+mod notices;
 mod read;
 pub(crate) mod render;
 pub(crate) mod resolve;

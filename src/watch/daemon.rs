@@ -279,14 +279,14 @@ const ON_TIME_SPLIT: Duration = Duration::from_millis(10);
 
 /// What ended a wait.
 enum Woken {
-    Events,
+    Notices,
     Time,
 }
 
 /// Waits up to `wait` for a file event or a signal; `on_time` when the
 /// wait must not end late (a ladder's due second).
 fn wait_for(
-    events: Option<&StateNotices>,
+    notices: Option<&StateNotices>,
     signals: Option<&SignalPipe>,
     wait: Duration,
     on_time: bool,
@@ -313,7 +313,7 @@ fn wait_for(
         tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(wait.subsec_nanos()),
     };
-    let efd = events.map(StateNotices::fd);
+    let efd = notices.map(StateNotices::fd);
     let sfd = signals.map(|s| s.read.as_fd());
     let mut fds = Vec::with_capacity(2);
     if let Some(fd) = &efd {
@@ -335,7 +335,7 @@ fn wait_for(
             if let Some(s) = signals {
                 s.drain();
             }
-            if evs { Woken::Events } else { Woken::Time }
+            if evs { Woken::Notices } else { Woken::Time }
         }
     }
 }
@@ -359,7 +359,7 @@ pub fn run(
     show: &mut dyn FnMut(&Report),
 ) -> Result<End> {
     let poll = Duration::from_secs(cfg.watch.poll_secs.max(1));
-    let mut events = if opts.no_notify {
+    let mut notices = if opts.no_notify {
         crate::output::err_line(&format!(
             "fm-watch: warning: filesystem events disabled; polling every {}s",
             poll.as_secs()
@@ -404,15 +404,15 @@ pub fn run(
             LockCheck::Lost(pid) => return Ok(End::Superseded(pid)),
             LockCheck::Retaken => {
                 if !opts.no_notify {
-                    events = StateNotices::start(home).ok();
+                    notices = StateNotices::start(home).ok();
                 }
                 all = true;
                 false
             }
         };
         let now = crate::clock::now();
-        let degraded = events.as_ref().is_none_or(|e| e.incomplete);
-        if degraded && events.is_some() && !warned_limit {
+        let degraded = notices.as_ref().is_none_or(|e| e.incomplete);
+        if degraded && notices.is_some() && !warned_limit {
             warned_limit = true;
             crate::output::err_line(&format!(
                 "fm-watch: warning: some inboxes cannot be watched (inotify limit); \
@@ -513,7 +513,7 @@ pub fn run(
             todo.clear();
             next_beat = Instant::now() + poll;
             show(&report);
-            if let Some(e) = events.as_mut() {
+            if let Some(e) = notices.as_mut() {
                 // What landed in a new inbox before its watch: once more.
                 todo.extend(e.watch_inboxes(home, &report.inboxes));
             }
@@ -543,15 +543,15 @@ pub fn run(
             until = until.min(at);
         }
         let wait = until.saturating_duration_since(Instant::now());
-        if let Woken::Events = wait_for(events.as_ref(), signals.as_ref(), wait, on_time)
-            && let Some(e) = events.as_mut()
+        if let Woken::Notices = wait_for(notices.as_ref(), signals.as_ref(), wait, on_time)
+            && let Some(e) = notices.as_mut()
         {
             let changed = e.drain();
             if changed.lost {
                 crate::output::err_line(
                     "fm-watch: warning: state/ can no longer be watched; polling instead",
                 );
-                events = None;
+                notices = None;
                 all = true;
             }
             all |= changed.all;

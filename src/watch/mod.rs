@@ -4,7 +4,7 @@
 //! - [`ladder`]: the §6.2 ladder as a pure function of a task's files,
 //!   pane facts and the time.
 //! - [`ladder_io`]: `.ring-state` / `.escalated` through the shared format.
-//! - [`status_feed`]: status lines → `status` wakes, exactly once, via
+//! - [`status_wakes`]: status lines → `status` wakes, exactly once, via
 //!   persisted read offsets.
 //! - [`pass`]: one pass over every task; `act` carries out each task's
 //!   ladder action (the only place that rings or escalates); `state` holds
@@ -27,7 +27,7 @@ pub mod pass;
 mod read;
 mod scan;
 mod state;
-pub mod status_feed;
+pub mod status_wakes;
 
 /// The watcher's name in its warnings.
 const TOOL: &str = "fm-watch";

@@ -167,7 +167,9 @@ pub(crate) fn run_over(
     for ((id, _), log) in ids.iter().zip(logs) {
         let paused = &cfg.brief.paused_verb;
         let found = log.and_then(|facts| match facts {
-            Some(f) => super::status_feed::new_wakes_at(home, id, f, &mut ex.state.offsets, paused),
+            Some(f) => {
+                super::status_wakes::new_wakes_at(home, id, f, &mut ex.state.offsets, paused)
+            }
             None => Ok(Vec::new()),
         });
         match found {

@@ -16,7 +16,7 @@ use super::ladder::{self, LadderFiles, Pending};
 use super::ladder_io;
 use super::memo::InboxMemo;
 use super::scan::{Seen, mtime_secs};
-use super::status_feed::LogFacts;
+use super::status_wakes::LogFacts;
 use crate::error::Result;
 use crate::home::Home;
 use crate::inbox::{self, Record};
@@ -221,7 +221,7 @@ pub(super) fn gather_by_path(
     Gathered {
         task,
         inbox_dir: fsx::is_dir(&home.inbox(id)).unwrap_or(false),
-        status: super::status_feed::log_facts(home, id),
+        status: super::status_wakes::log_facts(home, id),
         notes,
         memo: Memo::Drop,
     }
@@ -351,7 +351,7 @@ impl<'a> Reader<'a> {
                 }))
             }
             Ok(_) | Err(Errno::NOENT) => Ok(None),
-            Err(_) => super::status_feed::log_facts(self.sh.home, id),
+            Err(_) => super::status_wakes::log_facts(self.sh.home, id),
         }
     }
 

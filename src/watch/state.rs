@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::TOOL;
 use super::flusher::Flusher;
 use super::memo::InboxMemo;
-use super::status_feed::Offsets;
+use super::status_wakes::Offsets;
 use crate::error::Result;
 use crate::home::Home;
 use crate::task_id::TaskId;

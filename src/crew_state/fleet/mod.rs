@@ -26,8 +26,8 @@ use std::sync::mpsc;
 use super::Row;
 use super::done_check::{DoneCheck, Request};
 use super::facts::Facts;
-use super::feed::TaskFeed;
 use super::gather::{self, Ancestry, Panes};
+use super::notices::TaskNotices;
 use super::read::{self, Listed, Listing, Present, StateDir};
 use super::resolve::{Need, Resolution, step};
 use crate::config::Config;
@@ -83,10 +83,10 @@ pub struct FleetReader {
     ancestry: Ancestry,
     /// The git-file reader, kept across frames by a kept reader.
     git: GitFiles,
-    /// A kept reader's file events, once started ([`TaskFeed`]); whether
+    /// A kept reader's file events, once started ([`TaskNotices`]); whether
     /// starting it was tried.
-    feed: Option<TaskFeed>,
-    feed_tried: bool,
+    notices: Option<TaskNotices>,
+    notices_tried: bool,
 }
 
 impl FleetReader {
@@ -152,23 +152,23 @@ impl FleetReader {
             let prev = prev.next_if(|k| k.facts.id == listed.id);
             Item { listed, prev }
         });
-        if keep && !self.feed_tried {
-            self.feed_tried = true;
-            self.feed = TaskFeed::start(home);
+        if keep && !self.notices_tried {
+            self.notices_tried = true;
+            self.notices = TaskNotices::start(home);
         }
         if !keep {
             // Too big to keep: started afresh once it is small again.
-            self.feed = None;
-            self.feed_tried = false;
+            self.notices = None;
+            self.notices_tried = false;
         }
-        if let Some(feed) = self.feed.as_mut()
-            && !feed.begin_frame()
+        if let Some(notices) = self.notices.as_mut()
+            && !notices.begin_frame()
         {
-            self.feed = None;
+            self.notices = None;
         }
         let result = self.read(home, cfg, now, items, keep, map, emit, &state);
-        if let Some(feed) = self.feed.as_mut() {
-            feed.end_frame(home, &inboxes);
+        if let Some(notices) = self.notices.as_mut() {
+            notices.end_frame(home, &inboxes);
         }
         result
     }
@@ -257,8 +257,8 @@ impl FleetReader {
             git,
             ancestry: &self.ancestry,
             state,
-            feed: if keep { self.feed.as_ref() } else { None },
-            frame: self.feed.as_ref().map_or(0, TaskFeed::frame),
+            notices: if keep { self.notices.as_ref() } else { None },
+            frame: self.notices.as_ref().map_or(0, TaskNotices::frame),
         };
         let mut blocks: Vec<Mutex<Option<Vec<Item>>>> = Vec::new();
         let mut items = items.peekable();

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::config::Config;
 use crate::crew_state::Row;
 use crate::crew_state::facts::{Facts, PaneFact};
-use crate::crew_state::feed::TaskFeed;
 use crate::crew_state::gather::{self, Ancestry};
+use crate::crew_state::notices::TaskNotices;
 use crate::crew_state::read::{self, Listed, Stamps, StateDir};
 use crate::crew_state::resolve::step;
 use crate::error::Result;
@@ -24,7 +24,7 @@ pub(super) struct Kept {
     pub(super) facts: Facts,
     pub(super) stamps: Stamps,
     /// The frame the stamps were last looked at in, and its clock (Unix
-    /// seconds) ([`TaskFeed::quiet`]).
+    /// seconds) ([`TaskNotices::quiet`]).
     pub(super) taken: u64,
     pub(super) taken_at: u64,
 }
@@ -62,8 +62,8 @@ pub(super) struct Shared<'a> {
     pub(super) git: &'a GitFiles,
     pub(super) ancestry: &'a Ancestry,
     pub(super) state: &'a StateDir,
-    pub(super) feed: Option<&'a TaskFeed>,
-    /// The frame now read (0 without a feed).
+    pub(super) notices: Option<&'a TaskNotices>,
+    /// The frame now read (0 without notices).
     pub(super) frame: u64,
 }
 
@@ -90,10 +90,10 @@ pub(super) fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
     // No event named the task since its stamps were taken: they hold
     // without a look.
     let quiet = |p: &Kept| {
-        s.feed.is_some_and(|feed| {
+        s.notices.is_some_and(|notices| {
             p.stamps.present() == present
                 && !Stamps::needs_brief(&p.facts)
-                && feed.quiet(id, present.inbox(), p.taken, p.taken_at, s.now)
+                && notices.quiet(id, present.inbox(), p.taken, p.taken_at, s.now)
         })
     };
     if s.keep && prev.as_deref().is_some_and(quiet) {
@@ -106,7 +106,10 @@ pub(super) fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
         let brief = prev.as_ref().is_none_or(|p| Stamps::needs_brief(&p.facts));
         let last = prev.as_ref().map(|p| &p.stamps);
         let now_stamps = Stamps::take(home, s.state, id, present, s.now, brief, last);
-        let named = |p: &Kept| s.feed.is_some_and(|feed| feed.named_since(id, p.taken));
+        let named = |p: &Kept| {
+            s.notices
+                .is_some_and(|notices| notices.named_since(id, p.taken))
+        };
         match prev {
             Some(p) if !named(&p) && p.stamps.still(&now_stamps) => {
                 facts = Some(reuse(p.facts, s.now, &s.state.dirs, s.git));
