@@ -14,7 +14,7 @@ mod append;
 pub mod busy;
 mod fold;
 #[cfg(test)]
-mod grammar_tests;
+pub(crate) mod grammar_tests;
 mod newlines;
 mod parse;
 

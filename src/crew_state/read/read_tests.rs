@@ -277,3 +277,142 @@ fn stamps_trust_only_settled_unchanged_files() {
     let more = Present(Present::META | Present::STATUS);
     assert!(!later.still(&take(more, now + 5)));
 }
+
+/// The plain reading of a task's own files, each by its path with the
+/// ordinary readers and the status grammar's naive fold: what the fast
+/// reader must find. (Meta, log, busy and run records, the pending count
+/// and the escalated record; the rest of [`Facts`] is compared between
+/// the fast and the by-path reader.)
+mod naive {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) struct Seen {
+        pub(super) repo: Option<String>,
+        pub(super) open: Vec<crate::status::Decision>,
+        pub(super) last_state: Option<crate::status::StatusLine>,
+        pub(super) last_at: Option<u64>,
+        pub(super) busy: Option<BusyRecord>,
+        pub(super) run: Option<RunRecord>,
+        pub(super) pending: usize,
+        pub(super) escalated: Option<String>,
+    }
+
+    pub(super) fn read(home: &Home, id: &TaskId, paused: &str) -> Seen {
+        let read = |p: std::path::PathBuf| fsx::read_optional_mtime(&p).unwrap();
+        let meta = read(home.meta(id)).map(|(b, _)| TaskMeta::parse(&b));
+        let fold = read(home.status(id))
+            .map(|(b, _)| crate::status::grammar_tests::naive::fold(&b, paused));
+        let pending = fsx::list_numbered(&home.inbox(id), inbox::EXT).unwrap_or_default();
+        let escalated = read(home.escalated(id)).and_then(|(b, _)| {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            let record = text.split_whitespace().next()?.to_string();
+            let n = fsx::parse_numbered(&record, inbox::EXT)?;
+            pending.contains(&n).then_some(record)
+        });
+        Seen {
+            repo: meta.and_then(|m| m.repo),
+            open: fold.as_ref().map(|f| f.open.clone()).unwrap_or_default(),
+            last_state: fold.as_ref().and_then(|f| f.last_state.clone()),
+            last_at: fold.as_ref().and_then(|f| f.last_at),
+            busy: read(home.busy(id)).and_then(|(b, _)| BusyRecord::parse(&b)),
+            run: read(home.run(id)).map(|(b, at)| RunRecord::parse(&b, at)),
+            pending: pending.len(),
+            escalated,
+        }
+    }
+}
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Status lines, meta, busy and run records from the pieces their
+    /// grammars turn on.
+    fn lines(pieces: &'static [&'static str], most: usize) -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(pieces), 0..most).prop_map(|v| v.concat())
+    }
+
+    const LOG: &[&str] = &[
+        "working [at=5]: on it\n",
+        "needs-decision [key=a]: which?\n",
+        "blocked [key=b] [at=7]: held\n",
+        "resolved [key=a]: this\n",
+        "hold: paused\n",
+        "done [at=9]: shipped\n",
+        "free prose\n",
+        "note: n\n",
+        "\u{e9}\n",
+        "\n",
+        "working",
+    ];
+    const META: &[&str] = &[
+        "kind=ship\n",
+        "repo=r\n",
+        "repo=other\n",
+        "#c\n",
+        "=\n",
+        "x",
+    ];
+    const BUSY: &[&str] = &["busy 5 hook\n", "idle 7\n", "busy\n", "odd 1\n", " "];
+    const RUN: &[&str] = &[
+        "status=running\n",
+        "branch=fm/t\n",
+        "head=0\n",
+        "gate=review\n",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Any task files read fast (relative to `state/`) read as by
+        /// their paths and as the plain reading.
+        #[test]
+        fn the_fast_reader_reads_as_the_plain_one(
+            meta in lines(META, 6),
+            pad in prop::sample::select(&[0usize, READ_FIRST - 3, READ_FIRST + 5][..]),
+            log in prop::option::of(lines(LOG, 12)),
+            busy in prop::option::of(lines(BUSY, 2)),
+            run in prop::option::of(lines(RUN, 4)),
+            records in prop::option::of(0..4u64),
+            escalated in prop::option::of(0..5u64),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let home = Home::at(d.path()).unwrap();
+            let state = home.state_dir();
+            std::fs::create_dir_all(&state).unwrap();
+            let id = TaskId::parse("t").unwrap();
+            std::fs::write(home.meta(&id), format!("{}{meta}", "#".repeat(pad))).unwrap();
+            for (text, path) in [(&log, home.status(&id)), (&busy, home.busy(&id)), (&run, home.run(&id))] {
+                if let Some(t) = text {
+                    std::fs::write(path, t).unwrap();
+                }
+            }
+            if let Some(n) = records {
+                std::fs::create_dir_all(home.inbox(&id)).unwrap();
+                for seq in 1..=n {
+                    std::fs::write(home.inbox(&id).join(fsx::numbered_name(seq, inbox::EXT)), "m\n").unwrap();
+                }
+                if let Some(e) = escalated {
+                    std::fs::write(home.escalated(&id), format!("{}\n", fsx::numbered_name(e, inbox::EXT))).unwrap();
+                }
+            }
+            let cfg = Config::default();
+            let (fast, by_path) = both(&home, "t");
+            prop_assert_eq!(format!("{fast:?}"), format!("{by_path:?}"));
+            let want = naive::read(&home, &id, &cfg.brief.paused_verb);
+            let got = naive::Seen {
+                repo: fast.meta.as_ref().and_then(|m| m.repo.clone()),
+                open: fast.fold.open.clone(),
+                last_state: fast.fold.last_state.clone(),
+                last_at: fast.fold.last_at,
+                busy: fast.busy.clone(),
+                run: fast.run.clone(),
+                pending: fast.inbox_pending,
+                escalated: fast.escalated.as_ref().map(|e| e.record.clone()),
+            };
+            prop_assert_eq!(got, want);
+        }
+    }
+}

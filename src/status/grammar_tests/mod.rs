@@ -2,7 +2,7 @@
 //! ([`naive`]): edge cases written out, and property tests over lines and
 //! logs built from the pieces the grammar turns on.
 
-mod naive;
+pub(crate) mod naive;
 
 use proptest::prelude::*;
 

@@ -136,7 +136,7 @@ pub(super) fn parse<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
 
 /// The fold of a whole log: every line decoded, parsed whole, and the
 /// open decisions kept in a plain list in (re)opening order.
-pub(super) fn fold(bytes: &[u8], paused: &str) -> Fold {
+pub(crate) fn fold(bytes: &[u8], paused: &str) -> Fold {
     let text = String::from_utf8_lossy(crate::fsx::complete_lines(bytes));
     let paused_lower = paused.to_lowercase();
     let mut f = Fold::default();
