@@ -12,8 +12,9 @@
 //!   a steady pass last read it; `scan` lists the tasks and `read` reads
 //!   their files. Imports run one way: `pass` → `read`, `scan`, `act` →
 //!   `state` → `memo`, `flusher`; the watcher's name sits here.
-//! - [`daemon`]: singleton lock, signals, filesystem notices
+//! - [`daemon`]: signals, filesystem notices
 //!   ([`crate::fsnotice::state`]) and polling.
+//! - `lock`: the singleton lock (`state/.watch.lock`).
 //! - [`hook`]: the `on_wake` argv hook.
 
 mod act;
@@ -22,6 +23,7 @@ mod flusher;
 pub(crate) mod hook;
 pub(crate) mod ladder;
 pub(crate) mod ladder_io;
+mod lock;
 mod memo;
 pub mod pass;
 mod read;
