@@ -270,10 +270,6 @@ mod tests {
         ),
         ("src/demo/mod.rs", "the demo's own temporary directory"),
         ("src/tmux/visit.rs", "a pane's working directory"),
-        (
-            "src/crew_state/reference/",
-            "test-only reference implementation",
-        ),
     ];
 
     /// A comment on the line (or just above it) saying why a raw access is
