@@ -193,7 +193,51 @@ fn watch(home: &Home, tx: Sender<Msg>) -> std::io::Result<OwnedFd> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    /// The notice thread asks for a read on a change the dashboard shows
+    /// (in `state/` and in an inbox made after it started), not on its
+    /// own cursor, and ends when its stop is written.
+    #[test]
+    fn the_notice_thread_asks_for_shown_changes_and_stops() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stop = watch(&home, tx).unwrap();
+        let changed = |what: &str| match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(Msg::Changed) => {}
+            other => panic!("{what}: {other:?}"),
+        };
+        let quiet = |what: &str| {
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "{what}"
+            );
+        };
+        std::fs::write(state.join(".top.cursor"), "1\n").unwrap();
+        quiet("the cursor");
+        std::fs::write(state.join("t.status"), "working: x\n").unwrap();
+        changed("a status line");
+        while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+        std::fs::create_dir_all(state.join("t.inbox")).unwrap();
+        changed("a new inbox");
+        while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+        std::fs::write(state.join("t.inbox/001.msg"), "m\n").unwrap();
+        changed("a record in the new inbox");
+        while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+        rustix::io::write(&stop, &1u64.to_ne_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::write(state.join("t.status"), "working: y\n").unwrap();
+        // The thread ended: its sender is dropped.
+        assert!(matches!(
+            rx.recv_timeout(Duration::from_secs(2)),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        ));
+    }
 
     #[test]
     fn only_changes_the_dashboard_shows_ask_for_a_read() {
