@@ -49,6 +49,7 @@ pub(crate) mod gitfiles;
 pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
+pub(crate) mod listing;
 pub mod meta;
 pub mod notify;
 pub mod output;

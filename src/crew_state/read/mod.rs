@@ -13,7 +13,6 @@
 //! after that read would have given it a later modification time).
 
 mod dirs;
-mod listing;
 mod stamps;
 mod state_dir;
 
@@ -28,8 +27,8 @@ use crate::status::{self};
 use crate::task_id::TaskId;
 use crate::{fsx, inbox};
 
+pub(crate) use crate::listing::{Listed, Listing, Present};
 pub(crate) use dirs::Dirs;
-pub(crate) use listing::{Listed, Listing, Present};
 pub(crate) use stamps::Stamps;
 use state_dir::Stat;
 pub(crate) use state_dir::StateDir;

@@ -1,5 +1,8 @@
-//! One listing of `state/`: the tasks (every `<id>.meta`, sorted) and
-//! which of their other files exist, so absent ones are never opened.
+//! One listing of `state/`, for every reader of it: the tasks (sorted) and
+//! which of their files exist (`.meta`, `.status`, `.busy`, `.run`,
+//! `.inbox`), so absent ones are never opened. The fleet view lists the
+//! tasks with a meta ([`Listing::read`]); the watcher every task with a
+//! meta, an inbox or a status log ([`Listing::any_of`]).
 
 use std::hash::BuildHasher;
 use std::mem::MaybeUninit;
@@ -14,25 +17,30 @@ use crate::task_id::TaskId;
 
 /// Which of a task's files the listing saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Present(pub(super) u8);
+pub(crate) struct Present(pub(crate) u8);
 
 impl Present {
-    pub(super) const META: u8 = 1;
-    pub(super) const STATUS: u8 = 2;
-    pub(super) const BUSY: u8 = 4;
-    pub(super) const RUN: u8 = 8;
-    pub(super) const INBOX: u8 = 16;
+    pub(crate) const META: u8 = 1;
+    pub(crate) const STATUS: u8 = 2;
+    pub(crate) const BUSY: u8 = 4;
+    pub(crate) const RUN: u8 = 8;
+    pub(crate) const INBOX: u8 = 16;
 
     /// Unknown: every file may exist (a single task, no listing).
     pub(crate) const ALL: Present = Present(31);
 
-    pub(super) fn has(self, bit: u8) -> bool {
+    pub(crate) fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
 
     /// The task has an inbox directory.
     pub(crate) fn inbox(self) -> bool {
         self.has(Present::INBOX)
+    }
+
+    /// The task has a status log.
+    pub(crate) fn status(self) -> bool {
+        self.has(Present::STATUS)
     }
 }
 
@@ -46,10 +54,10 @@ pub(crate) struct Listed {
 /// The tasks of `state/`, from one directory listing.
 #[derive(Debug, Default)]
 pub(crate) struct Listing {
-    /// Every task with a meta, sorted by id.
+    /// Every task listed, sorted by id.
     pub(crate) tasks: Vec<Listed>,
     /// `state/`, opened by the checked walk for the listing, and kept for
-    /// the view's reads ([`StateDir::listed`]).
+    /// the view's reads (`crew_state`'s `StateDir::listed`).
     pub(crate) dir: Option<OwnedFd>,
 }
 
@@ -69,8 +77,14 @@ fn task_file(name: &[u8]) -> Option<(usize, u8)> {
 }
 
 impl Listing {
-    /// Lists `state/` once. A home without `state/` has no tasks.
+    /// Lists `state/` once: every task with a meta. A home without
+    /// `state/` has no tasks.
     pub(crate) fn read(home: &Home) -> Result<Listing> {
+        Listing::any_of(home, Present::META)
+    }
+
+    /// Lists `state/` once: every task with any of the files `bits`.
+    pub(crate) fn any_of(home: &Home, bits: u8) -> Result<Listing> {
         let path = home.state_dir();
         let dir = match fsx::open_dir(&path, "read directory", &path, false) {
             Ok(d) => OwnedFd::from(d),
@@ -112,7 +126,7 @@ impl Listing {
         }
         let mut tasks: Vec<Listed> = seen
             .iter()
-            .filter(|e| e.2 & Present::META != 0)
+            .filter(|e| e.2 & bits != 0)
             .filter_map(|&e| {
                 let bits = e.2;
                 // A name that is not UTF-8 names no task.
