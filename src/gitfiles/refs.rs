@@ -13,7 +13,7 @@ impl GitFiles {
     /// What the refs under `refs/remotes/` (and `refs/heads/` when
     /// `heads`) of a repository look like now: a stamp of every loose ref
     /// file and of `packed-refs`, whether there is any such ref at all,
-    /// and whether every file is older than `now` by more than a second
+    /// and whether every file had settled by `now` ([`crate::stamp::Stamp::settled`])
     /// (so an answer about these refs may be kept while the stamp holds).
     /// `None` when the directory cannot be walked.
     pub(crate) fn refs_state(&self, common_dir: &Path, heads: bool, now: u64) -> Option<RefsState> {
