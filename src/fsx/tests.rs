@@ -102,7 +102,7 @@ fn the_walk_creates_directories_and_reaches_files_below_the_root() {
 const OUTSIDE: &[(&str, &str)] = &[
     ("src/fsx/", "the layer itself"),
     ("src/home.rs", "finds the home before there is one to walk"),
-    ("src/gitfiles.rs", "git's own files in worktrees and clones"),
+    ("src/gitfiles/", "git's own files in worktrees and clones"),
     ("src/git.rs", "repositories the captain names"),
     (
         "src/stand_in.rs",
@@ -115,10 +115,6 @@ const OUTSIDE: &[(&str, &str)] = &[
     ),
     ("src/demo/mod.rs", "the demo's own temporary directory"),
     ("src/tmux/visit.rs", "a pane's working directory"),
-    (
-        "src/crew_state/reference/",
-        "test-only reference implementation",
-    ),
 ];
 
 /// A comment on the line (or just above it) saying why a raw access is
