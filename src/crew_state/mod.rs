@@ -19,13 +19,13 @@
 pub mod attention;
 mod done_check;
 pub mod facts;
-mod feed;
 mod fleet;
+#[cfg(test)]
+mod fleet_tests;
 pub(crate) mod gather;
 pub(crate) mod live;
+mod notices;
 mod read;
-#[cfg(test)]
-mod reference;
 pub(crate) mod render;
 pub(crate) mod resolve;
 pub mod trace;

@@ -13,9 +13,10 @@ use serde::Serialize;
 mod append;
 pub mod busy;
 mod fold;
-mod parse;
 #[cfg(test)]
-mod reference;
+pub(crate) mod grammar_tests;
+mod newlines;
+mod parse;
 
 pub use append::*;
 pub use fold::*;

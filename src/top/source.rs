@@ -1,8 +1,8 @@
 //! Where the dashboard's rows come from, off the drawing thread: a reader
 //! thread gathers the fleet (a kept [`crate::crew_state::FleetReader`],
 //! the same rows as `fm-crew-state`) whenever it is asked, and a
-//! filesystem watcher (`notify`, recursive over `state/`) says when
-//! something changed.
+//! notice thread (the crate's one inotify layer, [`crate::fsnotice`],
+//! over `state/` and every inbox) says when something changed.
 //!
 //! Asking is coalesced: requests that arrive while a read runs make one
 //! more read, not many. Changes the dashboard does not show never ask:
@@ -12,16 +12,18 @@
 //! Without filesystem events (inotify limit, NFS) the dashboard keeps
 //! working on its polling tick.
 
-use std::path::Path;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 
-use notify::Watcher;
+use rustix::event::{EventfdFlags, PollFd, PollFlags};
 
 use super::seen;
-use crate::clock;
 use crate::config::Config;
 use crate::crew_state::{FleetReader, Row};
+use crate::fsnotice::state::StateNotices;
 use crate::home::Home;
+use crate::{clock, fsx};
 
 /// What reaches the dashboard's loop from its helpers.
 #[derive(Debug)]
@@ -50,10 +52,11 @@ pub fn relevant(path: &Path) -> bool {
     }
 }
 
-/// The reader thread and the filesystem watcher.
+/// The reader thread and the notice thread.
 pub struct Source {
     ask: Sender<()>,
-    _watcher: Option<notify::RecommendedWatcher>,
+    /// Written when the source is dropped: the notice thread ends.
+    stop: Option<OwnedFd>,
     /// Why filesystem events are off, if they are.
     pub events_off: Option<String>,
 }
@@ -66,9 +69,9 @@ impl Source {
             let (home, cfg, tx) = (home.clone(), cfg.clone(), tx.clone());
             std::thread::spawn(move || reader(&home, &cfg, &asked, &tx));
         }
-        let (watcher, events_off) = if events {
+        let (stop, events_off) = if events {
             match watch(home, tx.clone()) {
-                Ok(w) => (Some(w), None),
+                Ok(stop) => (Some(stop), None),
                 Err(e) => (None, Some(e.to_string())),
             }
         } else {
@@ -76,7 +79,7 @@ impl Source {
         };
         Source {
             ask,
-            _watcher: watcher,
+            stop,
             events_off,
         }
     }
@@ -118,25 +121,123 @@ fn reader(home: &Home, cfg: &Config, asked: &Receiver<()>, tx: &Sender<Msg>) {
     }
 }
 
-fn watch(home: &Home, tx: Sender<Msg>) -> notify::Result<notify::RecommendedWatcher> {
-    let handler = move |res: notify::Result<notify::Event>| match res {
-        Ok(ev) if ev.kind.is_access() => {}
-        Ok(ev) if ev.paths.iter().any(|p| relevant(p)) => {
-            let _ = tx.send(Msg::Changed);
+impl Drop for Source {
+    fn drop(&mut self) {
+        if let Some(stop) = &self.stop {
+            let _ = rustix::io::write(stop, &1u64.to_ne_bytes());
         }
-        Ok(_) => {}
-        Err(_) => {
-            let _ = tx.send(Msg::Changed);
+    }
+}
+
+/// Every inbox directory in `state/` now.
+fn inbox_dirs(home: &Home) -> Vec<PathBuf> {
+    let state = home.state_dir();
+    fsx::list_dir(&state)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| {
+            n.to_str()
+                .is_some_and(|n| n.strip_suffix(".inbox").is_some())
+        })
+        .map(|n| state.join(n))
+        .collect()
+}
+
+/// Starts the notice thread: `state/` and every inbox watched, a
+/// [`Msg::Changed`] for each batch of notices one of which is
+/// [`relevant`], or when some were lost. Returns the descriptor that
+/// stops it.
+fn watch(home: &Home, tx: Sender<Msg>) -> std::io::Result<OwnedFd> {
+    let mut notices = StateNotices::start_with(home, true)?;
+    notices.watch_inboxes(home, &inbox_dirs(home));
+    let stop = rustix::event::eventfd(0, EventfdFlags::CLOEXEC)?;
+    let woken = stop.try_clone()?;
+    let home = home.clone();
+    std::thread::spawn(move || {
+        loop {
+            let ready = {
+                let fd = notices.fd();
+                let mut fds = [
+                    PollFd::new(&fd, PollFlags::IN),
+                    PollFd::new(&woken, PollFlags::IN),
+                ];
+                match rustix::event::poll(&mut fds, None) {
+                    Ok(_) => {}
+                    Err(rustix::io::Errno::INTR) => continue,
+                    // The dashboard keeps working on its polling tick.
+                    Err(_) => return,
+                }
+                if !fds[1].revents().is_empty() {
+                    return;
+                }
+                !fds[0].revents().is_empty()
+            };
+            if !ready {
+                continue;
+            }
+            let (mut ask, mut inbox) = (false, false);
+            let complete = notices.drain_names(|name| {
+                ask |= relevant(Path::new(name));
+                inbox |= name.strip_suffix(".inbox").is_some();
+            });
+            if inbox || !complete {
+                notices.watch_inboxes(&home, &inbox_dirs(&home));
+            }
+            if (ask || !complete) && tx.send(Msg::Changed).is_err() {
+                return;
+            }
         }
-    };
-    let mut w = notify::recommended_watcher(handler)?;
-    w.watch(&home.state_dir(), notify::RecursiveMode::Recursive)?;
-    Ok(w)
+    });
+    Ok(stop)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    /// The notice thread asks for a read on a change the dashboard shows
+    /// (in `state/` and in an inbox made after it started), not on its
+    /// own cursor, and ends when its stop is written.
+    #[test]
+    fn the_notice_thread_asks_for_shown_changes_and_stops() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stop = watch(&home, tx).unwrap();
+        let changed = |what: &str| match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(Msg::Changed) => {}
+            other => panic!("{what}: {other:?}"),
+        };
+        let quiet = |what: &str| {
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "{what}"
+            );
+        };
+        std::fs::write(state.join(".top.cursor"), "1\n").unwrap();
+        quiet("the cursor");
+        std::fs::write(state.join("t.status"), "working: x\n").unwrap();
+        changed("a status line");
+        while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+        std::fs::create_dir_all(state.join("t.inbox")).unwrap();
+        changed("a new inbox");
+        while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+        std::fs::write(state.join("t.inbox/001.msg"), "m\n").unwrap();
+        changed("a record in the new inbox");
+        while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+        rustix::io::write(&stop, &1u64.to_ne_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::write(state.join("t.status"), "working: y\n").unwrap();
+        // The thread ended: its sender is dropped.
+        assert!(matches!(
+            rx.recv_timeout(Duration::from_secs(2)),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        ));
+    }
 
     #[test]
     fn only_changes_the_dashboard_shows_ask_for_a_read() {

@@ -20,15 +20,18 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::events::Events;
 use super::pass::{self, Report, State};
 use crate::config::Config;
 use crate::error::Result;
-use crate::fsx::{self, LockGuard};
+use crate::fsnotice::state::StateNotices;
+use crate::fsx::{self};
 use crate::home::Home;
 use crate::task_id::TaskId;
 use crate::tmux::pane::{Pane, Tmux};
 use crate::wakes::{self, Wake};
+
+pub use super::lock::{Lock, acquire, recorded_pid, recovered_wake, try_acquire};
+use super::lock::{LockCheck, check_lock};
 
 /// The signal that asked us to stop (0 = none yet).
 static STOP: AtomicUsize = AtomicUsize::new(0);
@@ -51,142 +54,6 @@ pub fn stop_signal() -> Option<i32> {
     match STOP.load(Ordering::SeqCst) {
         0 => None,
         s => i32::try_from(s).ok(),
-    }
-}
-
-/// The held singleton lock.
-#[derive(Debug)]
-pub struct Lock {
-    guard: LockGuard,
-    /// A pid a previous holder left behind (it did not exit cleanly).
-    pub previous: Option<u32>,
-    /// The lock file's device and inode when it was taken: `state/`
-    /// replaced under the watcher (moved away and made again) leaves the
-    /// lock on the old file, and the path names another.
-    ident: Option<(u64, u64)>,
-}
-
-impl Lock {
-    /// Records this process's pid in the lock file. Called after the
-    /// `watcher-recovered` wake, so a crash in between repeats that wake
-    /// (the next watcher still finds the old pid) instead of losing it.
-    pub fn record_pid(&mut self) -> Result<()> {
-        self.guard
-            .write_contents(format!("{}\n", std::process::id()).as_bytes())
-    }
-
-    /// Clears the recorded pid; dropping then releases the lock.
-    pub fn release(mut self) {
-        let _ = self.guard.write_contents(b"");
-    }
-}
-
-fn parse_pid(bytes: &[u8]) -> Option<u32> {
-    String::from_utf8_lossy(bytes).trim().parse().ok()
-}
-
-/// The pid recorded in the lock file, if any.
-pub fn recorded_pid(home: &Home) -> Option<u32> {
-    fsx::read_optional(&home.watch_lock())
-        .ok()
-        .flatten()
-        .and_then(|b| parse_pid(&b))
-}
-
-/// Takes the singleton lock if it is free right now. The caller raises
-/// [`recovered_wake`] and then calls [`Lock::record_pid`].
-pub fn try_acquire(home: &Home) -> Result<Option<Lock>> {
-    fsx::ensure_dir(&home.state_dir())?;
-    Ok(fsx::try_lock(&home.watch_lock())?.map(|guard| {
-        let previous = recorded_pid(home).filter(|&p| p != std::process::id());
-        let ident = lock_ident(home);
-        Lock {
-            guard,
-            previous,
-            ident,
-        }
-    }))
-}
-
-/// The device and inode the lock file's path names now.
-fn lock_ident(home: &Home) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    fsx::stat(&home.watch_lock())
-        .ok()
-        .flatten()
-        .map(|m| (m.dev(), m.ino()))
-}
-
-/// Whether the held lock is still the home's.
-enum LockCheck {
-    /// The lock file's path still names the file this watcher holds.
-    Held,
-    /// `state/` was replaced and this watcher took the new lock.
-    Retaken,
-    /// `state/` is gone (moved away, not made again yet).
-    Away,
-    /// `state/` was replaced and another watcher holds its lock.
-    Lost(Option<u32>),
-}
-
-/// Compares the held lock file with the one the path names now: one
-/// watcher per home, always. The lock of a replaced `state/` is taken
-/// again (its pid recorded) when it is free; held by another watcher,
-/// this one must stop. A missing `state/` is not made again here.
-fn check_lock(home: &Home, lock: &mut Lock) -> LockCheck {
-    let now = lock_ident(home);
-    if now.is_some() && now == lock.ident {
-        return LockCheck::Held;
-    }
-    let state = home.state_dir();
-    if !fsx::stat(&state).is_ok_and(|m| m.is_some_and(|m| m.is_dir())) {
-        return LockCheck::Away;
-    }
-    match try_acquire(home) {
-        Ok(Some(mut new)) => {
-            if let Err(e) = new.record_pid() {
-                crate::output::err_line(&format!("fm-watch: warning: {e}"));
-            }
-            std::mem::replace(lock, new).release();
-            LockCheck::Retaken
-        }
-        Ok(None) => LockCheck::Lost(recorded_pid(home)),
-        // Cannot be told now: looked at again on the next wake.
-        Err(_) => LockCheck::Away,
-    }
-}
-
-/// Takes the singleton lock, or returns the holder's pid (`Err`). The
-/// caller raises [`recovered_wake`] and then calls [`Lock::record_pid`].
-pub fn acquire(home: &Home) -> Result<std::result::Result<Lock, Option<u32>>> {
-    if let Some(lock) = try_acquire(home)? {
-        Ok(Ok(lock))
-    } else {
-        // The holder may not have written its pid yet.
-        let deadline = Instant::now() + Duration::from_millis(500);
-        let mut pid = recorded_pid(home);
-        while pid.is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-            pid = recorded_pid(home);
-        }
-        Ok(Err(pid))
-    }
-}
-
-/// Raises the `watcher-recovered` wake when the lock had a pid left in it.
-pub fn recovered_wake(home: &Home, cfg: &Config, lock: &Lock) -> Option<Wake> {
-    let pid = lock.previous?;
-    let text = format!("previous watcher (pid {pid}) stopped without releasing the lock");
-    let now = crate::clock::now();
-    match wakes::append(home, "-", "watcher-recovered", &text, now) {
-        Ok(wake) => {
-            super::hook::spawn(&cfg.watch.on_wake, &wake);
-            Some(wake)
-        }
-        Err(e) => {
-            crate::output::err_line(&format!("fm-watch: warning: cannot append wake: {e}"));
-            None
-        }
     }
 }
 
@@ -279,14 +146,14 @@ const ON_TIME_SPLIT: Duration = Duration::from_millis(10);
 
 /// What ended a wait.
 enum Woken {
-    Events,
+    Notices,
     Time,
 }
 
 /// Waits up to `wait` for a file event or a signal; `on_time` when the
 /// wait must not end late (a ladder's due second).
 fn wait_for(
-    events: Option<&Events>,
+    notices: Option<&StateNotices>,
     signals: Option<&SignalPipe>,
     wait: Duration,
     on_time: bool,
@@ -313,7 +180,7 @@ fn wait_for(
         tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(wait.subsec_nanos()),
     };
-    let efd = events.map(Events::fd);
+    let efd = notices.map(StateNotices::fd);
     let sfd = signals.map(|s| s.read.as_fd());
     let mut fds = Vec::with_capacity(2);
     if let Some(fd) = &efd {
@@ -335,7 +202,7 @@ fn wait_for(
             if let Some(s) = signals {
                 s.drain();
             }
-            if evs { Woken::Events } else { Woken::Time }
+            if evs { Woken::Notices } else { Woken::Time }
         }
     }
 }
@@ -359,14 +226,14 @@ pub fn run(
     show: &mut dyn FnMut(&Report),
 ) -> Result<End> {
     let poll = Duration::from_secs(cfg.watch.poll_secs.max(1));
-    let mut events = if opts.no_notify {
+    let mut notices = if opts.no_notify {
         crate::output::err_line(&format!(
             "fm-watch: warning: filesystem events disabled; polling every {}s",
             poll.as_secs()
         ));
         None
     } else {
-        match Events::start(home) {
+        match StateNotices::start(home) {
             Ok(e) => Some(e),
             Err(e) => {
                 crate::output::err_line(&format!(
@@ -404,15 +271,15 @@ pub fn run(
             LockCheck::Lost(pid) => return Ok(End::Superseded(pid)),
             LockCheck::Retaken => {
                 if !opts.no_notify {
-                    events = Events::start(home).ok();
+                    notices = StateNotices::start(home).ok();
                 }
                 all = true;
                 false
             }
         };
         let now = crate::clock::now();
-        let degraded = events.as_ref().is_none_or(|e| e.incomplete);
-        if degraded && events.is_some() && !warned_limit {
+        let degraded = notices.as_ref().is_none_or(|e| e.incomplete);
+        if degraded && notices.is_some() && !warned_limit {
             warned_limit = true;
             crate::output::err_line(&format!(
                 "fm-watch: warning: some inboxes cannot be watched (inotify limit); \
@@ -513,7 +380,7 @@ pub fn run(
             todo.clear();
             next_beat = Instant::now() + poll;
             show(&report);
-            if let Some(e) = events.as_mut() {
+            if let Some(e) = notices.as_mut() {
                 // What landed in a new inbox before its watch: once more.
                 todo.extend(e.watch_inboxes(home, &report.inboxes));
             }
@@ -543,15 +410,15 @@ pub fn run(
             until = until.min(at);
         }
         let wait = until.saturating_duration_since(Instant::now());
-        if let Woken::Events = wait_for(events.as_ref(), signals.as_ref(), wait, on_time)
-            && let Some(e) = events.as_mut()
+        if let Woken::Notices = wait_for(notices.as_ref(), signals.as_ref(), wait, on_time)
+            && let Some(e) = notices.as_mut()
         {
             let changed = e.drain();
             if changed.lost {
                 crate::output::err_line(
                     "fm-watch: warning: state/ can no longer be watched; polling instead",
                 );
-                events = None;
+                notices = None;
                 all = true;
             }
             all |= changed.all;

@@ -87,7 +87,7 @@ impl Drop for Flusher {
         }
         let s = self.shared.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(e) = &s.failed {
-            crate::output::err_line(&format!("{}: warning: {e}", super::state::TOOL));
+            crate::output::err_line(&format!("{}: warning: {e}", super::TOOL));
         }
     }
 }

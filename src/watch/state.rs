@@ -9,17 +9,16 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::TOOL;
 use super::flusher::Flusher;
-use super::pass::InboxMemo;
-use super::status_feed::Offsets;
+use super::memo::InboxMemo;
+use super::status_wakes::Offsets;
 use crate::error::Result;
 use crate::home::Home;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome;
 use crate::tmux::pane::Pane;
 use crate::wakes::Wake;
-
-pub(super) const TOOL: &str = "fm-watch";
 
 /// Makes the pane backend for a tmux socket (`""` = default server).
 pub type PaneFactory<'a> = &'a dyn Fn(&str) -> Box<dyn Pane>;

@@ -9,7 +9,6 @@
 //! `state/.watch.beat` advancing after a change that wakes the daemon).
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use crate::harness::{Cmd, Started, TestHome, Tmux, have_python, wait_for, wait_until};
@@ -136,35 +135,42 @@ fn daemon_passes(h: &TestHome, n: usize) {
 /// Counts the opens of one file (inotify), to see a process reach the
 /// point where it tries a lock.
 struct Opens {
-    rx: mpsc::Receiver<()>,
-    _watcher: notify::RecommendedWatcher,
+    fd: std::os::fd::OwnedFd,
+    /// Opens seen and not yet waited for.
+    seen: std::cell::Cell<usize>,
 }
 
 impl Opens {
     fn of(path: &Path) -> Opens {
-        use notify::Watcher;
-        let (tx, rx) = mpsc::channel();
-        let mut w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
-            if let Ok(ev) = r
-                && matches!(
-                    ev.kind,
-                    notify::EventKind::Access(notify::event::AccessKind::Open(_))
-                )
-            {
-                let _ = tx.send(());
-            }
-        })
-        .unwrap();
-        w.watch(path, notify::RecursiveMode::NonRecursive).unwrap();
-        Opens { rx, _watcher: w }
+        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).unwrap();
+        inotify::add_watch(&fd, path, WatchFlags::OPEN).unwrap();
+        Opens {
+            fd,
+            seen: std::cell::Cell::new(0),
+        }
     }
 
     #[track_caller]
     fn wait(&self, what: &str) {
-        assert!(
-            self.rx.recv_timeout(Duration::from_secs(10)).is_ok(),
-            "gave up waiting for {what}"
-        );
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        use rustix::fs::inotify::{ReadFlags, Reader};
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut buf = vec![std::mem::MaybeUninit::uninit(); 4096];
+        while self.seen.get() == 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "gave up waiting for {what}");
+            let timeout = Timespec::try_from(left).unwrap();
+            let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+            let _ = rustix::event::poll(&mut fds, Some(&timeout));
+            let mut reader = Reader::new(&self.fd, &mut buf);
+            while let Ok(ev) = reader.next() {
+                if ev.events().contains(ReadFlags::OPEN) {
+                    self.seen.set(self.seen.get() + 1);
+                }
+            }
+        }
+        self.seen.set(self.seen.get() - 1);
     }
 }
 

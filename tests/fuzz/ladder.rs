@@ -88,7 +88,7 @@ fn busy_records_round_trip() {
 
 #[test]
 fn watcher_offsets_parse_to_a_fixed_point() {
-    use firstmate::watch::status_feed::Offsets;
+    use firstmate::watch::status_wakes::Offsets;
     let line = "[a-z0-9]{0,6}\t[0-9]{0,21}\t[0-9a]{0,21}(\t[0-9]{0,3})?\r?"
         .prop_map(String::from)
         .boxed();

@@ -9,7 +9,7 @@ use firstmate::home::Home;
 use firstmate::status::{self, Parsed};
 use firstmate::task_id::TaskId;
 use firstmate::wakes::Wake;
-use firstmate::watch::status_feed::wake_text;
+use firstmate::watch::status_wakes::wake_text;
 
 use crate::participants::{AckRun, Appended, Sent, WatchLog};
 use crate::world::{Ran, World, run};

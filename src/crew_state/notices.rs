@@ -3,13 +3,13 @@
 //!
 //! A kept reader looks at each task's files every frame ([`Stamps`]) to
 //! learn that nothing changed, which for an idle fleet is most of a
-//! frame's work. With a [`TaskFeed`] it asks inotify instead: `state/`
+//! frame's work. With a [`TaskNotices`] it asks inotify instead: `state/`
 //! and every inbox are watched (entries made, removed or renamed, files
 //! written, closed after writing or changed in their attributes), and a
 //! task none of whose files raised an event since its stamps were last
 //! taken keeps its facts without a look.
 //!
-//! The stamps stay the truth; the feed only says when they need not be
+//! The stamps stay the truth; the notices only say when they need not be
 //! taken again. A task's stamps are trusted without a look only when
 //! they were taken in a frame after both watches covering its files began
 //! (so no change can fall between a look and its watch), no event has
@@ -27,16 +27,16 @@
 
 use std::collections::HashMap;
 
+use crate::fsnotice::state::StateNotices;
 use crate::home::Home;
 use crate::task_id::TaskId;
-use crate::watch::events::Events;
 
 /// The longest a task's stamps are trusted without a look (seconds).
 pub(crate) const RECHECK_SECS: u64 = 30;
 
 /// The events of a kept reader's tasks, frame by frame.
-pub(crate) struct TaskFeed {
-    events: Events,
+pub(crate) struct TaskNotices {
+    events: StateNotices,
     /// The current frame, counted from 1; events drained at the start of
     /// a frame carry its number.
     frame: u64,
@@ -51,21 +51,21 @@ pub(crate) struct TaskFeed {
     inboxes: HashMap<TaskId, u64>,
 }
 
-impl std::fmt::Debug for TaskFeed {
+impl std::fmt::Debug for TaskNotices {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskFeed")
+        f.debug_struct("TaskNotices")
             .field("frame", &self.frame)
             .field("inboxes", &self.inboxes.len())
             .finish_non_exhaustive()
     }
 }
 
-impl TaskFeed {
+impl TaskNotices {
     /// Watches `state/`; `None` when it cannot be (no inotify, no
     /// `state/`), and the reader then looks at every stamp every frame.
-    pub(crate) fn start(home: &Home) -> Option<TaskFeed> {
-        let events = Events::start_with(home, true).ok()?;
-        Some(TaskFeed {
+    pub(crate) fn start(home: &Home) -> Option<TaskNotices> {
+        let events = StateNotices::start_with(home, true).ok()?;
+        Some(TaskNotices {
             events,
             frame: 0,
             since: 0,
@@ -76,7 +76,7 @@ impl TaskFeed {
     }
 
     /// Starts the next frame: takes the events queued since the last one.
-    /// `false` when `state/` can no longer be watched (the feed is then
+    /// `false` when `state/` can no longer be watched (the notices is then
     /// to be dropped).
     pub(crate) fn begin_frame(&mut self) -> bool {
         self.frame += 1;

@@ -19,37 +19,17 @@
 //! symlink among the directories on a path (the watch follows it to the
 //! directory it named when it began), and a file's symlink target. The
 //! callers look at every file by its stat at least every
-//! [`RECHECK_SECS`], and never trust a look that followed a symlink.
+//! [`super::RECHECK_SECS`], and never trust a look that followed a symlink.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::mem::MaybeUninit;
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
-use rustix::io::Errno;
+use rustix::fs::inotify::{ReadFlags, WatchFlags};
 
-/// The longest a look is trusted on the events' word (seconds): past it,
-/// the file is looked at by its stat again.
-pub(crate) const RECHECK_SECS: u64 = 30;
-
-/// How many watches one kind of kept reader's watching may take: a
-/// quarter of the system's per-user inotify limit (the watcher daemon and
-/// other programs need the rest), at most 4,096.
-pub(crate) fn watch_budget() -> usize {
-    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        crate::fsx::read_optional(Path::new("/proc/sys/fs/inotify/max_user_watches"))
-            .ok()
-            .flatten()
-            .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<usize>().ok())
-            .map_or(1024, |limit| limit / 4)
-            .min(4096)
-    })
-}
+use super::{Inotify, watch_budget};
 
 fn mask() -> WatchFlags {
     WatchFlags::CREATE
@@ -81,7 +61,7 @@ struct Dir {
 
 /// See the module doc.
 pub(crate) struct Watches {
-    fd: OwnedFd,
+    inotify: Inotify,
     frame: u64,
     /// By watch descriptor; `dirs` maps paths to them (`None`: the
     /// directory could not be watched this frame).
@@ -92,7 +72,6 @@ pub(crate) struct Watches {
     /// Names asked about that are not watched yet, watched at the frame's
     /// end.
     wanted: Mutex<Vec<(PathBuf, OsString)>>,
-    buf: Vec<MaybeUninit<u8>>,
 }
 
 impl std::fmt::Debug for Watches {
@@ -102,35 +81,6 @@ impl std::fmt::Debug for Watches {
             .field("dirs", &self.dirs.len())
             .finish_non_exhaustive()
     }
-}
-
-/// Reads every event queued on the inotify `fd` now (without blocking),
-/// handing each to `each` with its watch descriptor and name; `false` when
-/// some were lost (the queue overflowed, or could not be read).
-pub(crate) fn drain(
-    fd: &OwnedFd,
-    buf: &mut [MaybeUninit<u8>],
-    mut each: impl FnMut(ReadFlags, i32, Option<&std::ffi::CStr>),
-) -> bool {
-    let mut complete = true;
-    let mut reader = inotify::Reader::new(fd, buf);
-    loop {
-        let ev = match reader.next() {
-            Ok(ev) => ev,
-            Err(Errno::AGAIN | Errno::INTR) => break,
-            Err(_) => {
-                complete = false;
-                break;
-            }
-        };
-        let flags = ev.events();
-        if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-            complete = false;
-            continue;
-        }
-        each(flags, ev.wd(), ev.file_name());
-    }
-    complete
 }
 
 /// The directory and name of `path`, when it ends in a plain name.
@@ -145,15 +95,13 @@ fn split(path: &Path) -> Option<(&Path, &OsStr)> {
 impl Watches {
     /// `None` when inotify cannot be had.
     pub(crate) fn new() -> Option<Watches> {
-        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
         Some(Watches {
-            fd,
+            inotify: Inotify::new().ok()?,
             frame: 0,
             by_wd: HashMap::new(),
             dirs: HashMap::new(),
             overflow: 0,
             wanted: Mutex::new(Vec::new()),
-            buf: vec![MaybeUninit::uninit(); 64 * 1024],
         })
     }
 
@@ -164,7 +112,7 @@ impl Watches {
         let frame = self.frame;
         let mut gone = Vec::new();
         let by_wd = &mut self.by_wd;
-        let complete = drain(&self.fd, &mut self.buf, |flags, wd, name| {
+        let complete = self.inotify.drain(|flags, wd, name| {
             let Some(dir) = by_wd.get_mut(&wd) else {
                 return;
             };
@@ -274,7 +222,7 @@ impl Watches {
                 Some(*w)
             } else if tried.insert(dir.clone()) {
                 let w = if self.by_wd.len() < watch_budget() {
-                    inotify::add_watch(&self.fd, dir.as_path(), mask()).ok()
+                    self.inotify.add_watch(&dir, mask()).ok()
                 } else {
                     None
                 };
@@ -298,19 +246,5 @@ impl Watches {
                 d.names.entry(name).or_insert((frame, frame));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The budget is a quarter of the system's limit, at most 4,096.
-    #[test]
-    fn the_watch_budget_is_a_share_of_the_systems_limit() {
-        let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert_eq!(super::watch_budget(), (limit / 4).min(4096));
     }
 }

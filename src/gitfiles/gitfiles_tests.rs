@@ -308,7 +308,7 @@ fn kept_fixture() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, GitFiles, u6
         );
     }
     commit_empty(&b);
-    // Settled: the files were written more than a second before `now`.
+    // Settled: the files were written more than the settle margin before `now`.
     let now = crate::clock::now() + 5;
     let mut files = GitFiles::kept();
     let first = frame(&mut files, now, &[&a, &b, &r]);

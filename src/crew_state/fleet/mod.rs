@@ -25,16 +25,20 @@ use std::sync::mpsc;
 
 use super::Row;
 use super::done_check::{DoneCheck, Request};
-use super::facts::{Facts, PaneFact};
-use super::feed::TaskFeed;
+use super::facts::Facts;
 use super::gather::{self, Ancestry, Panes};
-use super::read::{self, Listed, Listing, Present, Stamps, StateDir};
+use super::notices::TaskNotices;
+use super::read::{self, Listed, Listing, Present, StateDir};
 use super::resolve::{Need, Resolution, step};
 use crate::config::Config;
 use crate::error::Result;
 use crate::gitfiles::GitFiles;
 use crate::home::Home;
 use crate::task_id::TaskId;
+
+mod task;
+
+use task::*;
 
 /// Tasks per unit of work.
 const BLOCK: usize = 64;
@@ -44,41 +48,6 @@ const MAX_THREADS: usize = 8;
 
 /// A kept reader keeps facts only for fleets up to this size.
 pub const KEEP_MAX: usize = 20_000;
-
-/// A task's facts kept between frames, with the stamps they were read under.
-#[derive(Debug)]
-struct Kept {
-    facts: Facts,
-    stamps: Stamps,
-    /// The frame the stamps were last looked at in, and its clock (Unix
-    /// seconds) ([`TaskFeed::quiet`]).
-    taken: u64,
-    taken_at: u64,
-}
-
-/// One task to read, with what the last frame kept of it (boxed: a
-/// fleet's items are held for the whole view, and facts are large).
-struct Item {
-    listed: Listed,
-    prev: Option<Box<Kept>>,
-}
-
-/// One task read; its row as the view's caller maps it ([`Map`]).
-struct Done<T> {
-    /// Its files were read (not reused).
-    reread: bool,
-    /// Its stamps were taken (not trusted on the events' word).
-    looked: bool,
-    /// Kept for the next frame, or for the second step (boxed: most of a
-    /// one-shot view's tasks keep nothing, and a `Done` is handed on).
-    facts: Option<Box<Facts>>,
-    stamps: Option<Box<Stamps>>,
-    /// The frame the stamps were last looked at in, and its clock.
-    taken: u64,
-    taken_at: u64,
-    /// Known after the first step.
-    row: Option<T>,
-}
 
 /// What a view's caller makes of each row, on the thread that read the
 /// task (so a row built there is dropped there, and the caller's thread
@@ -114,173 +83,10 @@ pub struct FleetReader {
     ancestry: Ancestry,
     /// The git-file reader, kept across frames by a kept reader.
     git: GitFiles,
-    /// A kept reader's file events, once started ([`TaskFeed`]); whether
+    /// A kept reader's file events, once started ([`TaskNotices`]); whether
     /// starting it was tried.
-    feed: Option<TaskFeed>,
-    feed_tried: bool,
-}
-
-/// What the reader threads share.
-struct Shared<'a> {
-    home: &'a Home,
-    cfg: &'a Config,
-    now: u64,
-    keep: bool,
-    git: &'a GitFiles,
-    ancestry: &'a Ancestry,
-    state: &'a StateDir,
-    feed: Option<&'a TaskFeed>,
-    /// The frame now read (0 without a feed).
-    frame: u64,
-}
-
-/// Facts kept from the last frame, ready for this one: the per-view inputs
-/// cleared, the worktree looked at again.
-fn reuse(mut f: Facts, now: u64, dirs: &read::Dirs, git: &GitFiles) -> Facts {
-    f.now = now;
-    f.pane = PaneFact::Unset;
-    f.screen = None;
-    f.gate = None;
-    f.git = None;
-    f.run_contains_head = false;
-    read::check_worktree(&mut f, dirs, Some(git));
-    f
-}
-
-fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
-    let Item { listed, prev } = item;
-    let (home, id, present) = (s.home, &listed.id, listed.present);
-    let mut stamps = None;
-    let mut facts = None;
-    let (mut taken, mut taken_at) = (s.frame, s.now);
-    let mut looked = false;
-    // No event named the task since its stamps were taken: they hold
-    // without a look.
-    let quiet = |p: &Kept| {
-        s.feed.is_some_and(|feed| {
-            p.stamps.present() == present
-                && !Stamps::needs_brief(&p.facts)
-                && feed.quiet(id, present.inbox(), p.taken, p.taken_at, s.now)
-        })
-    };
-    if s.keep && prev.as_deref().is_some_and(quiet) {
-        let p = prev.expect("a kept task");
-        (taken, taken_at) = (p.taken, p.taken_at);
-        facts = Some(reuse(p.facts, s.now, &s.state.dirs, s.git));
-        stamps = Some(p.stamps);
-    } else if s.keep {
-        looked = true;
-        let brief = prev.as_ref().is_none_or(|p| Stamps::needs_brief(&p.facts));
-        let last = prev.as_ref().map(|p| &p.stamps);
-        let now_stamps = Stamps::take(home, s.state, id, present, s.now, brief, last);
-        let named = |p: &Kept| s.feed.is_some_and(|feed| feed.named_since(id, p.taken));
-        match prev {
-            Some(p) if !named(&p) && p.stamps.still(&now_stamps) => {
-                facts = Some(reuse(p.facts, s.now, &s.state.dirs, s.git));
-                stamps = Some(p.stamps);
-            }
-            _ => {
-                stamps = Some(if brief {
-                    now_stamps
-                } else {
-                    Stamps::take(home, s.state, id, present, s.now, true, None)
-                });
-            }
-        }
-    }
-    let reread = facts.is_none();
-    let mut f = facts.unwrap_or_else(|| read::task(home, s.cfg, s.state, id, present, s.now));
-    if gather::needs_attribution(&f) {
-        gather::attribute_run(&mut f, s.git, s.ancestry);
-    }
-    let has_pane = f
-        .meta
-        .as_ref()
-        .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
-    // The session log changes with every turn: read each time, not kept.
-    f.agent_turn = if has_pane {
-        read::agent_turn(home, &f)
-    } else {
-        None
-    };
-    let resolved = if has_pane { None } else { step(&f).ok() };
-    let keep_facts = resolved.is_none() || (s.keep && f.error.is_none());
-    let stamps = stamps.filter(|_| f.error.is_none()).map(Box::new);
-    // Boxed when kept: a task read is handed on several times, and most
-    // of a one-shot view's tasks keep nothing.
-    let (facts, row) = match resolved {
-        Some(r) if keep_facts => {
-            let row = map(Row::with(&f, r, s.cfg));
-            (Some(Box::new(f)), Some(row))
-        }
-        // Facts no longer needed: the row takes what it can from them.
-        Some(r) => (None, Some(map(Row::from_owned(f, r, s.cfg)))),
-        None => (Some(Box::new(f)), None),
-    };
-    Done {
-        reread,
-        looked,
-        facts,
-        stamps,
-        taken,
-        taken_at,
-        row,
-    }
-}
-
-/// Hands rows out in order, holding everything behind the first task that
-/// needs the second step.
-struct Emitter<'e, T> {
-    emit: &'e mut dyn FnMut(T) -> Result<()>,
-    pending: BTreeMap<usize, Vec<Done<T>>>,
-    next: usize,
-    held: Vec<Done<T>>,
-    blocked: bool,
-    #[allow(
-        clippy::vec_box,
-        reason = "each box is handed on to the next frame's item"
-    )]
-    kept: Vec<Box<Kept>>,
-    error: Option<crate::Error>,
-    stats: Stats,
-}
-
-impl<T> Emitter<'_, T> {
-    fn block(&mut self, k: usize, done: Vec<Done<T>>, stop: &AtomicBool) {
-        self.pending.insert(k, done);
-        while let Some(v) = self.pending.remove(&self.next) {
-            self.next += 1;
-            if !self.blocked && v.iter().all(|d| d.row.is_some()) {
-                for d in v {
-                    self.out(d, stop);
-                }
-            } else {
-                self.blocked = true;
-                self.held.extend(v);
-            }
-        }
-    }
-
-    fn out(&mut self, mut d: Done<T>, stop: &AtomicBool) {
-        self.stats.tasks += 1;
-        self.stats.reread += usize::from(d.reread);
-        self.stats.looked += usize::from(d.looked);
-        if self.error.is_none()
-            && let Some(row) = d.row.take()
-            && let Err(e) = (self.emit)(row)
-        {
-            self.error = Some(e);
-            stop.store(true, Ordering::SeqCst);
-        }
-        if let (Some(facts), Some(stamps)) = (d.facts, d.stamps) {
-            self.kept.push(Box::new(Kept {
-                facts: *facts,
-                stamps: *stamps,
-                taken: d.taken,
-                taken_at: d.taken_at,
-            }));
-        }
-    }
+    notices: Option<TaskNotices>,
+    notices_tried: bool,
 }
 
 impl FleetReader {
@@ -346,23 +152,23 @@ impl FleetReader {
             let prev = prev.next_if(|k| k.facts.id == listed.id);
             Item { listed, prev }
         });
-        if keep && !self.feed_tried {
-            self.feed_tried = true;
-            self.feed = TaskFeed::start(home);
+        if keep && !self.notices_tried {
+            self.notices_tried = true;
+            self.notices = TaskNotices::start(home);
         }
         if !keep {
             // Too big to keep: started afresh once it is small again.
-            self.feed = None;
-            self.feed_tried = false;
+            self.notices = None;
+            self.notices_tried = false;
         }
-        if let Some(feed) = self.feed.as_mut()
-            && !feed.begin_frame()
+        if let Some(notices) = self.notices.as_mut()
+            && !notices.begin_frame()
         {
-            self.feed = None;
+            self.notices = None;
         }
         let result = self.read(home, cfg, now, items, keep, map, emit, &state);
-        if let Some(feed) = self.feed.as_mut() {
-            feed.end_frame(home, &inboxes);
+        if let Some(notices) = self.notices.as_mut() {
+            notices.end_frame(home, &inboxes);
         }
         result
     }
@@ -451,8 +257,8 @@ impl FleetReader {
             git,
             ancestry: &self.ancestry,
             state,
-            feed: if keep { self.feed.as_ref() } else { None },
-            frame: self.feed.as_ref().map_or(0, TaskFeed::frame),
+            notices: if keep { self.notices.as_ref() } else { None },
+            frame: self.notices.as_ref().map_or(0, TaskNotices::frame),
         };
         let mut blocks: Vec<Mutex<Option<Vec<Item>>>> = Vec::new();
         let mut items = items.peekable();

@@ -1,4 +1,4 @@
-//! The daemon's filesystem events: one inotify instance watching `state/`
+//! Notices of `state/`: one inotify instance watching `state/`
 //! and every inbox directory for entries created, removed, renamed or
 //! closed after writing (never for opens or reads, so a pass's own reading
 //! raises nothing), each event turned into the task it concerns.
@@ -14,11 +14,12 @@
 //! half a record.
 
 use std::collections::{BTreeSet, HashMap};
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::fs::inotify::{ReadFlags, WatchFlags};
+
+use super::Inotify;
 
 use crate::home::Home;
 use crate::task_id::TaskId;
@@ -41,14 +42,13 @@ pub(crate) struct Changed {
 }
 
 /// The inotify instance and what each watch descriptor stands for.
-pub(crate) struct Events {
-    fd: OwnedFd,
+pub(crate) struct StateNotices {
+    inotify: Inotify,
     state_wd: i32,
     /// Inbox watch descriptor → its task.
     inboxes: HashMap<i32, TaskId>,
     /// Inbox directories watched, by path.
     watched: HashMap<PathBuf, i32>,
-    buf: Vec<MaybeUninit<u8>>,
     /// What every watch takes.
     mask: WatchFlags,
     /// Whether some inbox could not be watched (the inotify limit).
@@ -83,29 +83,28 @@ fn state_name(name: &str) -> Option<Option<TaskId>> {
     TaskId::parse(stem).ok().map(Some)
 }
 
-impl Events {
+impl StateNotices {
     /// Starts watching `state/`.
-    pub(crate) fn start(home: &Home) -> std::io::Result<Events> {
-        Events::start_with(home, false)
+    pub(crate) fn start(home: &Home) -> std::io::Result<StateNotices> {
+        StateNotices::start_with(home, false)
     }
 
     /// Starts watching `state/`; with `writes`, every write to a file is
     /// an event too, not only its writer's close (for a reader that must
     /// see a file appended by a writer that keeps it open).
-    pub(crate) fn start_with(home: &Home, writes: bool) -> std::io::Result<Events> {
+    pub(crate) fn start_with(home: &Home, writes: bool) -> std::io::Result<StateNotices> {
         let mask = if writes {
             mask() | WatchFlags::MODIFY | WatchFlags::ATTRIB
         } else {
             mask()
         };
-        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
-        let state_wd = inotify::add_watch(&fd, home.state_dir().as_path(), mask)?;
-        Ok(Events {
-            fd,
+        let inotify = Inotify::new()?;
+        let state_wd = inotify.add_watch(&home.state_dir(), mask)?;
+        Ok(StateNotices {
+            inotify,
             state_wd,
             inboxes: HashMap::new(),
             watched: HashMap::new(),
-            buf: vec![MaybeUninit::uninit(); 64 * 1024],
             mask,
             incomplete: false,
         })
@@ -118,7 +117,7 @@ impl Events {
 
     /// The descriptor to poll for readability.
     pub(crate) fn fd(&self) -> impl AsFd + '_ {
-        self.fd.as_fd()
+        self.inotify.fd()
     }
 
     /// Watches each inbox of `dirs` not watched yet; returns the tasks
@@ -133,7 +132,7 @@ impl Events {
             let Some(id) = inbox_task(home, dir) else {
                 continue;
             };
-            match inotify::add_watch(&self.fd, dir.as_path(), self.mask) {
+            match self.inotify.add_watch(dir, self.mask) {
                 Ok(wd) => {
                     self.watched.insert(dir.clone(), wd);
                     self.inboxes.insert(wd, id.clone());
@@ -150,7 +149,7 @@ impl Events {
         let mut out = Changed::default();
         let mut gone = Vec::new();
         let (state_wd, inboxes) = (self.state_wd, &self.inboxes);
-        let complete = crate::fsnotice::drain(&self.fd, &mut self.buf, |flags, wd, name| {
+        let complete = self.inotify.drain(|flags, wd, name| {
             if flags.contains(ReadFlags::IGNORED) {
                 gone.push(wd);
                 return;
@@ -196,6 +195,35 @@ impl Events {
             }
         }
         out
+    }
+
+    /// Reads every notice queued now (without blocking), handing `each`
+    /// the name each one carries (in `state/` or in an inbox); `false` when
+    /// some were lost or `state/` itself went away. For a reader that
+    /// decides by the name alone (`fm top`'s refresh).
+    pub(crate) fn drain_names(&mut self, mut each: impl FnMut(&str)) -> bool {
+        let state_wd = self.state_wd;
+        let mut lost = false;
+        let mut gone = Vec::new();
+        let complete = self.inotify.drain(|flags, wd, name| {
+            if flags.contains(ReadFlags::IGNORED) {
+                gone.push(wd);
+            } else if wd == state_wd
+                && flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF)
+            {
+                lost = true;
+            } else if let Some(n) = name.and_then(|n| n.to_str().ok()) {
+                each(n);
+            }
+        });
+        for wd in gone {
+            if wd == self.state_wd {
+                lost = true;
+            } else if self.inboxes.remove(&wd).is_some() {
+                self.watched.retain(|_, w| *w != wd);
+            }
+        }
+        complete && !lost
     }
 
     /// How many inbox directories are watched.
@@ -251,7 +279,7 @@ mod tests {
         let state = home.state_dir();
         std::fs::create_dir_all(state.join("t.inbox")).unwrap();
         std::fs::write(state.join("t.status"), "working: x\n").unwrap();
-        let mut ev = Events::start(&home).unwrap();
+        let mut ev = StateNotices::start(&home).unwrap();
         let new = ev.watch_inboxes(&home, &[state.join("t.inbox"), d.path().join("elsewhere")]);
         assert_eq!(new, [id("t")]);
         assert!(ev.watch_inboxes(&home, &[state.join("t.inbox")]).is_empty());
