@@ -3,6 +3,12 @@
 //! real repository (its git calls included). Run with
 //! `cargo bench --bench brief`; figures go in BENCHMARKS.md.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 

@@ -22,6 +22,12 @@
 //! fleets also how many tmux and git processes one view starts (counted by
 //! wrappers first on `PATH`, in separate runs so timing stays clean).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 #[path = "common/fleet.rs"]

@@ -14,6 +14,12 @@
 //! run of the fleet view on the same fleet, so the two are measured under
 //! the same load and their ratio is reported as well.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 #[path = "common/fleet.rs"]

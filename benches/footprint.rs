@@ -3,6 +3,12 @@
 //! `fm demo` (skipped when tmux or git is missing).
 //! Run with `cargo bench --bench footprint`.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 

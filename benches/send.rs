@@ -4,6 +4,12 @@
 //! `settle_ms`/`enter_wait_ms` set to 0, so the figure is the time spent
 //! outside the configured waits. Run with `cargo bench --bench send`.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 

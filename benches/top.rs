@@ -9,6 +9,12 @@
 //!   home of 100 tasks, left alone for `FM_BENCH_IDLE_SECS` (default 20 s);
 //!   CPU ticks of the process from `/proc`.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 

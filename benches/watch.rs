@@ -4,6 +4,12 @@
 //! Run with `cargo bench --bench watch` (`FM_BENCH_IDLE_SECS` shortens the
 //! 60 s idle measurement).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "common/mod.rs"]
 mod common;
 

@@ -43,6 +43,10 @@ pub fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> Result<Outpu
 /// itself. `git -C dir` searches upward, so a plain directory inside some
 /// other repository would otherwise answer for that repository; both sides
 /// are compared physically (symlinks resolved).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: a repository's directories"
+)]
 pub fn is_toplevel(dir: &Path, reported: &str) -> bool {
     if reported.is_empty() {
         return false;

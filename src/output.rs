@@ -30,6 +30,12 @@
 //! fails on a `println!`, `eprintln!` or `std::io::stdout()` outside this
 //! file, so a new tool cannot skip the layer by accident.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "the one layer that writes the terminal; it is what clippy.toml sends everyone else to"
+)]
+
 use std::borrow::Cow;
 use std::io::Write;
 

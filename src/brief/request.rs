@@ -259,9 +259,14 @@ impl BriefRequest {
             .iter()
             .map(|p| {
                 let p = cwd.join(p);
-                match p.canonicalize() {
-                    Ok(c) if c.is_dir() => Ok(c),
-                    _ => Err(Error::usage(format!(
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "outside the home: the captain's project clones"
+                )]
+                let clone = p.canonicalize().ok().filter(|c| c.is_dir());
+                match clone {
+                    Some(c) => Ok(c),
+                    None => Err(Error::usage(format!(
                         "project clone {} is not a directory",
                         p.display()
                     ))),

@@ -380,6 +380,10 @@ fn task_line(home: &Home, id: &TaskId, seqs: &[u64], now: u64) -> TaskLine {
 /// The crontab line's log bound (bytes), before it moves to `.1`.
 const LOG_MAX: u64 = 1024 * 1024;
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the running binary's own directory"
+)]
 fn crontab(home: &Home) -> Result<u8> {
     use crate::shq::quote as shell_quote;
     let exe = std::env::current_exe().ok();

@@ -320,6 +320,10 @@ impl Ctl<'_> {
         let profile = self.profile(&harness_name)?;
         self.check_brief()?;
         let launch = self.checked_launch(&profile)?;
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "outside the home: the captain's project"
+        )]
         let project = project
             .canonicalize()
             .map_err(|e| Error::io("open project", project, e))?;
@@ -328,8 +332,12 @@ impl Ctl<'_> {
         let worktree = self.home.worktree(self.cfg, self.id);
         let wt = worktree.display().to_string();
         let mut created_from = None;
-        // Outside the home: the worktree is git's.
-        if !worktree.join(".git").exists() {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "outside the home: the worktree is git's"
+        )]
+        let fresh = !worktree.join(".git").exists();
+        if fresh {
             let base = match base {
                 Some(b) => b.to_string(),
                 None => crate::git::default_base(&project, &self.cfg.brief.default_branch)?
@@ -444,8 +452,11 @@ fn verify_started(tmux: &Tmux, pane: &str, worktree: &str) -> Result<()> {
     Ok(())
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the worktree is git's, the pane's path tmux's"
+)]
 fn same_dir(a: &str, b: &str) -> bool {
-    // Outside the home: the worktree is git's, the pane's path tmux's.
     let canon = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
     a == b || canon(a) == canon(b)
 }

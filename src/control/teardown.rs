@@ -26,7 +26,10 @@ impl Ctl<'_> {
             fsx::refuse_symlink(&p)?;
         }
         let worktree = meta.worktree.clone().unwrap_or_default();
-        // Outside the home: the worktree is git's.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "outside the home: the worktree is git's"
+        )]
         let has_worktree = meta.worktree.is_some() && worktree.join(".git").exists();
         if has_worktree && !force {
             // The top-level check first: a `.git` that git does not honour

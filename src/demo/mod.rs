@@ -187,6 +187,10 @@ impl Demo {
             return;
         }
         let _ = self.tmux().run(&["kill-server"]);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "outside the home: the demo's own temporary directory, home and projects"
+        )]
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
@@ -243,6 +247,10 @@ pub fn run(keep: bool) -> Result<u8> {
     let stamp = crate::clock::now();
     let root = std::env::temp_dir().join(format!("fm-demo-{}-{stamp}", std::process::id()));
     fsx::ensure_dir(&root)?;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: the demo's own temporary directory"
+    )]
     let root = root
         .canonicalize()
         .map_err(|e| Error::io("resolve", &root, e))?;

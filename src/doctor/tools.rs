@@ -240,12 +240,15 @@ pub(super) fn harness_checks(overrides: &crate::harness::Overrides) -> Vec<Check
 
 /// `program --version` in a throwaway home: some agents write their
 /// config directory on any start.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: a private directory in the temp dir"
+)]
 fn program_version(program: &str) -> Result<String, String> {
     use std::os::unix::fs::DirBuilderExt;
     // A new private directory: one that already exists (perhaps planted by
     // another user of the shared temp dir) is refused, never reused.
     let h = std::env::temp_dir().join(format!("fm-doctor-{}", std::process::id()));
-    // Outside the home: a private directory in the temp dir.
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&h)
@@ -257,7 +260,6 @@ fn program_version(program: &str) -> Result<String, String> {
         .env("CLAUDE_CONFIG_DIR", h.join(".claude"))
         .env("DISABLE_AUTOUPDATER", "1")
         .run();
-    // Outside the home: that private directory.
     let _ = std::fs::remove_dir_all(&h);
     let out = out.map_err(|f| f.cause.to_string())?;
     if !out.success() {

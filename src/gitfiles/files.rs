@@ -22,7 +22,6 @@ pub(super) fn read_small(path: &Path) -> Result<Option<String>, &'static str> {
 /// symlink or blocking: a FIFO, socket or device in a worktree's git files
 /// is "unreadable" (the caller falls back to git), never waited on.
 pub(super) fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, &'static str> {
-    // Outside the home: a worktree's git files.
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(

@@ -190,6 +190,10 @@ pub fn is_alive(profile: Option<&HarnessProfile>, pane_dead: bool, foreground: &
 /// Whether `program` can be started: a path (containing `/`) must name an
 /// executable file; a bare name must be one in a directory of `path_var`
 /// (the `PATH` value).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: agent programs on PATH"
+)]
 pub fn program_exists(program: &str, path_var: Option<&std::ffi::OsStr>) -> bool {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &std::path::Path| {

@@ -151,6 +151,10 @@ fn find_on_path(program: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf
         .find(|p| is_executable(p))
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: programs on PATH"
+)]
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -205,6 +209,10 @@ fn tmux(socket: &str, display_ms: u64, note: &Note) -> Result<(), Miss> {
 
 /// A BEL on the client's own terminal: what tmux passes through from a
 /// pane, written directly since no tmux command rings a client.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the captain's tty"
+)]
 fn bell(tty: &Path) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().write(true).open(tty)?;

@@ -204,6 +204,10 @@ pub fn client_socket(tmux_env: Option<&str>) -> Option<&str> {
 /// Switch when the captain's `$TMUX` names the worker's server, a popup
 /// when it names another one, else attach. `server_path` is the worker
 /// server's `#{socket_path}`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: tmux's socket paths"
+)]
 pub fn plan(tmux_env: Option<&str>, server_path: Option<&str>) -> Jump {
     let same = |a: &str, b: &str| {
         let canon = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());

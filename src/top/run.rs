@@ -67,6 +67,10 @@ fn io_err(e: std::io::Error) -> Error {
 }
 
 /// Puts the terminal back as the shell had it.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the dashboard owns the terminal: raw mode, the alternate screen and ratatui's frames"
+)]
 fn restore() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
@@ -82,6 +86,10 @@ struct Screen {
 }
 
 impl Screen {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the dashboard owns the terminal: raw mode, the alternate screen and ratatui's frames"
+    )]
     fn enter() -> Result<Screen> {
         terminal::enable_raw_mode().map_err(io_err)?;
         let screen = Screen {
@@ -103,6 +111,10 @@ impl Screen {
         restore();
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the dashboard owns the terminal: raw mode, the alternate screen and ratatui's frames"
+    )]
     fn resume(&mut self) -> Result<()> {
         terminal::enable_raw_mode().map_err(io_err)?;
         execute!(
@@ -131,6 +143,10 @@ impl Drop for Screen {
 }
 
 /// Runs the dashboard until `q`, Ctrl-C (130), SIGTERM or SIGHUP.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the dashboard owns the terminal: raw mode, the alternate screen and ratatui's frames"
+)]
 pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return Err(Error::usage(

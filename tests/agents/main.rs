@@ -20,6 +20,12 @@
 //! scripts/agents.sh && FM_REQUIRE_AGENTS=1 cargo test --release --test agents
 //! ```
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "../cli/harness.rs"]
 mod harness;
 

@@ -8,6 +8,12 @@
 //! FM_TORTURE_SEED=1234 ...                                        # replay a seed's choices
 //! ```
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "tests and benches set up homes and print as they like; clippy.toml's rules are the library's"
+)]
+
 #[path = "../cli/harness.rs"]
 mod harness;
 

@@ -220,7 +220,10 @@ fn read_body(a: &Args, max: u64) -> Result<Vec<u8>> {
     match (&a.file, a.text.as_slice()) {
         (Some(_), [_, ..]) => Err(Error::usage("give the body as text or --file, not both")),
         (Some(f), []) => {
-            // Outside the home: a file named on the command line.
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "outside the home: a file named on the command line"
+            )]
             let mut file = std::fs::File::open(f).map_err(|e| Error::io("read --file", f, e))?;
             bounded(&mut file, f)
         }

@@ -105,6 +105,10 @@ impl Dirs {
     }
 
     /// [`Path::is_dir`].
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: a worktree or project path meta names"
+    )]
     pub(crate) fn is_dir(&self, path: &Path, git: Option<&GitFiles>) -> bool {
         match self.stat(path, true, git) {
             Some(r) => r.is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_dir()),
@@ -130,6 +134,10 @@ impl Dirs {
     /// [`crate::home::physical`]: for a path that exists and is no
     /// symlink, its parent's physical path (found once per view) and its
     /// name.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: a worktree or project path meta names"
+    )]
     pub(crate) fn physical(&self, path: &Path, git: Option<&GitFiles>) -> PathBuf {
         let slow = || crate::home::physical(path);
         if !path.is_absolute() {

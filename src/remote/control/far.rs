@@ -96,9 +96,13 @@ pub(crate) fn serve(
     {
         return Ok(a.stdout);
     }
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: a path on this host the captain named"
+    )]
+    let missing = |project: &std::path::Path| !(project.is_absolute() && project.is_dir());
     if let Action::Spawn { project, .. } = &action
-        // Outside the home: a path on this host the captain named.
-        && !(project.is_absolute() && project.is_dir())
+        && missing(project)
     {
         return Err(Error::refused(format!(
             "project {} not found on this host",
