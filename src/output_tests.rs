@@ -33,3 +33,28 @@ fn json_keeps_the_exact_text_escaped() {
     let back: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(back, v);
 }
+
+mod printable_tests {
+    use super::printable_ascii;
+
+    proptest::proptest! {
+        #[test]
+        fn words_at_a_time_say_what_each_byte_says(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            proptest::prop_assert_eq!(printable_ascii(&b), b.iter().all(|c| matches!(c, b' '..=b'~')));
+        }
+
+        #[test]
+        fn printable_text_with_one_odd_byte_anywhere_is_caught(
+            n in 0usize..40,
+            at in 0usize..40,
+            odd in proptest::sample::select(&[0u8, 9, 10, 0x1b, 0x1f, 0x7f, 0x80, 0x9b, 0xc2, 0xff][..]),
+        ) {
+            let mut b = vec![b'x'; n.max(1)];
+            let at = at % b.len();
+            b[at] = odd;
+            proptest::prop_assert!(!printable_ascii(&b));
+            b[at] = b'~';
+            proptest::prop_assert!(printable_ascii(&b));
+        }
+    }
+}
