@@ -103,7 +103,7 @@ impl BriefPaths {
         meta: &crate::meta::TaskMeta,
     ) -> BriefPaths {
         BriefPaths {
-            worktree: crate::dod::gate::worktree_of(home, cfg, id, meta),
+            worktree: crate::meta::worktree_of(home, cfg, id, meta),
             status: home.status(id),
             inbox: home.inbox(id),
             report: home.report(id),

@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn load(text: &str, env: &[(&str, &str)]) -> Result<Config> {

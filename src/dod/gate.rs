@@ -139,28 +139,6 @@ pub(crate) fn head_fact(worktree: &Path) -> HeadFact {
     }
 }
 
-/// The worktree the gate inspects for a task (and a brief names): meta
-/// `worktree`, else the default location; physical as far as it exists.
-pub(crate) fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
-    worktree_with(home, cfg, id, meta, &crate::home::physical)
-}
-
-/// [`worktree_of`], an absolute path made physical by `physical` (which
-/// answers as [`crate::home::physical`] does).
-fn worktree_with(
-    home: &Home,
-    cfg: &Config,
-    id: &TaskId,
-    meta: &TaskMeta,
-    physical: &dyn Fn(&Path) -> PathBuf,
-) -> PathBuf {
-    match &meta.worktree {
-        None => home.worktree(cfg, id),
-        Some(w) if w.is_absolute() => physical(w),
-        Some(w) => w.clone(),
-    }
-}
-
 /// The task's brief header, if the brief reads.
 fn brief_header(home: &Home, id: &TaskId) -> Option<crate::brief::BriefHeader> {
     crate::brief::BriefHeader::of_task(home, id).ok()
@@ -191,7 +169,7 @@ pub(crate) fn kind_of(home: &Home, id: &TaskId, meta: &TaskMeta) -> Kind {
 /// worktree's HEAD, then the refs that count as outside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Check {
-    /// The worktree whose `HEAD` is named ([`worktree_of`]).
+    /// The worktree whose `HEAD` is named ([`crate::meta::worktree_of`]).
     pub(crate) worktree: PathBuf,
     /// The project clone, whose refs also count.
     pub(crate) project: Option<PathBuf>,
@@ -235,7 +213,7 @@ pub(crate) fn plan_with(
         return Plan::Decided(v);
     }
     Plan::Check(Check {
-        worktree: worktree_with(home, cfg, id, meta, physical),
+        worktree: crate::meta::worktree_with(home, cfg, id, meta, physical),
         project: meta.project.clone(),
         local_only: mode == Some(Mode::LocalOnly),
     })

@@ -16,7 +16,7 @@ mod kv;
 pub use kind::{Kind, MODES, Mode};
 pub use kv::KeyValues;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::Result;
@@ -242,6 +242,28 @@ pub(crate) fn task_known(home: &Home, id: &TaskId) -> Result<bool> {
         fsx::refuse_symlink(&p)?;
     }
     Ok(fsx::exists(&home.meta(id))? || fsx::exists(&home.brief(id))?)
+}
+
+/// The worktree the gate inspects for a task (and a brief names): meta
+/// `worktree`, else the default location; physical as far as it exists.
+pub(crate) fn worktree_of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> PathBuf {
+    worktree_with(home, cfg, id, meta, &crate::home::physical)
+}
+
+/// [`worktree_of`], an absolute path made physical by `physical` (which
+/// answers as [`crate::home::physical`] does).
+pub(crate) fn worktree_with(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    meta: &TaskMeta,
+    physical: &dyn Fn(&Path) -> PathBuf,
+) -> PathBuf {
+    match &meta.worktree {
+        None => home.worktree(cfg, id),
+        Some(w) if w.is_absolute() => physical(w),
+        Some(w) => w.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::agent_wakes::dead_text;
 use super::hook;
 use super::ladder::{self, Action, LadderFiles, PaneFacts, Pending};
 use super::state::{PaneFactory, Report, Ring, State};
@@ -463,13 +462,6 @@ pub(super) const OWED_RECHECK_SECS: u64 = 2;
 /// How soon a pass looks again at a task whose ring lock was held.
 const RING_LOCK_RETRY_SECS: u64 = 1;
 
-/// How soon a pass looks again at a dialog that holds a doorbell back.
-pub(super) const DIALOG_RECHECK_SECS: u64 = 3;
-
-/// How long after a key pressed in the pane a dialog found there counts as
-/// a new one (two clock seconds: at least one whole second to redraw).
-pub(super) const ACTED_SETTLE_SECS: u64 = 2;
-
 /// The actor of every event the watcher records.
 pub(super) const ACTOR: &str = "watcher";
 
@@ -494,4 +486,17 @@ impl LadderWake {
 
 pub(super) fn name(seq: u64) -> String {
     fsx::numbered_name(seq, inbox::EXT)
+}
+
+/// A `dead-agent` wake's text, naming the record left unread if any.
+pub(super) fn dead_text(pane: &str, gone: bool, record: Option<(u64, &str)>) -> String {
+    let why = if gone {
+        format!("pane {pane} gone")
+    } else {
+        format!("agent in pane {pane} exited")
+    };
+    match record {
+        Some((seq, about)) => format!("{} pending but {why}: {about}", name(seq)),
+        None => why,
+    }
 }

@@ -3,9 +3,7 @@
 //! owed), and an agent found dead or its pane gone (one `dead-agent` wake
 //! per agent). Part of a pass's [`super::act::Exec`].
 
-use super::act::{
-    ACTED_SETTLE_SECS, ACTOR, DIALOG_RECHECK_SECS, Exec, OWED_RECHECK_SECS, TaskIn, name,
-};
+use super::act::{ACTOR, Exec, OWED_RECHECK_SECS, TaskIn, dead_text, name};
 use super::ladder;
 use crate::events::{Entry, Event, Tool};
 use crate::inbox::ladder_files as shared;
@@ -150,15 +148,9 @@ impl Exec<'_> {
     }
 }
 
-/// A `dead-agent` wake's text, naming the record left unread if any.
-pub(super) fn dead_text(pane: &str, gone: bool, record: Option<(u64, &str)>) -> String {
-    let why = if gone {
-        format!("pane {pane} gone")
-    } else {
-        format!("agent in pane {pane} exited")
-    };
-    match record {
-        Some((seq, about)) => format!("{} pending but {why}: {about}", name(seq)),
-        None => why,
-    }
-}
+/// How soon a pass looks again at a dialog that holds a doorbell back.
+const DIALOG_RECHECK_SECS: u64 = 3;
+
+/// How long after a key pressed in the pane a dialog found there counts as
+/// a new one (two clock seconds: at least one whole second to redraw).
+const ACTED_SETTLE_SECS: u64 = 2;
