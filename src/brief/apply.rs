@@ -285,9 +285,10 @@ pub(crate) fn respond(
     actor: &str,
 ) -> Result<PathBuf> {
     if !meta::task_known(home, id)? {
-        return Err(Error::refused(format!(
-            "unknown task {id}: no meta and no brief to respond to"
-        )));
+        return Err(Error::UnknownTask {
+            id: id.to_string(),
+            lacks: "no meta and no brief to respond to",
+        });
     }
     let path = response::write(home, id, status, body, clock::now())?;
     let event = Event::BriefResponded {

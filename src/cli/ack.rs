@@ -111,7 +111,7 @@ fn run(a: Args) -> Result<u8> {
             return remote_read(&ctx, &a, &id, host);
         }
         if !inbox::has_inbox(&ctx.home, &id)? {
-            return Err(Error::refused(format!("task {id} has no inbox")));
+            return Err(Error::NoInbox { id: id.to_string() });
         }
         if a.list {
             return list(&ctx, &id, a.json);

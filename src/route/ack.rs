@@ -98,7 +98,7 @@ pub(crate) fn ack_here(
     task.here()?;
     let id = task.id();
     if !inbox::has_inbox(home, id)? {
-        return Err(Error::refused(format!("task {id} has no inbox")));
+        return Err(Error::NoInbox { id: id.to_string() });
     }
     let what = format!("seqs={:?} through={:?}", req.seqs, req.through);
     let parts: [&[u8]; 2] = [req.actor.as_bytes(), what.as_bytes()];
