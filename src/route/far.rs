@@ -47,11 +47,21 @@ pub enum Op {
     Append(super::status::AppendRequest),
     Ack(super::ack::AckRequest),
     Check(super::dod::CheckRequest),
+    Brief(super::brief::BriefChange),
 }
 
 #[derive(Serialize, Deserialize)]
 struct Failure {
     error: String,
+}
+
+/// The most `fm far` reads of its stdin: the envelope and the largest
+/// body a request takes (a message, a brief); past it the request is
+/// refused as cut.
+pub fn max_input(cfg: &Config) -> u64 {
+    (cfg.send.max_body_bytes)
+        .max(crate::remote::control::MAX_BRIEF_BYTES)
+        .saturating_add(64 * 1024)
 }
 
 /// Runs the envelope of `input` (JSON line, then the body) in this home
@@ -104,6 +114,24 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
+        Op::Brief(mut req) => {
+            crate::remote::kept::validate(&env.key)?;
+            if body.len() as u64 > crate::remote::control::MAX_BRIEF_BYTES {
+                return Err(Error::usage(format!(
+                    "the brief is over {} bytes",
+                    crate::remote::control::MAX_BRIEF_BYTES
+                )));
+            }
+            req.text = String::from_utf8(body.to_vec())
+                .map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
+            to_line(&super::brief::change_here(
+                home,
+                cfg,
+                &task,
+                &req,
+                Some(&env.key),
+            )?)?
+        }
     };
     Ok(line)
 }

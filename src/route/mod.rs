@@ -10,6 +10,7 @@
 
 pub mod ack;
 pub mod board;
+pub mod brief;
 pub mod broadcast;
 pub mod dod;
 pub mod far;

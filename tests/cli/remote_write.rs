@@ -441,7 +441,8 @@ fn a_brief_reapplied_for_a_remote_task_whose_answer_was_lost_is_installed_once()
         far_read(&sshd, "data/t1/brief.md"),
         "the brief spawn brought\n"
     );
-    drop_first_answer(&sshd, "fm-brief");
+    // A brief change travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let far_data = regex::escape(&sshd.far_home.join("data/t1").display().to_string());
     let brief = h
         .fm("brief")
