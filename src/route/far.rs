@@ -31,8 +31,10 @@ pub const SUBCOMMAND: &str = "far";
 /// One far call: the idempotency key (made before the first attempt and
 /// reused on every retry), the task and the operation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     pub key: String,
+    /// The task acted on; none for a board's operation.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub task: String,
     #[serde(flatten)]
     pub op: Op,
@@ -41,13 +43,15 @@ pub struct Envelope {
 /// The operations the far entry serves, each a typed request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", content = "request", rename_all = "kebab-case")]
-pub enum Op {
+pub(crate) enum Op {
     Send(SendRequest),
     Press(super::press::PressRequest),
     Append(super::status::AppendRequest),
     Ack(super::ack::AckRequest),
     Check(super::dod::CheckRequest),
     Brief(super::brief::BriefChange),
+    Board(super::board::BoardWrite),
+    Dispatch(super::board::DispatchRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -86,6 +90,27 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
     };
     let env: Envelope = serde_json::from_slice(head)
         .map_err(|e| Error::usage(format!("fm far: unreadable request: {e}")))?;
+    let key = env.key;
+    // A board's operations act on this home's board, not on a task.
+    let op = match env.op {
+        Op::Board(write) => {
+            crate::remote::kept::validate(&key)?;
+            let now = crate::clock::now();
+            let report = super::board::change_here(home, cfg, &write, Some(&key), now)?;
+            return to_line(&report);
+        }
+        Op::Dispatch(_) => {
+            crate::remote::kept::validate(&key)?;
+            let now = crate::clock::now();
+            return to_line(&super::board::dispatch_here(home, cfg, Some(&key), now)?);
+        }
+        op => op,
+    };
+    let env = Envelope {
+        key,
+        task: env.task,
+        op,
+    };
     let id = TaskId::parse(&env.task)?;
     let task = Task::open(home, cfg, &id)?;
     let line = match env.op {
@@ -114,6 +139,9 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
+        Op::Board(_) | Op::Dispatch(_) => {
+            return Err(Error::usage("fm far: a board's operation names no task"));
+        }
         Op::Brief(mut req) => {
             crate::remote::kept::validate(&env.key)?;
             if body.len() as u64 > crate::remote::control::MAX_BRIEF_BYTES {
@@ -147,7 +175,7 @@ fn to_line(report: &impl Serialize) -> Result<String> {
 /// while the host is unreachable; the far report, or the far failure as
 /// [`Error::Far`] with its exit code. The far side's stderr lines are
 /// left out: its warnings travel in the report.
-pub fn call<R: DeserializeOwned>(
+pub(crate) fn call<R: DeserializeOwned>(
     home: &Home,
     host: &Remote,
     env: &Envelope,
@@ -173,7 +201,7 @@ pub fn call<R: DeserializeOwned>(
 /// [`call`] made once, for a request that must not be repeated (a key
 /// press) or may take long (the done gate) and has no body; `extra` is
 /// the time it may take beyond the host's bound.
-pub fn call_once<R: DeserializeOwned>(
+pub(crate) fn call_once<R: DeserializeOwned>(
     home: &Home,
     host: &Remote,
     env: &Envelope,

@@ -50,6 +50,36 @@ impl Keeper {
         Ok(())
     }
 
+    /// The note kept beside the key under `sub` by an earlier run of the
+    /// same write (a step of a write acting on many things); none without
+    /// a key, or once the provisional report is kept.
+    pub fn noted(&self, sub: &str) -> Result<Option<String>> {
+        match &self.state {
+            State::Fresh(f) => Ok(f.noted(sub)?.map(|a| a.stdout)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Keeps `note` beside the key under `sub`, for a retry under the same
+    /// key to read ([`Keeper::noted`]); nothing without a key.
+    pub fn note(&self, sub: &str, note: String) -> Result<()> {
+        match &self.state {
+            State::Fresh(f) => f.note(
+                sub,
+                &Answer {
+                    code: 0,
+                    stdout: note,
+                },
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the write runs under a key.
+    pub fn is_keyed(&self) -> bool {
+        !matches!(self.state, State::None)
+    }
+
     fn keep(self, report: &impl Serialize) -> Result<()> {
         match self.state {
             State::None | State::Spent => Ok(()),
