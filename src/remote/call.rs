@@ -152,34 +152,6 @@ pub fn relay_body(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Resu
     Ok(u8::try_from(reply.code).unwrap_or(1))
 }
 
-/// Runs the write `tool args… --idempotency-key K` on the host, on what
-/// `subject` names (a task id, or `board`), `stdin` on its stdin,
-/// retrying while the host is unreachable, and relays the answer of the
-/// attempt that got one. `given` is a key the caller gave
-/// (`--idempotency-key` on the captain's side): it is checked and used as
-/// the far key, so the captain's own retry of the same command with the
-/// same key is answered from the far side's keys; without it a fresh key
-/// is made.
-pub fn write_for(
-    home: &Home,
-    host: &Remote,
-    subject: &str,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-    given: Option<&str>,
-) -> Result<u8> {
-    if let Some(k) = given {
-        super::kept::validate(k)?;
-    }
-    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
-    let key = given.map_or_else(|| new_key_for(subject), str::to_string);
-    match write_with_key(&ssh, &key, tool, args, stdin) {
-        Ok(reply) => Ok(print(&reply)),
-        Err(why) => Err(unreachable_write(&host.name, &why, &key, "the write")),
-    }
-}
-
 /// The attempts of one keyed write: `tool --idempotency-key K args…`,
 /// retried while the host is unreachable; the first answer, or the last
 /// reason there was none.

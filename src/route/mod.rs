@@ -21,7 +21,6 @@ pub mod press;
 pub mod read;
 pub mod send;
 pub mod status;
-pub mod tool;
 pub mod wakes;
 
 use crate::config::Config;
