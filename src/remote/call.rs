@@ -51,37 +51,6 @@ pub fn tasks_by_host(home: &Home) -> Result<BTreeMap<String, Vec<TaskId>>> {
     Ok(by)
 }
 
-/// What one keyed call to a host came to.
-pub enum Keyed {
-    /// The far tool answered (whatever its exit code).
-    Answered(Reply),
-    /// No attempt got an answer: why (ssh's reason).
-    Unreachable(String),
-    /// The call could not be made at all (the ssh runner's own setup).
-    Failed(Error),
-}
-
-/// [`write_with_key`] on host `host`, made from its table: the keyed
-/// write `tool --idempotency-key K args…`, retried while the host is
-/// unreachable.
-pub fn keyed(
-    home: &Home,
-    host: &Remote,
-    key: &str,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-) -> Keyed {
-    let ssh = match Ssh::new(home, &host.name, &host.cfg) {
-        Ok(s) => s,
-        Err(e) => return Keyed::Failed(e),
-    };
-    match write_with_key(&ssh, key, tool, args, stdin) {
-        Ok(reply) => Keyed::Answered(reply),
-        Err(why) => Keyed::Unreachable(why),
-    }
-}
-
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 /// A new key for a write on task `id`:

@@ -52,6 +52,7 @@ pub(crate) enum Op {
     Brief(super::brief::BriefChange),
     Board(super::board::BoardWrite),
     Dispatch(super::board::DispatchRequest),
+    Broadcast(super::broadcast::BroadcastRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -104,6 +105,13 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
             let now = crate::clock::now();
             return to_line(&super::board::dispatch_here(home, cfg, Some(&key), now)?);
         }
+        // A broadcast acts on the tasks it names, each under the key.
+        Op::Broadcast(mut req) => {
+            crate::remote::kept::validate(&key)?;
+            req.send.body = body.to_vec();
+            crate::inbox::validate_body(cfg, &req.send.body)?;
+            return to_line(&super::broadcast::serve_here(home, cfg, &req, &key)?);
+        }
         op => op,
     };
     let env = Envelope {
@@ -139,8 +147,8 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
-        Op::Board(_) | Op::Dispatch(_) => {
-            return Err(Error::usage("fm far: a board's operation names no task"));
+        Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) => {
+            return Err(Error::usage("fm far: this operation names no task"));
         }
         Op::Brief(mut req) => {
             crate::remote::kept::validate(&env.key)?;
@@ -181,6 +189,20 @@ pub(crate) fn call<R: DeserializeOwned>(
     env: &Envelope,
     body: &[u8],
 ) -> Result<R> {
+    match attempts(home, host, env, body)? {
+        Ok(report) => Ok(report),
+        Err(why) => Err(unreachable_write(&host.name, &why, &env.key, "the write")),
+    }
+}
+
+/// The attempts of [`call`]: the far report (or failure), or, when no
+/// attempt reached the host, ssh's last reason, for the caller to word.
+pub(crate) fn attempts<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    body: &[u8],
+) -> Result<std::result::Result<R, String>> {
     let ssh = Ssh::new(home, &host.name, &host.cfg)?;
     let mut input = to_line(env)?.into_bytes();
     input.push(b'\n');
@@ -191,11 +213,11 @@ pub(crate) fn call<R: DeserializeOwned>(
             std::thread::sleep(RETRY_PAUSE);
         }
         match ssh.tool(TOOL, &[SUBCOMMAND], Some(input.clone())) {
-            Ok(reply) => return answer(&host.name, &reply),
+            Ok(reply) => return answer(&host.name, &reply).map(Ok),
             Err(u) => why = u.0,
         }
     }
-    Err(unreachable_write(&host.name, &why, &env.key, "the write"))
+    Ok(Err(why))
 }
 
 /// [`call`] made once, for a request that must not be repeated (a key
