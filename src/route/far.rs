@@ -53,6 +53,7 @@ pub(crate) enum Op {
     Board(super::board::BoardWrite),
     Dispatch(super::board::DispatchRequest),
     Broadcast(super::broadcast::BroadcastRequest),
+    Lifecycle(super::lifecycle::LifecycleRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -150,6 +151,33 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) => {
             return Err(Error::usage("fm far: this operation names no task"));
         }
+        Op::Lifecycle(req) => {
+            crate::remote::kept::validate(&env.key)?;
+            task.here()?;
+            let brief = if req.brings_brief {
+                if body.len() as u64 > crate::remote::control::MAX_BRIEF_BYTES {
+                    return Err(Error::usage(format!(
+                        "the brief is over {} bytes",
+                        crate::remote::control::MAX_BRIEF_BYTES
+                    )));
+                }
+                Some(if req.brief_paths.is_empty() {
+                    body.to_vec()
+                } else {
+                    super::lifecycle::rehome_brief(home, cfg, &id, body.to_vec(), &req.brief_paths)?
+                })
+            } else {
+                None
+            };
+            to_line(&crate::remote::control::serve(
+                home,
+                cfg,
+                &id,
+                &req,
+                Some(&env.key),
+                brief,
+            )?)?
+        }
         Op::Brief(mut req) => {
             crate::remote::kept::validate(&env.key)?;
             if body.len() as u64 > crate::remote::control::MAX_BRIEF_BYTES {
@@ -203,7 +231,22 @@ pub(crate) fn attempts<R: DeserializeOwned>(
     env: &Envelope,
     body: &[u8],
 ) -> Result<std::result::Result<R, String>> {
-    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    attempts_with(home, host, env, body, std::time::Duration::ZERO)
+}
+
+/// [`attempts`] for a request that may take `extra` beyond the host's
+/// bound (a lifecycle action: a worktree made, an agent's exit awaited).
+pub(crate) fn attempts_with<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    body: &[u8],
+    extra: std::time::Duration,
+) -> Result<std::result::Result<R, String>> {
+    let mut ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    if !extra.is_zero() {
+        ssh = ssh.with_extra_time(extra);
+    }
     let mut input = to_line(env)?.into_bytes();
     input.push(b'\n');
     input.extend_from_slice(body);
