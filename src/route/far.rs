@@ -360,6 +360,28 @@ mod tests {
     }
 
     #[test]
+    fn a_board_write_is_served_once_per_key_and_names_no_task() {
+        let (_d, home, cfg) = home();
+        let add = |key: &str, subject: &str| {
+            format!(
+                r#"{{"key":"{key}","op":"board","request":{{"write":"add","subject":"{subject}","description":"","assignee":null,"blocked_by":[],"priority":0,"require_approval":false}}}}"#
+            )
+            .into_bytes()
+        };
+        let (code, line) = serve(&home, &cfg, &add("b.1", "Fix it"));
+        assert_eq!(code, 0, "{line}");
+        let r: super::super::board::Changed = serde_json::from_str(&line).unwrap();
+        assert_eq!(r.text(false).unwrap(), "T-001 pending\n");
+        // The same key and request: the kept report, no second task.
+        assert_eq!(serve(&home, &cfg, &add("b.1", "Fix it")), (0, line));
+        let (code, line) = serve(&home, &cfg, &add("b.1", "Other"));
+        assert_eq!(code, 2, "{line}");
+        let (code, line) = serve(&home, &cfg, &add("b.2", "Other"));
+        assert_eq!(code, 0, "{line}");
+        assert!(line.contains("\"T-002\""), "{line}");
+    }
+
+    #[test]
     fn a_task_whose_far_meta_names_another_host_is_refused_there() {
         let (_d, home, _) = home();
         std::fs::write(home.state_dir().join("t1.meta"), "kind=ship\nhost=next\n").unwrap();

@@ -13,8 +13,8 @@
 //! key up first (waiting for an attempt still running with it, so a retry
 //! never meets "another lifecycle action is already running"), writes the
 //! brief a new task brought, runs the action as a local one and keeps its
-//! answer with the key. A spawn that fails takes the brief it wrote back;
-//! a teardown keeps its answer in the archive entry it made, where a
+//! report with the key. A spawn that fails takes the brief it wrote back;
+//! a teardown keeps its report in the archive entry it made, where a
 //! retry finds it.
 
 use std::path::PathBuf;
