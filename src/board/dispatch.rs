@@ -172,12 +172,11 @@ pub(crate) fn run(
     grace: u64,
     queue: &mut QueueFn<'_>,
     mut journal: Option<&mut dyn Journal>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<Outcome>> {
     let _guard = store::lock(home)?;
-    let (tasks, warnings) = store::load_all(home)?;
-    for w in warnings {
-        crate::output::err_line(&format!("fm-board: warning: skipped {w}"));
-    }
+    let (tasks, skipped) = store::load_all(home)?;
+    warnings.extend(skipped.iter().map(|w| format!("skipped {w}")));
     let mut out = Vec::new();
     let mut any_failed = false;
     for t in tasks {
@@ -368,6 +367,7 @@ pub(crate) fn queue_all(
     cfg: &Config,
     now: u64,
     journal: Option<&mut dyn Journal>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<Outcome>> {
     let mut queue = |id: &TaskId, body: &str| {
         refuse_remote(home, id)?;
@@ -379,7 +379,14 @@ pub(crate) fn queue_all(
         };
         inbox::send(home, cfg, Tool::Board, id, &msg, Ring::Later, now).map(|s| s.seq)
     };
-    run(home, now, cfg.watch.grace_secs, &mut queue, journal)
+    run(
+        home,
+        now,
+        cfg.watch.grace_secs,
+        &mut queue,
+        journal,
+        warnings,
+    )
 }
 
 /// The part of a dispatch after the board lock: rings each assignee a

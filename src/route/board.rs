@@ -317,13 +317,13 @@ pub(crate) fn dispatch_here(
     now: u64,
 ) -> Result<DispatchReport> {
     let kept = keys::keyed(home, Keys::Board, key, "dispatch", &[], |keeper| {
+        let mut warnings = Vec::new();
         let mut outcomes = if keeper.is_keyed() {
             let mut journal = KeyJournal(keeper);
-            dispatch::queue_all(home, cfg, now, Some(&mut journal))?
+            dispatch::queue_all(home, cfg, now, Some(&mut journal), &mut warnings)?
         } else {
-            dispatch::queue_all(home, cfg, now, None)?
+            dispatch::queue_all(home, cfg, now, None, &mut warnings)?
         };
-        let mut warnings = Vec::new();
         let mut ringing = DispatchReport::of(&outcomes);
         for o in ringing
             .outcomes

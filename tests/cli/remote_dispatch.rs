@@ -227,3 +227,20 @@ fn a_remote_dispatch_to_a_host_down_is_exit_3_and_dispatches_once_after() {
     }
     assert_eq!(far_events(&sshd, "board.dispatched"), 2);
 }
+
+#[test]
+fn a_remote_dispatch_gives_the_far_sides_warnings_on_stderr() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd, None);
+    add_tasks(&h, &["--host", "far"], &["t1", "t2"]);
+    // A far task file that does not read: the far dispatch skips it and
+    // says so; the warning travels in the report, not on a far stderr.
+    sshd.far_write("data/board/T-009.task", "not a task\n");
+    h.fm("board")
+        .args(["--host", "far", "dispatch"])
+        .stdout(DISPATCHED)
+        .stderr_regex(r"^fm-board: warning: skipped \S*T-009\.task: .+\n$")
+        .run();
+}
