@@ -172,12 +172,11 @@ pub(crate) fn run(
     grace: u64,
     queue: &mut QueueFn<'_>,
     mut journal: Option<&mut dyn Journal>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<Outcome>> {
     let _guard = store::lock(home)?;
-    let (tasks, warnings) = store::load_all(home)?;
-    for w in warnings {
-        crate::output::err_line(&format!("fm-board: warning: skipped {w}"));
-    }
+    let (tasks, skipped) = store::load_all(home)?;
+    warnings.extend(skipped.iter().map(|w| format!("skipped {w}")));
     let mut out = Vec::new();
     let mut any_failed = false;
     for t in tasks {
@@ -358,23 +357,17 @@ fn refuse_remote(home: &Home, id: &TaskId) -> Result<()> {
     }
 }
 
-/// `fm-board dispatch`: [`run`], then one doorbell ring per queued record
-/// (after the board lock is released, so ringing — seconds per pane, with
-/// retries — never holds up other board commands, such as the workers' own
-/// `fm-board complete` the message asks for), then the events.
-pub(crate) fn dispatch(home: &Home, cfg: &Config, now: u64) -> Result<Vec<Outcome>> {
-    let mut outcomes = queue_all(home, cfg, now, None)?;
-    ring_and_record(home, cfg, now, &mut outcomes);
-    Ok(outcomes)
-}
-
-/// The part of [`dispatch`] under the board lock: [`run`] queueing
-/// with [`inbox::send`] (no ring).
+/// The part of a dispatch under the board lock: [`run`] queueing with
+/// [`inbox::send`] (no ring). Then [`ring_and_record`], after the board
+/// lock is released, so ringing — seconds per pane, with retries — never
+/// holds up other board commands, such as the workers' own `fm-board
+/// complete` the message asks for (`crate::route::board::dispatch`).
 pub(crate) fn queue_all(
     home: &Home,
     cfg: &Config,
     now: u64,
     journal: Option<&mut dyn Journal>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<Outcome>> {
     let mut queue = |id: &TaskId, body: &str| {
         refuse_remote(home, id)?;
@@ -386,13 +379,26 @@ pub(crate) fn queue_all(
         };
         inbox::send(home, cfg, Tool::Board, id, &msg, Ring::Later, now).map(|s| s.seq)
     };
-    run(home, now, cfg.watch.grace_secs, &mut queue, journal)
+    run(
+        home,
+        now,
+        cfg.watch.grace_secs,
+        &mut queue,
+        journal,
+        warnings,
+    )
 }
 
-/// The part of [`dispatch`] after the board lock: rings each assignee a
+/// The part of a dispatch after the board lock: rings each assignee a
 /// record was queued for (filling [`Outcome::doorbell`]), then records one
-/// event per outcome.
-pub(crate) fn ring_and_record(home: &Home, cfg: &Config, now: u64, outcomes: &mut [Outcome]) {
+/// event per outcome; returns what to warn about, one line each.
+pub(crate) fn ring_and_record(
+    home: &Home,
+    cfg: &Config,
+    now: u64,
+    outcomes: &mut [Outcome],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
     for o in outcomes
         .iter_mut()
         .filter(|o| matches!(o.action, "dispatched" | "resent"))
@@ -401,13 +407,11 @@ pub(crate) fn ring_and_record(home: &Home, cfg: &Config, now: u64, outcomes: &mu
             let rung = match Recipient::load(home, cfg, &id) {
                 Ok(r) => {
                     let rung = r.ring(home, cfg, now, Known::default());
-                    for w in rung.warnings {
-                        crate::output::err_line(&format!("fm-board: warning: {w}"));
-                    }
+                    warnings.extend(rung.warnings);
                     rung.outcome
                 }
                 Err(e) => {
-                    crate::output::err_line(&format!("fm-board: warning: {id}: {e}"));
+                    warnings.push(format!("{id}: {e}"));
                     Doorbell::Failed
                 }
             };
@@ -430,6 +434,7 @@ pub(crate) fn ring_and_record(home: &Home, cfg: &Config, now: u64, outcomes: &mu
         Entry::new(now, Tool::Board, &o.task.to_string(), event).record(home);
         super::apply::record_releases(home, o.task, &o.released, now);
     }
+    warnings
 }
 
 #[cfg(test)]

@@ -74,9 +74,9 @@ fn a_keyed_dispatch_killed_at_any_step_then_rerun_acts_once_per_task() {
             puts: 0,
             fail_at,
         };
-        let first = queue_all(&home, &cfg, 2, Some(&mut j));
+        let first = queue_all(&home, &cfg, 2, Some(&mut j), &mut Vec::new());
         assert_eq!(first.is_err(), fail_at < 5, "{fail_at}");
-        let again = queue_all(&home, &cfg, 3, Some(&mut j)).unwrap();
+        let again = queue_all(&home, &cfg, 3, Some(&mut j), &mut Vec::new()).unwrap();
         let lines: Vec<String> = again
             .iter()
             .map(|o| {

@@ -67,8 +67,17 @@ impl Serialize for BoardId {
     }
 }
 
+/// `T-NNN` (or any form [`BoardId::parse`] takes), as a far report or
+/// request carries it.
+impl<'de> serde::Deserialize<'de> for BoardId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<BoardId, D::Error> {
+        let s = String::deserialize(d)?;
+        BoardId::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Task statuses of SPEC §11.1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pending,
@@ -123,7 +132,7 @@ impl fmt::Display for Status {
 }
 
 /// One comment; a `blocker` comment failed the task when it was made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Comment {
     pub at: u64,
     pub author: String,
@@ -133,7 +142,7 @@ pub struct Comment {
 
 /// One board task. Serialises to the `show --json` object of SPEC §11.1
 /// (plus `progress`, `step` and `reason`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Task {
     pub id: BoardId,
     pub(crate) subject: String,

@@ -8,8 +8,9 @@ use std::collections::{HashMap, HashSet};
 use super::{BoardId, Comment, Status, Task};
 use crate::error::{Error, Result};
 
-/// One operation on one task.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One operation on one task (a far board change carries it as data).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
 pub(crate) enum Op {
     Claim {
         by: String,

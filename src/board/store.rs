@@ -224,7 +224,7 @@ fn unfinished_blockers(home: &Home, t: &Task) -> Result<Vec<BoardId>> {
 }
 
 /// What `add` records besides the subject.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NewTask {
     pub(crate) subject: String,
     pub description: String,

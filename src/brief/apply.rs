@@ -182,7 +182,7 @@ impl Done {
 }
 
 /// Replaces task `id`'s brief by `text`, a brief rendered elsewhere (the
-/// captain's side of a task on this host, `fm-brief --install-stdin`):
+/// captain's side of a task on this host, a brief change of the far entry):
 /// the old one goes to history, meta follows the new frontmatter, a live
 /// worker is told, and `brief.written` is recorded as for `--force`. The
 /// text must be a brief of this task (frontmatter whose `delegatee` is

@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use super::common::{self, Ctx};
-use crate::board::dispatch::Outcome;
 use crate::board::{BoardId, Status, Task, store};
 use crate::clock;
 use crate::error::Result;
@@ -115,57 +114,4 @@ pub(crate) fn show(t: &Task, json: bool) -> Result<u8> {
         );
     }
     crate::output::out_block(&s).map(|()| 0)
-}
-
-/// `dispatch`: one line per task acted on.
-pub(crate) fn dispatch_report(outcomes: &[Outcome], json: bool) -> Result<()> {
-    if json {
-        return common::out_json(&outcomes);
-    }
-    crate::output::out_block(&dispatch_text(outcomes, false)?)
-}
-
-/// What [`dispatch_report`] prints.
-pub(crate) fn dispatch_text(outcomes: &[Outcome], json: bool) -> Result<String> {
-    if json {
-        let mut s = crate::output::json_line(&outcomes)?;
-        s.push('\n');
-        return Ok(s);
-    }
-    let mut s = String::new();
-    for o in outcomes {
-        let _ = match o.action {
-            "dispatched" | "resent" => writeln!(
-                s,
-                "{} {} {} {} \u{b7} dispatch {}/3 \u{b7} doorbell {}",
-                o.action,
-                o.task,
-                o.assignee,
-                crate::fsx::numbered_name(o.seq.unwrap_or(0), "msg"),
-                o.dispatches,
-                o.doorbell.as_deref().unwrap_or("-")
-            ),
-            "failed" => writeln!(
-                s,
-                "failed {} {} \u{b7} {}",
-                o.task,
-                o.assignee,
-                o.detail.as_deref().unwrap_or("")
-            ),
-            _ => writeln!(
-                s,
-                "error {} {} \u{b7} {}",
-                o.task,
-                o.assignee,
-                o.detail.as_deref().unwrap_or("")
-            ),
-        };
-        for r in &o.released {
-            let _ = writeln!(s, "released {} {}", r.id, r.status);
-        }
-    }
-    if s.is_empty() {
-        s.push_str("nothing to dispatch\n");
-    }
-    Ok(s)
 }

@@ -5,10 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use serde::Serialize;
 
 use super::common::{self, HomeArg};
-use crate::control::{self, Action};
+use crate::control::Action;
 use crate::error::Result;
 use crate::route;
 use crate::task_id::TaskId;
@@ -55,14 +54,6 @@ enum Verb {
         /// Start the worker on this configured host ([hosts.<name>]); --project is a path there
         #[arg(long, value_name = "NAME")]
         host: Option<String>,
-        /// The task is new here: its brief comes on stdin (what spawn --host sends)
-        #[arg(long, conflicts_with = "host")]
-        brief_stdin: bool,
-        /// The paths the brief on stdin was written for (worktree, status
-        /// log, inbox, report, in the captain's home): rewritten to this
-        /// home's
-        #[arg(long, num_args = 4, value_names = ["WORKTREE", "STATUS", "INBOX", "REPORT"], requires = "brief_stdin")]
-        brief_paths: Option<Vec<PathBuf>>,
     },
     /// Send the harness's interrupt keys
     Interrupt,
@@ -76,9 +67,6 @@ enum Verb {
     Relaunch {
         #[arg(long, value_name = "T")]
         note: Option<String>,
-        /// Read the note from stdin
-        #[arg(long, conflicts_with = "note")]
-        note_stdin: bool,
         #[arg(long, value_name = "H")]
         harness: Option<String>,
         /// Clear the old agent's composer or cancel its dialog before it is asked to exit
@@ -101,36 +89,18 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     common::run_tool(TOOL, args, run)
 }
 
-#[derive(Serialize)]
-struct Report<'a> {
-    id: &'a str,
-    result: String,
-}
-
 fn run(a: Args) -> Result<u8> {
     let id = TaskId::parse_os(&a.id)?;
     let ctx = a.home.ctx(TOOL)?;
     let mut host = None;
-    let mut brief = None;
     let action = match a.verb {
         Verb::Spawn {
             project,
             harness,
             base,
             host: h,
-            brief_stdin,
-            brief_paths,
         } => {
             host = h;
-            if brief_stdin {
-                let bytes = route::lifecycle::read_brief()?;
-                brief = Some(match brief_paths {
-                    Some(from) => {
-                        route::lifecycle::rehome_brief(&ctx.home, &ctx.cfg, &id, bytes, &from)?
-                    }
-                    None => bytes,
-                });
-            }
             Action::Spawn {
                 project,
                 harness,
@@ -141,74 +111,28 @@ fn run(a: Args) -> Result<u8> {
         Verb::Exit { force } => Action::Exit { force },
         Verb::Relaunch {
             note,
-            note_stdin,
             harness,
             force,
-        } => {
-            let note = if note_stdin {
-                Some(route::lifecycle::read_note()?)
-            } else {
-                note
-            };
-            Action::Relaunch {
-                note,
-                harness,
-                force,
-            }
-        }
+        } => Action::Relaunch {
+            note,
+            harness,
+            force,
+        },
         Verb::Teardown { force } => Action::Teardown { force },
     };
     // A task on another host is acted on there, a hand-given key being
-    // the far key; only the far side itself (a task of this home, or a
-    // spawn that brought its brief) serves the key here.
-    if brief.is_none()
-        && let Some(code) = route::lifecycle::captain(
-            &ctx.home,
-            &ctx.cfg,
-            &id,
-            &action,
-            host.as_deref(),
-            a.json,
-            a.idempotency_key.as_deref(),
-        )?
-    {
-        return Ok(code);
+    // the far key; the report is printed the same either way.
+    let r = route::lifecycle::run(
+        &ctx.home,
+        &ctx.cfg,
+        &id,
+        action,
+        host.as_deref(),
+        a.idempotency_key.as_deref(),
+    )?;
+    for w in &r.warnings {
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
     }
-    let render = |line: &str| -> Result<String> {
-        if a.json {
-            Ok(format!(
-                "{}\n",
-                crate::output::json_line(&Report {
-                    id: id.as_str(),
-                    result: line.to_string(),
-                })?
-            ))
-        } else {
-            Ok(format!("{line}\n"))
-        }
-    };
-    if brief.is_some() || a.idempotency_key.is_some() {
-        let out = route::lifecycle::serve(
-            &ctx.home,
-            &ctx.cfg,
-            &id,
-            action,
-            a.idempotency_key.as_deref(),
-            brief,
-            a.json,
-            &render,
-        )?;
-        crate::output::out_block(&out)?;
-        return Ok(0);
-    }
-    let line = control::run(&ctx.home, &ctx.cfg, &id, action)?;
-    if a.json {
-        common::out_json(&Report {
-            id: id.as_str(),
-            result: line,
-        })?;
-    } else {
-        common::out(&line)?;
-    }
+    crate::output::out_block(&r.text(a.json)?)?;
     Ok(0)
 }

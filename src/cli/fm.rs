@@ -153,7 +153,7 @@ fn run(a: Args) -> Result<u8> {
 fn far(home: &HomeArg) -> Result<u8> {
     use std::io::Read;
     let ctx = home.ctx(TOOL)?;
-    let max = ctx.cfg.send.max_body_bytes.saturating_add(64 * 1024);
+    let max = crate::route::far::max_input(&ctx.cfg);
     let mut input = Vec::new();
     std::io::stdin()
         .lock()

@@ -29,8 +29,9 @@ const TOOL: &str = Tool::Control.as_str();
 /// `git worktree add` checks out files: give it longer than a query.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A lifecycle action.
-#[derive(Debug, Clone)]
+/// A lifecycle action (a far lifecycle call carries it as data).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
 pub(crate) enum Action {
     Spawn {
         project: PathBuf,

@@ -1,14 +1,15 @@
-//! The captain's side of a tool acting on a remote task: the task's meta
-//! names its host (`host=<name>`), and the tool runs there as that host's
-//! own `fm-*` tool, through one ssh round trip, the far answer printed as
-//! if the tool had run here (its stdout, its stderr lines, its exit code).
+//! The captain's side of a call to a host: the host's table, the keys a
+//! write is made under, the retry's bounds, and the relay of a read (the
+//! far host's own `fm-*` tool, its answer printed as if the tool had run
+//! here: its stdout, its stderr lines, its exit code).
 //!
-//! A write (send, ack, status append, board claim) carries an idempotency
-//! key made before the first attempt and reused on every retry; the far
-//! tool keeps the keys it served ([`super::kept`]), so a connection that
-//! dropped after the far write and before the answer costs a retry, never
-//! a second record. A host that stays unreachable through every attempt
-//! is exit 3, naming the host, ssh's reason and the key.
+//! A write is a typed request of the far entry (`crate::route::far`)
+//! under an idempotency key made before the first attempt and reused on
+//! every retry; the far side keeps the report under the key
+//! ([`super::kept`]), so a connection that dropped after the far write
+//! and before the answer costs a retry, never a second record. A host
+//! that stays unreachable through every attempt is exit 3, naming the
+//! host, ssh's reason and the key ([`unreachable_write`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,9 +26,6 @@ pub const ATTEMPTS: u32 = 3;
 
 /// Pause between two attempts.
 pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(700);
-
-/// The flag the far tools take a key with.
-pub const KEY_FLAG: &str = "--idempotency-key";
 
 /// A remote task's host: its name and table.
 #[derive(Debug, Clone)]
@@ -49,37 +47,6 @@ pub fn tasks_by_host(home: &Home) -> Result<BTreeMap<String, Vec<TaskId>>> {
         }
     }
     Ok(by)
-}
-
-/// What one keyed call to a host came to.
-pub enum Keyed {
-    /// The far tool answered (whatever its exit code).
-    Answered(Reply),
-    /// No attempt got an answer: why (ssh's reason).
-    Unreachable(String),
-    /// The call could not be made at all (the ssh runner's own setup).
-    Failed(Error),
-}
-
-/// [`write_with_key`] on host `host`, made from its table: the keyed
-/// write `tool --idempotency-key K args…`, retried while the host is
-/// unreachable.
-pub fn keyed(
-    home: &Home,
-    host: &Remote,
-    key: &str,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-) -> Keyed {
-    let ssh = match Ssh::new(home, &host.name, &host.cfg) {
-        Ok(s) => s,
-        Err(e) => return Keyed::Failed(e),
-    };
-    match write_with_key(&ssh, key, tool, args, stdin) {
-        Ok(reply) => Keyed::Answered(reply),
-        Err(why) => Keyed::Unreachable(why),
-    }
 }
 
 static SERIAL: AtomicU32 = AtomicU32::new(0);
@@ -150,59 +117,6 @@ pub fn relay_body(home: &Home, host: &Remote, tool: &str, args: &[&str]) -> Resu
         crate::output::err_line(line);
     }
     Ok(u8::try_from(reply.code).unwrap_or(1))
-}
-
-/// Runs the write `tool args… --idempotency-key K` on the host, on what
-/// `subject` names (a task id, or `board`), `stdin` on its stdin,
-/// retrying while the host is unreachable, and relays the answer of the
-/// attempt that got one. `given` is a key the caller gave
-/// (`--idempotency-key` on the captain's side): it is checked and used as
-/// the far key, so the captain's own retry of the same command with the
-/// same key is answered from the far side's keys; without it a fresh key
-/// is made.
-pub fn write_for(
-    home: &Home,
-    host: &Remote,
-    subject: &str,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-    given: Option<&str>,
-) -> Result<u8> {
-    if let Some(k) = given {
-        super::kept::validate(k)?;
-    }
-    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
-    let key = given.map_or_else(|| new_key_for(subject), str::to_string);
-    match write_with_key(&ssh, &key, tool, args, stdin) {
-        Ok(reply) => Ok(print(&reply)),
-        Err(why) => Err(unreachable_write(&host.name, &why, &key, "the write")),
-    }
-}
-
-/// The attempts of one keyed write: `tool --idempotency-key K args…`,
-/// retried while the host is unreachable; the first answer, or the last
-/// reason there was none.
-pub fn write_with_key(
-    ssh: &Ssh,
-    key: &str,
-    tool: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-) -> std::result::Result<Reply, String> {
-    let mut full: Vec<&str> = vec![KEY_FLAG, key];
-    full.extend_from_slice(args);
-    let mut why = String::new();
-    for attempt in 1..=ATTEMPTS {
-        if attempt > 1 {
-            std::thread::sleep(RETRY_PAUSE);
-        }
-        match ssh.tool(tool, &full, stdin.map(<[u8]>::to_vec)) {
-            Ok(reply) => return Ok(reply),
-            Err(u) => why = u.0,
-        }
-    }
-    Err(why)
 }
 
 /// Exit 3 for a keyed write no attempt of which got an answer: `what`

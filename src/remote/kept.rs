@@ -103,16 +103,6 @@ pub struct Answer {
     pub stdout: String,
 }
 
-impl Answer {
-    /// Prints the answer again; its exit code is the caller's.
-    pub fn replay(&self) -> Result<u8> {
-        if !self.stdout.is_empty() {
-            crate::output::out_block(&self.stdout)?;
-        }
-        Ok(self.code)
-    }
-}
-
 /// A key not yet served, with the task's key lock held.
 pub struct Fresh {
     _guard: LockGuard,

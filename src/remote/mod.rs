@@ -1,10 +1,12 @@
 //! Tasks on other hosts, reached with OpenSSH (docs/remote.md).
 //!
 //! There is no daemon of ours on the wire: every remote action is one
-//! `ssh` round trip that runs the far host's own `fm-*` tool in the far
-//! host's own home, so every local guarantee (locks, atomic records,
-//! doorbells) holds there, kept by the code that keeps it locally. Bodies
-//! travel on stdin, never on a command line.
+//! `ssh` round trip in the far host's own home — a write, the far entry
+//! `fm far` running the same library use case (`crate::route::far`); a
+//! read, the far host's own `fm-*` tool — so every local guarantee
+//! (locks, atomic records, doorbells) holds there, kept by the code that
+//! keeps it locally. Requests and bodies travel on stdin, never on a
+//! command line.
 //!
 //! [`host`] is the `[hosts.<name>]` table; [`ssh`] the runner: one
 //! multiplexed connection per host (ControlMaster/ControlPersist in a

@@ -31,8 +31,10 @@ pub const SUBCOMMAND: &str = "far";
 /// One far call: the idempotency key (made before the first attempt and
 /// reused on every retry), the task and the operation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     pub key: String,
+    /// The task acted on; none for a board's operation.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub task: String,
     #[serde(flatten)]
     pub op: Op,
@@ -41,17 +43,31 @@ pub struct Envelope {
 /// The operations the far entry serves, each a typed request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", content = "request", rename_all = "kebab-case")]
-pub enum Op {
+pub(crate) enum Op {
     Send(SendRequest),
     Press(super::press::PressRequest),
     Append(super::status::AppendRequest),
     Ack(super::ack::AckRequest),
     Check(super::dod::CheckRequest),
+    Brief(super::brief::BriefChange),
+    Board(super::board::BoardWrite),
+    Dispatch(super::board::DispatchRequest),
+    Broadcast(super::broadcast::BroadcastRequest),
+    Lifecycle(super::lifecycle::LifecycleRequest),
 }
 
 #[derive(Serialize, Deserialize)]
 struct Failure {
     error: String,
+}
+
+/// The most `fm far` reads of its stdin: the envelope and the largest
+/// body a request takes (a message, a brief); past it the request is
+/// refused as cut.
+pub fn max_input(cfg: &Config) -> u64 {
+    (cfg.send.max_body_bytes)
+        .max(crate::remote::control::MAX_BRIEF_BYTES)
+        .saturating_add(64 * 1024)
 }
 
 /// Runs the envelope of `input` (JSON line, then the body) in this home
@@ -76,6 +92,34 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
     };
     let env: Envelope = serde_json::from_slice(head)
         .map_err(|e| Error::usage(format!("fm far: unreadable request: {e}")))?;
+    let key = env.key;
+    // A board's operations act on this home's board, not on a task.
+    let op = match env.op {
+        Op::Board(write) => {
+            crate::remote::kept::validate(&key)?;
+            let now = crate::clock::now();
+            let report = super::board::change_here(home, cfg, &write, Some(&key), now)?;
+            return to_line(&report);
+        }
+        Op::Dispatch(_) => {
+            crate::remote::kept::validate(&key)?;
+            let now = crate::clock::now();
+            return to_line(&super::board::dispatch_here(home, cfg, Some(&key), now)?);
+        }
+        // A broadcast acts on the tasks it names, each under the key.
+        Op::Broadcast(mut req) => {
+            crate::remote::kept::validate(&key)?;
+            req.send.body = body.to_vec();
+            crate::inbox::validate_body(cfg, &req.send.body)?;
+            return to_line(&super::broadcast::serve_here(home, cfg, &req, &key)?);
+        }
+        op => op,
+    };
+    let env = Envelope {
+        key,
+        task: env.task,
+        op,
+    };
     let id = TaskId::parse(&env.task)?;
     let task = Task::open(home, cfg, &id)?;
     let line = match env.op {
@@ -104,6 +148,54 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
+        Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) => {
+            return Err(Error::usage("fm far: this operation names no task"));
+        }
+        Op::Lifecycle(req) => {
+            crate::remote::kept::validate(&env.key)?;
+            task.here()?;
+            let brief = if req.brings_brief {
+                if body.len() as u64 > crate::remote::control::MAX_BRIEF_BYTES {
+                    return Err(Error::usage(format!(
+                        "the brief is over {} bytes",
+                        crate::remote::control::MAX_BRIEF_BYTES
+                    )));
+                }
+                Some(if req.brief_paths.is_empty() {
+                    body.to_vec()
+                } else {
+                    super::lifecycle::rehome_brief(home, cfg, &id, body.to_vec(), &req.brief_paths)?
+                })
+            } else {
+                None
+            };
+            to_line(&crate::remote::control::serve(
+                home,
+                cfg,
+                &id,
+                &req,
+                Some(&env.key),
+                brief,
+            )?)?
+        }
+        Op::Brief(mut req) => {
+            crate::remote::kept::validate(&env.key)?;
+            if body.len() as u64 > crate::remote::control::MAX_BRIEF_BYTES {
+                return Err(Error::usage(format!(
+                    "the brief is over {} bytes",
+                    crate::remote::control::MAX_BRIEF_BYTES
+                )));
+            }
+            req.text = String::from_utf8(body.to_vec())
+                .map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
+            to_line(&super::brief::change_here(
+                home,
+                cfg,
+                &task,
+                &req,
+                Some(&env.key),
+            )?)?
+        }
     };
     Ok(line)
 }
@@ -119,13 +211,42 @@ fn to_line(report: &impl Serialize) -> Result<String> {
 /// while the host is unreachable; the far report, or the far failure as
 /// [`Error::Far`] with its exit code. The far side's stderr lines are
 /// left out: its warnings travel in the report.
-pub fn call<R: DeserializeOwned>(
+pub(crate) fn call<R: DeserializeOwned>(
     home: &Home,
     host: &Remote,
     env: &Envelope,
     body: &[u8],
 ) -> Result<R> {
-    let ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    match attempts(home, host, env, body)? {
+        Ok(report) => Ok(report),
+        Err(why) => Err(unreachable_write(&host.name, &why, &env.key, "the write")),
+    }
+}
+
+/// The attempts of [`call`]: the far report (or failure), or, when no
+/// attempt reached the host, ssh's last reason, for the caller to word.
+pub(crate) fn attempts<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    body: &[u8],
+) -> Result<std::result::Result<R, String>> {
+    attempts_with(home, host, env, body, std::time::Duration::ZERO)
+}
+
+/// [`attempts`] for a request that may take `extra` beyond the host's
+/// bound (a lifecycle action: a worktree made, an agent's exit awaited).
+pub(crate) fn attempts_with<R: DeserializeOwned>(
+    home: &Home,
+    host: &Remote,
+    env: &Envelope,
+    body: &[u8],
+    extra: std::time::Duration,
+) -> Result<std::result::Result<R, String>> {
+    let mut ssh = Ssh::new(home, &host.name, &host.cfg)?;
+    if !extra.is_zero() {
+        ssh = ssh.with_extra_time(extra);
+    }
     let mut input = to_line(env)?.into_bytes();
     input.push(b'\n');
     input.extend_from_slice(body);
@@ -135,17 +256,17 @@ pub fn call<R: DeserializeOwned>(
             std::thread::sleep(RETRY_PAUSE);
         }
         match ssh.tool(TOOL, &[SUBCOMMAND], Some(input.clone())) {
-            Ok(reply) => return answer(&host.name, &reply),
+            Ok(reply) => return answer(&host.name, &reply).map(Ok),
             Err(u) => why = u.0,
         }
     }
-    Err(unreachable_write(&host.name, &why, &env.key, "the write"))
+    Ok(Err(why))
 }
 
 /// [`call`] made once, for a request that must not be repeated (a key
 /// press) or may take long (the done gate) and has no body; `extra` is
 /// the time it may take beyond the host's bound.
-pub fn call_once<R: DeserializeOwned>(
+pub(crate) fn call_once<R: DeserializeOwned>(
     home: &Home,
     host: &Remote,
     env: &Envelope,
@@ -236,6 +357,28 @@ mod tests {
             line.starts_with("{\"error\":\"fm far: unreadable request"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_board_write_is_served_once_per_key_and_names_no_task() {
+        let (_d, home, cfg) = home();
+        let add = |key: &str, subject: &str| {
+            format!(
+                r#"{{"key":"{key}","op":"board","request":{{"write":"add","subject":"{subject}","description":"","assignee":null,"blocked_by":[],"priority":0,"require_approval":false}}}}"#
+            )
+            .into_bytes()
+        };
+        let (code, line) = serve(&home, &cfg, &add("b.1", "Fix it"));
+        assert_eq!(code, 0, "{line}");
+        let r: super::super::board::Changed = serde_json::from_str(&line).unwrap();
+        assert_eq!(r.text(false).unwrap(), "T-001 pending\n");
+        // The same key and request: the kept report, no second task.
+        assert_eq!(serve(&home, &cfg, &add("b.1", "Fix it")), (0, line));
+        let (code, line) = serve(&home, &cfg, &add("b.1", "Other"));
+        assert_eq!(code, 2, "{line}");
+        let (code, line) = serve(&home, &cfg, &add("b.2", "Other"));
+        assert_eq!(code, 0, "{line}");
+        assert!(line.contains("\"T-002\""), "{line}");
     }
 
     #[test]

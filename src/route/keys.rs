@@ -50,6 +50,36 @@ impl Keeper {
         Ok(())
     }
 
+    /// The note kept beside the key under `sub` by an earlier run of the
+    /// same write (a step of a write acting on many things); none without
+    /// a key, or once the provisional report is kept.
+    pub fn noted(&self, sub: &str) -> Result<Option<String>> {
+        match &self.state {
+            State::Fresh(f) => Ok(f.noted(sub)?.map(|a| a.stdout)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Keeps `note` beside the key under `sub`, for a retry under the same
+    /// key to read ([`Keeper::noted`]); nothing without a key.
+    pub fn note(&self, sub: &str, note: String) -> Result<()> {
+        match &self.state {
+            State::Fresh(f) => f.note(
+                sub,
+                &Answer {
+                    code: 0,
+                    stdout: note,
+                },
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the write runs under a key.
+    pub fn is_keyed(&self) -> bool {
+        !matches!(self.state, State::None)
+    }
+
     fn keep(self, report: &impl Serialize) -> Result<()> {
         match self.state {
             State::None | State::Spent => Ok(()),
@@ -152,83 +182,5 @@ fn parse<R: DeserializeOwned>(subject: &str, key: &str, kept: &str) -> Result<R>
                 crate::error::quoted(key)
             )),
         )
-    })
-}
-
-/// What a write that still keeps its printed text answered: its exit code
-/// and stdout (a board change, a brief change: the far host's own tool
-/// runs them under `--idempotency-key`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Printed {
-    pub code: u8,
-    pub stdout: String,
-}
-
-impl Printed {
-    /// Prints the text; the exit code is the caller's.
-    pub fn print(&self) -> Result<u8> {
-        Answer {
-            code: self.code,
-            stdout: self.stdout.clone(),
-        }
-        .replay()
-    }
-}
-
-/// What a keyed printed write came to.
-pub enum Answered<T> {
-    /// The key was served before for this request: its text, to print.
-    Replayed(Printed),
-    /// The write ran: what it made, its text, and why the key could not
-    /// be kept, if it could not.
-    Done {
-        value: T,
-        printed: Printed,
-        not_kept: Option<Error>,
-    },
-}
-
-/// [`keyed`] for a write whose kept answer is the text it prints, its
-/// fingerprint made as the tool `tool` makes it.
-pub fn keyed_printed<T>(
-    home: &Home,
-    keys: Keys,
-    key: Option<&str>,
-    tool: &str,
-    parts: &[&[u8]],
-    write: impl FnOnce() -> Result<(T, Printed)>,
-) -> Result<Answered<T>> {
-    let fresh = match key {
-        None => None,
-        Some(k) => {
-            let looked = match keys {
-                Keys::Task(id) => {
-                    kept::lookup(home, id, k, &Request::new(tool, id.as_str(), parts))?
-                }
-                Keys::Board => kept::lookup_board(home, k, &Request::new(tool, "board", parts))?,
-            };
-            match looked {
-                Lookup::Seen(a) => {
-                    return Ok(Answered::Replayed(Printed {
-                        code: a.code,
-                        stdout: a.stdout,
-                    }));
-                }
-                Lookup::Fresh(f) => Some(f),
-            }
-        }
-    };
-    let (value, printed) = write()?;
-    let not_kept = fresh.and_then(|f| {
-        f.remember(&Answer {
-            code: printed.code,
-            stdout: printed.stdout.clone(),
-        })
-        .err()
-    });
-    Ok(Answered::Done {
-        value,
-        printed,
-        not_kept,
     })
 }

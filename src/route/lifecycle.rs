@@ -1,8 +1,134 @@
-//! A task's lifecycle on a host (`fm-control … --host`, docs/remote.md,
-//! "Lifecycle"): the captain's side and the far side of the keyed
-//! lifecycle call, and the far side's readers of what travels on stdin.
-//! Still the far host's own `fm-control` with its own stdin format, not
-//! yet a request of the far entry.
+//! A task's lifecycle wherever it lives (`fm-control`, docs/remote.md,
+//! "Lifecycle"): the typed request of the far side, the typed report both
+//! sides render, and the use case `fm-control` calls. A task on a host
+//! (or a spawn `--host` names) is acted on there through the far entry
+//! ([`super::far`]); the captain's side of that call and the far side's
+//! keyed serve are in [`crate::remote::control`].
 
-pub(crate) use crate::remote::control::{captain, serve};
-pub use crate::remote::control::{read_brief, read_note, rehome_brief};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::keys;
+use crate::config::Config;
+use crate::control::{self, Action};
+use crate::error::Result;
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+pub use crate::remote::control::rehome_brief;
+
+/// What a lifecycle call on the task's own host asks for: the action, and
+/// for a spawn of a task the host has not got yet, the brief it brings
+/// (the far entry's body) and the captain's paths it names (worktree,
+/// status log, inbox, report), rewritten there to that home's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleRequest {
+    #[serde(flatten)]
+    pub(crate) action: Action,
+    #[serde(default)]
+    pub brings_brief: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub brief_paths: Vec<PathBuf>,
+}
+
+/// What a lifecycle action did: its line (`spawned t1 pane=%3 …`), and
+/// what to warn about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleReport {
+    pub id: String,
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl LifecycleReport {
+    /// The line, or with `json` the object `{"id", "result"}`, each
+    /// ending with a newline.
+    pub fn text(&self, json: bool) -> Result<String> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            id: &'a str,
+            result: &'a str,
+        }
+        if !json {
+            return Ok(format!("{}\n", self.result));
+        }
+        let line = crate::output::json_line(&Shown {
+            id: &self.id,
+            result: &self.result,
+        })?;
+        Ok(format!("{line}\n"))
+    }
+}
+
+/// Runs `action` on task `id` under idempotency key `key`: on the host
+/// `host` names (a spawn) or the task's meta names, through the far
+/// entry; else here (under the key, a key served before gives its report
+/// and does nothing).
+pub(crate) fn run(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    action: Action,
+    host: Option<&str>,
+    key: Option<&str>,
+) -> Result<LifecycleReport> {
+    if let Some(k) = key {
+        keys::validate(k)?;
+    }
+    if let Some(report) = crate::remote::control::captain(home, cfg, id, &action, host, key)? {
+        return Ok(report);
+    }
+    if key.is_some() {
+        let req = LifecycleRequest {
+            action,
+            brings_brief: false,
+            brief_paths: Vec::new(),
+        };
+        return crate::remote::control::serve(home, cfg, id, &req, key, None);
+    }
+    let result = control::run(home, cfg, id, action)?;
+    Ok(LifecycleReport {
+        id: id.to_string(),
+        result,
+        warnings: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lifecycle_request_travels_as_data_and_its_report_renders() {
+        let req = LifecycleRequest {
+            action: Action::Relaunch {
+                note: Some("it's $HOME\n--force".into()),
+                harness: None,
+                force: true,
+            },
+            brings_brief: false,
+            brief_paths: vec![],
+        };
+        let line = serde_json::to_string(&req).unwrap();
+        assert_eq!(
+            line,
+            r#"{"action":"relaunch","note":"it's $HOME\n--force","harness":null,"force":true,"brings_brief":false}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<LifecycleRequest>(&line).unwrap(),
+            req
+        );
+        let r = LifecycleReport {
+            id: "t1".into(),
+            result: "interrupted t1".into(),
+            warnings: vec!["w".into()],
+        };
+        assert_eq!(r.text(false).unwrap(), "interrupted t1\n");
+        assert_eq!(
+            r.text(true).unwrap(),
+            "{\"id\":\"t1\",\"result\":\"interrupted t1\"}\n"
+        );
+    }
+}

@@ -10,6 +10,7 @@
 
 pub mod ack;
 pub mod board;
+pub mod brief;
 pub mod broadcast;
 pub mod dod;
 pub mod far;
@@ -20,7 +21,6 @@ pub mod press;
 pub mod read;
 pub mod send;
 pub mod status;
-pub mod tool;
 pub mod wakes;
 
 use crate::config::Config;

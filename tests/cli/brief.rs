@@ -1148,7 +1148,14 @@ fn reapply_brings_meta_in_line_with_the_new_brief() {
 }
 
 #[test]
-fn install_stdin_takes_only_a_brief_of_a_known_task_and_keeps_history() {
+fn a_far_install_takes_only_a_brief_of_a_known_task_and_keeps_history() {
+    // The far side of a brief re-applied on the captain's side: `fm far`
+    // with an install request, the brief as its body.
+    let install = |h: &TestHome, id: &str, key: &str, force: bool, text: &str| {
+        h.fm("fm").arg("far").stdin(format!(
+            "{{\"key\":\"{key}\",\"task\":\"{id}\",\"op\":\"brief\",\"request\":{{\"change\":\"install\",\"force\":{force}}}}}\n{text}"
+        ))
+    };
     let h = TestHome::new();
     h.fm("brief")
         .args([
@@ -1166,7 +1173,7 @@ fn install_stdin_takes_only_a_brief_of_a_known_task_and_keeps_history() {
     let mine = h.read_string("data/t1/brief.md");
     // Not a brief, another task's brief, a task this home does not know:
     // each refused, nothing written.
-    for (id, stdin, code, err) in [
+    for (n, (id, stdin, code, err)) in [
         (
             "t1",
             "no frontmatter\n".to_string(),
@@ -1185,13 +1192,14 @@ fn install_stdin_takes_only_a_brief_of_a_known_task_and_keeps_history() {
             1,
             "unknown task t9 on this host",
         ),
-    ] {
-        h.fm("brief")
-            .args(["--install-stdin", id])
-            .stdin(stdin)
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        install(&h, id, &format!("r.{n}"), false, &stdin)
             .status(code)
-            .stdout("")
-            .stderr_has(err)
+            .stdout_has(err)
+            .stderr("")
             .run();
     }
     assert!(!h.exists("data/t1/brief.history"));
@@ -1200,21 +1208,35 @@ fn install_stdin_takes_only_a_brief_of_a_known_task_and_keeps_history() {
     let new = mine.replace("\na\n", "\nchanged\n");
     assert_ne!(new, mine);
     // Without --force an existing brief stays.
-    h.fm("brief")
-        .args(["--install-stdin", "t1"])
-        .stdin(new.clone())
+    install(&h, "t1", "r.9", false, &new)
         .status(1)
-        .stdout("")
-        .stderr_has("already exists")
+        .stdout_has("already exists")
+        .stderr("")
         .run();
     assert_eq!(h.read_string("data/t1/brief.md"), mine);
     for _ in 0..2 {
-        h.fm("brief")
-            .args(["--install-stdin", "t1", "--force", "--idempotency-key", "k.1"])
-            .stdin(new.clone())
-            .stdout_regex(r"^written: .*/data/t1/brief\.md \(ship, mode=local-only\)\nhistory: .*/data/t1/brief\.history/001\.md\nnotice: no live worker notified \(no pane recorded\)\n$")
+        let r = install(&h, "t1", "k.1", true, &new)
+            .stdout_json()
             .stderr("")
-            .run();
+            .run()
+            .json();
+        assert_eq!(
+            (&r["action"], &r["kind"], &r["mode"]),
+            (&"written".into(), &"ship".into(), &"local-only".into()),
+            "{r}"
+        );
+        assert!(
+            r["path"].as_str().unwrap().ends_with("/data/t1/brief.md"),
+            "{r}"
+        );
+        assert!(
+            r["history"]
+                .as_str()
+                .unwrap()
+                .ends_with("/data/t1/brief.history/001.md"),
+            "{r}"
+        );
+        assert_eq!(r["notice"], "no live worker notified (no pane recorded)");
     }
     assert_eq!(h.read_string("data/t1/brief.md"), new);
     assert_eq!(h.read_string("data/t1/brief.history/001.md"), mine);

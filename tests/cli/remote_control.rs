@@ -1,7 +1,8 @@
 //! The lifecycle of a task on another host over a real sshd: `spawn
 //! --host` starts the stand-in on the far account's own tmux server (its
 //! private socket is in the far home's config; the fixture kills that
-//! server), and every later verb runs the far side's own `fm-control`.
+//! server), and every later verb is a lifecycle request of the far
+//! entry (`fm far`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -456,24 +457,25 @@ fn refused_remote_spawns_leave_nothing_on_either_side() {
         .run();
 }
 
-/// Replaces the far `fm-control` by a wrapper whose first call runs the
+/// Replaces the far `fm` (the far entry) by a wrapper whose first call runs the
 /// real tool to its end (its answer kept in `first.out`), then marks
 /// `dropped` and hangs, so the answer never travels; later calls run the
 /// real tool.
 fn drop_first_answer(sshd: &Sshd) {
+    // A lifecycle call travels to the far entry, `fm far`.
     let bin = sshd.far_home.join("bin");
-    std::fs::rename(bin.join("fm-control"), bin.join("fm-control.real")).unwrap();
+    std::fs::rename(bin.join("fm"), bin.join("fm.real")).unwrap();
     sshd.far_write(
-        "bin/fm-control",
+        "bin/fm",
         "#!/bin/sh\n\
          top=\"$FM_HOME\"\n\
-         if [ -e \"$top/dropped\" ]; then exec \"$top/bin/fm-control.real\" \"$@\"; fi\n\
-         \"$top/bin/fm-control.real\" \"$@\" >\"$top/first.out\" 2>&1\n\
+         if [ -e \"$top/dropped\" ]; then exec \"$top/bin/fm.real\" \"$@\"; fi\n\
+         \"$top/bin/fm.real\" \"$@\" >\"$top/first.out\" 2>&1\n\
          : >\"$top/dropped\"\n\
          sleep 60\n",
     );
     std::fs::set_permissions(
-        bin.join("fm-control"),
+        bin.join("fm"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
@@ -506,7 +508,12 @@ fn a_spawn_whose_answer_was_lost_spawns_one_task() {
     let out = run.wait(60.0);
     // The retry printed the first attempt's answer: one pane, one window,
     // one worktree, one spawn event, one key.
-    assert_eq!(far_read(&sshd, "first.out"), out.stdout());
+    // Its report, rendered, is what the retry printed.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
+    assert_eq!(
+        format!("{}\n", first["result"].as_str().unwrap()),
+        out.stdout()
+    );
     let windows = far_tmux(&sshd, &["list-windows", "-a", "-F", "#{window_name}"]);
     assert_eq!(windows, "fm-t1\n");
     let wts = far_git(&project, &["worktree", "list"]);
@@ -581,7 +588,12 @@ fn a_teardown_whose_answer_was_lost_tears_down_once() {
     let out = run.wait(60.0);
     // The retry found the first answer in the far archive entry: one
     // teardown there, and the captain's files archived here.
-    assert_eq!(far_read(&sshd, "first.out"), out.stdout());
+    // Its report, rendered, is what the retry printed.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
+    assert_eq!(
+        format!("{}\n", first["result"].as_str().unwrap()),
+        out.stdout()
+    );
     let torn = far_read(&sshd, "state/events.jsonl")
         .lines()
         .filter(|l| l.contains("control.torn-down"))

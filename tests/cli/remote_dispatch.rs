@@ -57,7 +57,8 @@ fn a_remote_dispatch_whose_answer_was_lost_claims_and_sends_once() {
     };
     let h = setup(&sshd, Some(0));
     add_tasks(&h, &["--host", "far"], &["t1", "t2"]);
-    drop_first_answer(&sshd, "fm-board");
+    // A dispatch travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let d = h
         .fm("board")
         .args(["--host", "far", "dispatch"])
@@ -70,7 +71,25 @@ fn a_remote_dispatch_whose_answer_was_lost_claims_and_sends_once() {
     // The first attempt dispatched both and printed that there; the retry
     // (with no grace, a dispatch run afresh would re-send both) gave the
     // same answer and did nothing.
-    assert_eq!(far_read(&sshd, "first.out"), DISPATCHED);
+    // Its report, rendered, is DISPATCHED.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
+    let lines: Vec<String> = first["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {} {} {:03}.msg \u{b7} dispatch {}/3 \u{b7} doorbell {}\n",
+                o["action"].as_str().unwrap(),
+                o["task"].as_str().unwrap(),
+                o["assignee"].as_str().unwrap(),
+                o["seq"].as_u64().unwrap(),
+                o["dispatches"],
+                o["doorbell"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(lines.concat(), DISPATCHED, "{first}");
     assert_eq!(far_read(&sshd, "first.code"), "0\n");
     for w in ["t1", "t2"] {
         assert_eq!(
@@ -207,4 +226,21 @@ fn a_remote_dispatch_to_a_host_down_is_exit_3_and_dispatches_once_after() {
         );
     }
     assert_eq!(far_events(&sshd, "board.dispatched"), 2);
+}
+
+#[test]
+fn a_remote_dispatch_gives_the_far_sides_warnings_on_stderr() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let h = setup(&sshd, None);
+    add_tasks(&h, &["--host", "far"], &["t1", "t2"]);
+    // A far task file that does not read: the far dispatch skips it and
+    // says so; the warning travels in the report, not on a far stderr.
+    sshd.far_write("data/board/T-009.task", "not a task\n");
+    h.fm("board")
+        .args(["--host", "far", "dispatch"])
+        .stdout(DISPATCHED)
+        .stderr_regex(r"^fm-board: warning: skipped \S*T-009\.task: .+\n$")
+        .run();
 }

@@ -293,7 +293,8 @@ fn a_broadcast_whose_far_answer_was_lost_writes_one_record_per_task() {
     };
     let Some(t) = Tmux::start() else { return };
     let h = broadcast_fleet(&sshd, &t);
-    drop_first_answer(&sshd, "fm-send");
+    // The host's part travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let send = h
         .fm("send")
         .args(["--all", "--quiet", "freeze", "main"])
@@ -302,11 +303,29 @@ fn a_broadcast_whose_far_answer_was_lost_writes_one_record_per_task() {
         .start();
     kill_after_the_write(&mut sshd);
     send.wait(30.0);
-    // The first attempt wrote both records there, its answer lost.
+    // The first attempt wrote both records there, its answer lost: the
+    // report the captain renders as `queued r1 001.msg · doorbell quiet`
+    // and `queued r2 …`.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
+    let lines: Vec<String> = first["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "queued {} {:03}.msg \u{b7} doorbell {}\n",
+                r["task"].as_str().unwrap(),
+                r["seq"].as_u64().unwrap(),
+                r["doorbell"].as_str().unwrap()
+            )
+        })
+        .collect();
     assert_eq!(
-        far_read(&sshd, "first.out"),
-        "queued r1 001.msg \u{b7} doorbell quiet\nqueued r2 001.msg \u{b7} doorbell quiet\n"
+        lines.concat(),
+        "queued r1 001.msg \u{b7} doorbell quiet\nqueued r2 001.msg \u{b7} doorbell quiet\n",
+        "{first}"
     );
+    assert!(first.get("failed").is_none(), "{first}");
     assert_eq!(local_records(&h, "l1"), ["001.msg"]);
     for id in ["r1", "r2"] {
         assert_eq!(far_records(&sshd, id), ["001.msg"], "{id}");

@@ -238,7 +238,8 @@ fn a_board_claim_whose_answer_was_lost_is_made_once_on_the_far_board() {
         .stdout("T-001 pending\n")
         .stderr("")
         .run();
-    drop_first_answer(&sshd, "fm-board");
+    // A board change travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let claim = h
         .fm("board")
         .args(["claim", "T-1", "--as", "t1", "--host", "far"])
@@ -247,7 +248,14 @@ fn a_board_claim_whose_answer_was_lost_is_made_once_on_the_far_board() {
         .start();
     kill_after_the_write(&mut sshd);
     claim.wait(30.0);
-    assert_eq!(far_read(&sshd, "first.out"), "T-001 in_progress\n");
+    // Its report, rendered, is `T-001 in_progress`.
+    let first: serde_json::Value = serde_json::from_str(&far_read(&sshd, "first.out")).unwrap();
+    assert_eq!(
+        (&first["task"]["id"], &first["task"]["status"]),
+        (&"T-001".into(), &"in_progress".into()),
+        "{first}"
+    );
+    assert!(first.get("released").is_none(), "{first}");
     assert_eq!(far_events(&sshd, "board.claimed"), 1);
     // Two keys served (the add, the claim); nothing of a board here.
     assert_eq!(far_read(&sshd, "state/.board.seen").lines().count(), 2);
@@ -441,7 +449,8 @@ fn a_brief_reapplied_for_a_remote_task_whose_answer_was_lost_is_installed_once()
         far_read(&sshd, "data/t1/brief.md"),
         "the brief spawn brought\n"
     );
-    drop_first_answer(&sshd, "fm-brief");
+    // A brief change travels to the far entry, `fm far`.
+    drop_first_answer(&sshd, "fm");
     let far_data = regex::escape(&sshd.far_home.join("data/t1").display().to_string());
     let brief = h
         .fm("brief")

@@ -9,16 +9,16 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::board::ops::Op;
 use crate::board::store::{self, NewTask};
-use crate::board::{BoardId, Status, Task, apply, dispatch};
-use crate::cli::common::{self, Ctx, HomeArg};
+use crate::board::{BoardId, Status};
+use crate::cli::common::{self, HomeArg};
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::route;
-use crate::route::keys::{self, Answered, Keys, Printed};
+use crate::route::board::{self as route_board, BoardWrite as Write};
+use crate::route::{self, Place};
 use crate::task_id::TaskId;
 
 mod host;
-use host::{args_from_stdin, remote_board};
+use host::remote_read;
 
 const TOOL: &str = "fm-board";
 const MAX_SUBJECT: usize = 1000;
@@ -147,13 +147,7 @@ pub(crate) fn command() -> clap::Command {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
-    match args_from_stdin(args) {
-        Ok(args) => common::run_tool(TOOL, args, run),
-        Err(e) => {
-            crate::output::error(TOOL, &e.to_string());
-            ExitCode::from(e.exit_code())
-        }
-    }
+    common::run_tool(TOOL, args, run)
 }
 fn text(what: &str, s: &str, max: usize) -> Result<String> {
     if s.trim().is_empty() {
@@ -169,16 +163,6 @@ fn worker(raw: &str) -> Result<String> {
     Ok(TaskId::parse(raw)?.as_str().to_string())
 }
 
-/// A board change, its arguments checked, not yet made.
-enum Write {
-    Add(NewTask),
-    Change {
-        task: BoardId,
-        op: Op,
-        actor: String,
-    },
-}
-
 fn change_of(task: &str, op: Op, actor: &str) -> Result<Write> {
     Ok(Write::Change {
         task: BoardId::parse(task)?,
@@ -188,16 +172,19 @@ fn change_of(task: &str, op: Op, actor: &str) -> Result<Write> {
 }
 
 fn run(a: Args) -> Result<u8> {
-    if let Some(name) = a.host.as_deref() {
-        return remote_board(&a, name);
-    }
+    let ctx = a.home.ctx(TOOL)?;
+    // The board acted on: this home's, or a configured host's.
+    let place = match a.host.as_deref() {
+        Some(name) => Place::Host(route::host_named(&ctx.cfg, name)?),
+        None => Place::Here,
+    };
+    let key = a.idempotency_key.as_deref();
     let now = clock::now();
-    // What a keyed change asks for (the key is bound to it): the command
-    // with its arguments as given, and the output form.
-    let asked = format!("{:?} json={}", a.cmd, a.json);
     let write = match a.cmd {
+        Cmd::List { .. } | Cmd::Show { .. } if matches!(place, Place::Host(_)) => {
+            return remote_read(&a, &ctx, &place);
+        }
         Cmd::List { status } => {
-            let ctx = a.home.ctx(TOOL)?;
             return super::board_view::list(
                 &ctx,
                 status.as_deref().and_then(Status::parse),
@@ -206,48 +193,27 @@ fn run(a: Args) -> Result<u8> {
         }
         Cmd::Show { task } => {
             let id = BoardId::parse(&task)?;
-            let ctx = a.home.ctx(TOOL)?;
             let t = store::load(&ctx.home, id)?;
             return super::board_view::show(&t, a.json);
         }
         Cmd::Dispatch => {
-            let ctx = a.home.ctx(TOOL)?;
-            return match a.idempotency_key.as_deref() {
-                None => run_dispatch(&ctx, a.json, now),
-                Some(k) => run_dispatch_keyed(&ctx, k, &asked, a.json, now),
-            };
+            let r = route_board::dispatch(&ctx.home, &ctx.cfg, &place, key, now)?;
+            warn(&r.warnings);
+            crate::output::out_block(&r.text(a.json)?)?;
+            return Ok(r.code());
         }
         cmd => write_of(cmd)?,
     };
-    let ctx = a.home.ctx(TOOL)?;
-    // Across hosts: a key already served answers again and changes
-    // nothing; a new one is kept with the answer before it is printed.
-    let answered = keys::keyed_printed(
-        &ctx.home,
-        Keys::Board,
-        a.idempotency_key.as_deref(),
-        TOOL,
-        &[asked.as_bytes()],
-        || {
-            let stdout = make(&ctx, write, a.json, now)?;
-            Ok(((), Printed { code: 0, stdout }))
-        },
-    )?;
-    let printed = match answered {
-        Answered::Replayed(p) => return p.print(),
-        Answered::Done {
-            printed, not_kept, ..
-        } => {
-            if let Some(e) = not_kept {
-                crate::output::err_line(&format!(
-                    "{TOOL}: warning: board changed, but its idempotency key was not kept: {e}"
-                ));
-            }
-            printed
-        }
-    };
-    crate::output::out_block(&printed.stdout)?;
+    let r = route_board::change(&ctx.home, &ctx.cfg, &place, &write, key, now)?;
+    warn(&r.warnings);
+    crate::output::out_block(&r.text(a.json)?)?;
     Ok(0)
+}
+
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        crate::output::err_line(&format!("{TOOL}: warning: {w}"));
+    }
 }
 
 /// Checks a change's arguments.
@@ -349,51 +315,4 @@ fn write_of(cmd: Cmd) -> Result<Write> {
             Err(Error::usage("not a board change"))
         }
     }
-}
-
-/// Makes the change (the library records its events and, for a blocker
-/// comment, the wake) and returns what it prints.
-fn make(ctx: &Ctx, write: Write, json: bool, now: u64) -> Result<String> {
-    match write {
-        Write::Add(new) => {
-            let t = apply::add(&ctx.home, new, now)?;
-            task_line(&t, json)
-        }
-        Write::Change { task, op, actor } => {
-            let c = apply::change(&ctx.home, &ctx.cfg, task, &op, &actor, now)?;
-            let mut report = task_line(&c.after, json)?;
-            if !json {
-                for r in &c.released {
-                    report.push_str(&format!("released {} {}\n", r.id, r.status));
-                }
-            }
-            Ok(report)
-        }
-    }
-}
-
-/// The line of one task: `<id> <status>`, or its JSON object.
-fn task_line(t: &Task, json: bool) -> Result<String> {
-    let mut line = if json {
-        crate::output::json_line(t)?
-    } else {
-        format!("{} {}", t.id, t.status)
-    };
-    line.push('\n');
-    Ok(line)
-}
-
-fn run_dispatch(ctx: &Ctx, json: bool, now: u64) -> Result<u8> {
-    let outcomes = dispatch::dispatch(&ctx.home, &ctx.cfg, now)?;
-    super::board_view::dispatch_report(&outcomes, json)?;
-    Ok(u8::from(outcomes.iter().any(|o| o.action == "error")))
-}
-
-/// The far side of `fm-board --host <name> dispatch`: a dispatch under a
-/// key ([`route::board::dispatch_keyed`]), its answer printed.
-fn run_dispatch_keyed(ctx: &Ctx, key: &str, asked: &str, json: bool, now: u64) -> Result<u8> {
-    let printed = route::board::dispatch_keyed(&ctx.home, &ctx.cfg, key, asked, now, &|o| {
-        super::board_view::dispatch_text(o, json)
-    })?;
-    printed.print()
 }

@@ -28,7 +28,7 @@ use crate::task_id::TaskId;
 const TOOL: &str = "fm-brief";
 
 mod change;
-use change::{install, keyed, remote_change, revoke};
+use change::revoke;
 
 /// Write, re-apply, revoke and check a task's brief.
 #[derive(Debug, Parser)]
@@ -36,7 +36,7 @@ use change::{install, keyed, remote_change, revoke};
     name = "fm-brief",
     version,
     group = clap::ArgGroup::new("op")
-        .args(["check", "revoke", "respond", "check_response", "install_stdin"])
+        .args(["check", "revoke", "respond", "check_response"])
         .conflicts_with("id"),
     after_help = "Examples:\n  \
       fm-brief fix-login webapp --mode direct-PR --intent 'Login takes 9 s; make it fast.' --spec-file spec.md\n  \
@@ -137,14 +137,6 @@ pub(crate) struct Args {
     /// Validate data/<id>/response.md
     #[arg(long, value_name = "ID")]
     check_response: Option<OsString>,
-    /// Replace the brief of task ID by the one on stdin, written on the
-    /// captain's side for a task on this host (what a re-apply there sends)
-    #[arg(long, value_name = "ID")]
-    install_stdin: Option<OsString>,
-    /// The paths the brief on stdin was written for (worktree, status log,
-    /// inbox, report, in the captain's home): rewritten to this home's
-    #[arg(long, num_args = 4, value_names = ["WORKTREE", "STATUS", "INBOX", "REPORT"], requires = "install_stdin")]
-    brief_paths: Option<Vec<PathBuf>>,
     /// Key of a change made across hosts: a key already served on the
     /// host keeping the brief prints its first answer again and changes
     /// nothing there
@@ -185,9 +177,6 @@ fn run(a: Args) -> Result<u8> {
     }
     if let Some(id) = &a.check_response {
         return check_response(&a, &TaskId::parse_os(id)?);
-    }
-    if let Some(id) = &a.install_stdin {
-        return install(&a, &TaskId::parse_os(id)?);
     }
     write(&a)
 }
@@ -299,30 +288,7 @@ fn write(a: &Args) -> Result<u8> {
         keys::validate(k)?;
     }
     let ctx = a.home.ctx(TOOL)?;
-    let id = request.id.clone();
-    let host = Task::open(&ctx.home, &ctx.cfg, &id)?.host().cloned();
+    let task = Task::open(&ctx.home, &ctx.cfg, &request.id)?;
     let spec = request.validate(&ctx.home, &ctx.cfg, clock::now())?;
-    if let Some(host) = host {
-        // Checked here first (a refusal, such as an existing brief without
-        // --force, sends nothing); the captain's copy is written once the
-        // far side took it.
-        let text = apply::render_checked(&ctx.home, &spec, a.force)?;
-        let code = remote_change(a, &ctx, &id, &host, Some(&text))?;
-        if code == 0 {
-            apply::write_here(&ctx.home, &ctx.cfg, &spec, &text, a.force)?;
-        }
-        return Ok(code);
-    }
-    // The request is the spec but for its timestamp: the same command
-    // run again a second later is the same request.
-    let asked = format!(
-        "{:?}",
-        crate::brief::BriefSpec {
-            timestamp: String::new(),
-            ..spec.clone()
-        }
-    );
-    keyed(a, &ctx, &id, &[b"write", asked.as_bytes()], || {
-        apply::write(&ctx.home, &ctx.cfg, &spec, a.force, &a.from)
-    })
+    change::write(a, &ctx, &task, &spec)
 }

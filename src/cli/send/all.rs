@@ -2,27 +2,28 @@
 //! is alive, here and on every configured host (docs/remote.md,
 //! "Broadcasts across hosts").
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::{Args, TOOL, print_report};
 use crate::cli::common::{self, Ctx};
 use crate::error::{Error, Result};
-use crate::inbox::Ring;
-use crate::route::Task;
-use crate::route::broadcast::{self, HostPart};
-use crate::route::keys::{self, Keys};
-use crate::route::send::{self, SendReport, SendRequest};
+use crate::route::broadcast::{self, BroadcastReport, HostPart};
+use crate::route::keys;
+use crate::route::send::SendRequest;
 use crate::task_id::TaskId;
-use crate::tmux::recipient::{self, Recipient};
 
-/// The remote tasks of each host are sent in one keyed ssh call there,
-/// the hosts in parallel and while the local records are written; their
-/// lines are printed after the local ones, hosts in name order. A task
-/// that could not be sent is reported on stderr and the others are still
-/// sent; the exit code is the highest of the failures (3 for the tasks of
-/// an unreachable host).
+/// The remote tasks of each host are sent in one call of the far entry
+/// there, the hosts in parallel and while the local records are written;
+/// their lines are printed after the local ones, hosts in name order. A
+/// task that could not be sent is reported on stderr and the others are
+/// still sent; the exit code is the highest of the failures (3 for the
+/// tasks of an unreachable host).
 pub(super) fn send_all(ctx: &Ctx, a: &Args, req: &SendRequest) -> Result<u8> {
-    let only = parse_only(&a.only)?;
+    let only = if a.only.is_empty() {
+        None
+    } else {
+        Some(broadcast::parse_only(&a.only)?)
+    };
     if let Some(k) = &a.idempotency_key {
         keys::validate(k)?;
     }
@@ -33,25 +34,14 @@ pub(super) fn send_all(ctx: &Ctx, a: &Args, req: &SendRequest) -> Result<u8> {
     }
     hosts.retain(|_, ids| !ids.is_empty());
     let remote_ids: BTreeSet<&TaskId> = hosts.values().flatten().collect();
-    let mut jobs: BTreeMap<TaskId, Job> = recipient::live(&ctx.home, &ctx.cfg)?
-        .into_iter()
-        .filter(|(r, _)| wanted(&r.id) && !remote_ids.contains(&r.id))
-        .map(|(r, info)| (r.id.clone(), Job::Live(Box::new((r, info)))))
-        .collect();
-    // Under a key, a task named by --only that is not live now but was
-    // sent by an earlier attempt with this key gets that report again.
-    if let (Some(key), Some(only)) = (&a.idempotency_key, &only) {
-        let parts = send::parts(req);
-        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-        for id in only {
-            if jobs.contains_key(id) || remote_ids.contains(id) {
-                continue;
-            }
-            if let Some(report) = keys::find_kept(&ctx.home, Keys::Task(id), key, "send", &parts)? {
-                jobs.insert(id.clone(), Job::Replay(report));
-            }
-        }
-    }
+    let jobs = broadcast::local_jobs(
+        &ctx.home,
+        &ctx.cfg,
+        req,
+        only.as_ref(),
+        &remote_ids,
+        a.idempotency_key.as_deref(),
+    )?;
     let key = a.idempotency_key.clone().unwrap_or_else(broadcast::new_key);
     let mut tally = Tally::default();
     std::thread::scope(|s| {
@@ -59,36 +49,28 @@ pub(super) fn send_all(ctx: &Ctx, a: &Args, req: &SendRequest) -> Result<u8> {
             .iter()
             .map(|(name, ids)| {
                 let key = key.as_str();
-                let call = s.spawn(move || {
-                    broadcast::host_part(&ctx.home, &ctx.cfg, name, ids, key, req, a.json)
-                });
+                let call =
+                    s.spawn(move || broadcast::host_part(&ctx.home, &ctx.cfg, name, ids, key, req));
                 (ids, call)
             })
             .collect();
         for (id, job) in &jobs {
-            let sent = match job {
-                Job::Live(live) => {
-                    let task = Task::known_here(id.clone());
-                    let ring = Ring::Known(&live.0, &live.1);
-                    send::send_here(
-                        &ctx.home,
-                        &ctx.cfg,
-                        &task,
-                        req,
-                        a.idempotency_key.as_deref(),
-                        ring,
-                    )
-                    .and_then(|r| print_report(a, &r))
-                }
-                Job::Replay(report) => print_report(a, report),
-            };
+            let sent = broadcast::send_job(
+                &ctx.home,
+                &ctx.cfg,
+                id,
+                job,
+                req,
+                a.idempotency_key.as_deref(),
+            )
+            .and_then(|r| print_report(a, &r));
             tally.local(id, sent);
         }
         for (ids, call) in far {
             let got = call
                 .join()
                 .unwrap_or_else(|_| HostPart::Failed(Error::refused("the host's call panicked")));
-            tally.far(ids, got);
+            tally.far(a, ids, got);
         }
     });
     if tally.pipe_closed && tally.code == 0 {
@@ -98,23 +80,6 @@ pub(super) fn send_all(ctx: &Ctx, a: &Args, req: &SendRequest) -> Result<u8> {
         return Err(Error::refused("no task has a live pane; nothing sent"));
     }
     Ok(tally.code)
-}
-
-/// A local task of a broadcast: live, or sent already under this key.
-enum Job {
-    Live(Box<(Recipient, crate::tmux::pane::PaneInfo)>),
-    Replay(SendReport),
-}
-
-/// The ids of `--only`, checked; `None` when not given.
-fn parse_only(raw: &[String]) -> Result<Option<BTreeSet<TaskId>>> {
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    raw.iter()
-        .map(|s| TaskId::parse(s.trim()))
-        .collect::<Result<BTreeSet<_>>>()
-        .map(Some)
 }
 
 /// The running account of a broadcast.
@@ -149,31 +114,29 @@ impl Tally {
         }
     }
 
-    fn far(&mut self, ids: &[TaskId], got: HostPart) {
+    fn far(&mut self, a: &Args, ids: &[TaskId], got: HostPart) {
         let each = |why: &str| {
             for id in ids {
                 crate::output::err_line(&format!("{TOOL}: error: {id}: {why}"));
             }
         };
         match got {
-            HostPart::Answered {
-                lines,
-                stderr,
-                code,
-            } => {
-                self.sent += lines.len();
-                if !self.pipe_closed && !lines.is_empty() {
-                    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-                    match crate::output::out_lines(&lines) {
-                        Ok(()) => {}
+            HostPart::Answered(BroadcastReport { sent, failed }) => {
+                for r in &sent {
+                    self.sent += 1;
+                    if self.pipe_closed {
+                        continue;
+                    }
+                    match print_report(a, r) {
+                        Ok(c) => self.code = self.code.max(c),
                         Err(Error::ClosedPipe) => self.pipe_closed = true,
                         Err(e) => crate::output::err_line(&format!("{TOOL}: error: {e}")),
                     }
                 }
-                for line in &stderr {
-                    crate::output::err_line(line);
+                for f in &failed {
+                    crate::output::err_line(&format!("{TOOL}: error: {}", f.error));
+                    self.code = self.code.max(f.code);
                 }
-                self.code = self.code.max(code);
             }
             HostPart::Unreachable(why) => {
                 each(&why);

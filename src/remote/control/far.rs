@@ -1,11 +1,11 @@
-//! The far side of a lifecycle call (`fm-control --idempotency-key K …`
-//! run by another home's captain): the readers of what travels on stdin,
-//! and the keyed serve of the action, with its brief written and undone.
+//! The far side of a lifecycle call (a lifecycle request of the far
+//! entry, made by another home's captain): the keyed serve of the action,
+//! with the brief a spawn brought written and undone, and the rewriting
+//! of that brief's paths.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::{MAX_BRIEF_BYTES, TOOL};
+use super::TOOL;
 use crate::config::Config;
 use crate::control::{self, Action};
 use crate::error::{Error, Result};
@@ -13,22 +13,11 @@ use crate::fsx;
 use crate::home::Home;
 use crate::meta::{self, TaskMeta};
 use crate::remote::kept::{self, Answer, Lookup};
+use crate::route::lifecycle::{LifecycleReport, LifecycleRequest};
 use crate::task_id::TaskId;
 
-/// Reads a brief from stdin for `spawn --brief-stdin`, up to
-/// [`MAX_BRIEF_BYTES`] (a longer one is exit 2).
-pub fn read_brief() -> Result<Vec<u8>> {
-    match fsx::read_capped(&mut std::io::stdin().lock(), MAX_BRIEF_BYTES) {
-        Ok(Some(b)) => Ok(b),
-        Ok(None) => Err(Error::usage(format!(
-            "the brief on stdin is over {MAX_BRIEF_BYTES} bytes"
-        ))),
-        Err(e) => Err(Error::io("read", Path::new("<stdin>"), e)),
-    }
-}
-
 /// The brief a spawn brought, written on the captain's side for the
-/// paths `from` (`--brief-paths`: worktree, status log, inbox, report),
+/// paths `from` (worktree, status log, inbox, report),
 /// rewritten to name this home's paths of task `id` (docs/remote.md,
 /// "A brief's paths on another host").
 pub fn rehome_brief(
@@ -39,7 +28,7 @@ pub fn rehome_brief(
     from: &[std::path::PathBuf],
 ) -> Result<Vec<u8>> {
     let from = crate::brief::BriefPaths::from_slice(from)
-        .ok_or_else(|| Error::usage("--brief-paths takes four paths"))?;
+        .ok_or_else(|| Error::usage("a brief's paths are four: worktree, status, inbox, report"))?;
     let text =
         String::from_utf8(bytes).map_err(|_| Error::usage("the brief on stdin is not UTF-8"))?;
     let meta = TaskMeta::load(home, id)?.unwrap_or_default();
@@ -47,34 +36,21 @@ pub fn rehome_brief(
     Ok(from.rehome(&text, &to).into_bytes())
 }
 
-/// Reads a relaunch note from stdin (`relaunch --note-stdin`).
-pub fn read_note() -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .lock()
-        .take(MAX_BRIEF_BYTES)
-        .read_to_string(&mut s)
-        .map_err(|e| Error::io("read", Path::new("<stdin>"), e))?;
-    Ok(s)
-}
-
 /// The far side of a keyed lifecycle call (or of a spawn that brings its
-/// brief): returns what to print, `render` making it from the action's
-/// line. A key served before gives its answer again and does nothing.
-#[allow(clippy::too_many_arguments)]
+/// brief, `brief`): returns its report, kept under the key. A key served
+/// before gives its report again and does nothing.
 pub(crate) fn serve(
     home: &Home,
     cfg: &Config,
     id: &TaskId,
-    action: Action,
+    req: &LifecycleRequest,
     key: Option<&str>,
     brief: Option<Vec<u8>>,
-    json: bool,
-    render: &dyn Fn(&str) -> Result<String>,
-) -> Result<String> {
-    // What the key is bound to: the action with its arguments, the
-    // brief a spawn brought, and the output form.
-    let asked = format!("{action:?} json={json}");
+) -> Result<LifecycleReport> {
+    let action = req.action.clone();
+    // What the key is bound to: the action with its arguments and the
+    // brief a spawn brought.
+    let asked = format!("{action:?}");
     let request = kept::Request::new(
         TOOL,
         id.as_str(),
@@ -83,7 +59,7 @@ pub(crate) fn serve(
     let fresh = match key {
         None => None,
         Some(k) => match kept::lookup(home, id, k, &request)? {
-            Lookup::Seen(a) => return Ok(a.stdout),
+            Lookup::Seen(a) => return parse(id, k, &a.stdout),
             Lookup::Fresh(f) => Some(f),
         },
     };
@@ -94,7 +70,7 @@ pub(crate) fn serve(
         && let Some(entry) = latest_archive(home, id)?
         && let Some(a) = kept::find_in(&entry.join(format!("{id}.seen")), k, &request)?
     {
-        return Ok(a.stdout);
+        return parse(id, k, &a.stdout);
     }
     #[expect(
         clippy::disallowed_methods,
@@ -122,12 +98,17 @@ pub(crate) fn serve(
             return Err(e);
         }
     };
-    let stdout = render(&line)?;
+    let mut report = LifecycleReport {
+        id: id.to_string(),
+        result: line,
+        warnings: Vec::new(),
+    };
     if let Some(f) = fresh {
-        let answer = Answer {
-            code: 0,
-            stdout: stdout.clone(),
-        };
+        let stdout = serde_json::to_string(&report).map_err(|e| Error::External {
+            program: "serde_json".into(),
+            msg: e.to_string(),
+        })?;
+        let answer = Answer { code: 0, stdout };
         let kept = if teardown {
             match latest_archive(home, id) {
                 Ok(Some(entry)) => f.remember_at(&entry.join(format!("{id}.seen")), &answer),
@@ -138,12 +119,26 @@ pub(crate) fn serve(
             f.remember(&answer)
         };
         if let Err(e) = kept {
-            crate::output::err_line(&format!(
-                "{TOOL}: warning: {id}: done, but its idempotency key was not kept: {e}"
+            report.warnings.push(format!(
+                "{id}: done, but its idempotency key was not kept: {e}"
             ));
         }
     }
-    Ok(stdout)
+    Ok(report)
+}
+
+/// The report kept under `key`.
+fn parse(id: &TaskId, key: &str, kept: &str) -> Result<LifecycleReport> {
+    serde_json::from_str(kept).map_err(|e| {
+        Error::io(
+            "replay of an idempotency key",
+            id.as_str(),
+            std::io::Error::other(format!(
+                "the report kept for key {} does not parse ({e}); nothing was done",
+                crate::error::quoted(key)
+            )),
+        )
+    })
 }
 
 /// Writes the brief a spawn brought, refusing a task this host knows;

@@ -1,34 +1,35 @@
 //! The lifecycle of a task on another host (docs/remote.md, "Lifecycle").
 //!
 //! **Captain's side** ([`captain`]): `fm-control <id> spawn --host <name>
-//! …`, and every verb on a task whose meta says `host=<name>`, runs the far
-//! host's own `fm-control` through one keyed ssh call (the brief of a new
-//! task and a relaunch note on stdin), retried while the host is
+//! …`, and every verb on a task whose meta says `host=<name>`, is one
+//! lifecycle request of the far entry (the action as data, the brief of a
+//! new task as its body) under one key, retried while the host is
 //! unreachable. The captain's meta of the task is written only around
 //! that call: `host=<name>` with the pending key before a spawn, kept
 //! when the far side spawned, taken back when it refused; the captain's
 //! files of the task are archived only when the far teardown succeeded.
 //!
-//! **Far side** ([`serve`]): `fm-control --idempotency-key K …` looks the
+//! **Far side** ([`serve`]): the far entry's lifecycle request looks the
 //! key up first (waiting for an attempt still running with it, so a retry
 //! never meets "another lifecycle action is already running"), writes the
 //! brief a new task brought, runs the action as a local one and keeps its
-//! answer with the key. A spawn that fails takes the brief it wrote back;
-//! a teardown keeps its answer in the archive entry it made, where a
+//! report with the key. A spawn that fails takes the brief it wrote back;
+//! a teardown keeps its report in the archive entry it made, where a
 //! retry finds it.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::call::{self, print};
+use super::call;
 use super::kept;
-use super::ssh::Ssh;
 use crate::config::Config;
 use crate::control::Action;
 use crate::error::{Error, Result};
 use crate::events::{Entry, Event, Tool};
 use crate::home::Home;
 use crate::meta::{self, TaskMeta};
+use crate::route::far::{Envelope, Op, attempts_with};
+use crate::route::lifecycle::{LifecycleReport, LifecycleRequest};
 use crate::task_id::TaskId;
 use crate::{clock, fsx};
 
@@ -49,19 +50,19 @@ const TEARDOWN_KEY: &str = "teardown_key";
 pub const MAX_BRIEF_BYTES: u64 = 1024 * 1024;
 
 /// Runs `action` on the host task `id` is on: the one `--host` names (a
-/// spawn) or its meta's. `None` when the task is local; otherwise the far
-/// tool's exit code, its stdout and stderr printed as this tool's.
-/// `given` is a key the captain gave (`--idempotency-key`): checked, and
-/// the far key instead of a fresh one (or a pending one kept in the meta).
+/// spawn) or its meta's, as a lifecycle request of the far entry. `None`
+/// when the task is local; otherwise the far report, or the far refusal
+/// as [`Error::Far`]. `given` is a key the captain gave
+/// (`--idempotency-key`): checked, and the far key instead of a fresh one
+/// (or a pending one kept in the meta).
 pub(crate) fn captain(
     home: &Home,
     cfg: &Config,
     id: &TaskId,
     action: &Action,
     host_flag: Option<&str>,
-    json: bool,
     given: Option<&str>,
-) -> Result<Option<u8>> {
+) -> Result<Option<LifecycleReport>> {
     if let Some(k) = given {
         kept::validate(k)?;
     }
@@ -119,31 +120,22 @@ pub(crate) fn captain(
             .filter(|v| kept::validate(v).is_ok())
             .map(str::to_string)
     };
-    let mut args: Vec<String> = vec![id.to_string()];
-    let mut stdin = None;
+    let mut req = LifecycleRequest {
+        action: action.clone(),
+        brings_brief: false,
+        brief_paths: Vec::new(),
+    };
+    let mut body = Vec::new();
     // The meta key that keeps this call's key until it was answered.
     let mut keep = None;
     let mut key = None;
-    let what;
-    match action {
-        Action::Spawn {
-            project,
-            harness,
-            base,
-        } => {
+    let what = match action {
+        Action::Spawn { project, .. } => {
             if !project.is_absolute() {
                 return Err(Error::usage(format!(
                     "--project {} must be an absolute path on host {name}",
                     project.display()
                 )));
-            }
-            args.extend(["spawn".into(), "--project".into()]);
-            args.push(project.to_string_lossy().into_owned());
-            if let Some(h) = harness {
-                args.extend(["--harness".into(), h.clone()]);
-            }
-            if let Some(b) = base {
-                args.extend(["--base".into(), b.clone()]);
             }
             // A task the host has not got yet (or whose spawn got no
             // answer) brings its brief; one spawned there before is
@@ -151,71 +143,30 @@ pub(crate) fn captain(
             let new = recorded.is_none() || pending(SPAWN_KEY).is_some();
             if new {
                 fsx::refuse_symlink(&home.task_data(id))?;
-                let brief = fsx::read_optional(&home.brief(id))?.ok_or_else(|| {
+                body = fsx::read_optional(&home.brief(id))?.ok_or_else(|| {
                     Error::refused(format!(
                         "no brief for {id}: write it first (fm-brief {id} …)"
                     ))
                 })?;
                 // The brief names this home's paths; the far side
                 // rewrites them to its own.
-                args.push("--brief-stdin".into());
-                args.push("--brief-paths".into());
                 let meta = crate::meta::TaskMeta::load(home, id)?.unwrap_or_default();
-                let paths = crate::brief::BriefPaths::of(home, cfg, id, &meta);
-                args.extend(
-                    paths
-                        .to_vec()
-                        .iter()
-                        .map(|p| p.to_string_lossy().into_owned()),
-                );
-                stdin = Some(brief);
+                req.brings_brief = true;
+                req.brief_paths = crate::brief::BriefPaths::of(home, cfg, id, &meta).to_vec();
                 keep = Some(SPAWN_KEY);
                 key = pending(SPAWN_KEY);
             }
-            what = "the spawn";
+            "the spawn"
         }
-        Action::Interrupt => {
-            args.push("interrupt".into());
-            what = "the interrupt";
-        }
-        Action::Exit { force } => {
-            args.push("exit".into());
-            if *force {
-                args.push("--force".into());
-            }
-            what = "the exit";
-        }
-        Action::Relaunch {
-            note,
-            harness,
-            force,
-        } => {
-            args.push("relaunch".into());
-            if *force {
-                args.push("--force".into());
-            }
-            if let Some(h) = harness {
-                args.extend(["--harness".into(), h.clone()]);
-            }
-            if let Some(n) = note {
-                args.push("--note-stdin".into());
-                stdin = Some(n.clone().into_bytes());
-            }
-            what = "the relaunch";
-        }
-        Action::Teardown { force } => {
-            args.push("teardown".into());
-            if *force {
-                args.push("--force".into());
-            }
+        Action::Interrupt => "the interrupt",
+        Action::Exit { .. } => "the exit",
+        Action::Relaunch { .. } => "the relaunch",
+        Action::Teardown { .. } => {
             keep = Some(TEARDOWN_KEY);
             key = pending(TEARDOWN_KEY);
-            what = "the teardown";
+            "the teardown"
         }
-    }
-    if json {
-        args.push("--json".into());
-    }
+    };
     let key = given
         .map(str::to_string)
         .or(key)
@@ -227,11 +178,25 @@ pub(crate) fn captain(
             m.set(k, &key);
         })?;
     }
-    let ssh = Ssh::new(home, &name, host)?.with_extra_time(LIFECYCLE_EXTRA);
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let reply = match call::write_with_key(&ssh, &key, TOOL, &argv, stdin.as_deref()) {
-        Ok(r) => r,
-        Err(why) => {
+    let remote = call::Remote {
+        name: name.clone(),
+        cfg: host.clone(),
+    };
+    let env = Envelope {
+        key: key.clone(),
+        task: id.to_string(),
+        op: Op::Lifecycle(req),
+    };
+    let got: Result<LifecycleReport> = match attempts_with(
+        home,
+        &remote,
+        &env,
+        &body,
+        LIFECYCLE_EXTRA,
+    ) {
+        Ok(Ok(report)) => Ok(report),
+        Err(e) => Err(e),
+        Ok(Err(why)) => {
             return Err(Error::External {
                 program: "ssh".into(),
                 msg: format!(
@@ -246,15 +211,17 @@ pub(crate) fn captain(
             });
         }
     };
-    let ok = reply.code == 0;
+    // Only the far side's own refusal takes back what this call wrote: an
+    // answer that could not be read may stand for a change made there.
+    let refused = matches!(got, Err(Error::Far { .. }));
     match (action, keep) {
-        (Action::Spawn { .. }, Some(k)) if ok => spawned_here(home, id, &name, k)?,
-        (Action::Spawn { .. }, Some(k)) => take_back(home, id, &["host", k], existed)?,
-        (Action::Teardown { .. }, _) if ok => archive_here(home, id)?,
-        (Action::Teardown { .. }, Some(k)) => take_back(home, id, &[k], true)?,
+        (Action::Spawn { .. }, Some(k)) if got.is_ok() => spawned_here(home, id, &name, k)?,
+        (Action::Spawn { .. }, Some(k)) if refused => take_back(home, id, &["host", k], existed)?,
+        (Action::Teardown { .. }, _) if got.is_ok() => archive_here(home, id)?,
+        (Action::Teardown { .. }, Some(k)) if refused => take_back(home, id, &[k], true)?,
         _ => {}
     }
-    Ok(Some(print(&reply)))
+    got.map(Some)
 }
 
 /// The far side spawned: the captain's meta names the host, and the
@@ -316,5 +283,5 @@ fn archive_here(home: &Home, id: &TaskId) -> Result<()> {
 }
 
 mod far;
+pub use far::rehome_brief;
 pub(crate) use far::serve;
-pub use far::{read_brief, read_note, rehome_brief};
