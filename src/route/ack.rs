@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::far::{self, Envelope, Op};
 use super::keys::{self, Keys};
+use super::wire::{self, Envelope, FarRequest};
 use super::{Place, Task};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -74,14 +74,14 @@ pub fn ack(
         keys::validate(k)?;
     }
     match task.place() {
-        Place::Host(host) => far::call(
+        Place::Host(host) => wire::call(
             home,
             host,
-            &Envelope {
-                key: key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string),
-                task: task.id().to_string(),
-                op: Op::Ack(req.clone()),
-            },
+            &Envelope::new(
+                key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string),
+                task.id().to_string(),
+                req.clone(),
+            ),
             &[],
         ),
         Place::Here => ack_here(home, task, req, key),
@@ -155,4 +155,8 @@ pub(crate) fn ack_here(
         ));
     }
     Ok(report)
+}
+
+impl FarRequest for AckRequest {
+    const OP: &'static str = "ack";
 }

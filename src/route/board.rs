@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Place;
-use super::far::{self, Envelope, Op};
 use super::keys::{self, Keeper, Keys};
+use super::wire::{self, Envelope, FarRequest};
 use crate::board::dispatch::{self, Outcome};
 use crate::board::ops;
 use crate::board::store::NewTask;
@@ -221,14 +221,10 @@ pub(crate) fn change(
         keys::validate(k)?;
     }
     match place {
-        Place::Host(host) => far::call(
+        Place::Host(host) => wire::call(
             home,
             host,
-            &Envelope {
-                key: board_key(key),
-                task: String::new(),
-                op: Op::Board(write.clone()),
-            },
+            &Envelope::new(board_key(key), String::new(), write.clone()),
             &[],
         ),
         Place::Here => change_here(home, cfg, write, key, now),
@@ -288,14 +284,10 @@ pub fn dispatch(
         keys::validate(k)?;
     }
     match place {
-        Place::Host(host) => far::call(
+        Place::Host(host) => wire::call(
             home,
             host,
-            &Envelope {
-                key: board_key(key),
-                task: String::new(),
-                op: Op::Dispatch(DispatchRequest::default()),
-            },
+            &Envelope::new(board_key(key), String::new(), DispatchRequest::default()),
             &[],
         ),
         Place::Here => dispatch_here(home, cfg, key, now),
@@ -370,6 +362,14 @@ impl dispatch::Journal for KeyJournal<'_> {
         })?;
         self.0.note(&task.to_string(), text)
     }
+}
+
+impl FarRequest for BoardWrite {
+    const OP: &'static str = "board";
+}
+
+impl FarRequest for DispatchRequest {
+    const OP: &'static str = "dispatch";
 }
 
 #[cfg(test)]

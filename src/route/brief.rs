@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::far::{self, Envelope, Op};
 use super::keys::{self, Keys};
+use super::wire::{self, Envelope, FarRequest};
 use super::{Place, Task};
 use crate::brief::{BriefPaths, BriefSpec, apply};
 use crate::config::Config;
@@ -218,14 +218,14 @@ fn far_change(
     let Place::Host(host) = task.place() else {
         return Err(Error::usage("a far brief change of a task here"));
     };
-    far::call(
+    wire::call(
         home,
         host,
-        &Envelope {
-            key: key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string),
-            task: task.id().to_string(),
-            op: Op::Brief(req.clone()),
-        },
+        &Envelope::new(
+            key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string),
+            task.id().to_string(),
+            req.clone(),
+        ),
         req.text.as_bytes(),
     )
 }
@@ -312,6 +312,10 @@ pub(crate) fn without_timestamp(text: &str) -> String {
         }
     }
     out
+}
+
+impl FarRequest for BriefChange {
+    const OP: &'static str = "brief";
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::Task;
-use super::far::{self, Envelope, Op};
 use super::keys::{self, Keys};
 use super::send::{self, SendReport, SendRequest};
+use super::wire::{self, Envelope, FarRequest};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::home::Home;
@@ -189,21 +189,25 @@ pub fn host_part(
         name: name.to_string(),
         cfg: host_cfg.clone(),
     };
-    let env = Envelope {
-        key: key.to_string(),
-        task: String::new(),
-        op: Op::Broadcast(BroadcastRequest {
+    let env = Envelope::new(
+        key.to_string(),
+        String::new(),
+        BroadcastRequest {
             send: req.clone(),
             only: ids.iter().map(TaskId::to_string).collect(),
-        }),
-    };
-    match far::attempts(home, &host, &env, &req.body) {
+        },
+    );
+    match wire::attempts(home, &host, &env, &req.body) {
         Ok(Ok(report)) => HostPart::Answered(report),
         Ok(Err(why)) => HostPart::Unreachable(format!(
             "host {name} unreachable: {why} ({ATTEMPTS} attempts; the message may have landed there: key {key})"
         )),
         Err(e) => HostPart::Failed(e),
     }
+}
+
+impl FarRequest for BroadcastRequest {
+    const OP: &'static str = "broadcast";
 }
 
 #[cfg(test)]

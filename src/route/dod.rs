@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::far::{self, Envelope, Op};
+use super::wire::{self, Envelope, FarRequest};
 use super::{Place, Task};
 use crate::config::Config;
 use crate::dod::{self, Verdict};
@@ -53,14 +53,14 @@ impl CheckReport {
 /// gate asks git, which may take its time).
 pub fn check(home: &Home, cfg: &Config, task: &Task, req: &CheckRequest) -> Result<CheckReport> {
     match task.place() {
-        Place::Host(host) => far::call_once(
+        Place::Host(host) => wire::call_once(
             home,
             host,
-            &Envelope {
-                key: crate::remote::call::new_key(task.id()),
-                task: task.id().to_string(),
-                op: Op::Check(req.clone()),
-            },
+            &Envelope::new(
+                crate::remote::call::new_key(task.id()),
+                task.id().to_string(),
+                req.clone(),
+            ),
             DOD_EXTRA,
         ),
         Place::Here => check_here(home, cfg, task, req),
@@ -115,4 +115,8 @@ pub(crate) fn latest_done(bytes: &[u8], paused: &str) -> Option<StatusLine> {
             Parsed::Line(l) if l.kind == Verb::Done => Some(l),
             _ => None,
         })
+}
+
+impl FarRequest for CheckRequest {
+    const OP: &'static str = "check";
 }

@@ -7,12 +7,8 @@
 //! `{"error": "<message>"}` and the error's own exit code. Nothing of
 //! the request travels on a command line.
 //!
-//! The captain's side ([`call`]) makes the round trip, retried while the
-//! host is unreachable with the same key, so a dropped connection after
-//! the far write costs a retry, never a second record; a host that stays
-//! unreachable is exit 3 naming the host, ssh's reason and the key.
+//! The captain's side of the round trip is [`super::wire`].
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::Task;
@@ -20,18 +16,14 @@ use super::send::{self, SendRequest};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::remote::Ssh;
-use crate::remote::call::{ATTEMPTS, RETRY_PAUSE, Remote, unreachable_write};
 use crate::task_id::TaskId;
 
-/// The far tool and its hidden subcommand.
-pub const TOOL: &str = "fm";
-pub const SUBCOMMAND: &str = "far";
+pub use super::wire::{SUBCOMMAND, TOOL};
 
-/// One far call: the idempotency key (made before the first attempt and
-/// reused on every retry), the task and the operation.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Envelope {
+/// One far call as it arrives ([`super::wire::Envelope`] as sent): the
+/// idempotency key, the task and the operation.
+#[derive(Debug, Clone, Deserialize)]
+struct Incoming {
     pub key: String,
     /// The task acted on; none for a board's operation.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -40,10 +32,11 @@ pub(crate) struct Envelope {
     pub op: Op,
 }
 
-/// The operations the far entry serves, each a typed request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The operations the far entry serves, each a typed request; the tag is
+/// each request's [`super::wire::FarRequest::OP`].
+#[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", content = "request", rename_all = "kebab-case")]
-pub(crate) enum Op {
+enum Op {
     Send(SendRequest),
     Press(super::press::PressRequest),
     Append(super::status::AppendRequest),
@@ -56,7 +49,7 @@ pub(crate) enum Op {
     Lifecycle(super::lifecycle::LifecycleRequest),
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct Failure {
     error: String,
 }
@@ -90,7 +83,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Some(i) => (&input[..i], &input[i + 1..]),
         None => (input, &[][..]),
     };
-    let env: Envelope = serde_json::from_slice(head)
+    let env: Incoming = serde_json::from_slice(head)
         .map_err(|e| Error::usage(format!("fm far: unreadable request: {e}")))?;
     let key = env.key;
     // A board's operations act on this home's board, not on a task.
@@ -115,7 +108,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         }
         op => op,
     };
-    let env = Envelope {
+    let env = Incoming {
         key,
         task: env.task,
         op,
@@ -207,111 +200,40 @@ fn to_line(report: &impl Serialize) -> Result<String> {
     })
 }
 
-/// The round trip of `env` (and `body`) to `host`'s far entry, retried
-/// while the host is unreachable; the far report, or the far failure as
-/// [`Error::Far`] with its exit code. The far side's stderr lines are
-/// left out: its warnings travel in the report.
-pub(crate) fn call<R: DeserializeOwned>(
-    home: &Home,
-    host: &Remote,
-    env: &Envelope,
-    body: &[u8],
-) -> Result<R> {
-    match attempts(home, host, env, body)? {
-        Ok(report) => Ok(report),
-        Err(why) => Err(unreachable_write(&host.name, &why, &env.key, "the write")),
-    }
-}
-
-/// The attempts of [`call`]: the far report (or failure), or, when no
-/// attempt reached the host, ssh's last reason, for the caller to word.
-pub(crate) fn attempts<R: DeserializeOwned>(
-    home: &Home,
-    host: &Remote,
-    env: &Envelope,
-    body: &[u8],
-) -> Result<std::result::Result<R, String>> {
-    attempts_with(home, host, env, body, std::time::Duration::ZERO)
-}
-
-/// [`attempts`] for a request that may take `extra` beyond the host's
-/// bound (a lifecycle action: a worktree made, an agent's exit awaited).
-pub(crate) fn attempts_with<R: DeserializeOwned>(
-    home: &Home,
-    host: &Remote,
-    env: &Envelope,
-    body: &[u8],
-    extra: std::time::Duration,
-) -> Result<std::result::Result<R, String>> {
-    let mut ssh = Ssh::new(home, &host.name, &host.cfg)?;
-    if !extra.is_zero() {
-        ssh = ssh.with_extra_time(extra);
-    }
-    let mut input = to_line(env)?.into_bytes();
-    input.push(b'\n');
-    input.extend_from_slice(body);
-    let mut why = String::new();
-    for attempt in 1..=ATTEMPTS {
-        if attempt > 1 {
-            std::thread::sleep(RETRY_PAUSE);
-        }
-        match ssh.tool(TOOL, &[SUBCOMMAND], Some(input.clone())) {
-            Ok(reply) => return answer(&host.name, &reply).map(Ok),
-            Err(u) => why = u.0,
-        }
-    }
-    Ok(Err(why))
-}
-
-/// [`call`] made once, for a request that must not be repeated (a key
-/// press) or may take long (the done gate) and has no body; `extra` is
-/// the time it may take beyond the host's bound.
-pub(crate) fn call_once<R: DeserializeOwned>(
-    home: &Home,
-    host: &Remote,
-    env: &Envelope,
-    extra: std::time::Duration,
-) -> Result<R> {
-    let ssh = Ssh::new(home, &host.name, &host.cfg)?.with_extra_time(extra);
-    let mut input = to_line(env)?.into_bytes();
-    input.push(b'\n');
-    let reply = ssh.tool_or_err(TOOL, &[SUBCOMMAND], Some(input))?;
-    answer(&host.name, &reply)
-}
-
-/// The far entry's answer as the report or its failure.
-fn answer<R: DeserializeOwned>(host: &str, reply: &crate::remote::Reply) -> Result<R> {
-    let line = reply.stdout.trim_end();
-    if reply.code == 0 {
-        return serde_json::from_str(line).map_err(|e| Error::External {
-            program: format!("fm far on host {host}"),
-            msg: format!("unreadable report: {e}"),
-        });
-    }
-    if let Ok(f) = serde_json::from_str::<Failure>(line) {
-        return Err(Error::Far {
-            code: u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV),
-            msg: f.error,
-        });
-    }
-    // No answer of the far entry: what the runner made of the far
-    // shell's (a missing or unrunnable `fm`), given as the far error.
-    let last = reply.stderr.lines().rfind(|l| !l.trim().is_empty());
-    let last = last.unwrap_or("").trim();
-    let msg = last.strip_prefix("fm: error: ").unwrap_or(last);
-    Err(Error::Far {
-        code: u8::try_from(reply.code).unwrap_or(crate::error::exit::ENV),
-        msg: if msg.is_empty() {
-            format!("fm far on host {host}: exit {}", reply.code)
-        } else {
-            msg.to_string()
-        },
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every operation a use case sends ([`super::super::wire::FarRequest::OP`])
+    /// is one the far entry reads back: the wire and the dispatcher agree
+    /// on each name without importing each other's use cases.
+    #[test]
+    fn every_op_sent_is_an_op_served() {
+        use super::super::wire::FarRequest;
+        let sent = [
+            super::super::send::SendRequest::OP,
+            super::super::press::PressRequest::OP,
+            super::super::status::AppendRequest::OP,
+            super::super::ack::AckRequest::OP,
+            super::super::dod::CheckRequest::OP,
+            super::super::brief::BriefChange::OP,
+            super::super::board::BoardWrite::OP,
+            super::super::board::DispatchRequest::OP,
+            super::super::broadcast::BroadcastRequest::OP,
+            super::super::lifecycle::LifecycleRequest::OP,
+        ];
+        for op in sent {
+            let line = format!(r#"{{"key":"k","op":"{op}","request":null}}"#);
+            let err = serde_json::from_str::<Incoming>(&line)
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains("unknown variant"), "{op}: {err}");
+        }
+        let err = serde_json::from_str::<Incoming>(r#"{"key":"k","op":"nope","request":null}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown variant"), "{err}");
+    }
 
     fn home() -> (tempfile::TempDir, Home, Config) {
         let d = tempfile::tempdir().unwrap();

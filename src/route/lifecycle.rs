@@ -5,10 +5,6 @@
 //! ([`super::far`]); the captain's side of that call and the far side's
 //! keyed serve are in [`crate::remote::control`].
 
-use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
-
 use super::keys;
 use crate::config::Config;
 use crate::control::{self, Action};
@@ -17,50 +13,7 @@ use crate::home::Home;
 use crate::task_id::TaskId;
 
 pub use crate::remote::control::rehome_brief;
-
-/// What a lifecycle call on the task's own host asks for: the action, and
-/// for a spawn of a task the host has not got yet, the brief it brings
-/// (the far entry's body) and the captain's paths it names (worktree,
-/// status log, inbox, report), rewritten there to that home's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LifecycleRequest {
-    #[serde(flatten)]
-    pub(crate) action: Action,
-    #[serde(default)]
-    pub brings_brief: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub brief_paths: Vec<PathBuf>,
-}
-
-/// What a lifecycle action did: its line (`spawned t1 pane=%3 …`), and
-/// what to warn about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LifecycleReport {
-    pub id: String,
-    pub result: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-impl LifecycleReport {
-    /// The line, or with `json` the object `{"id", "result"}`, each
-    /// ending with a newline.
-    pub fn text(&self, json: bool) -> Result<String> {
-        #[derive(Serialize)]
-        struct Shown<'a> {
-            id: &'a str,
-            result: &'a str,
-        }
-        if !json {
-            return Ok(format!("{}\n", self.result));
-        }
-        let line = crate::output::json_line(&Shown {
-            id: &self.id,
-            result: &self.result,
-        })?;
-        Ok(format!("{line}\n"))
-    }
-}
+pub use crate::remote::control::request::{LifecycleReport, LifecycleRequest};
 
 /// Runs `action` on task `id` under idempotency key `key`: on the host
 /// `host` names (a spawn) or the task's meta names, through the far

@@ -22,6 +22,7 @@ pub mod read;
 pub mod send;
 pub mod status;
 pub mod wakes;
+pub(crate) mod wire;
 
 use crate::config::Config;
 use crate::error::{Error, Result};

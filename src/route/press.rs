@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::far::{self, Envelope, Op};
+use super::wire::{self, Envelope, FarRequest};
 use super::{Place, Task};
 use crate::config::Config;
 use crate::error::Result;
@@ -36,14 +36,14 @@ impl std::fmt::Display for Pressed {
 /// Presses `req.key` in `task`'s pane, here or on its host.
 pub fn press(home: &Home, cfg: &Config, task: &Task, req: &PressRequest) -> Result<Pressed> {
     match task.place() {
-        Place::Host(host) => far::call_once(
+        Place::Host(host) => wire::call_once(
             home,
             host,
-            &Envelope {
-                key: crate::remote::call::new_key(task.id()),
-                task: task.id().to_string(),
-                op: Op::Press(req.clone()),
-            },
+            &Envelope::new(
+                crate::remote::call::new_key(task.id()),
+                task.id().to_string(),
+                req.clone(),
+            ),
             std::time::Duration::ZERO,
         ),
         Place::Here => press_here(home, cfg, task, req),
@@ -65,4 +65,8 @@ pub(crate) fn press_here(
         key: req.key.clone(),
         pane,
     })
+}
+
+impl FarRequest for PressRequest {
+    const OP: &'static str = "press";
 }

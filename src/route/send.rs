@@ -141,14 +141,10 @@ pub fn send(
     match task.place() {
         Place::Host(host) => {
             let key = key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string);
-            super::far::call(
+            super::wire::call(
                 home,
                 host,
-                &super::far::Envelope {
-                    key,
-                    task: task.id().to_string(),
-                    op: super::far::Op::Send(req.clone()),
-                },
+                &super::wire::Envelope::new(key, task.id().to_string(), req.clone()),
                 &req.body,
             )
         }
@@ -279,4 +275,8 @@ pub fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
     } else {
         format!("{why}; the message is recorded and the watcher will re-ring it")
     })
+}
+
+impl super::wire::FarRequest for SendRequest {
+    const OP: &'static str = "send";
 }

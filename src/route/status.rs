@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::far::{self, Envelope, Op};
 use super::keys::{self, Keys};
+use super::wire::{self, Envelope, FarRequest};
 use super::{Place, Task};
 use crate::clock;
 use crate::config::Config;
@@ -46,14 +46,14 @@ pub fn append(
         keys::validate(k)?;
     }
     match task.place() {
-        Place::Host(host) => far::call(
+        Place::Host(host) => wire::call(
             home,
             host,
-            &Envelope {
-                key: key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string),
-                task: task.id().to_string(),
-                op: Op::Append(req.clone()),
-            },
+            &Envelope::new(
+                key.map_or_else(|| crate::remote::call::new_key(task.id()), str::to_string),
+                task.id().to_string(),
+                req.clone(),
+            ),
             &[],
         ),
         Place::Here => append_here(home, cfg, task, req, key),
@@ -103,4 +103,8 @@ pub(crate) fn append_here(
         ));
     }
     Ok(report)
+}
+
+impl FarRequest for AppendRequest {
+    const OP: &'static str = "append";
 }

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use super::TOOL;
+use super::request::{LifecycleReport, LifecycleRequest};
 use crate::config::Config;
 use crate::control::{self, Action};
 use crate::error::{Error, Result};
@@ -13,7 +14,6 @@ use crate::fsx;
 use crate::home::Home;
 use crate::meta::{self, TaskMeta};
 use crate::remote::kept::{self, Answer, Lookup};
-use crate::route::lifecycle::{LifecycleReport, LifecycleRequest};
 use crate::task_id::TaskId;
 
 /// The brief a spawn brought, written on the captain's side for the

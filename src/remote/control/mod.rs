@@ -28,10 +28,10 @@ use crate::error::{Error, Result};
 use crate::events::{Entry, Event, Tool};
 use crate::home::Home;
 use crate::meta::{self, TaskMeta};
-use crate::route::far::{Envelope, Op, attempts_with};
-use crate::route::lifecycle::{LifecycleReport, LifecycleRequest};
+use crate::route::wire::{Envelope, attempts_with};
 use crate::task_id::TaskId;
 use crate::{clock, fsx};
+use request::{LifecycleReport, LifecycleRequest};
 
 /// The far tool.
 const TOOL: &str = "fm-control";
@@ -182,11 +182,7 @@ pub(crate) fn captain(
         name: name.clone(),
         cfg: host.clone(),
     };
-    let env = Envelope {
-        key: key.clone(),
-        task: id.to_string(),
-        op: Op::Lifecycle(req),
-    };
+    let env = Envelope::new(key.clone(), id.to_string(), req);
     let got: Result<LifecycleReport> = match attempts_with(
         home,
         &remote,
@@ -283,5 +279,6 @@ fn archive_here(home: &Home, id: &TaskId) -> Result<()> {
 }
 
 mod far;
+pub mod request;
 pub use far::rehome_brief;
 pub(crate) use far::serve;
