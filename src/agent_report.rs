@@ -1,6 +1,7 @@
 //! What the agent itself reports about its turn, read from the session log
 //! it writes while the turn runs — a second source for busy next to the
-//! busy record its hooks write (SPEC §9.3), and the one that needs no hook.
+//! busy record its hooks write (docs/spec/crew-state.md#busy-record), and the one that needs no
+//! hook.
 //!
 //! Codex CLI writes every thread to a rollout file,
 //! `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`: a

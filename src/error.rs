@@ -1,5 +1,5 @@
 //! One error type for the whole library, and the one place that maps an
-//! error to an exit code (SPEC §14).
+//! error to an exit code (docs/spec/cli.md#exit-codes).
 //!
 //! Every variant carries the id or path it is about, so that the message a
 //! user sees names the thing that went wrong. The binaries never choose exit
@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-/// Exit codes of SPEC §14.
+/// Exit codes of docs/spec/cli.md#exit-codes.
 pub mod exit {
     pub(crate) const OK: u8 = 0;
     pub(crate) const REFUSED: u8 = 1;
@@ -18,7 +18,7 @@ pub mod exit {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A task id that fails SPEC §1.3.
+    /// A task id that fails docs/spec/home.md#task-ids.
     #[error("invalid task id {}: {reason}", quoted(id))]
     InvalidId { id: String, reason: &'static str },
 
@@ -131,7 +131,8 @@ pub enum Error {
     #[error("{msg}")]
     Far { code: u8, msg: String },
 
-    /// Writing to stdout hit a closed pipe: not an error for the user (§14).
+    /// Writing to stdout hit a closed pipe: not an error for the user
+    /// (docs/spec/cli.md#exit-codes).
     #[error("closed pipe")]
     ClosedPipe,
 }
@@ -139,7 +140,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// `e` with ` (<id>)` appended when it is a usage error or refusal whose
-/// message does not name the task yet (SPEC §14: errors name the id).
+/// message does not name the task yet (docs/spec/cli.md#errors: errors name the id).
 pub(crate) fn naming(e: Error, id: &str) -> Error {
     match e {
         Error::Usage(m) if !m.contains(id) => Error::Usage(format!("{m} ({id})")),
@@ -201,7 +202,7 @@ pub(crate) fn hint_name(name: &str) -> &str {
 }
 
 impl Error {
-    /// The single mapping from errors to SPEC §14 exit codes.
+    /// The single mapping from errors to the exit codes of docs/spec/cli.md#exit-codes.
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::InvalidId { .. } | Error::Usage(_) | Error::UnknownHost { .. } => exit::USAGE,

@@ -1,4 +1,4 @@
-//! The audit trail (SPEC §12): `state/events.jsonl`, one JSON object per
+//! The audit trail (docs/spec/events.md): `state/events.jsonl`, one JSON object per
 //! line, appended through [`crate::fsx`] by the use case that did what the
 //! event records — each [`Event`] is produced in one place in the library.
 //!
@@ -60,7 +60,7 @@ pub struct Transition {
     pub status: &'static str,
 }
 
-/// One dispatch outcome's fields (SPEC §11.1).
+/// One dispatch outcome's fields (docs/spec/board.md#dispatch).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dispatch {
     pub assignee: String,
@@ -299,7 +299,7 @@ impl Entry {
     }
 
     /// Appends to `state/events.jsonl`. Returns a warning on failure,
-    /// worded `<tool>: warning: …` after the entry's tool (SPEC §14).
+    /// worded `<tool>: warning: …` after the entry's tool (docs/spec/cli.md#errors).
     pub(crate) fn append(&self, home: &Home) -> Option<String> {
         let res = crate::fsx::ensure_dir(&home.state_dir())
             .and_then(|()| crate::fsx::append_line(&home.events(), self.to_line().as_bytes()));

@@ -1,4 +1,5 @@
-//! The YAML frontmatter of briefs and responses (SPEC §7.2 item 1, §11.2):
+//! The YAML frontmatter of briefs and responses (docs/spec/brief.md#frontmatter,
+//! docs/spec/chains.md):
 //! a block between two `---` lines of flat `key: value` pairs.
 //!
 //! Only this flat subset is written and read. A value is written plain when

@@ -1,4 +1,5 @@
-//! git as a bounded subprocess (SPEC §8.2, §14), run by [`crate::proc`]:
+//! git as a bounded subprocess (docs/spec/dod.md#gate, docs/spec/cli.md#boundaries), run by
+//! [`crate::proc`]:
 //! always an argument vector, never a shell, with git's environment rules
 //! ([`crate::proc::Cmd::git`]); every call ends within [`TIMEOUT`] (the
 //! child is killed and the call fails with [`Error::External`] when it

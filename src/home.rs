@@ -1,4 +1,4 @@
-//! The home directory (SPEC §1.1–1.2): how it is found, and every path
+//! The home directory (docs/spec/home.md#resolution, #layout): how it is found, and every path
 //! inside it. No other module joins paths under the home; they ask
 //! [`Home`], so the layout lives in exactly one place.
 

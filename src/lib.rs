@@ -2,7 +2,7 @@
 //!
 //! Small binaries (`fm-*`, and `fm` as the front door) share this library,
 //! which reads and writes plain files under a home's `data/` and `state/`
-//! (SPEC §1.2). Modules are the nouns of the spec; [`fsx`] is the only one
+//! (docs/spec/home.md#layout). Modules are the nouns of the spec; [`fsx`] is the only one
 //! that writes files, [`home::Home`] the only one that joins paths, and
 //! `proc` the only one that runs child processes to completion.
 //!

@@ -1,4 +1,4 @@
-//! The one way text reaches the captain's terminal (SPEC §14): every
+//! The one way text reaches the captain's terminal (docs/spec/cli.md#output): every
 //! human-readable line a tool prints, on stdout or stderr, goes through
 //! here, and here every control character is made visible.
 //!
@@ -20,7 +20,7 @@
 //!   document still decodes to the same strings and nothing raw reaches a
 //!   terminal.
 //! - [`out_body`] is the one byte-exact path: a message body printed for
-//!   the worker that reads it (`fm-ack --read`, SPEC §5.1), whose stdout
+//!   the worker that reads it (`fm-ack --read`, docs/spec/inbox.md#record), whose stdout
 //!   is the agent's, not the captain's.
 //! - [`out_generated`] prints text the tool generated from its own
 //!   definitions (shell completions); [`terminal`] writes the live view's
@@ -433,7 +433,7 @@ impl Default for JsonArray {
 }
 
 /// Prints a message body byte-exact, for the worker reading its own inbox
-/// (SPEC §5.1); never use it for text the captain reads.
+/// (docs/spec/inbox.md#record); never use it for text the captain reads.
 pub fn out_body(bytes: &[u8]) -> Result<()> {
     write_stdout(bytes)
 }

@@ -1,4 +1,4 @@
-//! The stand-in agent (SPEC §10.2): a real program that sits in a tmux pane
+//! The stand-in agent (docs/spec/harness.md): a real program that sits in a tmux pane
 //! like a coding agent, so tests and `fm demo` can drive the whole loop.
 //!
 //! It shows a composer line (`stand-in> …`), reads keys in raw mode, and on

@@ -1,4 +1,4 @@
-//! Task ids (SPEC §1.3): the only names that ever become path components
+//! Task ids (docs/spec/home.md#task-ids): the only names that ever become path components
 //! under `data/` and `state/`. A [`TaskId`] can only be built by validation,
 //! so holding one proves the string is safe to join into a path and names
 //! none of the home's own places ([`RESERVED_NAMES`]).

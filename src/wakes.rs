@@ -1,4 +1,4 @@
-//! The captain's feed (SPEC §6.3): `state/wakes.log`, one line per wake,
+//! The captain's feed (docs/spec/watch.md#wakes): `state/wakes.log`, one line per wake,
 //! `<seq>\t<epoch>\t<task>\t<kind>\t<text>`.
 //!
 //! Writers (the watcher, `fm-board`) append only through [`append`], which

@@ -1,4 +1,4 @@
-//! The board's use cases besides dispatch (SPEC §11.1): adding a task and
+//! The board's use cases besides dispatch (docs/spec/board.md): adding a task and
 //! changing one, each written under the board lock through [`super::store`]
 //! and recorded as its `board.*` event here — the one place they are
 //! produced. A blocking comment also raises a `blocker` wake and runs the
@@ -70,7 +70,7 @@ pub(crate) fn change(
             .record(home);
     }
     if let Some(w) = &wake {
-        // Every wake runs the captain's on_wake hook (SPEC §6.3), this one too.
+        // Every wake runs the captain's on_wake hook (docs/spec/watch.md#wakes), this one too.
         crate::watch::hook::spawn(&cfg.watch.on_wake, w);
         crate::watch::hook::wait_all();
     }

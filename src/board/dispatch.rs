@@ -1,4 +1,4 @@
-//! `fm-board dispatch` (SPEC §11.1): hands pending assigned tasks to their
+//! `fm-board dispatch` (docs/spec/board.md#dispatch): hands pending assigned tasks to their
 //! assignees' inboxes, re-sends dispatches nobody acknowledged, and fails a
 //! task after three unacknowledged dispatches (the circuit breaker).
 //!

@@ -1,4 +1,4 @@
-//! The board task file (SPEC §11.1, `docs/board.md`): `key=value` lines;
+//! The board task file (docs/spec/board.md#task-file, `docs/board.md`): `key=value` lines;
 //! values escape `\` as `\\`, newline as `\n` and carriage return as
 //! `\r`, so every value stays on one line; `comment=` repeats, one per
 //! comment; unknown keys are kept and written back. [`parse`] never panics,

@@ -1,4 +1,4 @@
-//! The task board (SPEC §11.1): one plain, human-readable file per task
+//! The task board (docs/spec/board.md): one plain, human-readable file per task
 //! under `data/board/`, named `T-NNN.task`.
 //!
 //! This module owns the types; `file` the file format (parse and render,
@@ -76,7 +76,7 @@ impl<'de> serde::Deserialize<'de> for BoardId {
     }
 }
 
-/// Task statuses of SPEC §11.1.
+/// Task statuses of docs/spec/board.md#statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -140,7 +140,7 @@ pub struct Comment {
     pub text: String,
 }
 
-/// One board task. Serialises to the `show --json` object of SPEC §11.1
+/// One board task. Serialises to the `show --json` object of docs/spec/board.md#output
 /// (plus `progress`, `step` and `reason`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Task {

@@ -1,4 +1,4 @@
-//! Board transitions as pure functions (SPEC §11.1): given a task, an
+//! Board transitions as pure functions (docs/spec/board.md#statuses): given a task, an
 //! operation and `now`, return the new task or a refusal that names the
 //! current status. Nothing here touches the disk; [`super::store`] runs
 //! these under the board lock, which makes each one a compare-and-set.

@@ -1,4 +1,5 @@
-//! `fm-brief`'s use cases (SPEC §7.3, §11.2): write or re-apply a brief,
+//! `fm-brief`'s use cases (docs/spec/brief.md#history, docs/spec/chains.md): write or re-apply a
+//! brief,
 //! revoke it, write a structured response — each with its `brief.*` event,
 //! produced here and nowhere else.
 //!
@@ -301,7 +302,7 @@ pub(crate) fn respond(
 }
 
 /// Queues `brief updated: re-read <path>` in the inbox of a task whose
-/// agent is alive (SPEC §7.3: one tmux call for the pane, then the
+/// agent is alive (docs/spec/brief.md#history: one tmux call for the pane, then the
 /// harness's liveness rule) and rings its doorbell as `fm-send` does (a
 /// ring that does not land is the watcher's to retry). Without a live
 /// agent nothing is queued and the notice says so.

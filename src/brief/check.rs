@@ -1,4 +1,4 @@
-//! `fm-brief --check` (SPEC §7.4): is a filled brief fit to launch?
+//! `fm-brief --check` (docs/spec/brief.md#check): is a filled brief fit to launch?
 //!
 //! [`problems`] is a pure function of the brief's text; [`check_brief`] is
 //! the entry point the lifecycle tool calls before spawning. Headings are
@@ -222,7 +222,7 @@ pub struct CheckReport {
     pub problems: Vec<String>,
 }
 
-/// Checks task `id`'s brief (SPEC §7.4). `mode` is `--mode` as given; an
+/// Checks task `id`'s brief (docs/spec/brief.md#check). `mode` is `--mode` as given; an
 /// unknown mode is a usage error, a missing brief a refusal.
 pub fn check_brief(
     home: &Home,

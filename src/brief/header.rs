@@ -1,4 +1,4 @@
-//! The brief's header (SPEC §7.2 item 1, §11.2): the frontmatter keys a
+//! The brief's header (docs/spec/brief.md#frontmatter, docs/spec/chains.md): the frontmatter keys a
 //! brief carries, as one type that [`super::render`] writes and every
 //! reader parses once, instead of asking the raw fields by name.
 //!

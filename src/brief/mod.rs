@@ -1,4 +1,4 @@
-//! Briefs (SPEC §7): everything a stateless worker knows comes from the
+//! Briefs (docs/spec/brief.md): everything a stateless worker knows comes from the
 //! file `data/<id>/brief.md`. This module owns what a brief is made of
 //! ([`BriefSpec`]) and the limits on its inputs; `request` validates what
 //! the captain asked for into a spec; `render` turns a spec into Markdown
@@ -77,7 +77,7 @@ pub(crate) struct Share {
     pub reason: String,
 }
 
-/// Where a brief sits in a delegation chain (SPEC §11.2).
+/// Where a brief sits in a delegation chain (docs/spec/chains.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Lineage {
     pub(crate) parent: Option<TaskId>,

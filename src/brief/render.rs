@@ -1,4 +1,4 @@
-//! Rendering a [`BriefSpec`] to Markdown (SPEC §7.2): a pure function.
+//! Rendering a [`BriefSpec`] to Markdown (docs/spec/brief.md#anatomy): a pure function.
 //!
 //! Sections are built as strings without trailing newlines and joined by
 //! one blank line; the file ends with exactly one newline. Empty optional

@@ -1,5 +1,5 @@
 //! A brief as asked for, and its validation into the [`BriefSpec`] that
-//! renders (SPEC §7.1, §11.2).
+//! renders (docs/spec/brief.md#cli, docs/spec/chains.md).
 //!
 //! [`BriefRequest`] holds the inputs as typed as the command line gives
 //! them (texts inline or as a file to read, project paths as written, the
@@ -275,7 +275,7 @@ impl BriefRequest {
             .collect()
     }
 
-    /// The chain position of a new brief (SPEC §11.2). `--max-depth` may
+    /// The chain position of a new brief (docs/spec/chains.md). `--max-depth` may
     /// tighten a chain's limit; a looser one is refused (exit 2), not
     /// clamped.
     fn lineage(&self, home: &Home) -> Result<Option<Lineage>> {

@@ -1,4 +1,4 @@
-//! Structured responses (SPEC §11.2): `data/<id>/response.md`, a worker's
+//! Structured responses (docs/spec/chains.md): `data/<id>/response.md`, a worker's
 //! answer up a delegation chain — frontmatter `id`, `status` (success |
 //! failure | partial | rejected) and `timestamp` (RFC 3339), then a free body.
 //!

@@ -1,4 +1,4 @@
-//! Writing briefs (SPEC §7.3): first write, `--force` re-apply and
+//! Writing briefs (docs/spec/brief.md#history): first write, `--force` re-apply and
 //! `--revoke`, each an atomic replace of `data/<id>/brief.md`.
 //!
 //! Before a brief is replaced or revoked, its old bytes are copied to

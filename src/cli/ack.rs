@@ -1,4 +1,4 @@
-//! `fm-ack` (SPEC §5.5), the worker's side of the inbox: acknowledge
+//! `fm-ack` (docs/spec/inbox.md#fm-ack), the worker's side of the inbox: acknowledge
 //! records (move them into `handled/`), list what is pending, read a body.
 
 use std::ffi::OsString;

@@ -1,6 +1,6 @@
 //! What every binary shares at its edge: argument parsing with clap, home and
 //! config resolution, stdout that treats a closed pipe as success, and the
-//! one place errors become `<tool>: error: …` plus an exit code (SPEC §14).
+//! one place errors become `<tool>: error: …` plus an exit code (docs/spec/cli.md#exit-codes).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -39,7 +39,7 @@ impl HomeArg {
 
 /// Parses `args` (argv[0] included) into `T`. `--help`/`--version` print and
 /// exit 0; a usage error prints clap's message and usage as
-/// `<tool>: error: …` (SPEC §14, the tool being the command's name) and
+/// `<tool>: error: …` (docs/spec/cli.md#exit-codes, the tool being the command's name) and
 /// exits 2.
 pub fn parse<T: clap::Parser>(args: Vec<OsString>) -> std::result::Result<T, ExitCode> {
     T::try_parse_from(args).map_err(|e| {
@@ -164,7 +164,7 @@ pub fn finish(tool: &str, result: Result<u8>) -> ExitCode {
 
 pub(crate) use crate::output::{out, out_json};
 
-/// Whether stdout is a terminal and colour is allowed (SPEC §14).
+/// Whether stdout is a terminal and colour is allowed (docs/spec/cli.md#output).
 pub(crate) fn colour_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && crate::output::stdout_is_terminal()
 }

@@ -1,4 +1,4 @@
-//! `fm-control` (SPEC §10.1): the captain's lifecycle verbs.
+//! `fm-control` (docs/spec/control.md): the captain's lifecycle verbs.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

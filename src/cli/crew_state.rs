@@ -1,4 +1,4 @@
-//! `fm-crew-state` (SPEC §9, §11.2): one task's state line, the fleet
+//! `fm-crew-state` (docs/spec/crew-state.md, docs/spec/chains.md): one task's state line, the fleet
 //! table, `--json` for both, the `--watch` live view and `--trace`.
 
 use std::ffi::OsString;

@@ -1,4 +1,4 @@
-//! `fm-dod` (SPEC §8): print the definition-of-done block a ship brief
+//! `fm-dod` (docs/spec/dod.md): print the definition-of-done block a ship brief
 //! embeds, or judge a task's `done` line with the gate.
 
 use std::ffi::OsString;
@@ -32,7 +32,7 @@ pub(crate) struct Args {
     /// Branch named in the block (default: the brief's branch, else prefix + id)
     #[arg(long, value_name = "B")]
     branch: Option<String>,
-    /// Judge the task's latest done line (SPEC §8.2)
+    /// Judge the task's latest done line (docs/spec/dod.md#gate)
     #[arg(long, value_name = "ID", conflicts_with_all = ["block", "branch"])]
     check: Option<OsString>,
     /// The status line to judge instead of the log's latest done line

@@ -1,4 +1,4 @@
-//! `fm`, the front door (SPEC §13): `fm <tool> …` runs the same entry point
+//! `fm`, the front door (docs/spec/fm.md): `fm <tool> …` runs the same entry point
 //! as `fm-<tool>`; `init`, `doctor`, `completions`, `man` and `demo` live here.
 
 use std::ffi::OsString;

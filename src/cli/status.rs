@@ -1,4 +1,5 @@
-//! `fm-status` (SPEC §3.4, §9.3): append a status line, write the busy
+//! `fm-status` (docs/spec/status.md#fm-status, docs/spec/crew-state.md#busy-record): append a
+//! status line, write the busy
 //! record, or show the fold.
 
 use std::ffi::OsString;

@@ -1,4 +1,4 @@
-//! `fm-watch` (SPEC §6.1): the daemon, `--once`, `--until-wake`,
+//! `fm-watch` (docs/spec/watch.md#modes): the daemon, `--once`, `--until-wake`,
 //! `--drain`, `--status` and `--crontab`.
 
 use std::ffi::OsString;

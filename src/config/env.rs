@@ -1,4 +1,4 @@
-//! `FM_<SECTION>_<KEY>` overrides (SPEC §1.4) for every scalar key.
+//! `FM_<SECTION>_<KEY>` overrides (docs/spec/config.md) for every scalar key.
 //!
 //! Which keys are scalars, and of which type, is read off the defaults as
 //! they serialise, so a key added to a section gets its variable without

@@ -1,4 +1,4 @@
-//! Settings (SPEC §1.4): `config/firstmate.toml`, built-in defaults for
+//! Settings (docs/spec/config.md): `config/firstmate.toml`, built-in defaults for
 //! every key, warnings for unknown keys, and `FM_<SECTION>_<KEY>` overrides.
 //!
 //! One serde struct per section, with today's defaults in its `Default`.

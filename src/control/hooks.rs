@@ -1,4 +1,4 @@
-//! The agent's own hooks (SPEC §9.3): spawn makes the harness report its
+//! The agent's own hooks (docs/spec/harness.md#hooks): spawn makes the harness report its
 //! turns, so the busy record comes from the agent itself — a prompt taken
 //! writes `busy`, a finished turn writes `idle` — and the watcher, woken by
 //! that record, rings a doorbell held back during the turn at once.

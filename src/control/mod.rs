@@ -1,4 +1,4 @@
-//! Lifecycle (SPEC §10.1): spawn, interrupt, exit, relaunch and tear down a
+//! Lifecycle (docs/spec/control.md): spawn, interrupt, exit, relaunch and tear down a
 //! worker without the captain touching tmux.
 //!
 //! One action per task at a time (`state/.control-<id>.lock`, never waited
@@ -58,7 +58,7 @@ pub(crate) enum Action {
 /// to print on success.
 pub fn run(home: &Home, cfg: &Config, id: &TaskId, action: Action) -> Result<String> {
     // The brief is read and rewritten (relaunch) and the meta replaced
-    // under these paths: never through a symlink (SPEC §1.2).
+    // under these paths: never through a symlink (docs/spec/home.md#permissions).
     fsx::refuse_symlink(&home.task_data(id))?;
     fsx::refuse_symlink(&home.meta(id))?;
     fsx::ensure_dir(&home.state_dir())?;

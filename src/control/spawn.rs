@@ -1,4 +1,4 @@
-//! `spawn` (SPEC §10.1): worktree, window, launch argv and meta.
+//! `spawn` (docs/spec/control.md): worktree, window, launch argv and meta.
 
 use super::*;
 
@@ -294,7 +294,7 @@ impl Ctl<'_> {
     }
 
     /// A new (or no) agent has no turn in progress: an idle busy record
-    /// replaces whatever the previous agent left (SPEC §9.3).
+    /// replaces whatever the previous agent left (docs/spec/crew-state.md#busy-record).
     pub(super) fn reset_busy(&self) -> Result<()> {
         let line = crate::status::busy::render(false, clock::now(), TOOL);
         fsx::atomic_write(&self.home.busy(self.id), line.as_bytes())

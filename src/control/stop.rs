@@ -1,4 +1,4 @@
-//! `interrupt`, `exit` and `relaunch` (SPEC §10.1): stopping an agent and
+//! `interrupt`, `exit` and `relaunch` (docs/spec/control.md): stopping an agent and
 //! starting the next one in the same pane.
 
 use super::*;
@@ -113,7 +113,7 @@ impl Ctl<'_> {
             force,
             &mut sent,
         )?;
-        // The doorbell's checks (SPEC §5.3): the command must show before
+        // The doorbell's checks (docs/spec/ring.md#delivery): the command must show before
         // Enter (an Enter in the same burst is swallowed by some agents),
         // and Enter is pressed again while it still sits unsent.
         if !typed_before {
@@ -159,7 +159,7 @@ impl Ctl<'_> {
     }
 
     /// Makes the composer ready for the exit command, as a doorbell would
-    /// find it (SPEC §5.3): empty, or holding only firstmate's own text (a
+    /// find it (docs/spec/ring.md#delivery): empty, or holding only firstmate's own text (a
     /// doorbell left unsent, which `C-c` clears: the message stays in the
     /// inbox; the exit command itself, left by an earlier try: `Ok(true)`,
     /// it is not typed again). Someone's text, or a dialog, is refused —

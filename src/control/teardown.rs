@@ -1,4 +1,4 @@
-//! `teardown` (SPEC §10.1): refuse to destroy unpushed or uncommitted work,
+//! `teardown` (docs/spec/control.md): refuse to destroy unpushed or uncommitted work,
 //! then stop, remove the worktree and archive the task's state.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! The done gate (SPEC §8.2) for every ship of a view at once, with git
+//! The done gate (docs/spec/dod.md#gate) for every ship of a view at once, with git
 //! processes per repository instead of per task.
 //!
 //! The gate's own rules decide first ([`crate::dod::gate::plan`]). A
@@ -399,7 +399,7 @@ fn ask(job: &Job, shas: &[&str], any: bool) -> Option<Held> {
 const NO_REFNAME_CHECK: &str = "-c";
 const NO_REFNAME_CHECK_VALUE: &str = "core.warnAmbiguousRefs=false";
 
-/// The gate's own project step for one head (SPEC §8.2).
+/// The gate's own project step for one head (docs/spec/dod.md#gate).
 fn project_reach(check: &Check, project: &Path, sha: &str) -> crate::Result<Option<String>> {
     let shown = project.display();
     git::ref_containing(project, sha, check.project_prefixes())

@@ -1,4 +1,5 @@
-//! Every input §9.2 decides on, as plain data (SPEC §9.2, §9.3, §4): what
+//! Every input the resolution decides on, as plain data (docs/spec/crew-state.md#resolution,
+//! #busy-record, docs/spec/meta.md): what
 //! [`super::gather`] reads from a task's files, tmux and git, and what
 //! [`super::resolve`] decides from. Nothing here does I/O.
 
@@ -123,7 +124,7 @@ pub struct Facts {
     pub(crate) dialog: Option<String>,
 }
 
-/// `.escalated` naming a pending record (SPEC §6.2 step 5), with the rings
+/// `.escalated` naming a pending record (docs/spec/watch.md#ladder step 7), with the rings
 /// `.ring-state` counted for that record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Escalation {
@@ -172,7 +173,7 @@ impl Facts {
     }
 }
 
-/// The §8.2 gate verdict on a ship `done` line: an input of the resolver.
+/// The gate's verdict (docs/spec/dod.md#gate) on a ship `done` line: an input of the resolver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gate {
     Accepted,

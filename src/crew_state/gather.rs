@@ -1,4 +1,5 @@
-//! The inputs of §9.2 beyond a task's own files (SPEC §9.2, §8.2): the git
+//! The inputs of the resolution beyond a task's own files (docs/spec/crew-state.md#resolution,
+//! docs/spec/dod.md#gate): the git
 //! facts that attribute a run record, what tmux says about the recorded
 //! panes, their screens, and the done gate's verdict.
 //!

@@ -1,4 +1,5 @@
-//! The `--watch` live view (SPEC §9.1, §14): redraws the fleet table in
+//! The `--watch` live view (docs/spec/crew-state.md#output, docs/spec/cli.md): redraws the fleet
+//! table in
 //! place every interval until Ctrl-C, with the wake feed's latest lines
 //! under it.
 //!
@@ -6,7 +7,7 @@
 //! through a socket pair, so an idle view makes one wait per frame rather
 //! than waking every 50 ms to look at the flag),
 //! the terminal is left with its colours reset and the cursor on a fresh
-//! line, and the view exits with 130 (SPEC §14 "interrupted"). Off a
+//! line, and the view exits with 130 (docs/spec/cli.md#exit-codes "interrupted"). Off a
 //! terminal each frame is printed in full, followed by a blank line, so the
 //! view can be piped or tested.
 

@@ -1,4 +1,4 @@
-//! Crew state (SPEC §9): the truth about every worker, for one task or the
+//! Crew state (docs/spec/crew-state.md): the truth about every worker, for one task or the
 //! whole fleet.
 //!
 //! The work is split so the decision is testable without tmux or git:
@@ -6,13 +6,14 @@
 //! files, each once; `gather` adds what tmux and git say (one tmux call
 //! per socket for the whole fleet, never one per task, never a shell; git
 //! from its files, and as a process per repository, not per task, for the
-//! done check in `done_check`); [`resolve`] applies the rules of §9.2 as
+//! done check in `done_check`); [`resolve`] applies the rules of docs/spec/crew-state.md#resolution
+//! as
 //! a pure function of those facts; [`FleetReader`] (in `fleet`) drives a
 //! view over every core, streams its rows in id order, and — held across
 //! frames by the live view or a dashboard — re-reads only what changed;
 //! `render` prints the one-line and table forms from the same [`Row`]
 //! that `--json` serialises. [`trace`] reads a delegation chain's audit
-//! trail (§11.2) and `live` drives the `--watch` view.
+//! trail (docs/spec/chains.md) and `live` drives the `--watch` view.
 //!
 //! Crew state only reads: it never writes a file under the home.
 
@@ -43,7 +44,7 @@ pub use facts::Facts;
 pub use fleet::{FleetReader, KEEP_MAX, Stats};
 pub use resolve::{Resolution, resolve};
 
-/// What a worker is doing (SPEC §9.1).
+/// What a worker is doing (docs/spec/crew-state.md#output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
@@ -74,7 +75,7 @@ impl State {
     }
 }
 
-/// Where the answer came from (SPEC §9.1).
+/// Where the answer came from (docs/spec/crew-state.md#output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {

@@ -1,4 +1,4 @@
-//! Human output of crew state (SPEC §9.1): the one-line form
+//! Human output of crew state (docs/spec/crew-state.md#output): the one-line form
 //! `state: S · source: SRC · detail` and the fleet table, both printed from
 //! the same [`Row`] that `--json` serialises. Colour (the state word only)
 //! is the caller's choice: on a terminal and never with `NO_COLOR`.

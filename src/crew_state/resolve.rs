@@ -1,4 +1,4 @@
-//! The resolution rules of SPEC §9.2, as a pure function of [`Facts`].
+//! The resolution rules of docs/spec/crew-state.md#resolution, as a pure function of [`Facts`].
 //!
 //! First match wins. Two inputs are expensive to obtain (the pane's screen
 //! needs a `capture-pane`, the done gate needs git), so [`step`] says which
@@ -33,7 +33,7 @@ fn r(state: State, source: Source, detail: impl Into<String>) -> Resolution {
 pub(crate) enum Need {
     /// The pane's visible screen, for the harness `busy_regex`.
     Screen,
-    /// The §8.2 verdict on the current `done` line.
+    /// The gate's verdict (docs/spec/dod.md#gate) on the current `done` line.
     Gate,
 }
 

@@ -1,4 +1,4 @@
-//! Every rule of SPEC §9.2 on the pure resolver.
+//! Every rule of docs/spec/crew-state.md#resolution on the pure resolver.
 
 use super::*;
 use crate::crew_state::facts::{GitFacts, RunRecord, WorktreeFact};

@@ -1,4 +1,4 @@
-//! `--trace <id>` (SPEC §11.2): a delegation chain's audit trail.
+//! `--trace <id>` (docs/spec/chains.md): a delegation chain's audit trail.
 //!
 //! The chain is the task and every descendant linked through meta
 //! `parent=`. Its events are read from `state/events.jsonl`, merged,

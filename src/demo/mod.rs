@@ -1,4 +1,4 @@
-//! `fm demo` (SPEC §13): the whole loop, unattended, narrated and checked.
+//! `fm demo` (docs/spec/fm.md): the whole loop, unattended, narrated and checked.
 //!
 //! It builds a temporary home and a throwaway git project (with a bare
 //! "remote"), starts a private tmux server, and drives the real binaries:

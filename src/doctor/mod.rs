@@ -1,4 +1,4 @@
-//! `fm doctor` (SPEC §13): one line per check of the things firstmate needs
+//! `fm doctor` (docs/spec/fm.md): one line per check of the things firstmate needs
 //! — tmux, git, the home's layout and permissions, the watcher, inotify.
 //! A check is `ok`, `warn` or `fail`; only `fail` makes the exit non-zero.
 

@@ -1,4 +1,4 @@
-//! Reading a `done` line's words (SPEC §8.2): the pull request it names
+//! Reading a `done` line's words (docs/spec/dod.md#gate): the pull request it names
 //! and whether it is the no-mistakes pipeline's final `PR … checks green`
 //! line. Pure text functions, used by the gate's [`super::gate::precheck`].
 

@@ -1,4 +1,4 @@
-//! The done gate (SPEC §8.2): a ship worker's `done` is accepted only when
+//! The done gate (docs/spec/dod.md#gate): a ship worker's `done` is accepted only when
 //! the commit its worktree's `HEAD` names is reachable outside that worktree.
 //!
 //! For other tools (crew-state reads a refused `done` as `blocked`):
@@ -11,7 +11,7 @@
 //! The decision is split so the rules stay pure: [`precheck`] settles what
 //! needs no git (kind, the no-mistakes hand-off, the `pr`/`pr_head`
 //! shortcut); [`judge`] turns the git facts gathered by [`gate`] into a
-//! verdict. Only [`gate`] touches the disk and runs git (bounded, §8.2).
+//! verdict. Only [`gate`] touches the disk and runs git (bounded, docs/spec/dod.md#gate).
 //! The kind and the mode come from meta `kind`/`mode`, or from the brief's
 //! frontmatter when meta has none; the worktree from meta `worktree`, else
 //! the default location under `paths.worktrees`. The worktree must be the
@@ -55,7 +55,7 @@ impl Verdict {
         }
     }
 
-    /// 1 for a refusal, 0 otherwise (SPEC §8.2).
+    /// 1 for a refusal, 0 otherwise (docs/spec/dod.md#gate).
     pub(crate) fn exit_code(&self) -> u8 {
         u8::from(matches!(self, Verdict::Refused(_)))
     }
@@ -263,7 +263,7 @@ impl Check {
     }
 }
 
-/// Judges `line` for task `id` (SPEC §8.2). Runs at most three bounded git calls.
+/// Judges `line` for task `id` (docs/spec/dod.md#gate). Runs at most three bounded git calls.
 pub fn gate(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta, line: &StatusLine) -> Verdict {
     match plan(home, cfg, id, meta, line) {
         Plan::Decided(v) => v,

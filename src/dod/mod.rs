@@ -1,4 +1,4 @@
-//! The definition of done (SPEC §8): the `# Definition of done` section a
+//! The definition of done (docs/spec/dod.md): the `# Definition of done` section a
 //! ship brief embeds (and `fm-dod <mode> <id>` prints, from this same
 //! renderer), and — in [`gate`] — the check that a worker's `done` is real.
 //!

@@ -46,7 +46,7 @@ fn append_locked(path: &Path, line: &[u8], in_page: bool) -> Result<()> {
     let flags = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE | OFlags::NONBLOCK;
     let f = open_at(&dir, name, flags, 0o600, "open for append", path)?;
     regular(&f, path)?;
-    // Bounded like every lock wait (SPEC §2): a foreign `flock` on an
+    // Bounded like every lock wait (docs/spec/files.md#locks): a foreign `flock` on an
     // append target times out naming the file, and nothing is written.
     wait_bounded(path, LOCK_WAIT, || match f.try_lock() {
         Ok(()) => Ok(Some(())),

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// Default bound on lock waits (SPEC §2).
+/// Default bound on lock waits (docs/spec/files.md#locks).
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// An exclusive lock on a dedicated lock file; released on drop. The lock

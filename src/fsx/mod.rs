@@ -1,4 +1,4 @@
-//! File primitives (SPEC §2): the only module that creates, replaces,
+//! File primitives (docs/spec/files.md): the only module that creates, replaces,
 //! appends to or renames files. Every other module asks it to.
 //!
 //! Guarantees:
@@ -82,7 +82,7 @@ fn not_regular(ft: fs::FileType) -> Option<io::Error> {
     })
 }
 
-/// Refuses an open file that is not a regular file (SPEC §1.2): reading a
+/// Refuses an open file that is not a regular file (docs/spec/home.md#permissions): reading a
 /// FIFO would wait for a writer forever, and appending to one would report
 /// success for bytes nobody keeps.
 fn regular(f: &File, path: &Path) -> Result<fs::Metadata> {

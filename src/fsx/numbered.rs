@@ -1,11 +1,11 @@
 //! Numbered files (`NNN.<ext>`): canonical names, listing, and the
-//! numbered create of SPEC §2 — staged and fsynced before the directory
+//! numbered create of docs/spec/files.md#numbered-create — staged and fsynced before the directory
 //! lock is taken, renamed into place without clobbering under it.
 
 use super::write::{Temp, rename_noreplace_at, write_temp};
 use super::*;
 
-/// `NNN.<ext>` with at least three digits (SPEC §5.1).
+/// `NNN.<ext>` with at least three digits (docs/spec/inbox.md#record).
 pub fn numbered_name(n: u64, ext: &str) -> String {
     format!("{n:03}.{ext}")
 }
@@ -14,7 +14,7 @@ pub fn numbered_name(n: u64, ext: &str) -> String {
 /// canonical spelling counts (the one [`numbered_name`] gives, numbers
 /// from 1): every reader opens a record by its canonical name, so a
 /// hand-written `1.msg` or `0007.msg` is ignored rather than listed as
-/// pending and then never found (SPEC §5.1: readers ignore other names).
+/// pending and then never found (docs/spec/inbox.md#record: readers ignore other names).
 pub fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
     parse_numbered_bytes(name.as_bytes(), ext)
 }
@@ -120,7 +120,8 @@ impl Staged {
     }
 }
 
-/// Numbered create (SPEC §2): stages `bytes` in `dir`, then under the lock at
+/// Numbered create (docs/spec/files.md#numbered-create): stages `bytes` in `dir`, then under the
+/// lock at
 /// `lock_path` renames it to one more than the highest `NNN.<ext>` in `dir`
 /// and every dir of `also_scan`, never clobbering; fsyncs the directory.
 /// Returns the number and the final path.

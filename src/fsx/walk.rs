@@ -1,4 +1,4 @@
-//! The checked walk (SPEC §1.2): every file below a home is reached from a
+//! The checked walk (docs/spec/home.md#permissions): every file below a home is reached from a
 //! descriptor of the home's root, one directory at a time, each opened
 //! `O_NOFOLLOW | O_DIRECTORY`. A symlink anywhere below the root — `data`,
 //! `state`, `state/archive`, a task's directory, the inbox — is refused
@@ -257,7 +257,7 @@ pub fn exists(path: &Path) -> Result<bool> {
 
 /// Opens `path` for reading through the checked walk, without blocking and
 /// without following a symlink, and refuses anything but a regular file
-/// (SPEC §1.2). `None` when it (or a directory on its way) does not exist.
+/// (docs/spec/home.md#permissions). `None` when it (or a directory on its way) does not exist.
 /// For readers that stream, seek or bound what they read.
 pub fn open_read(path: &Path) -> Result<Option<(File, fs::Metadata)>> {
     let (dir, name) = match open_parent(path, "open", false) {

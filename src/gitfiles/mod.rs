@@ -1,5 +1,6 @@
 //! A worktree's branch and HEAD read from git's own files, without running
-//! git (SPEC §8.2, §9.2): one git process costs ~2 ms, reading `.git`,
+//! git (docs/spec/dod.md#gate, docs/spec/crew-state.md#resolution): one git process costs ~2 ms,
+//! reading `.git`,
 //! `HEAD` and the branch's ref costs tens of microseconds, and the fleet
 //! view asks for every worktree.
 //!

@@ -1,4 +1,4 @@
-//! Harness profiles (SPEC §10.2): how to launch, interrupt and quit each
+//! Harness profiles (docs/spec/harness.md): how to launch, interrupt and quit each
 //! agent program, how to tell from tmux whether it is still alive, and how
 //! to read "busy", the composer line and its dialogs from its screen.
 //!
@@ -52,7 +52,7 @@ pub struct HarnessProfile {
     /// Code's box rule, Codex's status line): the composer counts only
     /// with it below, at the bottom of the screen.
     pub composer_below_regex: Option<Regex>,
-    /// Modal screens (SPEC §5.3), tried in order: never typed into.
+    /// Modal screens (docs/spec/harness.md#dialogs), tried in order: never typed into.
     pub dialogs: Vec<Dialog>,
     /// How the agent treats its own permission prompts.
     pub approval: Approval,
@@ -163,7 +163,7 @@ impl HarnessProfile {
         }
     }
 
-    /// Liveness (SPEC §10.2) from what tmux says about the pane.
+    /// Liveness (docs/spec/harness.md#liveness) from what tmux says about the pane.
     pub fn is_alive(&self, pane_dead: bool, foreground: &str) -> bool {
         if pane_dead {
             return false;
@@ -179,7 +179,7 @@ impl HarnessProfile {
 }
 
 /// Liveness for a pane whose meta names no harness: alive while the pane
-/// exists and is not dead (SPEC §4).
+/// exists and is not dead (docs/spec/meta.md).
 pub fn is_alive(profile: Option<&HarnessProfile>, pane_dead: bool, foreground: &str) -> bool {
     match profile {
         Some(p) => p.is_alive(pane_dead, foreground),

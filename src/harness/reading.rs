@@ -5,7 +5,7 @@
 
 use regex::Regex;
 
-/// A modal screen a harness can show (SPEC §5.3): typed text never reaches
+/// A modal screen a harness can show (docs/spec/harness.md#dialogs): typed text never reaches
 /// the composer while it is up and Enter answers it, so a doorbell is
 /// never typed into one. `name` is what the captain is told.
 #[derive(Debug, Clone)]

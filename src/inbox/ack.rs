@@ -1,4 +1,4 @@
-//! Acknowledging a record (SPEC §5.5): moving `NNN.msg` into `handled/`.
+//! Acknowledging a record (docs/spec/inbox.md#fm-ack): moving `NNN.msg` into `handled/`.
 //!
 //! The move is a no-clobber rename under the inbox lock, so it never
 //! overwrites a handled copy and never races a numbered create. A record
@@ -55,7 +55,7 @@ pub fn acknowledge(home: &Home, id: &TaskId, seq: u64, actor: &str) -> Result<Ac
     Ok(outcome)
 }
 
-/// Moves pending record `seq` into `handled/` (SPEC §5.5).
+/// Moves pending record `seq` into `handled/` (docs/spec/inbox.md#fm-ack).
 ///
 /// Refused (exit 1): no inbox; the inbox, `handled/` or either copy of the
 /// record is a symlink; `handled/NNN.msg` exists with other bytes.

@@ -1,4 +1,4 @@
-//! The re-ring ladder's bookkeeping files (SPEC §6.2), shared by the
+//! The re-ring ladder's bookkeeping files (docs/spec/watch.md#ladder-files), shared by the
 //! watcher (which writes them) and `fm-ack` (which clears them when the
 //! record they name is acknowledged).
 //!

@@ -1,4 +1,4 @@
-//! The steering inbox's records (SPEC §5.1): `state/<id>.inbox/NNN.msg`.
+//! The steering inbox's records (docs/spec/inbox.md#record): `state/<id>.inbox/NNN.msg`.
 //!
 //! A record is a few `key=value` headers, a line that is exactly `--`, then
 //! the body byte-exact. Records are created only by [`queue`] — numbered
@@ -126,7 +126,7 @@ pub struct Queued {
     pub(crate) duplicate: Option<Existing>,
 }
 
-/// Validates a body against SPEC §5.4 (exit 2 on refusal).
+/// Validates a body against docs/spec/send.md (exit 2 on refusal).
 pub(crate) fn validate_body(cfg: &Config, body: &[u8]) -> Result<()> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::usage("empty message body"));
@@ -152,7 +152,8 @@ fn validate_from(from: &str) -> Result<()> {
     Ok(())
 }
 
-/// Writes a new record (numbered create, SPEC §2). Validates the body and
+/// Writes a new record (numbered create, docs/spec/files.md#numbered-create). Validates the body
+/// and
 /// sender, refuses an unknown task (exit 1) and symlinked directories.
 pub fn queue(home: &Home, cfg: &Config, id: &TaskId, msg: &Outgoing, now: u64) -> Result<Queued> {
     validate_body(cfg, msg.body)?;

@@ -1,4 +1,4 @@
-//! The record format (SPEC §5.1): a few `key=value` headers, a line that
+//! The record format (docs/spec/inbox.md#record): a few `key=value` headers, a line that
 //! is exactly `--`, then the body byte-exact; files are named `NNN.msg`.
 //!
 //! Pure: rendering and parsing only. Creating, listing and moving records

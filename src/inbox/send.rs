@@ -1,4 +1,4 @@
-//! Sending (SPEC §5.4): queue a record, ring the doorbell, record the
+//! Sending (docs/spec/send.md): queue a record, ring the doorbell, record the
 //! `inbox.queued` event — the one use case `fm-send`, `fm-brief`'s
 //! re-read notice and `fm-board dispatch` share.
 //!

@@ -1,4 +1,5 @@
-//! What a task is (SPEC §4, §8.1): its kind — ship, scout or secondmate —
+//! What a task is (docs/spec/meta.md, docs/spec/dod.md#blocks): its kind — ship, scout or
+//! secondmate —
 //! and a ship's delivery mode. Meta's `kind` and `mode` keys, a brief's
 //! frontmatter, `fm-brief --mode` and `fm-dod <mode>` all take these words.
 
@@ -6,7 +7,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 
-/// A task's kind. An empty word is a ship (SPEC §4); a word that is none
+/// A task's kind. An empty word is a ship (docs/spec/meta.md); a word that is none
 /// of the three is kept as written, and counts as neither ship nor scout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
@@ -47,7 +48,7 @@ impl fmt::Display for Kind {
     }
 }
 
-/// How a ship task delivers (SPEC §8.1).
+/// How a ship task delivers (docs/spec/dod.md#blocks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Mode {
     #[serde(rename = "no-mistakes")]

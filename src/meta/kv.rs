@@ -1,5 +1,5 @@
-//! The `key=value` line format of `state/<id>.meta` (SPEC §4) and of the
-//! run record `state/<id>.run` (SPEC §9.2), kept as written.
+//! The `key=value` line format of `state/<id>.meta` (docs/spec/meta.md) and of the
+//! run record `state/<id>.run` (docs/spec/crew-state.md#run-record), kept as written.
 //!
 //! Parsing is forgiving: the value may contain `=`, the last occurrence of
 //! a key wins, other lines are ignored. Every key is kept in file order,

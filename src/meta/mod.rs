@@ -1,4 +1,4 @@
-//! Task metadata (SPEC §4): `state/<id>.meta`, written by `fm-control`
+//! Task metadata (docs/spec/meta.md): `state/<id>.meta`, written by `fm-control`
 //! (spawn, relaunch) and `fm-brief` (a sub-brief's `parent`, a re-applied
 //! brief's kind, mode, repo and branch), and by hand.
 //!

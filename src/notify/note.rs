@@ -4,7 +4,7 @@
 use crate::wakes::Wake;
 
 /// The event a wake stands for: a `status` wake's verb (its text starts
-/// with it, SPEC §6.3), or any other wake's kind.
+/// with it, docs/spec/watch.md#wakes), or any other wake's kind.
 pub fn event_of(w: &Wake) -> &str {
     if w.kind == "status" {
         let end = w.text.find([' ', ':']).unwrap_or(w.text.len());

@@ -1,4 +1,4 @@
-//! The fleet view across hosts (SPEC §9.1 with `[hosts.<name>]`): the rows
+//! The fleet view across hosts (docs/spec/crew-state.md#output with `[hosts.<name>]`): the rows
 //! of tasks whose meta names a host come from that host.
 //!
 //! Every configured host is asked once per view — one `fm-crew-state

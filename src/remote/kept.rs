@@ -13,7 +13,7 @@
 //! again; the same key with another request is refused (exit 2) and does
 //! nothing. A line kept without a fingerprint (by an older release) cannot
 //! be matched to any request and is refused the same way; a line whose
-//! exit code is not a documented one (SPEC §14), whose fingerprint or
+//! exit code is not a documented one (docs/spec/cli.md#exit-codes), whose fingerprint or
 //! answer does not parse, is a corrupt record: refused with exit 3, the
 //! call not redone (it may have written already). The check, the write
 //! and the line are made under `state/.seen-<id>.lock`, so two attempts

@@ -25,7 +25,7 @@ pub mod wakes;
 
 pub use crate::config::{HostCfg, Hosts};
 
-/// Whether `code` is one a tool of ours exits with (SPEC §14: 0, 1, 2, 3,
+/// Whether `code` is one a tool of ours exits with (docs/spec/cli.md#exit-codes: 0, 1, 2, 3,
 /// 130). Anything else out of a far host (a shell's 126/127, a signal's
 /// 128+n, ssh's 255) or out of a kept answer is not a tool's answer.
 pub(crate) fn documented_exit(code: i32) -> bool {

@@ -17,7 +17,7 @@
 //! a dropped connection) and otherwise with the far command's code; our
 //! tools never exit 255, so 255 and a timeout are [`Unreachable`], and any
 //! other exit is the tool's [`Reply`]. A reply is only ever one of the
-//! documented exit codes (SPEC §14): the far shell's 127 (no such tool on
+//! documented exit codes (docs/spec/cli.md#exit-codes): the far shell's 127 (no such tool on
 //! its PATH) or 126 (not executable), or any other code no tool of ours
 //! gives (a crash, a signal), becomes exit 3 with a `<tool>: error:` line
 //! naming the host and what happened ([`outside_contract`]).

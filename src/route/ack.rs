@@ -1,4 +1,4 @@
-//! Acknowledging a task's records (SPEC §5.5) wherever it lives: the
+//! Acknowledging a task's records (docs/spec/inbox.md#fm-ack) wherever it lives: the
 //! typed request and report, here or through the far entry.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The done check (`fm-dod --check`, SPEC §8.2) wherever the task lives:
+//! The done check (`fm-dod --check`, docs/spec/dod.md#gate) wherever the task lives:
 //! the gate judges a `done` line on the host that holds the worktree and
 //! the clone.
 
@@ -15,7 +15,7 @@ use crate::meta::TaskMeta;
 use crate::status::{self, Parsed, StatusLine, Verb};
 
 /// Time the far gate may take beyond the host's bound: up to three git
-/// calls of 10 s each there (SPEC §8.2).
+/// calls of 10 s each there (docs/spec/dod.md#gate).
 const DOD_EXTRA: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What a check asks for: the line to judge; none: the log's latest

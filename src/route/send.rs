@@ -1,4 +1,4 @@
-//! Sending to a task wherever it lives (SPEC §5.4): the typed request,
+//! Sending to a task wherever it lives (docs/spec/send.md): the typed request,
 //! the typed report, and the one use case `fm-send`, `fm top` and the far
 //! entry call. Here, the message is recorded and the doorbell rung
 //! ([`crate::inbox::send`]); on a host, the request travels to the far
@@ -240,7 +240,7 @@ fn key_not_kept(e: &Error) -> String {
     format!("message recorded, but its idempotency key was not kept: {e}")
 }
 
-/// What stderr says about a ring that did not land (SPEC §5.4).
+/// What stderr says about a ring that did not land (docs/spec/send.md).
 pub fn note(outcome: Outcome, fire_and_forget: bool) -> Option<String> {
     let why = match outcome {
         Outcome::Rang | Outcome::Quiet => return None,

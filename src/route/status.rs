@@ -1,4 +1,4 @@
-//! Appending to a task's status log (SPEC §3.4) wherever it lives: the
+//! Appending to a task's status log (docs/spec/status.md#fm-status) wherever it lives: the
 //! typed request and report, here or through the far entry.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Appending to the status log (SPEC §3.4): the line `fm-status` and
+//! Appending to the status log (docs/spec/status.md#fm-status): the line `fm-status` and
 //! `fm-send --resolve-key` append, validated before anything is written,
 //! and the one place that writes it with its `status.appended` event.
 //! [`resolve_answered`] is the captain answering a decision (`fm-send
@@ -90,7 +90,7 @@ impl Append {
         })
     }
 
-    /// Appends the line (SPEC §2: one `write`, never torn across a page
+    /// Appends the line (docs/spec/files.md#append: one `write`, never torn across a page
     /// boundary) and records `status.appended` by `actor` under `tool`.
     pub(crate) fn write(
         &self,

@@ -1,4 +1,4 @@
-//! The busy record (SPEC §9.3): `state/<id>.busy`, one line
+//! The busy record (docs/spec/crew-state.md#busy-record): `state/<id>.busy`, one line
 //! `busy|idle <epoch> <source>`, written atomically by `fm-status
 //! --busy|--idle` from harness hooks so turns are reported exactly.
 //!
@@ -56,7 +56,7 @@ pub fn render(busy: bool, at: u64, source: &str) -> String {
 }
 
 /// Writes the record (atomic replace) and records `status.busy` or
-/// `status.idle` by `actor` (`fm-status --busy|--idle`, SPEC §9.3).
+/// `status.idle` by `actor` (`fm-status --busy|--idle`, docs/spec/crew-state.md#busy-record).
 pub(crate) fn write(
     home: &Home,
     id: &TaskId,

@@ -1,4 +1,4 @@
-//! The fold (SPEC §3.3): open decisions by key and the current line.
+//! The fold (docs/spec/status.md#fold): open decisions by key and the current line.
 //!
 //! Linear in the size of the log: open decisions are kept in the order
 //! they were (re)opened, a few in a short list, more in slots with an
@@ -136,7 +136,7 @@ pub struct Decision {
     pub at: Option<u64>,
 }
 
-/// The fold of a whole log (SPEC §3.3).
+/// The fold of a whole log (docs/spec/status.md#fold).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fold {
     /// Open decisions, oldest first.

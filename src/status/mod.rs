@@ -1,7 +1,7 @@
-//! The status log (SPEC §3): `state/<id>.status`, appended by workers by hand
+//! The status log (docs/spec/status.md): `state/<id>.status`, appended by workers by hand
 //! (`echo … >>`) or with `fm-status` (through [`Append`], with its event),
 //! read by crew-state and the watcher. [`busy`] owns the busy record
-//! `state/<id>.busy` (SPEC §9.3).
+//! `state/<id>.busy` (docs/spec/crew-state.md#busy-record).
 //!
 //! The parser accepts anything: a line it cannot read as a status line is
 //! prose and never changes state; invalid UTF-8 is decoded lossily. The fold

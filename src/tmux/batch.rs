@@ -1,4 +1,4 @@
-//! Many panes in one tmux call (SPEC §9.2): the server's pane list and the
+//! Many panes in one tmux call (docs/spec/crew-state.md#resolution): the server's pane list and the
 //! screens of any number of panes, as one command list read by `tmux
 //! source-file -` from stdin, so a view costs one tmux process per server
 //! however many panes it reads (argv could not carry them: tmux refuses a

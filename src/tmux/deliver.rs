@@ -1,4 +1,4 @@
-//! Doorbell delivery (SPEC §5.2–5.3): the only text firstmate ever types
+//! Doorbell delivery (docs/spec/ring.md#doorbell, #delivery): the only text firstmate ever types
 //! into a worker's pane is a short constant line pointing at the inbox.
 //!
 //! [`deliver`] is the ring protocol: it types the line at most once, then
@@ -23,7 +23,7 @@ use crate::harness::HarnessProfile;
 use crate::home::Home;
 use crate::task_id::TaskId;
 
-/// What happened to a ring (SPEC §5.3).
+/// What happened to a ring (docs/spec/ring.md#outcomes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
@@ -43,14 +43,14 @@ pub enum Outcome {
     /// Another ring of the same task held its ring lock past the longest
     /// ring (a ring in progress, or one stopped mid-way: a captain's
     /// `fm-send` suspended with Ctrl-Z): nothing typed, owed. Reported
-    /// as `queued` (SPEC §5.3's outcome), with its own reason on stderr.
+    /// as `queued` (an outcome of docs/spec/ring.md#outcomes), with its own reason on stderr.
     #[serde(rename = "queued")]
     RingLocked,
 }
 
 impl Outcome {
     /// A ring held back with nothing typed, owed to the agent once it can
-    /// take it (SPEC §6.2, `.ring-owed`): a busy agent, a dialog, an agent
+    /// take it (docs/spec/watch.md#ring-owed, `.ring-owed`): a busy agent, a dialog, an agent
     /// still booting, another ring holding the lock.
     pub fn owed(self) -> bool {
         matches!(
@@ -62,7 +62,7 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Rang => "rang",
-            // A held ring lock is reported as the SPEC's `queued`.
+            // A held ring lock is reported as the `queued` of docs/spec/ring.md#outcomes.
             Outcome::Queued | Outcome::RingLocked => "queued",
             Outcome::Skipped => "skipped",
             Outcome::Failed => "failed",
@@ -141,7 +141,7 @@ impl Target<'_> {
     }
 }
 
-/// Rings the doorbell `line` in `target` (SPEC §5.3). `sleep` is injected
+/// Rings the doorbell `line` in `target` (docs/spec/ring.md#delivery). `sleep` is injected
 /// so tests run without waiting.
 pub(crate) fn deliver(
     pane: &dyn Pane,
@@ -155,7 +155,7 @@ pub(crate) fn deliver(
     };
     match pane.info(id) {
         Ok(Some(info)) => deliver_to(pane, target, &info, line, cfg, sleep),
-        // A vanished pane is a dead agent: nothing to type into (SPEC §6.2).
+        // A vanished pane is a dead agent: nothing to type into (docs/spec/watch.md#ladder).
         Ok(None) => Outcome::Dead,
         Err(_) => Outcome::Failed,
     }
@@ -320,7 +320,7 @@ fn still_unsent(
         .map(|s| unsent(profile, &s, cursor.as_deref(), line))
 }
 
-/// Presses Enter until `line`, typed into pane `id`, is taken (SPEC §5.3):
+/// Presses Enter until `line`, typed into pane `id`, is taken (docs/spec/ring.md#delivery):
 /// at most `1 + enter_retries` presses, `enter_wait_ms` apart, each one
 /// only while the line still sits unsent. `gone` is asked after each
 /// press: an agent that went away on the line (an exit command) took it.

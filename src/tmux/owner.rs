@@ -148,7 +148,7 @@ impl Claim {
     /// written by hand or before marks): the pane is the task's unless it
     /// is marked as another task's.
     pub fn check(&self, info: Option<&PaneInfo>, server: Option<&str>) -> Result<(), Lost> {
-        // An id no pane has: gone, plainly (SPEC's `pane gone`).
+        // An id no pane has: gone, plainly (`pane gone` in docs/spec/crew-state.md#resolution).
         let Some(info) = info else {
             return Err(Lost::Closed);
         };

@@ -1,4 +1,5 @@
-//! Panes (SPEC §5.3, §9.2, §10): everything firstmate asks tmux, behind a
+//! Panes (docs/spec/ring.md#delivery, docs/spec/crew-state.md#resolution, docs/spec/control.md):
+//! everything firstmate asks tmux, behind a
 //! [`Pane`] trait so decisions can be tested against [`FakePane`].
 //!
 //! Guarantees of [`Tmux`]: tmux always runs with an argument vector (never a

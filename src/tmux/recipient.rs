@@ -1,4 +1,4 @@
-//! A task as a doorbell target: the pane facts its meta records (SPEC §4 —
+//! A task as a doorbell target: the pane facts its meta records (docs/spec/meta.md —
 //! `pane`, `tmux_socket`, `harness`) turned into a [`Target`] and rung.
 //!
 //! [`Recipient::ring`] is the one way a doorbell is rung: `fm-send` (and
@@ -102,7 +102,7 @@ impl Recipient {
         }
     }
 
-    /// Rings the doorbell (SPEC §5.3): the one ring of every sender and of
+    /// Rings the doorbell (docs/spec/ring.md#delivery): the one ring of every sender and of
     /// the watcher. `known` is what the caller already asked (a pane
     /// listing, the busy record, the ring lock): nothing is asked twice.
     /// A ring held back (busy agent, dialog, booting agent, ring lock held

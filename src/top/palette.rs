@@ -1,5 +1,5 @@
-//! The dashboard's styles: a colour per state (the fleet table's, SPEC
-//! §9.1) and per attention, or — with `NO_COLOR`, or on a terminal that
+//! The dashboard's styles: a colour per state (the fleet table's,
+//! docs/spec/crew-state.md#output) and per attention, or — with `NO_COLOR`, or on a terminal that
 //! has no colours — monochrome, where only bold, dim and reverse video
 //! tell rows apart (and the words always do).
 

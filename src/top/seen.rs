@@ -1,4 +1,4 @@
-//! The dashboard's view of the wakes feed (`state/wakes.log`, SPEC §6.3):
+//! The dashboard's view of the wakes feed (`state/wakes.log`, docs/spec/watch.md#wakes):
 //! how many wakes arrived since the captain last looked, and the feed as
 //! the `w` view shows it.
 //!

@@ -197,7 +197,7 @@ impl Exec<'_> {
         let id = &t.id;
         // When this episode began: the tracked record was queued, or the
         // agent was (re)started after that; a ladder wake logged before
-        // belongs to an earlier episode (SPEC §6.2). A stamp in the
+        // belongs to an earlier episode (docs/spec/watch.md#ladder). A stamp in the
         // future counts as now.
         let since = ladder::target(&t.pending)
             .map_or(0, |p| p.at.min(now))
@@ -400,7 +400,7 @@ impl Exec<'_> {
         }
     }
 
-    /// A ladder's closing wake, then `.escalated` (SPEC §6.2 step 5). The
+    /// A ladder's closing wake, then `.escalated` (docs/spec/watch.md#ladder step 7). The
     /// wake is skipped only when this episode (record queued at `since`)
     /// already logged it.
     /// False when the wake could not be logged.
@@ -465,7 +465,7 @@ const RING_LOCK_RETRY_SECS: u64 = 1;
 /// The actor of every event the watcher records.
 pub(super) const ACTOR: &str = "watcher";
 
-/// The wake that closes a ladder (SPEC §6.2 step 5).
+/// The wake that closes a ladder (docs/spec/watch.md#ladder step 7).
 #[derive(Debug, Clone, Copy)]
 enum LadderWake {
     Escalation,

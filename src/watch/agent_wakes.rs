@@ -10,7 +10,7 @@ use crate::inbox::ladder_files as shared;
 use crate::task_id::TaskId;
 
 impl Exec<'_> {
-    /// A dialog owns the agent's keyboard (SPEC §5.3): nothing is typed.
+    /// A dialog owns the agent's keyboard (docs/spec/harness.md#dialogs): nothing is typed.
     /// The first look at it raises one `dialog` wake; while the same
     /// dialog stays up, later passes raise none. One found after the
     /// captain pressed a key in the pane (`fm-send --key`) is another —

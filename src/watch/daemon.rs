@@ -1,4 +1,4 @@
-//! The long-running watcher (SPEC §6.1): a singleton holding
+//! The long-running watcher (docs/spec/watch.md#modes): a singleton holding
 //! `state/.watch.lock` for its lifetime, running a pass whenever something
 //! under `state/` or an inbox changes (filesystem events, debounced), when
 //! a ladder comes due, and at least every `poll_secs`.

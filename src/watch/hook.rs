@@ -1,4 +1,4 @@
-//! The `on_wake` hook (SPEC §6.3): an argv template run once per wake with
+//! The `on_wake` hook (docs/spec/watch.md#wakes): an argv template run once per wake with
 //! `{task}`, `{kind}` and `{text}` substituted inside each element — never
 //! through a shell, so wake text reaches the program as one literal
 //! argument. The values are the wake as stored in `wakes.log` (cleaned by

@@ -1,4 +1,4 @@
-//! The re-ring ladder (SPEC §6.2) as a pure function: given a task's
+//! The re-ring ladder (docs/spec/watch.md#ladder) as a pure function: given a task's
 //! pending records, its ladder files, what tmux says about its pane, the
 //! time and the config, [`decide`] returns the one thing to do next.
 //!
@@ -37,7 +37,7 @@ pub(crate) enum PaneFacts {
     NoPane,
     /// Meta names a pane tmux no longer has.
     Gone,
-    /// The pane exists but its agent is not alive (SPEC §10.2).
+    /// The pane exists but its agent is not alive (docs/spec/harness.md#liveness).
     Dead,
     Alive {
         busy: bool,
@@ -129,7 +129,7 @@ pub(crate) fn owed_to(files: &LadderFiles, t: &Pending) -> bool {
     files.owed.is_some_and(|o| o.covers(t.seq))
 }
 
-/// The ladder (SPEC §6.2).
+/// The ladder (docs/spec/watch.md#ladder).
 pub(crate) fn decide(
     pending: &[Pending],
     files: &LadderFiles,
@@ -198,7 +198,7 @@ pub(crate) fn decide(
         Some(r) if r.seq == t.seq => (r.count, r.last),
         _ => (0, 0),
     };
-    // SPEC §6.2: the count check (step 5) precedes the grace wait (step 6),
+    // docs/spec/watch.md#ladder: the count check (step 7) precedes the grace wait (step 8),
     // so the escalation comes at the first pass after the last ring.
     if count >= cfg.max_rings {
         return Action::Escalate {

@@ -1,7 +1,7 @@
-//! The watcher (SPEC §6): re-rings unacknowledged messages, escalates once,
+//! The watcher (docs/spec/watch.md): re-rings unacknowledged messages, escalates once,
 //! and feeds the captain through `state/wakes.log`.
 //!
-//! - [`ladder`]: the §6.2 ladder as a pure function of a task's files,
+//! - [`ladder`]: the ladder (docs/spec/watch.md#ladder) as a pure function of a task's files,
 //!   pane facts and the time.
 //! - [`status_wakes`]: status lines → `status` wakes, exactly once, via
 //!   persisted read offsets.

@@ -1,4 +1,4 @@
-//! Status wakes (SPEC §6.3): every new status line whose verb is
+//! Status wakes (docs/spec/watch.md#wakes): every new status line whose verb is
 //! needs-decision, blocked, done, failed or paused surfaces once.
 //!
 //! Per-task read offsets persist in `state/.watch.offsets` (owned by the

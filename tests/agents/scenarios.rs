@@ -40,7 +40,7 @@ pub fn spawn_to_prompt_then_idle(h: Harness) {
     w.crew_holds("reading idle", 3.0, |c| c == IDLE);
 }
 
-/// The hooks spawn installs feed the busy record (SPEC §9.3) from the
+/// The hooks spawn installs feed the busy record (docs/spec/crew-state.md#busy-record) from the
 /// agent itself: an idle record when the kickoff turn ended, and the
 /// launch left the worktree clean.
 pub fn hooks_report_the_turn(h: Harness) {

@@ -1,5 +1,5 @@
 //! `fm-ack`: every seq form, `--through`, `--list`, `--read`, re-acks and
-//! the refusals of SPEC §5.5.
+//! the refusals of docs/spec/inbox.md#fm-ack.
 
 use crate::harness::TestHome;
 

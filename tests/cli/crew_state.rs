@@ -1,4 +1,5 @@
-//! `fm-crew-state`: every §9.2 rule through the real binary, with real git
+//! `fm-crew-state`: every rule of docs/spec/crew-state.md#resolution through the real binary, with
+//! real git
 //! worktrees and a private tmux server; the fleet view against single-task
 //! calls; the JSON schema; `--watch` and `--trace`.
 
@@ -710,7 +711,7 @@ fn table_and_json_say_why_a_worker_waits() {
         .json();
     assert_eq!(j["attention"]["reason"], "dead agent: pane gone");
     assert_eq!(j["pane"], "%999");
-    // The one-line form keeps its SPEC §9.1 shape.
+    // The one-line form keeps its docs/spec/crew-state.md#output shape.
     h.fm("crew-state")
         .arg("q2")
         .stdout(format!(

@@ -1,4 +1,5 @@
-//! Hardening (SPEC §1.2, §2, §14): on a read-only home or a full disk every
+//! Hardening (docs/spec/home.md#permissions, docs/spec/files.md, docs/spec/cli.md): on a read-only
+//! home or a full disk every
 //! writing command exits 3 with an `error:` line and leaves nothing partial
 //! (no torn record, no dot-temp file); what the tools create is mode
 //! 0700/0600; a symlink where the layout expects a directory or a record is
@@ -355,7 +356,7 @@ fn full_disk_ack_moves_the_whole_record_or_nothing() {
     let handled = home.join("state/t1.inbox/handled/001.msg");
     eprintln!("ack on a full disk: exit {}: {}", r.code, r.stderr().trim());
     match r.code {
-        // A rename needs no space; the event append may warn (SPEC §12).
+        // A rename needs no space; the event append may warn (docs/spec/events.md).
         0 => {
             assert_eq!(r.stdout(), "handled 001.msg\n");
             assert!(

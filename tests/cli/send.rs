@@ -559,7 +559,7 @@ fn killed_senders_never_leave_a_partial_record() {
 
 /// Runs `cmd` with its stdout closed before it writes a byte (a reader
 /// like `| head -0` that went away); returns the exit code. A closed pipe
-/// is no error: nothing may be said on stderr (SPEC §14).
+/// is no error: nothing may be said on stderr (docs/spec/cli.md#exit-codes).
 #[track_caller]
 fn with_closed_stdout(mut cmd: Command) -> i32 {
     let mut child = cmd

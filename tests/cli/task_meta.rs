@@ -1,4 +1,4 @@
-//! One reading of a task's meta for every tool (SPEC §4): a hand-edited
+//! One reading of a task's meta for every tool (docs/spec/meta.md): a hand-edited
 //! value with stray whitespace names the same pane on the same tmux server
 //! for `fm-send` and for the watcher.
 

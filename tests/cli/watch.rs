@@ -340,7 +340,7 @@ fn a_deaf_worker_is_rung_three_times_then_escalated_once() {
             age_last_ring(&w.home, "t1", 61);
         }
     }
-    // The last ring spent: the next pass escalates (SPEC §6.2 step 5).
+    // The last ring spent: the next pass escalates (docs/spec/watch.md#ladder step 7).
     w.once()
         .stdout_regex(&wake_re(
             "t1",

@@ -1,5 +1,7 @@
-//! Board task files (SPEC §11.1), run records (SPEC §9.2), wake lines
-//! (SPEC §6.3) and the chain trace's reading of `events.jsonl` (SPEC §11.2).
+//! Board task files (docs/spec/board.md#task-file), run records
+//! (docs/spec/crew-state.md#run-record), wake lines
+//! (docs/spec/watch.md#wakes) and the chain trace's reading of `events.jsonl`
+//! (docs/spec/chains.md).
 
 use std::collections::HashSet;
 

@@ -1,4 +1,4 @@
-//! Config (SPEC §1.4): TOML text and `FM_*` overrides.
+//! Config (docs/spec/config.md): TOML text and `FM_*` overrides.
 
 use proptest::collection::vec;
 use proptest::prelude::*;

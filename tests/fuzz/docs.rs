@@ -1,4 +1,5 @@
-//! Frontmatter, the brief check and responses (SPEC §7.2, §7.4, §11.2).
+//! Frontmatter, the brief check and responses (docs/spec/brief.md#anatomy, #check,
+//! docs/spec/chains.md).
 
 use proptest::collection::vec;
 use proptest::prelude::*;

@@ -1,4 +1,4 @@
-//! Event lines (SPEC §12) and task ids (SPEC §1.3).
+//! Event lines (docs/spec/events.md) and task ids (docs/spec/home.md#task-ids).
 
 use proptest::prelude::*;
 

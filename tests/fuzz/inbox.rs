@@ -1,4 +1,4 @@
-//! Inbox records (SPEC §5.1) and message numbers.
+//! Inbox records (docs/spec/inbox.md#record) and message numbers.
 
 use proptest::collection::vec;
 use proptest::prelude::*;

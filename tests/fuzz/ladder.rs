@@ -1,4 +1,5 @@
-//! The ladder files (SPEC §6.2) and the busy record (SPEC §9.3).
+//! The ladder files (docs/spec/watch.md#ladder-files) and the busy record
+//! (docs/spec/crew-state.md#busy-record).
 
 use proptest::prelude::*;
 

@@ -1,4 +1,4 @@
-//! Meta (SPEC §4): `key=value` lines; render→parse is a fixed point, and
+//! Meta (docs/spec/meta.md): `key=value` lines; render→parse is a fixed point, and
 //! the typed reading every tool shares trims each value and treats an
 //! empty one as missing.
 

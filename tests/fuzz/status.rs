@@ -1,4 +1,4 @@
-//! Status lines (SPEC §3): the parser, the fold, and lines `fm-status` appends.
+//! Status lines (docs/spec/status.md): the parser, the fold, and lines `fm-status` appends.
 
 use proptest::collection::vec;
 use proptest::prelude::*;

@@ -1,4 +1,4 @@
-//! `fm-board` (SPEC §11.1): the task board's command line. Parsing and
+//! `fm-board` (docs/spec/board.md#cli): the task board's command line. Parsing and
 //! printing live here; transitions are in [`crate::board::ops`] and every
 //! write goes through [`crate::board::store`] under the board lock.
 

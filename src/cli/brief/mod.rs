@@ -1,4 +1,4 @@
-//! `fm-brief` (SPEC §7, §11.2): write a ship, scout or secondmate brief;
+//! `fm-brief` (docs/spec/brief.md, docs/spec/chains.md): write a ship, scout or secondmate brief;
 //! re-apply (`--force`) or revoke it with history; check it before launch;
 //! write and check a structured response.
 //!

@@ -1,4 +1,4 @@
-//! `fm-send` (SPEC §5.4): record a steering message in a task's inbox, then
+//! `fm-send` (docs/spec/send.md): record a steering message in a task's inbox, then
 //! ring the doorbell in its pane. The record is the message; the ring is a
 //! courtesy the watcher retries, so the exit code only reports the record.
 
@@ -98,7 +98,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     let seps = common::separators(&args);
     common::run_tool(TOOL, args, |a: Args| {
         // `fm-send t x --key Enter` meant a key press, not the message
-        // "x --key Enter" (SPEC §5.4 "text plus --key"); `fm-send t use
+        // "x --key Enter" (docs/spec/send.md "text plus --key"); `fm-send t use
         // staging --resolve-key db` meant to resolve db. Refuse instead of
         // recording the option as text and silently ignoring it.
         if let Some(w) = common::flag_in_text(&a.text, &common::long_flags(&command()), seps) {

@@ -1,4 +1,4 @@
-//! Reading the fleet (SPEC §9.1, §9.2): every task once, on every core,
+//! Reading the fleet (docs/spec/crew-state.md#output, #resolution): every task once, on every core,
 //! rows handed out in id order as soon as they are known.
 //!
 //! A view goes in two steps. First the tasks' own files ([`super::read`]),

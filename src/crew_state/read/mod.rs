@@ -1,4 +1,5 @@
-//! Reading a task's own files, each once (SPEC §9.2, §9.3, §4): meta, the
+//! Reading a task's own files, each once (docs/spec/crew-state.md#resolution, #busy-record,
+//! docs/spec/meta.md): meta, the
 //! status log's fold, the busy record, the run record, the pending inbox
 //! count, whether the worktree meta names exists, the brief's `kind` when
 //! meta has none, and the harness profile. No tmux, no git.

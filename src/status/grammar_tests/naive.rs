@@ -1,4 +1,4 @@
-//! The status grammar read the plain way (SPEC §3.1, §3.3): each line
+//! The status grammar read the plain way (docs/spec/status.md#grammar, #fold): each line
 //! decoded, split at its first colon outside brackets, its tags walked one
 //! by one, and the fold a list of open decisions. Slow and obviously
 //! right: the answer the fast parser and folds must give on any log.
@@ -103,7 +103,7 @@ pub(super) fn parse<'a>(line: &'a str, paused_lower: &str) -> ParsedRef<'a> {
     });
     if !readable {
         // An unclosed tag (no colon outside brackets) loses its time, like
-        // any malformed stamp (SPEC §3.1) — unless it is a key: a decision
+        // any malformed stamp (docs/spec/status.md#grammar) — unless it is a key: a decision
         // filed under the wrong key is worse than an ignored line.
         if balanced || tag_part.contains("key=") {
             return ParsedRef::Invalid(format!("unreadable tags {:?}", tag_part.trim()));

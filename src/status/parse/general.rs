@@ -313,7 +313,7 @@ pub(super) fn general<'a>(line: &'a str, verbs: &Verbs) -> ParsedRef<'a> {
     });
     if !readable {
         // An unclosed tag (no colon outside brackets) loses its time, like
-        // any malformed stamp (SPEC §3.1) — unless it is a key: a decision
+        // any malformed stamp (docs/spec/status.md#grammar) — unless it is a key: a decision
         // filed under the wrong key is worse than an ignored line.
         if balanced || tag_part.contains("key=") {
             return ParsedRef::Invalid(format!("unreadable tags {:?}", tag_part.trim()));

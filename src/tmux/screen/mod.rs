@@ -1,4 +1,5 @@
-//! Reading a pane's screen (SPEC §5.3, §9.2): whether the harness shows
+//! Reading a pane's screen (docs/spec/ring.md#delivery, docs/spec/crew-state.md#resolution):
+//! whether the harness shows
 //! the agent busy, whether a dialog owns the keyboard, what the composer
 //! holds, whether a typed doorbell still sits unsent, whether the line
 //! under the cursor holds someone's input.

@@ -1,5 +1,5 @@
 //! Class 5: every wait is bounded, the lock on an append target included
-//! (SPEC §2: 5 s, then exit 3 naming what was locked). An action that
+//! (docs/spec/files.md#locks: 5 s, then exit 3 naming what was locked). An action that
 //! succeeded is never reported failed, or left hanging, because its event
 //! append could not get a lock: it says so in a warning and exits 0.
 
