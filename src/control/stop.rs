@@ -177,7 +177,7 @@ impl Ctl<'_> {
         use crate::tmux::screen::{self, Composer, Screen};
         let rules = screen::rules_of(profile);
         let doorbell = crate::tmux::deliver::doorbell(self.home, self.id);
-        let (mut escaped, mut cleared) = (false, false);
+        let (mut escaped, mut cleared) = (None::<std::time::Instant>, false);
         let press = |key: &str, sent: &mut Vec<String>| -> Result<()> {
             tmux.press(pane, key)?;
             sent.push(format!("key {key}"));
@@ -200,11 +200,22 @@ impl Ctl<'_> {
             let shown = Screen::parse(&tmux.capture(pane, 0)?);
             if let Some(d) = screen::dialog(&rules, &shown) {
                 let what = format!("waiting in a dialog: {d}");
-                if !force || escaped {
+                if !force {
                     return Err(refused(what));
                 }
-                press("Escape", sent)?;
-                escaped = true;
+                match escaped {
+                    None => {
+                        press("Escape", sent)?;
+                        escaped = Some(std::time::Instant::now());
+                    }
+                    // A busy machine redraws late: the dialog the Escape
+                    // cancelled may still show for a while. One Escape
+                    // only (a second opens the agent's history dialog).
+                    Some(at) if at.elapsed() < Duration::from_millis(DIALOG_CLOSE_WAIT_MS) => {
+                        std::thread::sleep(Duration::from_millis(CLOSE_POLL_MS));
+                    }
+                    Some(_) => return Err(refused(what)),
+                }
                 continue;
             }
             let (text, ours, exit_typed) = match screen::composer(&rules, &shown) {
@@ -349,3 +360,8 @@ impl Ctl<'_> {
 /// How long a key that clears the composer or cancels a dialog before an
 /// exit gets to take effect before the screen is read again.
 const CLEAR_WAIT_MS: u64 = 300;
+
+/// How long a dialog cancelled with Escape may still show before the exit
+/// is refused after all, and how often the screen is read meanwhile.
+const DIALOG_CLOSE_WAIT_MS: u64 = 3000;
+const CLOSE_POLL_MS: u64 = 100;
