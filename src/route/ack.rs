@@ -150,9 +150,7 @@ pub(crate) fn ack_here(
     // The acks are done: a key that cannot be kept is a warning, never a
     // failure after the fact.
     if let Some(e) = kept.not_kept {
-        report.warnings.push(format!(
-            "acknowledged, but its idempotency key was not kept: {e}"
-        ));
+        report.warnings.push(keys::not_kept("acknowledged", &e));
     }
     Ok(report)
 }

@@ -265,9 +265,7 @@ pub(crate) fn change_here(
     )?;
     let mut report = kept.report;
     if let Some(e) = kept.not_kept {
-        report.warnings.push(format!(
-            "board changed, but its idempotency key was not kept: {e}"
-        ));
+        report.warnings.push(keys::not_kept("board changed", &e));
     }
     Ok(report)
 }
@@ -340,7 +338,7 @@ pub(crate) fn dispatch_here(
 }
 
 fn key_not_kept(e: &Error) -> String {
-    format!("dispatched, but its idempotency key was not kept: {e}")
+    keys::not_kept("dispatched", e)
 }
 
 /// A keyed dispatch's notes, one per task, beside its key in the board's

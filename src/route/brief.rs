@@ -288,9 +288,8 @@ fn keyed(
     })?;
     let mut report = kept.report;
     if let Some(e) = kept.not_kept {
-        report.warnings.push(format!(
-            "{id}: brief changed, but its idempotency key was not kept: {e}"
-        ));
+        let why = keys::not_kept("brief changed", &e);
+        report.warnings.push(format!("{id}: {why}"));
     }
     Ok(report)
 }

@@ -104,6 +104,12 @@ pub struct Kept<R> {
     pub not_kept: Option<Error>,
 }
 
+/// The warning for a key that could not be kept after `done` was done:
+/// the write stands, a retry under the key would make it again.
+pub(crate) fn not_kept(done: &str, e: &Error) -> String {
+    format!("{done}, but its idempotency key was not kept: {e}")
+}
+
 /// Runs `write` under `key` (none: just runs it): a key served before
 /// for the same request gives its kept report and `write` is not run; the
 /// same key for another request is refused (exit 2). `op` and `parts`

@@ -237,7 +237,7 @@ pub(crate) fn send_here(
 }
 
 fn key_not_kept(e: &Error) -> String {
-    format!("message recorded, but its idempotency key was not kept: {e}")
+    keys::not_kept("message recorded", e)
 }
 
 /// What stderr says about a ring that did not land (docs/spec/send.md).

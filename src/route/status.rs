@@ -98,9 +98,7 @@ pub(crate) fn append_here(
     // The line is written: a key that cannot be kept is a warning, never
     // a failure after the fact.
     if let Some(e) = kept.not_kept {
-        report.warnings.push(format!(
-            "status recorded, but its idempotency key was not kept: {e}"
-        ));
+        report.warnings.push(keys::not_kept("status recorded", &e));
     }
     Ok(report)
 }
