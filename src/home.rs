@@ -284,6 +284,24 @@ impl Home {
     pub(crate) fn wakes_hosts_cursor(&self) -> PathBuf {
         self.state_dir().join(".wakes-hosts.cursor")
     }
+    /// The first mate's acknowledged position in the feeds: `-\t<offset>`
+    /// for the local `wakes.log`, `<host>\t<offset>` per host.
+    pub(crate) fn mate_cursor(&self) -> PathBuf {
+        self.state_dir().join(".mate.cursor")
+    }
+    /// The wake packets presented to the first mate (the newest few).
+    pub(crate) fn mate_packets(&self) -> PathBuf {
+        self.state_dir().join(".mate.packets")
+    }
+    /// Serialises presenting and acknowledging wake packets.
+    pub(crate) fn mate_lock(&self) -> PathBuf {
+        self.state_dir().join(".mate.lock")
+    }
+    /// The current `fm wake --wait` waiter: `<pid>\t<nonce>`; an older
+    /// waiter that no longer finds itself here ends without a word.
+    pub(crate) fn mate_waiter(&self) -> PathBuf {
+        self.state_dir().join(".mate.waiter")
+    }
     /// ssh's control sockets, one per host connection (mode 0700).
     pub fn ssh_dir(&self) -> PathBuf {
         self.state_dir().join("ssh")

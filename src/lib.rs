@@ -54,6 +54,7 @@ pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
 pub(crate) mod listing;
+pub mod mate;
 pub mod meta;
 pub mod notify;
 pub mod output;

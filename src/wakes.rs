@@ -159,6 +159,38 @@ pub fn read_since(home: &Home, offset: u64) -> Result<(Vec<Wake>, u64)> {
     Ok((parse_all(complete), offset + complete.len() as u64))
 }
 
+/// Wakes read by [`read_since_each`]: each with the offset just past its
+/// line, where the read started, and where its complete lines end.
+pub struct ReadEach {
+    pub wakes: Vec<(Wake, u64)>,
+    pub started: u64,
+    pub end: u64,
+}
+
+/// As [`read_since`], each wake with the offset just past its line (a
+/// reader that takes only some of them knows where it stopped), and the
+/// offset the read started from (0 when the log was shorter than `offset`).
+pub fn read_since_each(home: &Home, offset: u64) -> Result<ReadEach> {
+    let path = home.wakes();
+    let len = fsx::stat(&path)?.map_or(0, |m| m.len());
+    let offset = if len < offset { 0 } else { offset };
+    let bytes = read_from_offset(&path, offset)?;
+    let complete = fsx::complete_lines(&bytes);
+    let mut out = Vec::new();
+    let mut at = offset;
+    for line in complete.split_inclusive(|&b| b == b'\n') {
+        at += line.len() as u64;
+        if let Some(w) = parse_line(&line[..line.len() - 1]) {
+            out.push((w, at));
+        }
+    }
+    Ok(ReadEach {
+        wakes: out,
+        started: offset,
+        end: offset + complete.len() as u64,
+    })
+}
+
 /// Byte length of the complete lines of the log right now.
 pub(crate) fn end_offset(home: &Home) -> Result<u64> {
     Ok(read_since(home, 0)?.1)

@@ -86,6 +86,16 @@ enum Cmd {
         #[command(flatten)]
         home: HomeArg,
     },
+    /// The first mate's wake packet: what needs the lead, and the commands that act
+    #[command(
+        after_help = "Examples:\n  fm wake                 # the packet now\n  fm wake --wait          # block until something needs the lead\n  fm wake --ack w12       # the packet was handled"
+    )]
+    Wake(super::mate::WakeArgs),
+    /// The first mate: an AI lead started in the home (init, and its hooks)
+    Mate {
+        #[command(subcommand)]
+        cmd: super::mate::MateCmd,
+    },
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -137,6 +147,8 @@ fn run(a: Args) -> Result<u8> {
         }
         Cmd::Man { dir } => man(&dir),
         Cmd::Demo { keep } => crate::demo::run(keep),
+        Cmd::Wake(w) => super::mate::wake(&w),
+        Cmd::Mate { cmd } => super::mate::mate(cmd),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

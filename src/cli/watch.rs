@@ -101,7 +101,7 @@ fn run(a: Args) -> Result<u8> {
     let mut lock = match (daemon::acquire(&ctx.home)?, start) {
         (Ok(lock), _) => lock,
         // Another watcher acts: wait for its wakes, or take over if it dies.
-        (Err(_), Some(start)) => match daemon::follow(&ctx.home, start, hosts.as_deref())? {
+        (Err(_), Some(start)) => match daemon::follow(&ctx.home, start, hosts.as_deref(), None)? {
             Followed::End(end) => return finish_loop(end, a.json, hosts.as_deref()),
             Followed::Lock(lock) => lock,
         },
@@ -133,6 +133,7 @@ fn run(a: Args) -> Result<u8> {
             until_wake: start,
             no_notify: a.no_notify,
             hosts: hosts.clone(),
+            deadline: None,
         };
         let quiet = start.is_some();
         let json = a.json;
@@ -187,7 +188,7 @@ fn finish_loop(end: End, json: bool, hosts: Option<&crate::route::wakes::Feed>) 
             Ok(exit::OK)
         }
         End::Signal(signal_hook::consts::SIGINT) => Ok(exit::INTERRUPTED),
-        End::Signal(_) => Ok(exit::OK),
+        End::Signal(_) | End::Deadline => Ok(exit::OK),
     }
 }
 

@@ -98,7 +98,21 @@ pub fn gather(home: &Home, cfg: &Config) -> Result<Option<Gathered>> {
     if cfg.hosts.is_empty() {
         return Ok(None);
     }
-    let mut cursors = read_cursors(home)?;
+    Ok(gather_past(home, cfg, read_cursors(home)?))
+}
+
+/// As [`gather`], from the given per-host offsets (a host not named
+/// there from its log's start) instead of `--drain`'s cursors; `None`
+/// when no host is configured. [`Gathered::cursors`] then says where
+/// each host's wakes end.
+pub fn gather_past(
+    home: &Home,
+    cfg: &Config,
+    mut cursors: BTreeMap<String, u64>,
+) -> Option<Gathered> {
+    if cfg.hosts.is_empty() {
+        return None;
+    }
     let answers = ask_all(home, &cfg.hosts, |name| {
         cursors.get(name).copied().unwrap_or(0)
     });
@@ -124,11 +138,11 @@ pub fn gather(home: &Home, cfg: &Config) -> Result<Option<Gathered>> {
             )),
         }
     }
-    Ok(Some(Gathered {
+    Some(Gathered {
         wakes,
         cursors,
         warnings,
-    }))
+    })
 }
 
 /// Asks every host of `hosts` in parallel for its wakes past `from` of
@@ -191,6 +205,12 @@ impl Gathered {
         all.append(&mut self.wakes);
         all.sort_by_key(|m| m.wake.epoch);
         all
+    }
+
+    /// Where each host's wakes end after this read (a host that gave no
+    /// answer keeps the offset it was asked from).
+    pub fn cursors(&self) -> &BTreeMap<String, u64> {
+        &self.cursors
     }
 
     /// Writes the hosts' cursors (after their wakes were printed).

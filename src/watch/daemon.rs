@@ -73,6 +73,8 @@ pub enum End {
     /// the first one was noticed (empty when a host's wakes ended it:
     /// `Options::hosts` holds those).
     Wakes(Vec<Wake>),
+    /// [`Options::deadline`] passed first.
+    Deadline,
 }
 
 /// Options of the loop.
@@ -85,6 +87,8 @@ pub struct Options {
     pub no_notify: bool,
     /// `--until-wake`: the hosts' wakes, read in the background; one ends the loop.
     pub hosts: Option<std::sync::Arc<crate::remote::wakes::Feed>>,
+    /// End the loop at this instant (`fm wake --wait --timeout`).
+    pub deadline: Option<Instant>,
 }
 
 fn wall_secs() -> f64 {
@@ -263,6 +267,9 @@ pub fn run(
         if let Some(sig) = stop_signal() {
             return Ok(End::Signal(sig));
         }
+        if opts.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(End::Deadline);
+        }
         // `state/` replaced under this watcher: its lock and its events
         // are the old directory's.
         let away = match check_lock(home, lock) {
@@ -401,6 +408,9 @@ pub fn run(
         } else {
             next_beat.min(next_rescan).min(next_sweep)
         };
+        if let Some(d) = opts.deadline {
+            until = until.min(d);
+        }
         let mut on_time = false;
         if let Some(&due) = dues.values().min().filter(|_| !away) {
             // Just past the second: the pass's clock reads it as due.
@@ -476,11 +486,15 @@ pub fn follow(
     home: &Home,
     start: u64,
     hosts: Option<&crate::remote::wakes::Feed>,
+    deadline: Option<Instant>,
 ) -> Result<Followed> {
     let mut next_try = Instant::now() + TAKEOVER_EVERY;
     loop {
         if let Some(sig) = stop_signal() {
             return Ok(Followed::End(End::Signal(sig)));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Followed::End(End::Deadline));
         }
         if !wakes::read_since(home, start)?.0.is_empty()
             || hosts.is_some_and(crate::remote::wakes::Feed::any)
