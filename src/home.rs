@@ -302,6 +302,10 @@ impl Home {
     pub(crate) fn mate_waiter(&self) -> PathBuf {
         self.state_dir().join(".mate.waiter")
     }
+    /// What `fm mate init` wrote: `<path>\t<sha256>` lines.
+    pub(crate) fn mate_pack(&self) -> PathBuf {
+        self.state_dir().join(".mate.pack")
+    }
     /// ssh's control sockets, one per host connection (mode 0700).
     pub fn ssh_dir(&self) -> PathBuf {
         self.state_dir().join("ssh")

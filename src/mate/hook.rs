@@ -1,16 +1,143 @@
-//! The first mate's harness hooks (docs/spec/mate.md#hooks).
+//! The first mate's harness hooks (docs/spec/mate.md#hooks): what
+//! `fm mate hook <event> --harness <h>` does when the lead's harness runs
+//! it, in that harness's protocol.
+//!
+//! - `session-start`: prints the fleet's digest on stdout (both harnesses
+//!   add a start hook's stdout to the lead's context) and exits 0. It
+//!   presents no packet: the waiter does.
+//! - `stop`: waits (`fm wake --wait`) and hands the packet over by exiting
+//!   2 with it on stderr — Claude Code (an `asyncRewake` hook: the lead is
+//!   idle meanwhile, and the exit starts its next turn) and Codex (a
+//!   blocking Stop hook: the exit continues the turn with the packet as
+//!   its prompt). A waiter superseded by a newer one, or ended by a
+//!   signal, exits 0 and says nothing. Near the harness's own timeout it
+//!   exits 2 with a one-line note, so the lead's next turn re-arms it
+//!   (the only wake that is not news: at most one a day).
 
+use std::path::Path;
+
+use super::pack::{File, MARK, WAIT_SECS};
+use super::wait::Waited;
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::home::Home;
 
-/// Runs hook `event` for `harness`.
+/// Seconds before the harness's timeout that the waiter gives up itself.
+const MARGIN_SECS: f64 = 60.0;
+
+/// The exit that hands stderr to the model (both harnesses).
+const HAND_OVER: u8 = 2;
+
+/// Reads and drops the hook's payload in the background (the harness
+/// writes it to stdin; nothing here needs it, and a reader that stopped
+/// early must not stall the writer).
+fn drain_stdin() {
+    std::thread::spawn(|| {
+        use std::io::Read;
+        let mut sink = [0u8; 8192];
+        let mut stdin = std::io::stdin().lock();
+        let mut left: usize = 1 << 20;
+        while left > 0 {
+            match stdin.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    });
+}
+
+/// The digest a session starts with: the fleet in numbers, what needs
+/// the captain, every open decision, and how the wakes will come.
+pub fn digest(home: &Home, cfg: &Config, now: u64) -> Result<String> {
+    let (rows, warnings) = crate::route::fleet::fleet(home, cfg, now)?;
+    let mut p = super::packet::build(&rows, &[], now);
+    p.warnings = warnings;
+    let unacked = super::ledger::Ledger::load(home)?;
+    let waiting = crate::wakes::read_since(home, unacked.cursor.local)?
+        .0
+        .len();
+    let mut out =
+        String::from("firstmate digest (you are the first mate; AGENTS.md is your manual)\n");
+    out.push_str(&p.text().replacen("no news \u{b7} ", "", 1));
+    if waiting > 0 {
+        out.push_str(&format!(
+            "{waiting} wake{} not yet acknowledged: the next packet brings them\n",
+            if waiting == 1 { "" } else { "s" }
+        ));
+    }
+    out.push_str("packets come by themselves; `fm wake` shows the current one\n");
+    Ok(out)
+}
+
+/// Runs hook `event` for `harness`; returns the exit code.
 pub fn run(
-    _home: &Home,
-    _cfg: &Config,
-    _event: &str,
-    _harness: &str,
-    _timeout: Option<f64>,
+    home: &Home,
+    cfg: &Config,
+    event: &str,
+    harness: &str,
+    timeout: Option<f64>,
 ) -> Result<u8> {
-    Ok(0)
+    drain_stdin();
+    match event {
+        "session-start" => {
+            crate::output::out_block(&digest(home, cfg, crate::clock::now())?)?;
+            Ok(0)
+        }
+        "stop" => {
+            let secs = timeout.unwrap_or(WAIT_SECS as f64 - MARGIN_SECS).max(1.0);
+            crate::watch::daemon::install_signals();
+            match super::wait::wait(home, cfg, Some(super::wait::secs(secs)))? {
+                Waited::Packet(p) => {
+                    crate::output::err_block(&p.text());
+                    Ok(HAND_OVER)
+                }
+                Waited::Timeout => {
+                    crate::output::err_line(
+                        "firstmate: no news for a long while; nothing to do (this only re-arms the wait). End your turn.",
+                    );
+                    Ok(HAND_OVER)
+                }
+                Waited::Superseded | Waited::Signal(_) => Ok(0),
+            }
+        }
+        _ => Err(Error::Usage(format!(
+            "unknown hook event {event} for {harness}"
+        ))),
+    }
+}
+
+/// Codex's files: the hooks (`.codex/hooks.json`) and the project
+/// config marking the lead's commands.
+pub fn codex_files(fm: &Path, home: &Path) -> Vec<File> {
+    let cmd = |e: &str| {
+        format!(
+            "{} mate hook {e} --harness codex --home {}",
+            crate::shq::quote_path(fm),
+            crate::shq::quote_path(home)
+        )
+    };
+    let hooks = serde_json::json!({
+        "hooks": {
+            "SessionStart": [{ "hooks": [{ "type": "command", "command": cmd("session-start") }]}],
+            "Stop": [{ "hooks": [{ "type": "command", "command": cmd("stop"), "timeout": WAIT_SECS }]}],
+        }
+    });
+    let config = format!(
+        "# Written by `fm mate init --harness codex`: the first mate's commands are marked.\n[shell_environment_policy]\nset = {{ {MARK} = \"1\", FM_HOME = {} }}\n",
+        toml_string(&home.to_string_lossy())
+    );
+    vec![
+        File {
+            rel: ".codex/hooks.json".into(),
+            bytes: (serde_json::to_string_pretty(&hooks).unwrap_or_default() + "\n").into_bytes(),
+        },
+        File {
+            rel: ".codex/config.toml".into(),
+            bytes: config.into_bytes(),
+        },
+    ]
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
 }

@@ -74,7 +74,8 @@ pub struct Event {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     pub text: String,
-    pub age_secs: u64,
+    /// Seconds since it happened, when known.
+    pub age_secs: Option<u64>,
     /// Shell commands that act on it (placeholders in `<…>`).
     pub commands: Vec<String>,
 }
@@ -87,7 +88,8 @@ pub struct Decision {
     pub host: Option<String>,
     pub key: String,
     pub text: String,
-    pub age_secs: u64,
+    /// Seconds since it was opened, when the line carried its time.
+    pub age_secs: Option<u64>,
     pub command: String,
 }
 
@@ -178,8 +180,8 @@ fn commands(kind: &str, task: &str, row: Option<&Row>) -> Vec<String> {
     }
 }
 
-fn age(now: u64, at: Option<u64>) -> u64 {
-    at.map_or(0, |a| now.saturating_sub(a))
+fn age(now: u64, at: Option<u64>) -> Option<u64> {
+    at.map(|a| now.saturating_sub(a))
 }
 
 /// Builds the packet for `wakes` (in feed order) over the fleet's `rows`.
@@ -234,7 +236,7 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
                         },
                         key: Some(k.clone()),
                         text: one_line(&text),
-                        age_secs: now.saturating_sub(w.epoch),
+                        age_secs: Some(now.saturating_sub(w.epoch)),
                         commands: vec![answer_command(&w.task, k)],
                     }
                 } else {
@@ -243,7 +245,7 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
                         kind: "resolved".into(),
                         key: Some(k.clone()),
                         text: format!("answered since: {}", one_line(&text)),
-                        age_secs: now.saturating_sub(w.epoch),
+                        age_secs: Some(now.saturating_sub(w.epoch)),
                         commands: Vec::new(),
                     }
                 }
@@ -254,7 +256,7 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
                 kind,
                 key,
                 text: one_line(&text),
-                age_secs: now.saturating_sub(w.epoch),
+                age_secs: Some(now.saturating_sub(w.epoch)),
             },
         };
         items[i].events.push(event);
@@ -321,7 +323,7 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
             });
         }
     }
-    open.sort_by_key(|d| std::cmp::Reverse(d.age_secs));
+    open.sort_by_key(|d| std::cmp::Reverse(d.age_secs.unwrap_or(0)));
     Packet {
         token: None,
         shown: 0,
@@ -335,14 +337,19 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
     }
 }
 
-/// An age as the packet says it: `45s`, `12m`, `3h`, `2d`.
-fn short_age(secs: u64) -> String {
-    match secs {
+/// An age as the packet says it: ` (45s)`, ` (12m)`, ` (3h)`, ` (2d)`;
+/// nothing when unknown.
+fn short_age(secs: Option<u64>) -> String {
+    let Some(secs) = secs else {
+        return String::new();
+    };
+    let s = match secs {
         s if s < 60 => format!("{s}s"),
         s if s < 3600 => format!("{}m", s / 60),
         s if s < 86_400 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86_400),
-    }
+    };
+    format!(" ({s})")
 }
 
 impl Packet {
@@ -389,7 +396,7 @@ impl Packet {
             for e in &it.events {
                 let key = e.key.as_ref().map(|k| format!(" {k}")).unwrap_or_default();
                 out.push_str(&format!(
-                    "  {}{key} ({}): {}\n",
+                    "  {}{key}{}: {}\n",
                     e.kind,
                     short_age(e.age_secs),
                     e.text
@@ -400,11 +407,15 @@ impl Packet {
             }
         }
         if !self.open_decisions.is_empty() {
-            out.push_str("open decisions elsewhere:\n");
+            out.push_str(if self.items.is_empty() {
+                "open decisions:\n"
+            } else {
+                "open decisions elsewhere:\n"
+            });
             for d in &self.open_decisions {
                 let at = d.host.as_ref().map(|h| format!("@{h}")).unwrap_or_default();
                 out.push_str(&format!(
-                    "  {}{at} {} ({}): {}\n    $ {}\n",
+                    "  {}{at} {}{}: {}\n    $ {}\n",
                     d.task,
                     d.key,
                     short_age(d.age_secs),
