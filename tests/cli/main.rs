@@ -24,6 +24,7 @@ mod dod;
 mod fm;
 mod harden;
 mod harness;
+mod mate;
 mod notify;
 mod pane;
 mod pane_identity;
