@@ -466,3 +466,71 @@ fn the_hooks_hand_over_a_digest_and_a_packet() {
         .run();
     assert_eq!(quiet.stdout(), "");
 }
+
+#[test]
+fn a_big_backlog_comes_in_packets_that_fit_the_budget() {
+    let h = TestHome::new();
+    let mut status = String::new();
+    for i in 0..60 {
+        status.push_str(&format!(
+            "needs-decision [key=k{i}]: question {i} {}\n",
+            "words ".repeat(30)
+        ));
+    }
+    task(&h, "busy", &status);
+    pass(&h);
+    let mut seen = 0;
+    let mut packets = 0;
+    loop {
+        let v = wake(&h).arg("--json").stdout_json().run().json();
+        let text = wake(&h).stdout_any().run().stdout();
+        let Some(token) = v["token"].as_str() else {
+            break;
+        };
+        packets += 1;
+        assert!(text.len() <= 8 * 1024 + 200, "{} bytes", text.len());
+        let wakes = v["items"][0]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["seq"].is_u64())
+            .count();
+        assert!(wakes > 0);
+        seen += wakes;
+        if seen < 60 {
+            assert!(v["more_wakes"].as_u64().unwrap() > 0, "{v}");
+            assert!(
+                text.contains("more wakes come in the next packet"),
+                "{text}"
+            );
+        }
+        wake(&h).args(["--ack", token]).stdout_any().run();
+        assert!(packets < 20, "the backlog ends");
+    }
+    assert_eq!(seen, 60, "every wake once, in {packets} packets");
+    assert!(packets > 1);
+}
+
+#[test]
+fn an_orphaned_stop_hook_ends_with_its_harness() {
+    let h = TestHome::new();
+    task(&h, "a", "working: on it\n");
+    let fm = crate::harness::bin("fm");
+    // The "harness" starts the hook and dies at once.
+    let out = Cmd::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' mate hook stop --timeout 60 </dev/null >/dev/null 2>&1 & echo $!; sleep 1",
+            fm.display()
+        ))
+        .env("FM_HOME", h.root())
+        .stdout_any()
+        .run()
+        .stdout();
+    let pid: i32 = out.trim().parse().unwrap();
+    let alive = || unsafe { libc::kill(pid, 0) } == 0;
+    assert!(
+        wait_until(10.0, || !alive()),
+        "the waiter outlived its harness"
+    );
+}
