@@ -50,6 +50,7 @@ pub(crate) mod fsnotice;
 pub mod fsx;
 pub(crate) mod git;
 pub(crate) mod gitfiles;
+pub(crate) mod grant;
 pub(crate) mod harness;
 pub mod home;
 pub mod inbox;

@@ -86,6 +86,8 @@ enum Cmd {
         #[command(flatten)]
         home: HomeArg,
     },
+    /// The captain's word: let the first mate do VERB to task ID once
+    Grant(super::grant::GrantArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -137,6 +139,7 @@ fn run(a: Args) -> Result<u8> {
         }
         Cmd::Man { dir } => man(&dir),
         Cmd::Demo { keep } => crate::demo::run(keep),
+        Cmd::Grant(a) => super::grant::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

@@ -20,6 +20,7 @@ pub mod control;
 pub mod crew_state;
 pub mod dod;
 pub mod fm;
+pub(crate) mod grant;
 pub mod send;
 pub mod status;
 pub mod top;
