@@ -63,6 +63,15 @@ impl Verb {
         }
     }
 
+    /// What the grant lets the first mate do, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            Verb::Teardown => "teardown --force: discard unlanded work",
+            Verb::Exit => "exit/relaunch --force: clear typed text or a dialog",
+            Verb::Land => "land or merge the task's work",
+        }
+    }
+
     /// A verb as typed; anything else is a usage error.
     pub fn parse(s: &str) -> Result<Verb> {
         Verb::ALL
@@ -128,7 +137,7 @@ impl Grant {
 /// The grant the action needs, and the words naming it, when the first
 /// mate asks for it: `teardown --force` → teardown, `exit --force` and
 /// `relaunch --force` → exit. Other actions need none.
-pub fn needs(action: &Action) -> Option<(Verb, &'static str)> {
+pub(crate) fn needs(action: &Action) -> Option<(Verb, &'static str)> {
     match action {
         Action::Teardown { force: true } => Some((Verb::Teardown, "teardown --force")),
         Action::Exit { force: true } => Some((Verb::Exit, "exit --force")),
@@ -306,7 +315,7 @@ pub fn refusal(id: &TaskId, verb: Verb, what: &str) -> Error {
 /// for the captain or an action that needs no grant; for the first mate,
 /// the grant is taken (and returned, to give back if the action fails)
 /// or the action refused with [`refusal`].
-pub fn guard(
+pub(crate) fn guard(
     home: &Home,
     actor: Actor,
     id: &TaskId,

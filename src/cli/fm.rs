@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../config/firstmate.tom
 #[command(
     name = "fm",
     version,
-    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board, top\n\nExamples:\n  fm init ~/fleet\n  fm demo\n  fm top\n  fm peek fix-login --lines 20\n  fm attach fix-login\n  fm status fix-login --json\n  fm doctor"
+    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board, top\n\nExamples:\n  fm\n  fm init ~/fleet\n  fm demo\n  fm top\n  fm peek fix-login --lines 20\n  fm attach fix-login\n  fm status fix-login --json\n  fm doctor\n  fm grant fix-login teardown"
 )]
 struct Args {
     #[command(subcommand)]
@@ -97,6 +97,10 @@ enum Cmd {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
+    // Bare `fm`: what needs the captain now, not a usage error.
+    if args.len() == 1 {
+        return common::finish(TOOL, super::needs_you::run());
+    }
     if let Some(first) = args.get(1).and_then(|a| a.to_str())
         && let Some(tool) = super::tool(first)
     {

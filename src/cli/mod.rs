@@ -21,6 +21,7 @@ pub mod crew_state;
 pub mod dod;
 pub mod fm;
 pub(crate) mod grant;
+mod needs_you;
 pub mod send;
 pub mod status;
 pub mod top;
