@@ -207,3 +207,40 @@ fn grant_and_guard_work_in_an_empty_environment() {
         .run();
     assert_eq!(h.read_string("state/grants"), "");
 }
+
+/// A remote task is guarded in the captain's home before anything is sent
+/// to its host; an action that then fails (the host down) gives the
+/// grant back.
+#[test]
+fn a_remote_task_is_guarded_here_and_a_failed_action_gives_the_grant_back() {
+    let h = TestHome::new();
+    h.write(
+        "config/firstmate.toml",
+        "[hosts.box]\ndestination = \"127.0.0.1\"\nhome = \"/nonexistent/home\"\n\
+         ssh_options = [\"-p\", \"1\", \"-o\", \"BatchMode=yes\"]\ntimeout_ms = 3000\n",
+    );
+    h.write("state/r1.meta", "kind=ship\nhost=box\n");
+    h.fm("control")
+        .env("FM_MATE", "1")
+        .args(["r1", "teardown", "--force"])
+        .status(1)
+        .stderr(
+            "fm-control: error: teardown --force of r1 needs the captain's grant; \
+             the captain runs: fm grant r1 teardown\n",
+        )
+        .run();
+    h.fm("fm")
+        .args(["grant", "r1", "teardown"])
+        .stdout_any()
+        .run();
+    h.fm("control")
+        .env("FM_MATE", "1")
+        .args(["r1", "teardown", "--force"])
+        .status(3)
+        .stderr_any()
+        .run();
+    h.fm("fm")
+        .args(["grant", "--list"])
+        .stdout_regex(r"^r1 teardown until .*\n$")
+        .run();
+}
