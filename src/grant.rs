@@ -328,8 +328,10 @@ pub(crate) fn guard(
     check(home, actor, id, verb, what, now)
 }
 
-/// [`guard`] for a verb named directly (landing, issue-tracker work to
-/// come calls it with [`Verb::Land`]).
+/// [`guard`] for a verb named directly: the landing command to come
+/// calls it with [`Verb::Land`] and its own words (`land`) before it
+/// merges anything, and gives the grant back with [`give_back`] if the
+/// landing fails.
 pub fn check(
     home: &Home,
     actor: Actor,
