@@ -22,6 +22,7 @@ mod cron;
 mod demo;
 mod dod;
 mod fm;
+mod grant;
 mod harden;
 mod harness;
 mod mate;
