@@ -280,7 +280,10 @@ mod tests {
     fn the_fold_is_linear_in_distinct_open_decisions() {
         // The fastest of five folds of each size: a busy machine slows
         // some runs, rarely all five, so the ratio of the minima keeps the
-        // factor of 10 a linear fold has (a quadratic one has 100).
+        // factor of 10 a linear fold has (a quadratic one has 100). The
+        // large log outgrows the caches the small one fits in, which alone
+        // was seen to make it 40 times slower under load: the bound sits
+        // between that and the quadratic factor.
         let time = |n: usize| {
             let log = many_decisions(n);
             (0..5)
@@ -297,7 +300,7 @@ mod tests {
         let small = time(20_000).max(std::time::Duration::from_micros(500));
         let large = time(200_000);
         assert!(
-            large < small * 40,
+            large < small * 70,
             "20k decisions {small:?}, 200k {large:?}: not linear"
         );
     }
