@@ -170,4 +170,8 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
     }
     checks.extend(debris_check(home));
     checks.push(watcher_check(home, poll_secs));
+    if let Some((warn, detail)) = crate::mate::pack::health(home) {
+        let level = if warn { Level::Warn } else { Level::Ok };
+        checks.push(Check::new("first mate", level, detail));
+    }
 }

@@ -312,3 +312,67 @@ pub fn init_cli(dir: Option<&Path>, harness: &str, force: bool) -> Result<u8> {
     }
     Ok(0)
 }
+
+/// What `fm doctor` says of the pack: `None` when `fm mate init` never
+/// ran here; else whether it warns, and the detail.
+pub fn health(home: &Home) -> Option<(bool, String)> {
+    let record = read_record(home).ok().filter(|r| !r.is_empty())?;
+    let fm = fm_path().unwrap_or_default();
+    let mut current: BTreeMap<String, String> = BTreeMap::new();
+    for h in [Harness::Claude, Harness::Codex] {
+        for f in files(h, &fm, home.root()) {
+            current.insert(f.rel, hex(&f.bytes));
+        }
+    }
+    let (mut missing, mut edited, mut old) = (Vec::new(), Vec::new(), Vec::new());
+    for (rel, written) in &record {
+        match fsx::read_optional(&home.root().join(rel)) {
+            Ok(Some(b)) if &hex(&b) == written => {}
+            Ok(Some(_)) => edited.push(rel.as_str()),
+            _ => missing.push(rel.as_str()),
+        }
+        if current.get(rel).is_some_and(|c| c != written) {
+            old.push(rel.as_str());
+        }
+    }
+    let harness = if record.contains_key(".codex/hooks.json") {
+        "codex"
+    } else {
+        "claude"
+    };
+    let waiter = fsx::read_optional(&home.mate_waiter())
+        .ok()
+        .flatten()
+        .and_then(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\t')
+                .next()
+                .and_then(|p| p.trim().parse::<i32>().ok())
+        })
+        .filter(|&pid| {
+            rustix::process::Pid::from_raw(pid)
+                .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
+        });
+    let mut parts = vec![format!("{harness} pack, {} files", record.len())];
+    parts.push(waiter.map_or_else(
+        || "no waiter running (the lead is not waiting for wakes)".to_string(),
+        |p| format!("waiter pid {p}"),
+    ));
+    let warn = !missing.is_empty() || !old.is_empty();
+    if !missing.is_empty() {
+        parts.push(format!(
+            "missing: {} (`fm mate init` writes them again)",
+            missing.join(", ")
+        ));
+    }
+    if !old.is_empty() {
+        parts.push(format!(
+            "written by another fm: {} (`fm mate init` updates them)",
+            old.join(", ")
+        ));
+    }
+    if !edited.is_empty() {
+        parts.push(format!("edited by you: {}", edited.join(", ")));
+    }
+    Some((warn, parts.join("; ")))
+}

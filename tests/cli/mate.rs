@@ -534,3 +534,55 @@ fn an_orphaned_stop_hook_ends_with_its_harness() {
         "the waiter outlived its harness"
     );
 }
+
+#[test]
+fn doctor_says_how_the_first_mate_stands() {
+    let h = TestHome::new();
+    let before = h
+        .fm("fm")
+        .arg("doctor")
+        .status_any()
+        .stdout_any()
+        .run()
+        .stdout();
+    assert!(!before.contains("first mate"), "no pack, no line: {before}");
+    h.fm("fm").args(["mate", "init"]).stdout_any().run();
+    let line = |h: &TestHome| {
+        let out = h
+            .fm("fm")
+            .arg("doctor")
+            .status_any()
+            .stdout_any()
+            .run()
+            .stdout();
+        out.lines()
+            .find(|l| l.contains("first mate: "))
+            .unwrap_or_else(|| panic!("no first mate line:\n{out}"))
+            .to_string()
+    };
+    assert_eq!(
+        line(&h),
+        "ok   first mate: claude pack, 13 files; no waiter running (the lead is not waiting for wakes)"
+    );
+    h.write("AGENTS.md", "my own manual\n");
+    assert!(
+        line(&h).ends_with("; edited by you: AGENTS.md"),
+        "{}",
+        line(&h)
+    );
+    std::fs::remove_file(h.path(".claude/skills/run-while-away/SKILL.md")).unwrap();
+    let l = line(&h);
+    assert!(l.starts_with("warn first mate: "), "{l}");
+    assert!(
+        l.contains("missing: .claude/skills/run-while-away/SKILL.md"),
+        "{l}"
+    );
+    // A waiter that runs is named.
+    let waiter = wake(&h).arg("--wait").stdout_any().start();
+    assert!(wait_until(10.0, || waiter_is(&h, waiter.pid())));
+    assert!(
+        line(&h).contains(&format!("waiter pid {}", waiter.pid())),
+        "{}",
+        line(&h)
+    );
+}
