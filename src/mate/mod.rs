@@ -198,6 +198,15 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
         Some(_) => p,
         None => packet::build(&rows, &[], now),
     };
+    let since = ledger
+        .packets
+        .iter()
+        .rev()
+        .find(|q| q.acked)
+        .map_or(0, |q| q.epoch);
+    for it in p.items.iter_mut().filter(|it| it.host.is_none()) {
+        it.notes = notes(home, cfg, &it.task, since, &it.events);
+    }
     if let Some(pr) = presented {
         p.token = Some(pr.token());
         p.shown = pr.shown;
@@ -207,6 +216,42 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
     p.warnings.append(&mut news.warnings);
     p.warnings.append(&mut row_warnings);
     Ok(Some(p))
+}
+
+/// The status lines `task` wrote at or after `since` (by their `at=`)
+/// that none of `events` shows, the newest [`packet::NOTES_MAX`], read
+/// from the log's last 16 KiB.
+fn notes(
+    home: &Home,
+    cfg: &Config,
+    task: &str,
+    since: u64,
+    events: &[packet::Event],
+) -> Vec<String> {
+    let Ok(id) = crate::task_id::TaskId::parse(task) else {
+        return Vec::new();
+    };
+    let Ok(Some((bytes, _, _))) = crate::fsx::read_from(
+        &home.status(&id),
+        crate::fsx::Start::Tail(16 * 1024),
+        16 * 1024,
+    ) else {
+        return Vec::new();
+    };
+    let paused = &cfg.brief.paused_verb;
+    let mut out: Vec<String> = crate::fsx::complete_lines(&bytes)
+        .split(|&b| b == b'\n')
+        .filter_map(|raw| match crate::status::parse_line(raw, paused) {
+            crate::status::Parsed::Line(l) if l.at.is_some_and(|at| at >= since) => {
+                let text = packet::one_line(&l.text);
+                (!events.iter().any(|e| e.text == text)).then(|| format!("{}: {text}", l.verb))
+            }
+            _ => None,
+        })
+        .collect();
+    let extra = out.len().saturating_sub(packet::NOTES_MAX);
+    out.drain(..extra);
+    out
 }
 
 /// The newest packet's number and showings, for [`Ask::Due`]'s `since`.

@@ -18,6 +18,8 @@ pub const TEXT_MAX: usize = 240;
 pub const ELSEWHERE_MAX: usize = 10;
 /// Most open decisions added to a packet's worker beyond its wakes.
 pub const EXTRA_MAX: usize = 3;
+/// Most unread status lines shown per worker.
+pub const NOTES_MAX: usize = 3;
 
 /// One wake packet, as `--json` prints it (schema: docs/mate-wake-schema.json).
 #[derive(Debug, Clone, Serialize)]
@@ -62,6 +64,10 @@ pub struct Item {
     pub detail: String,
     pub inbox_pending: usize,
     pub events: Vec<Event>,
+    /// Status lines it wrote since the lead's last acknowledged packet
+    /// that no event shows (at most [`NOTES_MAX`], oldest first; local
+    /// workers only).
+    pub notes: Vec<String>,
 }
 
 /// One thing that happened to a worker, and what acts on it.
@@ -110,7 +116,7 @@ fn word(s: &str) -> String {
 }
 
 /// `s` on one line, cut at [`TEXT_MAX`] bytes (with `…`).
-fn one_line(s: &str) -> String {
+pub(super) fn one_line(s: &str) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -211,6 +217,7 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
                 detail: row.map(|r| one_line(&r.detail)).unwrap_or_default(),
                 inbox_pending: row.map_or(0, |r| r.inbox_pending),
                 events: Vec::new(),
+                notes: Vec::new(),
             });
             items.len() - 1
         };
@@ -402,6 +409,9 @@ impl Packet {
                 format!(" \u{b7} {}", it.detail)
             };
             out.push_str(&format!("{}{at}: {state}{detail}{unread}\n", it.task));
+            for n in &it.notes {
+                out.push_str(&format!("  note: {n}\n"));
+            }
             for e in &it.events {
                 let key = e.key.as_ref().map(|k| format!(" {k}")).unwrap_or_default();
                 out.push_str(&format!(

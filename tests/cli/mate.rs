@@ -586,3 +586,44 @@ fn doctor_says_how_the_first_mate_stands() {
         line(&h)
     );
 }
+
+#[test]
+fn a_workers_unread_status_lines_come_as_notes() {
+    let h = TestHome::new();
+    let now = firstmate::clock::now();
+    task(
+        &h,
+        "a",
+        &format!(
+            "working [at={}]: old news\nworking [at={}]: tests pass\nworking [at={}]: now on docs\nworking: no time given\nneeds-decision [at={}] [key=db]: which?\n",
+            now - 7200,
+            now - 5,
+            now - 4,
+            now - 3
+        ),
+    );
+    pass(&h);
+    let out = wake(&h).stdout_any().run().stdout();
+    assert!(
+        out.contains("a: parked\n  note: working: old news\n  note: working: tests pass\n  note: working: now on docs\n  decision db"),
+        "before any ack every timed line counts, the newest three: {out}"
+    );
+    assert!(!out.contains("no time given"), "{out}");
+    assert_eq!(out.matches("which?").count(), 1, "{out}");
+    wake(&h).args(["--ack", "w1"]).stdout_any().run();
+    // Lines older than the acknowledged packet count as read (a line of
+    // the very second it was shown counts as unread: shown twice rather
+    // than lost).
+    let later = firstmate::clock::now();
+    append(
+        &h,
+        "a",
+        &format!(
+            "working [at={later}]: after the answer\nblocked [at={later}] [key=net]: offline\n"
+        ),
+    );
+    pass(&h);
+    let out = wake(&h).stdout_any().run().stdout();
+    assert!(out.contains("  note: working: after the answer\n"), "{out}");
+    assert!(!out.contains("tests pass"), "{out}");
+}
