@@ -183,3 +183,80 @@ fn until_wake_returns_on_a_hosts_new_wake_and_never_waits_on_a_stopped_host() {
     d.signal(libc::SIGTERM);
     d.wait(10.0);
 }
+
+/// The first mate's packet holds a host's wakes beside the local ones;
+/// the ack moves each feed's own offset, and a host that was down keeps
+/// its wakes for a later packet.
+#[test]
+fn the_first_mates_packet_holds_the_hosts_wakes_and_acks_each_feed() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 5_000));
+    let now = firstmate::clock::now();
+    h.write(
+        "state/wakes.log",
+        wake(1, now - 100, "l1", "needs-decision key=db: local question"),
+    );
+    let mut far_log = wake(1, now - 50, "r1", "blocked: far reason");
+    sshd.far_write("state/wakes.log", &far_log);
+    let v = h
+        .fm("fm")
+        .args(["wake", "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(v["token"], "w1", "{v}");
+    let tasks: Vec<(String, Option<String>)> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["task"].as_str().unwrap().to_string(),
+                i["host"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tasks,
+        [("l1".into(), None), ("r1".into(), Some("far".into()))],
+        "{v}"
+    );
+    let text = h.fm("fm").arg("wake").stdout_any().run().stdout();
+    assert!(text.contains("r1@far: "), "{text}");
+    h.fm("fm").args(["wake", "--ack", "w1"]).stdout_any().run();
+    let cursor = h.read_string("state/.mate.cursor");
+    assert!(
+        cursor
+            .lines()
+            .any(|l| l == format!("far\t{}", far_log.len())),
+        "{cursor}"
+    );
+    assert!(
+        !h.fm("fm")
+            .args(["wake", "--json"])
+            .stdout_json()
+            .run()
+            .json()["token"]
+            .is_string()
+    );
+
+    // Down: the packet says so and the host's new wake waits for it.
+    sshd.kill();
+    far_log += &wake(2, now - 5, "r1", "failed: far crash");
+    sshd.far_write("state/wakes.log", &far_log);
+    let down = h.fm("fm").arg("wake").stdout_any().run().stdout();
+    assert!(
+        down.contains("warning: host far: no wakes this time"),
+        "{down}"
+    );
+    assert!(!down.contains("far crash"), "{down}");
+    sshd.restart();
+    let up = h.fm("fm").arg("wake").stdout_any().run().stdout();
+    assert!(up.starts_with("wake w2: 1 worker with news"), "{up}");
+    assert!(up.contains("failed") && up.contains("far crash"), "{up}");
+    // The far side's cursors never moved.
+    assert!(!sshd.far_home.join("state/.mate.cursor").exists());
+}
