@@ -182,6 +182,13 @@ EOF
     done
     echo "   spawned in $((SECONDS - t0)) s" >&2
 
+    # The session opens: its SessionStart hook runs the digest, handed to the
+    # model once per session.
+    printf '{"session_id":"bench","source":"startup"}\n' > "$work/start-payload"
+    (cd "$H" && timeout 300 claude -c '"$FM_HOME/bin/fm-sessionstart-run.sh"; exit $?' \
+        < "$work/start-payload" > "$out/orig/session-start.txt" 2> /dev/null) || true
+    row orig session "SessionStart hook: the digest" "$(wc -c < "$out/orig/session-start.txt")" 0 0
+
     echo "== orig: five events within a minute" >&2
     local st="$H/state"
     printf 'needs-decision [key=cache-store]: %s\n' "$q_cache" >> "$st/mb01.status"
@@ -321,6 +328,11 @@ run_ours() {
     p0=$(fm wake 2> /dev/null | sed -n 's/.*fm wake --ack \([^ ]*\).*/\1/p' | tail -1)
     [ -z "$p0" ] || fm wake --ack "$p0" > /dev/null
 
+    # The session opens: its SessionStart hook prints the digest, handed to
+    # the model once per session.
+    fm mate hook session-start --harness claude < /dev/null > "$out/ours/session-start.txt" 2> /dev/null || true
+    row ours session "SessionStart hook: the digest" "$(wc -c < "$out/ours/session-start.txt")" 0 0
+
     echo "== ours: five events within a minute" >&2
     # The workers' own doings, through their inboxes (the stand-in acts on
     # each line); not the lead's calls.
@@ -443,16 +455,23 @@ for name, pred in groups:
 print(f"| **all five events** | **{cell(*tot['orig'])}** | **{cell(*tot['ours'])}** |")
 if tot["orig"][2] and tot["ours"][2] and tot["orig"][0]:
     print(f"| ours / original | | {tot['ours'][0] / tot['orig'][0]:.2f} of the bytes, {tot['ours'][1]} calls against {tot['orig'][1]} |")
+    skills = sum(int(r[3]) for r in rows if r[0] == "orig" and r[2].startswith("load ") and r[1] != "manual")
+    if skills:
+        print(f"| the same, the original's skill reads left out ({skills:,} B) | | {tot['ours'][0] / (tot['orig'][0] - skills):.2f} of the bytes |")
 for side in ("orig", "ours"):
-    b, c, ok = pick(side, lambda e: e == "manual")
+    b, c, ok = pick(side, lambda e: e in ("manual", "session"))
     if ok:
-        parts = " + ".join(f"{r[2]} {int(r[3]):,} B" for r in rows if r[0] == side and r[1] == "manual")
-        print(f"| manual, once per session ({side}) | {parts} = {b:,} B · {tok(b):,} tok | |")
+        parts = " + ".join(f"{r[2]} {int(r[3]):,} B" for r in rows if r[0] == side and r[1] in ("manual", "session"))
+        print(f"| once per session ({side}) | {parts} = {b:,} B · {tok(b):,} tok | |")
+man = {side: pick(side, lambda e: e == "manual") for side in ("orig", "ours")}
+if man["orig"][2] and man["ours"][2] and tot["orig"][2] and tot["ours"][2]:
+    re = {side: (tot[side][1] + 1) * tok(man[side][0]) for side in ("orig", "ours")}
+    print(f"| manual re-read per wake: (calls + 1) model requests × the manual | {re['orig']:,} tok | {re['ours']:,} tok |")
 print()
 print("Tokens estimated as bytes / 4. Per call:")
 print()
 for r in rows:
-    if r[1] != "manual":
+    if r[1] not in ("manual", "session"):
         print(f"    {r[0]:4} {r[1]:10} {int(r[3]):6} B  {'call' if r[4] == '1' else 'free'}  {r[2]}" + (f"  (exit {r[5]})" if r[5] != "0" else ""))
 PY
 echo
