@@ -19,7 +19,9 @@
 #
 # Counted: bytes of everything the model receives (hook text and the output
 # of each call, stdout and stderr), tokens estimated as bytes / 4, and calls.
-# The manual's size (what loads on every turn) is counted once per session.
+# What the model gets once per session is counted apart: the manual
+# (AGENTS.md, CLAUDE.md, the skills' descriptions) and the session-start
+# digest; and the manual re-read by each model request of the wake.
 #
 #   scripts/bench-mate.sh [--orig GIT-URL-OR-DIR] [--side both|ours|orig] [--keep]
 #
@@ -29,8 +31,8 @@
 # packaged tool) is replaced by a three-line shim doing what it does here: a
 # subshell in a fresh worktree of the project.
 # Raw outputs are kept in target/bench-mate/<side>/. Exit 0 when both sides
-# ran; 2 when our side cannot run (`fm wake` missing), after the original's
-# side and the manual sizes are printed.
+# ran; 2 when ours cannot (`fm wake` missing, or `fm mate init` writing no
+# manual), after what could run is printed; 1 when a step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
         --orig) orig_src=$2; shift 2 ;;
         --side) side=$2; shift 2 ;;
         --keep) keep=1; shift ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-mate: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -63,7 +65,10 @@ pgids=()
 cleanup() {
     for g in "${pgids[@]}"; do kill -- "-$g" 2>/dev/null || true; done
     [ -d "$work/orig-tmux" ] && TMUX_TMPDIR="$work/orig-tmux" tmux kill-server 2>/dev/null || true
-    [ -n "${ours_socket:-}" ] && tmux -L "$ours_socket" kill-server 2>/dev/null || true
+    if [ -n "${ours_socket:-}" ]; then
+        tmux -L "$ours_socket" kill-server 2>/dev/null || true
+        rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$ours_socket"
+    fi
     if [ "$keep" = 1 ]; then
         echo "bench-mate: kept $work" >&2
     else
