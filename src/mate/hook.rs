@@ -12,7 +12,9 @@
 //!   its prompt). A waiter superseded by a newer one, or ended by a
 //!   signal, exits 0 and says nothing. Near the harness's own timeout it
 //!   exits 2 with a one-line note, so the lead's next turn re-arms it
-//!   (the only wake that is not news: at most one a day).
+//!   (the only wake that is not news: at most one a day). At a turn's
+//!   end, a packet left unacknowledged is shown again only if the
+//!   turn's transcript shows the lead had it.
 
 use std::path::Path;
 
@@ -28,22 +30,82 @@ const MARGIN_SECS: f64 = 60.0;
 /// The exit that hands stderr to the model (both harnesses).
 const HAND_OVER: u8 = 2;
 
-/// Reads and drops the hook's payload in the background (the harness
-/// writes it to stdin; nothing here needs it, and a reader that stopped
-/// early must not stall the writer).
-fn drain_stdin() {
-    std::thread::spawn(|| {
+/// What the hook's payload says (the harness writes it to stdin as one
+/// JSON object): the event and where the lead's conversation is kept.
+#[derive(Debug, Default)]
+struct Payload {
+    event: String,
+    transcript: Option<std::path::PathBuf>,
+}
+
+/// Reads the payload: at most 1 MiB, for at most 2 s (a harness that
+/// keeps stdin open must not hold the hook), in a thread that goes on
+/// draining what is left. Anything unreadable is an empty payload.
+fn payload() -> Payload {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         use std::io::Read;
-        let mut sink = [0u8; 8192];
+        let mut buf = Vec::new();
         let mut stdin = std::io::stdin().lock();
-        let mut left: usize = 1 << 20;
-        while left > 0 {
-            match stdin.read(&mut sink) {
+        let mut chunk = [0u8; 8192];
+        let mut sent = false;
+        loop {
+            match stdin.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
+                Ok(n) if buf.len() < 1 << 20 => buf.extend_from_slice(&chunk[..n]),
+                Ok(_) => {
+                    if !sent {
+                        let _ = tx.send(std::mem::take(&mut buf));
+                        sent = true;
+                    }
+                }
             }
         }
+        if !sent {
+            let _ = tx.send(buf);
+        }
     });
+    let Ok(bytes) = rx.recv_timeout(std::time::Duration::from_secs(2)) else {
+        return Payload::default();
+    };
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    Payload {
+        event: v["hook_event_name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        transcript: v["transcript_path"]
+            .as_str()
+            .filter(|p| p.starts_with('/'))
+            .map(std::path::PathBuf::from),
+    }
+}
+
+/// Whether the lead's conversation (`transcript`, the harness's own
+/// JSONL) shows packet `token` as handed over (`wake <token>:` or
+/// `wake <token> (`), in its last 8 MiB. An unreadable one says yes: the
+/// packet is then shown again, as without a transcript.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the harness's own transcript, read only"
+)]
+pub fn mentions(transcript: &Path, token: &str) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 8 << 20;
+    let Ok(mut f) = std::fs::File::open(transcript) else {
+        return true;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    if f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).is_err() {
+        return true;
+    }
+    let mut bytes = Vec::new();
+    if f.take(TAIL).read_to_end(&mut bytes).is_err() {
+        return true;
+    }
+    [format!("wake {token}:"), format!("wake {token} (")]
+        .iter()
+        .any(|needle| memchr::memmem::find(&bytes, needle.as_bytes()).is_some())
 }
 
 /// Ends this process when its parent (the harness that ran the hook)
@@ -96,7 +158,7 @@ pub fn run(
     harness: &str,
     timeout: Option<f64>,
 ) -> Result<u8> {
-    drain_stdin();
+    let payload = payload();
     match event {
         "session-start" => {
             crate::output::out_block(&digest(home, cfg, crate::clock::now())?)?;
@@ -106,7 +168,14 @@ pub fn run(
             orphan_guard();
             let secs = timeout.unwrap_or(WAIT_SECS as f64 - MARGIN_SECS).max(1.0);
             crate::watch::daemon::install_signals();
-            match super::wait::wait(home, cfg, Some(super::wait::secs(secs)))? {
+            // A session that just started never saw a packet: one left
+            // unacknowledged is shown again. At a turn's end, only if the
+            // turn had it.
+            let transcript = match payload.event.as_str() {
+                "SessionStart" => None,
+                _ => payload.transcript.as_deref(),
+            };
+            match super::wait::wait(home, cfg, Some(super::wait::secs(secs)), transcript)? {
                 Waited::Packet(p) => {
                     crate::output::err_block(&p.text());
                     Ok(HAND_OVER)

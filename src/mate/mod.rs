@@ -29,11 +29,14 @@ pub enum Ask {
     /// the fleet's numbers).
     Show,
     /// `fm wake --wait`: a packet only when there is news, or when the
-    /// newest packet was shown once before `since` and never acknowledged;
-    /// and only while `waiter` (when given) is still the home's waiter.
+    /// newest packet was shown once before `since`, never acknowledged,
+    /// and (when `transcript` names the lead's conversation) reached the
+    /// lead there; and only while `waiter` (when given) is still the
+    /// home's waiter.
     Due {
         since: Option<(u64, u32)>,
         waiter: Option<String>,
+        transcript: Option<std::path::PathBuf>,
     },
 }
 
@@ -180,12 +183,24 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
         match (&last, &ask) {
             (Some(p), _) if p.acked || wakes.is_empty() => None,
             (Some(_), Ask::Show) => ledger.present_again(),
-            (Some(p), Ask::Due { since, .. }) => {
+            (
+                Some(p),
+                Ask::Due {
+                    since, transcript, ..
+                },
+            ) => {
                 // Shown once, before this waiter began, and left unacknowledged:
-                // the lead stopped mid-wake. Once more, then only news.
-                (p.shown < 2 && *since == Some((p.n, p.shown)))
-                    .then(|| ledger.present_again())
-                    .flatten()
+                // the lead stopped mid-wake. Once more, then only news. A
+                // packet handed over while the lead's turn ran reaches it
+                // only after that turn: not yet in its conversation, it is
+                // on its way, not abandoned.
+                (p.shown < 2
+                    && *since == Some((p.n, p.shown))
+                    && transcript
+                        .as_deref()
+                        .is_none_or(|t| hook::mentions(t, &p.token())))
+                .then(|| ledger.present_again())
+                .flatten()
             }
             (None, _) => None,
         }

@@ -627,3 +627,51 @@ fn a_workers_unread_status_lines_come_as_notes() {
     assert!(out.contains("  note: working: after the answer\n"), "{out}");
     assert!(!out.contains("tests pass"), "{out}");
 }
+
+#[test]
+fn a_packet_on_its_way_is_not_shown_again_until_the_lead_had_it() {
+    let h = TestHome::new();
+    task(&h, "a", "needs-decision [key=db]: which?\n");
+    pass(&h);
+    // Presented while the lead's turn ran: w1 is on its way.
+    wake(&h).stdout_any().run();
+    let transcript = h.path("transcript.jsonl");
+    std::fs::write(&transcript, "{\"type\":\"user\",\"text\":\"kickoff\"}\n").unwrap();
+    let stop = |h: &TestHome| {
+        h.fm("fm")
+            .args(["mate", "hook", "stop", "--timeout", "1"])
+            .stdin(format!(
+                "{{\"hook_event_name\":\"Stop\",\"transcript_path\":\"{}\"}}",
+                transcript.display()
+            ))
+            .status(2)
+            .stderr_any()
+            .run()
+            .stderr()
+    };
+    // The turn that ended never had it: no re-show (the timeout's note).
+    assert!(
+        stop(&h).starts_with("firstmate: no news"),
+        "not shown again yet"
+    );
+    // The next turn had it and ended without the ack: shown once more.
+    std::fs::write(
+        &transcript,
+        "{\"type\":\"user\",\"text\":\"Stop hook blocking error from command \\\"Stop\\\": wake w1: 1 worker with news\"}\n",
+    )
+    .unwrap();
+    assert!(stop(&h).starts_with("wake w1 (shown again"), "shown again");
+    // A new session never had it: shown again there too (but only twice in all).
+    let start = h
+        .fm("fm")
+        .args(["mate", "hook", "stop", "--timeout", "1"])
+        .stdin("{\"hook_event_name\":\"SessionStart\",\"transcript_path\":\"/nonexistent\"}")
+        .status(2)
+        .stderr_any()
+        .run()
+        .stderr();
+    assert!(
+        start.starts_with("firstmate: no news"),
+        "twice is enough: {start}"
+    );
+}
