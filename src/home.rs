@@ -280,6 +280,13 @@ impl Home {
     pub(crate) fn board_seen_lock(&self) -> PathBuf {
         self.state_dir().join(".seen-board.lock")
     }
+    /// The captain's open grants to the first mate (`grant`).
+    pub(crate) fn grants(&self) -> PathBuf {
+        self.state_dir().join("grants")
+    }
+    pub(crate) fn grants_lock(&self) -> PathBuf {
+        self.state_dir().join(".grants.lock")
+    }
     /// The captain's cursor into each host's wakes (`remote::wakes`).
     pub(crate) fn wakes_hosts_cursor(&self) -> PathBuf {
         self.state_dir().join(".wakes-hosts.cursor")

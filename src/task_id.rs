@@ -17,7 +17,7 @@ pub(crate) const MAX_LEN: usize = 64;
 /// [`TaskId::parse`] refuses them, in any letter case (a case-folding
 /// filesystem makes `Board` and `board` one name). A name added to the
 /// layout at that level is added here.
-pub(crate) const RESERVED_NAMES: &[&str] = &["board", "archive", "events", "wakes"];
+pub(crate) const RESERVED_NAMES: &[&str] = &["board", "archive", "events", "wakes", "grants"];
 
 /// Whether `id` is one of [`RESERVED_NAMES`], ignoring ASCII case.
 pub(crate) fn is_reserved(id: &str) -> bool {
@@ -150,7 +150,7 @@ mod tests {
     #[test]
     fn refuses_the_names_the_home_reserves_in_any_case() {
         for bad in [
-            "board", "Board", "BOARD", "archive", "events", "wakes", "WAKES",
+            "board", "Board", "BOARD", "archive", "events", "wakes", "WAKES", "grants", "Grants",
         ] {
             let err = TaskId::parse(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");

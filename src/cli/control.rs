@@ -129,6 +129,7 @@ fn run(a: Args) -> Result<u8> {
         action,
         host.as_deref(),
         a.idempotency_key.as_deref(),
+        crate::grant::Actor::from_env(),
     )?;
     for w in &r.warnings {
         crate::output::err_line(&format!("{TOOL}: warning: {w}"));

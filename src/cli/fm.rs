@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../config/firstmate.tom
 #[command(
     name = "fm",
     version,
-    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board, top\n\nExamples:\n  fm init ~/fleet\n  fm demo\n  fm top\n  fm peek fix-login --lines 20\n  fm attach fix-login\n  fm status fix-login --json\n  fm doctor"
+    after_help = "Tools (also installed as fm-<tool>):\n  brief, send, ack, status, crew-state, dod, control, watch, board, top\n\nExamples:\n  fm\n  fm init ~/fleet\n  fm demo\n  fm top\n  fm peek fix-login --lines 20\n  fm attach fix-login\n  fm status fix-login --json\n  fm doctor\n  fm grant fix-login teardown"
 )]
 struct Args {
     #[command(subcommand)]
@@ -96,6 +96,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: super::mate::MateCmd,
     },
+    /// The captain's word: let the first mate do VERB to task ID once
+    Grant(super::grant::GrantArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -105,6 +107,10 @@ enum Cmd {
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
+    // Bare `fm`: what needs the captain now, not a usage error.
+    if args.len() == 1 {
+        return common::finish(TOOL, super::needs_you::run());
+    }
     if let Some(first) = args.get(1).and_then(|a| a.to_str())
         && let Some(tool) = super::tool(first)
     {
@@ -149,6 +155,7 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Demo { keep } => crate::demo::run(keep),
         Cmd::Wake(w) => super::mate::wake(&w),
         Cmd::Mate { cmd } => super::mate::mate(cmd),
+        Cmd::Grant(a) => super::grant::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

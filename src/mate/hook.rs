@@ -46,6 +46,25 @@ fn drain_stdin() {
     });
 }
 
+/// Ends this process when its parent (the harness that ran the hook)
+/// goes away: a harness killed outright leaves its hooks running, and an
+/// orphaned waiter must not wake a lead that no longer exists.
+fn orphan_guard() {
+    let parent = rustix::process::getppid();
+    if parent.is_none_or(rustix::process::Pid::is_init) {
+        // Its harness is gone already.
+        std::process::exit(0);
+    }
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            if rustix::process::getppid() != parent {
+                std::process::exit(0);
+            }
+        }
+    });
+}
+
 /// The digest a session starts with: the fleet in numbers, what needs
 /// the captain, every open decision, and how the wakes will come.
 pub fn digest(home: &Home, cfg: &Config, now: u64) -> Result<String> {
@@ -84,6 +103,7 @@ pub fn run(
             Ok(0)
         }
         "stop" => {
+            orphan_guard();
             let secs = timeout.unwrap_or(WAIT_SECS as f64 - MARGIN_SECS).max(1.0);
             crate::watch::daemon::install_signals();
             match super::wait::wait(home, cfg, Some(super::wait::secs(secs)))? {

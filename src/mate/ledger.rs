@@ -255,3 +255,92 @@ pub fn lock(home: &Home) -> Result<fsx::LockGuard> {
     fsx::ensure_dir(&home.state_dir())?;
     fsx::lock(&home.mate_lock(), fsx::LOCK_WAIT)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(local: u64, hosts: &[(&str, u64)]) -> Position {
+        Position {
+            local,
+            hosts: hosts.iter().map(|(h, o)| ((*h).to_string(), *o)).collect(),
+        }
+    }
+
+    #[test]
+    fn tokens_round_trip_and_refuse_anything_else() {
+        assert_eq!(parse_token(&token(12)), Some(12));
+        for bad in [
+            "",
+            "w",
+            "12",
+            "w-1",
+            "w1x",
+            "W1",
+            "w 1",
+            "w99999999999999999999",
+        ] {
+            assert_eq!(parse_token(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ack_moves_the_cursor_once_and_never_back() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let mut l = Ledger::load(&home).unwrap();
+        assert_eq!(l.cursor, Position::default());
+        let a = l.present_new(pos(100, &[("h1", 7)]), 1);
+        let b = l.present_new(pos(250, &[("h1", 9), ("h2", 3)]), 2);
+        assert_eq!((a.n, b.n), (1, 2));
+        assert_eq!(l.covered(), pos(250, &[("h1", 9), ("h2", 3)]));
+        // The newer first: the older is then already covered.
+        assert!(matches!(l.ack(2), Acked::Moved(_)));
+        assert_eq!(l.cursor, pos(250, &[("h1", 9), ("h2", 3)]));
+        assert!(matches!(l.ack(2), Acked::Already(_)));
+        assert!(matches!(l.ack(1), Acked::Already(_)));
+        assert_eq!(l.cursor.local, 250, "never back");
+        assert!(matches!(
+            l.ack(9),
+            Acked::Unknown {
+                oldest: Some(1),
+                newest: Some(2)
+            }
+        ));
+        l.save(&home).unwrap();
+        let back = Ledger::load(&home).unwrap();
+        assert_eq!(back.cursor, l.cursor);
+        assert_eq!(back.packets, l.packets);
+    }
+
+    #[test]
+    fn an_older_ack_moves_only_to_its_own_end() {
+        let mut l = Ledger::default();
+        l.present_new(pos(100, &[]), 1);
+        l.present_new(pos(250, &[]), 2);
+        assert!(matches!(l.ack(1), Acked::Moved(_)));
+        assert_eq!(l.cursor.local, 100);
+        assert!(!l.packets[1].acked);
+        assert_eq!(l.covered().local, 250);
+    }
+
+    #[test]
+    fn only_the_newest_packets_are_kept_and_garbage_lines_are_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let mut l = Ledger::default();
+        for i in 0..(KEEP as u64 + 5) {
+            l.present_new(pos(i * 10, &[]), i);
+        }
+        assert_eq!(l.packets.len(), KEEP);
+        assert_eq!(l.packets[0].n, 6);
+        l.save(&home).unwrap();
+        let mut text = std::fs::read_to_string(home.mate_packets()).unwrap();
+        text.push_str("garbage\n7\tx\t0\t1\t2\t\n99\t1\t2\t1\t2\t\n");
+        std::fs::write(home.mate_packets(), text).unwrap();
+        std::fs::write(home.mate_cursor(), "-\t40\nnot a line\nh1\tx\nh2\t5\n").unwrap();
+        let back = Ledger::load(&home).unwrap();
+        assert_eq!(back.packets.len(), KEEP);
+        assert_eq!(back.cursor, pos(40, &[("h2", 5)]));
+    }
+}

@@ -37,62 +37,101 @@ pub enum Ask {
     },
 }
 
-/// The wakes past a position: the local ones (at most [`MAX_WAKES`]) and
-/// every host's, merged in time order, with where they end.
+/// Longest packet text (bytes) when it holds more than one local wake:
+/// past it, fewer wakes go in and the rest come in the next packet
+/// (Codex cuts the middle of a hook's prompt past about 10 KB).
+pub const BUDGET: usize = 8 * 1024;
+
+/// The wakes past a position: the local ones (at most [`MAX_WAKES`],
+/// each with the offset past it) and every host's, with where they end.
 struct News {
-    wakes: Vec<Merged>,
-    end: Position,
-    more: usize,
+    local: Vec<(crate::wakes::Wake, u64)>,
+    /// Where the local log's complete lines end.
+    local_end: u64,
+    /// Local wakes past [`MAX_WAKES`].
+    beyond: usize,
+    hosts: Vec<Merged>,
+    host_ends: std::collections::BTreeMap<String, u64>,
     /// The local log was shorter than the cursor (replaced): read from 0.
     reset: bool,
     warnings: Vec<String>,
 }
 
+impl News {
+    fn is_empty(&self) -> bool {
+        self.local.is_empty() && self.hosts.is_empty()
+    }
+
+    /// The first `k` local wakes and every host's, in time order, where
+    /// they end, and how many local wakes are left for later.
+    fn take(&self, k: usize) -> (Vec<Merged>, Position, usize) {
+        let k = k.min(self.local.len());
+        let local_end = if k < self.local.len() {
+            self.local[k - 1].1
+        } else {
+            self.local_end
+        };
+        let mut all: Vec<Merged> = self.local[..k]
+            .iter()
+            .map(|(w, _)| Merged {
+                wake: w.clone(),
+                host: None,
+            })
+            .collect();
+        all.extend(self.hosts.iter().map(|m| Merged {
+            wake: m.wake.clone(),
+            host: m.host.clone(),
+        }));
+        all.sort_by_key(|m| m.wake.epoch);
+        let end = Position {
+            local: local_end,
+            hosts: self.host_ends.clone(),
+        };
+        (all, end, self.local.len() - k + self.beyond)
+    }
+}
+
 fn news(home: &Home, cfg: &Config, from: &Position) -> Result<News> {
     let crate::wakes::ReadEach {
-        wakes: each,
+        wakes: mut local,
         started,
-        end: read_end,
+        end: local_end,
     } = crate::wakes::read_since_each(home, from.local)?;
-    let more = each.len().saturating_sub(MAX_WAKES);
-    let local_end = if more > 0 {
-        each[MAX_WAKES - 1].1
+    let beyond = local.len().saturating_sub(MAX_WAKES);
+    let local_end = if beyond > 0 {
+        local[MAX_WAKES - 1].1
     } else {
-        read_end
+        local_end
     };
-    let local: Vec<_> = each.into_iter().take(MAX_WAKES).map(|(w, _)| w).collect();
-    let mut end = Position {
-        local: local_end,
-        hosts: from.hosts.clone(),
-    };
+    local.truncate(MAX_WAKES);
     let mut warnings = Vec::new();
-    let wakes = match crate::remote::wakes::gather_past(home, cfg, from.hosts.clone()) {
+    let (hosts, host_ends) = match crate::remote::wakes::gather_past(home, cfg, from.hosts.clone())
+    {
         Some(mut g) => {
             warnings.append(&mut g.warnings);
-            end.hosts.clone_from(g.cursors());
-            g.merge(local)
+            let ends = g.cursors().clone();
+            (g.merge(Vec::new()), ends)
         }
-        None => local
-            .into_iter()
-            .map(|wake| Merged { wake, host: None })
-            .collect(),
+        None => (Vec::new(), from.hosts.clone()),
     };
     Ok(News {
-        wakes,
-        end,
-        more,
+        local,
+        local_end,
+        beyond,
+        hosts,
+        host_ends,
         reset: started < from.local,
         warnings,
     })
 }
 
-/// Whether `news` holds a wake past `covered` (a feed's end beyond it
-/// with wakes in that feed).
-fn fresh(news: &News, covered: &Position) -> bool {
-    news.wakes.iter().any(|m| match &m.host {
-        None => news.end.local > covered.local,
+/// Whether `end` (of a candidate packet holding `wakes`) reaches past
+/// `covered` in a feed that has wakes in it.
+fn fresh(wakes: &[Merged], end: &Position, covered: &Position) -> bool {
+    wakes.iter().any(|m| match &m.host {
+        None => end.local > covered.local,
         Some(h) => {
-            news.end.hosts.get(h).copied().unwrap_or(0) > covered.hosts.get(h).copied().unwrap_or(0)
+            end.hosts.get(h).copied().unwrap_or(0) > covered.hosts.get(h).copied().unwrap_or(0)
         }
     })
 }
@@ -101,7 +140,7 @@ fn fresh(news: &News, covered: &Position) -> bool {
 /// records it in the ledger and builds it over the fleet as it is now.
 /// `None` when [`Ask::Due`] finds nothing due.
 pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Packet>> {
-    let guard = ledger::lock(home)?;
+    let _guard = ledger::lock(home)?;
     if let Ask::Due {
         waiter: Some(w), ..
     } = &ask
@@ -117,14 +156,29 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
         for p in &mut ledger.packets {
             p.acked = true;
         }
+        ledger.save(home)?;
+    }
+    let waiting = matches!(ask, Ask::Due { .. });
+    if waiting && news.is_empty() {
+        return Ok(None);
+    }
+    let (rows, mut row_warnings) = crate::route::fleet::fleet(home, cfg, now)?;
+    // As many local wakes as fit the budget (at least one).
+    let mut k = news.local.len();
+    let (mut wakes, mut end, mut more) = news.take(k);
+    let mut p = packet::build(&rows, &wakes, now);
+    while k > 1 && p.text().len() > BUDGET {
+        k = k * 3 / 4;
+        (wakes, end, more) = news.take(k);
+        p = packet::build(&rows, &wakes, now);
     }
     let covered = ledger.covered();
     let last = ledger.last().cloned();
-    let presented: Option<Presented> = if fresh(&news, &covered) {
-        Some(ledger.present_new(news.end.clone(), now))
+    let presented: Option<Presented> = if fresh(&wakes, &end, &covered) {
+        Some(ledger.present_new(end, now))
     } else {
         match (&last, &ask) {
-            (Some(p), _) if p.acked || news.wakes.is_empty() => None,
+            (Some(p), _) if p.acked || wakes.is_empty() => None,
             (Some(_), Ask::Show) => ledger.present_again(),
             (Some(p), Ask::Due { since, .. }) => {
                 // Shown once, before this waiter began, and left unacknowledged:
@@ -136,26 +190,19 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
             (None, _) => None,
         }
     };
-    if presented.is_none() && matches!(ask, Ask::Due { .. }) {
-        if news.reset {
-            ledger.save(home)?;
-        }
+    if presented.is_none() && waiting {
         return Ok(None);
     }
     ledger.save(home)?;
-    drop(guard);
-    let (rows, mut row_warnings) = crate::route::fleet::fleet(home, cfg, now)?;
-    let wakes = if presented.is_some() {
-        std::mem::take(&mut news.wakes)
-    } else {
-        Vec::new()
+    let mut p = match &presented {
+        Some(_) => p,
+        None => packet::build(&rows, &[], now),
     };
-    let mut p = packet::build(&rows, &wakes, now);
     if let Some(pr) = presented {
         p.token = Some(pr.token());
         p.shown = pr.shown;
         p.ack = Some(format!("fm wake --ack {}", pr.token()));
-        p.more_wakes = news.more;
+        p.more_wakes = more;
     }
     p.warnings.append(&mut news.warnings);
     p.warnings.append(&mut row_warnings);

@@ -294,14 +294,21 @@ pub fn init_cli(dir: Option<&Path>, harness: &str, force: bool) -> Result<u8> {
         };
         crate::output::out(&line)?;
     }
+    // Codex runs its session-start hook at the first prompt only: a
+    // kickoff prompt hands the lead its digest and arms its waiter.
     let start = match harness {
         Harness::Claude => "claude",
-        Harness::Codex => "codex",
+        Harness::Codex => "codex 'Take the watch.'",
     };
     crate::output::out(&format!(
         "first mate ready ({} files, {kept} kept as you edited them); start it: cd {} && {start}",
         done.len(),
         crate::shq::quote_path(home.root())
     ))?;
+    if harness == Harness::Codex {
+        crate::output::out(
+            "codex asks once to review the home's hooks: choose \"Trust all\" (docs/mate.md, \"Codex\")",
+        )?;
+    }
     Ok(0)
 }

@@ -15,7 +15,9 @@ use crate::remote::wakes::Merged;
 /// Longest worker text kept in a packet line (bytes, cut on a character).
 pub const TEXT_MAX: usize = 240;
 /// Most open decisions listed outside the packet's workers.
-pub const ELSEWHERE_MAX: usize = 30;
+pub const ELSEWHERE_MAX: usize = 10;
+/// Most open decisions added to a packet's worker beyond its wakes.
+pub const EXTRA_MAX: usize = 3;
 
 /// One wake packet, as `--json` prints it (schema: docs/mate-wake-schema.json).
 #[derive(Debug, Clone, Serialize)]
@@ -28,7 +30,8 @@ pub struct Packet {
     pub items: Vec<Item>,
     /// Open decisions of workers that have no new wake.
     pub open_decisions: Vec<Decision>,
-    /// Open decisions left out past [`ELSEWHERE_MAX`].
+    /// Open decisions left out (past [`ELSEWHERE_MAX`] elsewhere,
+    /// [`EXTRA_MAX`] on a worker): `fm crew-state` lists them all.
     pub more_decisions: usize,
     /// Wakes past this packet's end, for the next packet.
     pub more_wakes: usize,
@@ -262,12 +265,19 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
         items[i].events.push(event);
     }
     // Decisions still open on a packet's worker that no wake here raised.
+    let mut more_decisions = 0;
     for it in &mut items {
         let Some(row) = find(&it.task, it.host.as_deref()) else {
             continue;
         };
+        let mut extra = 0;
         for d in &row.open_decisions {
             if it.events.iter().any(|e| e.key.as_deref() == Some(&d.key)) {
+                continue;
+            }
+            extra += 1;
+            if extra > EXTRA_MAX {
+                more_decisions += 1;
                 continue;
             }
             it.events.push(Event {
@@ -293,7 +303,6 @@ pub fn build(rows: &[Row], wakes: &[Merged], now: u64) -> Packet {
         }
     }
     let mut open = Vec::new();
-    let mut more_decisions = 0;
     let mut fleet = Fleet::default();
     for r in rows {
         fleet.workers += 1;
@@ -423,9 +432,12 @@ impl Packet {
                     d.command
                 ));
             }
-            if self.more_decisions > 0 {
-                out.push_str(&format!("  {} more: fm crew-state\n", self.more_decisions));
-            }
+        }
+        if self.more_decisions > 0 {
+            out.push_str(&format!(
+                "{} more open decisions: fm crew-state\n",
+                self.more_decisions
+            ));
         }
         if self.more_wakes > 0 {
             out.push_str(&format!(

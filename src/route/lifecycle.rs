@@ -9,16 +9,20 @@ use super::keys;
 use crate::config::Config;
 use crate::control::{self, Action};
 use crate::error::Result;
+use crate::grant::{self, Actor};
 use crate::home::Home;
 use crate::task_id::TaskId;
 
 pub use crate::remote::control::rehome_brief;
 pub use crate::remote::control::request::{LifecycleReport, LifecycleRequest};
 
-/// Runs `action` on task `id` under idempotency key `key`: on the host
-/// `host` names (a spawn) or the task's meta names, through the far
-/// entry; else here (under the key, a key served before gives its report
-/// and does nothing).
+/// Runs `action` on task `id` for `actor` under idempotency key `key`:
+/// on the host `host` names (a spawn) or the task's meta names, through
+/// the far entry; else here (under the key, a key served before gives its
+/// report and does nothing). The first mate's irreversible verbs need the
+/// captain's grant, checked here in the captain's home before the request
+/// goes anywhere ([`grant::guard`]); a grant taken for an action that
+/// fails is given back.
 pub(crate) fn run(
     home: &Home,
     cfg: &Config,
@@ -26,10 +30,30 @@ pub(crate) fn run(
     action: Action,
     host: Option<&str>,
     key: Option<&str>,
+    actor: Actor,
 ) -> Result<LifecycleReport> {
     if let Some(k) = key {
         keys::validate(k)?;
     }
+    let now = crate::clock::now();
+    let taken = grant::guard(home, actor, id, &action, now)?;
+    let r = route(home, cfg, id, action, host, key);
+    if let (Err(_), Some(g)) = (&r, taken) {
+        // The action's own error is the one to report; a grant that could
+        // not be put back only means the captain grants again.
+        let _ = grant::give_back(home, g, crate::clock::now());
+    }
+    r
+}
+
+fn route(
+    home: &Home,
+    cfg: &Config,
+    id: &TaskId,
+    action: Action,
+    host: Option<&str>,
+    key: Option<&str>,
+) -> Result<LifecycleReport> {
     if let Some(report) = crate::remote::control::captain(home, cfg, id, &action, host, key)? {
         return Ok(report);
     }

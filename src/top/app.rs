@@ -11,6 +11,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::seen::FeedLine;
 use crate::crew_state::{Row, sort_by_urgency};
+use crate::grant::Verb;
 
 /// What the main area shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +31,11 @@ pub enum Mode {
     PickKey {
         id: String,
         keys: Vec<(String, String)>,
+        at: usize,
+    },
+    /// Choosing which verb to grant the first mate on task `id`.
+    PickVerb {
+        id: String,
         at: usize,
     },
     /// The wakes feed; lines after `new_from` were new when it opened.
@@ -70,6 +76,8 @@ pub enum Effect {
     },
     /// Read the feed into [`Mode::Wakes`] and mark it seen.
     OpenWakes,
+    /// Grant the first mate `verb` on task `id` (`fm grant`'s use case).
+    Grant { id: String, verb: Verb },
 }
 
 /// A line for the status bar; `error` lines are shown as such.
@@ -255,6 +263,7 @@ impl App {
             Mode::Peek { id, lines } => self.peek_key(k, id, lines),
             Mode::Input { purpose, text } => self.input_key(k, purpose, text),
             Mode::PickKey { id, keys, at } => self.pick_key(k, id, keys, at),
+            Mode::PickVerb { id, at } => self.pick_verb(k, id, at),
             Mode::Wakes { lines, scroll } => {
                 let len = lines.len();
                 let scroll = match k.code {
@@ -300,6 +309,14 @@ impl App {
             KeyCode::Char('p') => return self.with_pane(|id| Effect::Peek { id }),
             KeyCode::Char('s') => self.start_send(),
             KeyCode::Char('r') => self.start_resolve(),
+            KeyCode::Char('a') => {
+                if let Some(row) = self.selected() {
+                    self.mode = Mode::PickVerb {
+                        id: row.id.clone(),
+                        at: 0,
+                    };
+                }
+            }
             _ => {}
         }
         None
@@ -448,6 +465,26 @@ impl App {
             _ => at,
         };
         self.mode = Mode::PickKey { id, keys, at };
+        None
+    }
+}
+
+impl App {
+    fn pick_verb(&mut self, k: KeyEvent, id: String, at: usize) -> Option<Effect> {
+        let last = Verb::ALL.len() - 1;
+        let at = match k.code {
+            KeyCode::Esc | KeyCode::Char('q') => return None,
+            KeyCode::Up | KeyCode::Char('k') => at.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => (at + 1).min(last),
+            KeyCode::Enter => {
+                return Some(Effect::Grant {
+                    id,
+                    verb: Verb::ALL[at.min(last)],
+                });
+            }
+            _ => at,
+        };
+        self.mode = Mode::PickVerb { id, at };
         None
     }
 }

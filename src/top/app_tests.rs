@@ -276,3 +276,44 @@ fn the_list_window_follows_the_selection() {
     app.scroll_into_view(10);
     assert_eq!(app.offset, 0);
 }
+
+#[test]
+fn a_picks_a_verb_to_grant_on_the_selected_row() {
+    let mut app = App::new("home");
+    app.set_rows(fleet());
+    let id = app.selected().unwrap().id.clone();
+    assert_eq!(press(&mut app, KeyCode::Char('a')), None);
+    assert_eq!(
+        app.mode,
+        Mode::PickVerb {
+            id: id.clone(),
+            at: 0
+        }
+    );
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        Some(Effect::Grant {
+            id: id.clone(),
+            verb: Verb::Land
+        })
+    );
+    assert_eq!(app.mode, Mode::List);
+    press(&mut app, KeyCode::Char('a'));
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        Some(Effect::Grant {
+            id,
+            verb: Verb::Teardown
+        })
+    );
+    press(&mut app, KeyCode::Char('a'));
+    assert_eq!(press(&mut app, KeyCode::Esc), None);
+    assert_eq!(app.mode, Mode::List);
+    // No row, no picker.
+    let mut empty = App::new("home");
+    assert_eq!(press(&mut empty, KeyCode::Char('a')), None);
+    assert_eq!(empty.mode, Mode::List);
+}

@@ -332,6 +332,23 @@ impl Ctx<'_> {
                 Ok(lines) => app.show_wakes(lines),
                 Err(e) => app.warn(format!("cannot read the wakes feed: {e}")),
             },
+            Effect::Grant { id, verb } => {
+                let now = crate::clock::now();
+                let given = TaskId::parse(&id).and_then(|tid| {
+                    crate::grant::give(
+                        self.home,
+                        crate::grant::Actor::from_env(),
+                        &tid,
+                        verb,
+                        crate::grant::DEFAULT_FOR,
+                        now,
+                    )
+                });
+                match given {
+                    Ok(g) => app.say(format!("granted {}", g.line(now))),
+                    Err(e) => app.warn(format!("{id}: {e}")),
+                }
+            }
             Effect::Send { id, body } => {
                 app.say(format!("sending to {id}\u{2026}"));
                 self.background(move |home, cfg| {

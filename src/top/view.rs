@@ -60,7 +60,28 @@ pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
         _ => list(f, main, app, now, p),
     }
     match &app.mode {
-        Mode::PickKey { id, keys, at } => pick(f, main, id, keys, *at, p),
+        Mode::PickKey { id, keys, at } => pick(
+            f,
+            main,
+            &format!(" answer which decision of {id}? "),
+            keys,
+            *at,
+            p,
+        ),
+        Mode::PickVerb { id, at } => {
+            let verbs: Vec<(String, String)> = crate::grant::Verb::ALL
+                .iter()
+                .map(|v| (v.as_str().to_string(), v.what().to_string()))
+                .collect();
+            pick(
+                f,
+                main,
+                &format!(" grant the first mate, once, on {id}: "),
+                &verbs,
+                *at,
+                p,
+            );
+        }
         Mode::Help => help(f, main, p),
         _ => {}
     }
@@ -266,7 +287,7 @@ fn popup(area: Rect, w: u16, h: u16) -> Rect {
     r
 }
 
-fn pick(f: &mut Frame, area: Rect, id: &str, keys: &[(String, String)], at: usize, p: Palette) {
+fn pick(f: &mut Frame, area: Rect, title: &str, keys: &[(String, String)], at: usize, p: Palette) {
     let lines: Vec<Line> = keys
         .iter()
         .enumerate()
@@ -278,7 +299,7 @@ fn pick(f: &mut Frame, area: Rect, id: &str, keys: &[(String, String)], at: usiz
     let w = lines.iter().map(Line::width).max().unwrap_or(20) as u16 + 4;
     let r = popup(area, w.max(40), keys.len() as u16 + 2);
     f.render_widget(Clear, r);
-    let block = Block::bordered().title(format!(" answer which decision of {id}? "));
+    let block = Block::bordered().title(title.to_string());
     f.render_widget(Paragraph::new(lines).block(block), r);
 }
 
@@ -355,6 +376,9 @@ fn hints(mode: &Mode) -> &'static str {
         Mode::Input { .. } => "\u{23ce} send \u{b7} Esc cancel \u{b7} Ctrl-U clear",
         Mode::PickKey { .. } => {
             "\u{2191}\u{2193} choose \u{b7} \u{23ce} answer it \u{b7} Esc cancel"
+        }
+        Mode::PickVerb { .. } => {
+            "\u{2191}\u{2193} choose \u{b7} \u{23ce} grant it (1h, once) \u{b7} Esc cancel"
         }
         Mode::Wakes { .. } => "\u{2191}\u{2193} scroll \u{b7} Esc back",
         Mode::Help => "any key closes",

@@ -91,7 +91,7 @@ pub(crate) fn task(h: &TestHome, t: &Tmux, id: &str, mode: &str) -> (PathBuf, St
     (wt, pane)
 }
 
-fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
+pub(crate) fn ctl(h: &TestHome, t: &Tmux) -> impl Fn(&[&str]) -> crate::harness::Cmd {
     let root = h.root();
     let socket = t.socket.clone();
     move |args: &[&str]| {
@@ -488,7 +488,7 @@ fn spawned(h: &TestHome, id: &str, harness: &str) -> String {
 }
 
 /// The line `fm-control teardown` prints, as a regex.
-fn torn_down(h: &TestHome, id: &str) -> String {
+pub(crate) fn torn_down(h: &TestHome, id: &str) -> String {
     format!(
         r"torn-down {id} archive={}/{id}-\d+\n",
         regex::escape(&h.path("state/archive").display().to_string())

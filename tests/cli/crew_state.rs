@@ -490,7 +490,12 @@ fn fleet_of_fifty_matches_single_calls() {
 }
 
 /// A tiny JSON Schema checker for the keywords the crew-state schema uses.
-fn check(schema: &serde_json::Value, root: &serde_json::Value, v: &serde_json::Value, at: &str) {
+pub(crate) fn check(
+    schema: &serde_json::Value,
+    root: &serde_json::Value,
+    v: &serde_json::Value,
+    at: &str,
+) {
     use serde_json::Value;
     if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
         let name = r.strip_prefix("#/$defs/").unwrap();

@@ -428,3 +428,78 @@ fn doctor_names_each_harness_and_its_version() {
         "warn harness: mine: `my-agent` not installed; {unknown}"
     ));
 }
+
+/// Bare `fm`: what needs the captain now, the commands for each, the
+/// fleet's counts; a fleet read as `fm top` reads it (real panes).
+#[test]
+fn bare_fm_lists_what_needs_you_with_the_next_commands() {
+    let Some(f) = crate::top::Fleet::new() else {
+        return;
+    };
+    let out = Cmd::new(bin("fm"))
+        .env("FM_HOME", f.h.root())
+        .stdout_any()
+        .run()
+        .stdout();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0], "3 need you (5 workers: 1 working, 1 idle, 1 parked, 1 done, 1 exited):",
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("schema  needs decision: schema \u{2014} postgres or sqlite? ("),
+        "{out}"
+    );
+    assert_eq!(
+        lines[2], "  fm send schema --resolve-key schema -- '<answer>'",
+        "{out}"
+    );
+    assert_eq!(lines[3], "  fm peek schema", "{out}");
+    assert!(
+        lines[4].starts_with("deaf  1 message unread after 3 rings"),
+        "{out}"
+    );
+    assert!(out.contains("\ngone  dead agent: pane gone"), "{out}");
+    assert!(
+        out.contains("  fm control gone relaunch --note '<progress so far>'\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("the whole fleet: fm top\n"), "{out}");
+    // The same under an empty environment (no TERM, no LANG).
+    let mut home = std::ffi::OsString::from("FM_HOME=");
+    home.push(f.h.root());
+    Cmd::new("env")
+        .arg("-i")
+        .arg(home)
+        .arg(bin("fm"))
+        .stdout(out.as_str())
+        .run();
+}
+
+#[test]
+fn bare_fm_says_when_nothing_needs_you_and_how_to_make_a_home() {
+    let h = TestHome::new();
+    h.fm("fm")
+        .stdout("nothing needs you now: no workers\n  fm top\n")
+        .run();
+    h.write("state/t1.meta", "kind=ship\n");
+    h.write("state/t1.status", "working: on it\n");
+    h.fm("fm")
+        .stdout_regex(r"^nothing needs you now: 1 worker: 1 \w+\n  fm top\n$")
+        .run();
+    let bare = TestHome::bare();
+    Cmd::new("env")
+        .arg("-i")
+        .arg(crate::harness::bin("fm"))
+        .current_dir(bare.root())
+        .stdout(
+            "no firstmate home here: make one with `fm init DIR`, or watch the whole loop run with `fm demo`\n\
+             every command: fm --help\n",
+        )
+        .run();
+    // --help keeps the help.
+    Cmd::new(bin("fm"))
+        .arg("--help")
+        .stdout_has("Usage: fm <COMMAND>")
+        .run();
+}

@@ -13,9 +13,9 @@ use crate::harness::{Cmd, TestHome, Tmux, bin, wait_for, wait_until};
 const SECS: f64 = 15.0;
 
 /// A fleet of stand-in workers on a private server, and its home.
-struct Fleet {
-    h: TestHome,
-    t: Tmux,
+pub(crate) struct Fleet {
+    pub(crate) h: TestHome,
+    pub(crate) t: Tmux,
 }
 
 fn now() -> u64 {
@@ -26,7 +26,7 @@ impl Fleet {
     /// Tasks, attention first: `schema` waits on a decision, `deaf` on an
     /// escalated message, `gone` has lost its pane; `login` works and
     /// `docs` is done. Every pane but `gone`'s runs a stand-in.
-    fn new() -> Option<Fleet> {
+    pub(crate) fn new() -> Option<Fleet> {
         let t = Tmux::start()?;
         let h = TestHome::new();
         let fleet = Fleet { h, t };
@@ -121,7 +121,11 @@ impl Fleet {
     /// Starts `fm top` in a window of the fleet's own server (so `$TMUX`
     /// names the workers' server) and waits for its rows.
     fn dashboard(&self, extra: &[&str]) -> Screen<'_> {
-        let argv = self.top_argv(extra);
+        self.dashboard_argv(&self.top_argv(extra))
+    }
+
+    /// [`Fleet::dashboard`] running `argv`.
+    fn dashboard_argv(&self, argv: &[String]) -> Screen<'_> {
         let mut args = vec![
             "new-window",
             "-d",
@@ -880,4 +884,39 @@ fn s_and_r_on_a_remote_tasks_row_write_on_its_host() {
     let answer = super::remote_write::far_read(&sshd, "state/far1.inbox/002.msg");
     assert!(answer.ends_with("\n--\ndecision db: sqlite"), "{answer}");
     assert!(!f.h.exists("state/far1.status") && !f.h.exists("state/far1.inbox"));
+}
+
+#[test]
+fn a_grants_the_first_mate_a_verb_on_the_selected_row() {
+    let Some(f) = Fleet::new() else { return };
+    let s = f.dashboard(&[]);
+    s.keys(&["a"]);
+    s.wait("the verb picker", |x| {
+        x.contains("grant the first mate, once, on schema") && x.contains("teardown --force")
+    });
+    s.keys(&["j", "Enter"]);
+    s.wait("the grant report", |x| {
+        x.contains("granted schema exit until")
+    });
+    assert!(
+        f.h.read_string("state/grants")
+            .starts_with("schema\texit\t"),
+        "{}",
+        f.h.read_string("state/grants")
+    );
+    Cmd::new(bin("fm"))
+        .args(["grant", "--list"])
+        .env("FM_HOME", f.h.root())
+        .stdout_regex(r"^schema exit until .*\n$")
+        .run();
+    // Esc leaves the picker without granting.
+    s.keys(&["a", "Escape"]);
+    s.keys(&["q"]);
+    // The first mate's own dashboard cannot grant.
+    let mut argv = f.top_argv(&[]);
+    argv.insert(1, "FM_MATE=1".into());
+    let s = f.dashboard_argv(&argv);
+    s.keys(&["a", "Enter"]);
+    s.wait("the refusal", |x| x.contains("cannot grant itself"));
+    assert!(!f.h.read_string("state/grants").contains("teardown"));
 }
