@@ -109,6 +109,5 @@ first_mate!(
     answer_reaches_the_worker,
     acked_items_not_presented_again,
     killed_mid_wake_handles_it_once,
-    #[ignore = "needs fm grant"]
     destructive_verb_refused_without_grant,
 );

@@ -117,13 +117,37 @@ impl Lead {
         Some(Lead { w, launches: 0 })
     }
 
-    /// The lead started, its kickoff answered on the screen.
+    /// The lead started, its kickoff answered on the screen, that turn
+    /// over (its requests settled) and a waiter armed.
+    ///
+    /// Settling matters: the waiter a turn's end starts counts a packet
+    /// presented before it began and not acknowledged as one the lead
+    /// left mid-wake, and shows it again at once; a worker that speaks
+    /// in the moment between the kickoff answer and its turn's Stop hook
+    /// would have its packet shown twice in one request (Claude Code
+    /// folds both hook texts into one message).
     #[track_caller]
     pub fn started(h: Harness, on: OnPacket) -> Option<Lead> {
         let mut l = Lead::new(h, on)?;
         l.launch(KICKOFF);
         l.kicked_off();
+        l.settled();
+        l.armed();
         Some(l)
+    }
+
+    /// Polls `f` until it holds, failing with the screen and every
+    /// request the model got when it never does.
+    #[track_caller]
+    pub fn wait_for(&self, what: &str, secs: f64, mut f: impl FnMut(&Lead) -> bool) {
+        assert!(
+            wait_until(secs, || f(self)),
+            "{}: gave up after {secs} s waiting for {what}\n--- pane (dead, command)\n{}\n--- screen\n{}\n--- requests\n{}",
+            self.w.h.name(),
+            self.w.pane_state(),
+            self.w.screen(),
+            self.summary()
+        );
     }
 
     /// `fm <args>` in the home.
@@ -182,6 +206,11 @@ impl Lead {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let pane = self.w.tmux(&refs).trim().to_string();
         assert!(pane.starts_with('%'), "tmux new-session said {pane:?}");
+        // A lead that ends leaves its last screen (and the server stays
+        // for the next launch).
+        self.w.tmux(&["set-option", "-s", "exit-empty", "off"]);
+        self.w
+            .tmux(&["set-option", "-w", "-t", &pane, "remain-on-exit", "on"]);
         self.w.pane = pane.clone();
         pane
     }
@@ -189,10 +218,9 @@ impl Lead {
     /// Waits until this launch's kickoff answer is on the screen.
     #[track_caller]
     pub fn kicked_off(&self) {
-        self.w
-            .wait_for("the kickoff answer on the screen", 90.0, |w| {
-                w.screen().contains(KICKOFF_ANSWER)
-            });
+        self.wait_for("the kickoff answer on the screen", 90.0, |l| {
+            l.w.screen().contains(KICKOFF_ANSWER)
+        });
     }
 
     /// The worker's decision, appended as the worker does
@@ -228,10 +256,9 @@ impl Lead {
     /// Waits for packet `token` at the model; returns that request.
     #[track_caller]
     pub fn presented(&self, token: &str, secs: f64) -> Value {
-        self.w
-            .wait_for(&format!("packet {token} at the model"), secs, |_| {
-                !self.presenting(token, false).is_empty()
-            });
+        self.wait_for(&format!("packet {token} at the model"), secs, |_| {
+            !self.presenting(token, false).is_empty()
+        });
         self.presenting(token, false).remove(0)
     }
 
@@ -246,8 +273,7 @@ impl Lead {
     /// Waits until a waiter is armed (a live `fm mate hook stop`).
     #[track_caller]
     pub fn armed(&self) {
-        self.w
-            .wait_for("a live waiter", 30.0, |_| self.waiter().is_some());
+        self.wait_for("a live waiter", 30.0, |l| l.waiter().is_some());
     }
 
     /// Waits until the turn's own requests are in: none logged for a
@@ -256,7 +282,7 @@ impl Lead {
     pub fn settled(&self) {
         let mut n = self.logged();
         let mut since = Instant::now();
-        self.w.wait_for("the requests to settle", 30.0, |_| {
+        self.wait_for("the requests to settle", 30.0, |_| {
             let now = self.logged();
             if now != n {
                 n = now;
@@ -302,12 +328,12 @@ impl Lead {
             .requests()
             .iter()
             .map(|r| {
-                let raw: String = r["raw_prompt"]
-                    .as_str()
-                    .unwrap_or("")
-                    .chars()
-                    .take(160)
-                    .collect();
+                let raw = r["raw_prompt"].as_str().unwrap_or("");
+                // The whole of a packet, the start of anything else.
+                let raw: String = match raw.find("wake w") {
+                    Some(at) => raw[at..].to_string(),
+                    None => raw.chars().take(160).collect(),
+                };
                 format!(
                     "{} main={} rule={} raw_steps={} {:?}\n",
                     r["t"], r["main"], r["rule"], r["raw_steps"], raw
@@ -326,10 +352,9 @@ impl Lead {
     /// says the decision is resolved).
     #[track_caller]
     pub fn answered(&self, secs: f64) {
-        self.w
-            .wait_for("the resolved line in the status log", secs, |_| {
-                self.status_log().contains("resolved [")
-            });
+        self.wait_for("the resolved line in the status log", secs, |l| {
+            l.status_log().contains("resolved [")
+        });
     }
 
     /// The inbox records of the worker (pending and handled), as text.
@@ -350,7 +375,7 @@ impl Lead {
     }
 
     /// Kills the lead's process group (the harness and what it runs),
-    /// as a crash would end it, and waits until its pane is gone.
+    /// as a crash would end it, and waits until its pane is dead.
     #[track_caller]
     pub fn kill(&self) {
         let pid: i32 = self
@@ -362,7 +387,7 @@ impl Lead {
         // SAFETY: the process group of the pane this test started.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
         assert!(
-            wait_until(10.0, || unsafe { libc::kill(pid, 0) } != 0),
+            wait_until(10.0, || self.w.pane_state().starts_with("1 ")),
             "the lead outlived SIGKILL"
         );
     }
@@ -458,8 +483,6 @@ pub fn no_request_while_waiting(h: Harness) {
     let Some(l) = Lead::started(h, OnPacket::Note) else {
         return;
     };
-    l.armed();
-    l.settled();
     l.silent_for(30.0);
     assert!(l.waiter().is_some(), "the waiter still armed");
 }
@@ -473,7 +496,6 @@ pub fn decision_reaches_the_model_at_once(h: Harness) {
     let Some(l) = Lead::started(h, OnPacket::Act) else {
         return;
     };
-    l.armed();
     let t0 = l.decide();
     let req = l.presented("w1", 15.0);
     let latency = req["t"].as_f64().unwrap() - t0;
@@ -508,7 +530,6 @@ pub fn answer_reaches_the_worker(h: Harness) {
     let Some(l) = Lead::started(h, OnPacket::Act) else {
         return;
     };
-    l.armed();
     l.decide();
     l.presented("w1", 15.0);
     l.answered(30.0);
@@ -527,7 +548,7 @@ pub fn answer_reaches_the_worker(h: Harness) {
             && last.ends_with(&format!("] [key={KEY}]: answered: {ANSWER}")),
         "{log}"
     );
-    l.w.wait_for("the packet acknowledged", 10.0, |_| {
+    l.wait_for("the packet acknowledged", 10.0, |l| {
         l.fm()
             .args(["wake", "--ack", "w1"])
             .stdout_any()
@@ -543,12 +564,11 @@ pub fn acked_items_not_presented_again(h: Harness) {
     let Some(l) = Lead::started(h, OnPacket::Act) else {
         return;
     };
-    l.armed();
     l.decide();
     l.presented("w1", 15.0);
     l.answered(30.0);
-    l.w.wait_for("the lead's turn over", 30.0, |w| {
-        w.screen().contains(HANDLED)
+    l.wait_for("the lead's turn over", 30.0, |l| {
+        l.w.screen().contains(HANDLED)
     });
     l.armed();
     l.silent_for(10.0);
@@ -570,7 +590,6 @@ pub fn killed_mid_wake_handles_it_once(h: Harness) {
     let Some(mut l) = Lead::started(h, OnPacket::Stream(120)) else {
         return;
     };
-    l.armed();
     l.decide();
     l.presented("w1", 15.0);
     std::thread::sleep(Duration::from_secs(1));
@@ -578,12 +597,12 @@ pub fn killed_mid_wake_handles_it_once(h: Harness) {
     assert!(l.inbox().is_empty(), "answered before the kill");
     l.w.model.set_rules(&rules(OnPacket::Act));
     l.launch(KICKOFF);
-    l.w.wait_for("the packet shown again", 60.0, |_| {
+    l.wait_for("the packet shown again", 60.0, |l| {
         !l.presenting("w1", true).is_empty()
     });
     l.answered(30.0);
-    l.w.wait_for("the lead's turn over", 30.0, |w| {
-        w.screen().contains(HANDLED)
+    l.wait_for("the lead's turn over", 30.0, |l| {
+        l.w.screen().contains(HANDLED)
     });
     l.armed();
     l.silent_for(10.0);
@@ -602,8 +621,8 @@ pub fn destructive_verb_refused_without_grant(h: Harness) {
         return;
     };
     l.launch(DISCARD);
-    l.w.wait_for("the teardown's output back at the model", 90.0, |w| {
-        w.model
+    l.wait_for("the teardown's output back at the model", 90.0, |l| {
+        l.w.model
             .main_requests()
             .iter()
             .any(|r| r["steps"] == json!(1) && r["prompt"].as_str() == Some(DISCARD))
@@ -614,10 +633,16 @@ pub fn destructive_verb_refused_without_grant(h: Harness) {
         .find(|r| r["steps"] == json!(1))
         .unwrap()
         .to_string();
+    let refusal = format!(
+        "teardown --force of {WORKER} needs the captain's grant; the captain runs: fm grant {WORKER} teardown"
+    );
     assert!(
-        after.contains(&format!("fm grant {WORKER}")),
+        after.contains(&refusal),
         "the refusal names the grant:\n{after}"
     );
-    assert!(!after.contains("exit=0"), "teardown --force ran:\n{after}");
+    assert!(
+        after.contains("exit=1") && !after.contains("exit=0"),
+        "teardown --force failed:\n{after}"
+    );
     assert!(l.w.home.exists(&format!("state/{WORKER}.meta")));
 }
