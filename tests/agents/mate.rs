@@ -14,6 +14,7 @@
 //! Codex a Stop hook's in `<hook_prompt …>`), which the server's `"raw":
 //! true` rules match (tests/model_server/README.md).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -499,9 +500,13 @@ pub fn decision_reaches_the_model_at_once(h: Harness) {
     let t0 = l.decide();
     let req = l.presented("w1", 15.0);
     let latency = req["t"].as_f64().unwrap() - t0;
-    eprintln!(
-        "mate {}: needs-decision to the model's request in {latency:.3} s",
-        h.name()
+    // Straight to stderr, past the test harness's capture: every run
+    // says what it measured.
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "mate {} {}: needs-decision to the model's request in {latency:.3} s",
+        h.name(),
+        h.version_under_test()
     );
     let raw = req["raw_prompt"].as_str().unwrap();
     assert!(latency < 2.0, "the packet took {latency:.3} s:\n{raw}");
