@@ -12,7 +12,7 @@
 //! a wake packet reaches it as the raw text of one user message (Claude
 //! Code wraps an `asyncRewake` hook's text in a `<system-reminder>`,
 //! Codex a Stop hook's in `<hook_prompt …>`), which the server's `"raw":
-//! true` rules match (tests/model_server/README.md).
+//! true` rules match (`tests/model_server/README.md`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -200,7 +200,7 @@ impl Lead {
             "-c",
         ]
         .iter()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .collect();
         args.push(root.display().to_string());
         args.extend(argv);
@@ -212,7 +212,7 @@ impl Lead {
         self.w.tmux(&["set-option", "-s", "exit-empty", "off"]);
         self.w
             .tmux(&["set-option", "-w", "-t", &pane, "remain-on-exit", "on"]);
-        self.w.pane = pane.clone();
+        self.w.pane.clone_from(&pane);
         pane
     }
 
@@ -324,23 +324,22 @@ impl Lead {
     /// One line per request so far (time, main, rule, raw steps, the
     /// raw prompt's start), for a failure's message.
     pub fn summary(&self) -> String {
-        self.w
-            .model
-            .requests()
-            .iter()
-            .map(|r| {
-                let raw = r["raw_prompt"].as_str().unwrap_or("");
-                // The whole of a packet, the start of anything else.
-                let raw: String = match raw.find("wake w") {
-                    Some(at) => raw[at..].to_string(),
-                    None => raw.chars().take(160).collect(),
-                };
-                format!(
-                    "{} main={} rule={} raw_steps={} {:?}\n",
-                    r["t"], r["main"], r["rule"], r["raw_steps"], raw
-                )
-            })
-            .collect()
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for r in self.w.model.requests() {
+            let raw = r["raw_prompt"].as_str().unwrap_or("");
+            // The whole of a packet, the start of anything else.
+            let raw: String = match raw.find("wake w") {
+                Some(at) => raw[at..].to_string(),
+                None => raw.chars().take(160).collect(),
+            };
+            let _ = writeln!(
+                out,
+                "{} main={} rule={} raw_steps={} {raw:?}",
+                r["t"], r["main"], r["rule"], r["raw_steps"]
+            );
+        }
+        out
     }
 
     /// The worker's status log.
@@ -418,7 +417,7 @@ impl Drop for Lead {
 }
 
 /// 1. The session-start digest is in the lead's first request: Claude
-///    Code hands a SessionStart hook's stdout as a `system` message
+///    Code hands a `SessionStart` hook's stdout as a `system` message
 ///    (`SessionStart:startup hook success: …`), Codex as a `developer`
 ///    message of its own.
 pub fn digest_at_session_start(h: Harness) {

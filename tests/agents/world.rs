@@ -475,11 +475,16 @@ hide_rate_limit_model_nudge = true
     /// The pane's screen with its escapes, one debug-quoted line each
     /// (blank lines dropped).
     pub fn screen_escaped(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-e", "-J", "-t", &self.pane])
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for l in self
+            .tmux(&["capture-pane", "-p", "-e", "-J", "-t", &self.pane])
             .lines()
             .filter(|l| !l.trim().is_empty())
-            .map(|l| format!("{l:?}\n"))
-            .collect()
+        {
+            let _ = writeln!(out, "{l:?}");
+        }
+        out
     }
 
     /// The doorbell line firstmate types for the task.
