@@ -342,6 +342,20 @@ impl Lead {
         out
     }
 
+    /// The last request the model got was the answer's own last step
+    /// (the text after the command's output): nothing came after it.
+    #[track_caller]
+    pub fn last_was_the_answer(&self) {
+        let reqs = self.w.model.requests();
+        let last = reqs.last().expect("a request");
+        assert!(
+            last["rule"] == "packet" && last["raw_steps"] == json!(1),
+            "{}: a request came after the answer:\n{}",
+            self.w.h.name(),
+            self.summary()
+        );
+    }
+
     /// The worker's status log.
     pub fn status_log(&self) -> String {
         std::fs::read_to_string(self.w.home.path(&format!("state/{WORKER}.status")))
@@ -576,6 +590,7 @@ pub fn acked_items_not_presented_again(h: Harness) {
     });
     l.armed();
     l.silent_for(10.0);
+    l.last_was_the_answer();
     assert_eq!(l.presenting("w1", false).len(), 1);
     let shown = l.fm().args(["wake"]).stdout_any().run().stdout();
     assert!(
@@ -610,6 +625,7 @@ pub fn killed_mid_wake_handles_it_once(h: Harness) {
     });
     l.armed();
     l.silent_for(10.0);
+    l.last_was_the_answer();
     assert_eq!(l.presenting("w1", true).len(), 1, "shown again once");
     assert_eq!(l.presenting("w1", false).len(), 2, "shown twice in all");
     assert_eq!(l.inbox().len(), 1, "answered once");
