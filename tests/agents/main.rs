@@ -8,7 +8,9 @@
 //!
 //! Every scenario runs once per harness (`claude::<scenario>`,
 //! `codex::<scenario>`), so the pass count per harness is the number of
-//! tests under its module. A missing agent program skips a test with a
+//! tests under its module. The first mate's scenarios (`mate.rs`: the
+//! harness as the lead, woken by its hooks) are `mate_claude::<scenario>`
+//! and `mate_codex::<scenario>`. A missing agent program skips a test with a
 //! printed reason, or fails it under `FM_REQUIRE_AGENTS=1`.
 //!
 //! The target is not part of a plain `cargo test` (`test = false` in
@@ -30,6 +32,7 @@
 mod harness;
 
 mod agents;
+mod mate;
 mod model;
 mod scenarios;
 mod world;
@@ -81,4 +84,30 @@ conformance!(
     exit_force_over_a_dialog,
     relaunch_force_over_half_typed_text,
     doctor_knows_the_version_under_test,
+);
+
+/// The first mate's scenarios (`mate.rs`), one `#[test]` per scenario and
+/// harness under `mate_claude::` and `mate_codex::`; attributes as in
+/// [`conformance!`].
+macro_rules! first_mate {
+    ($($(#[$attr:meta])* $scenario:ident $(claude = $claude:literal)? $(codex = $codex:literal)?),* $(,)?) => {
+        mod mate_claude {
+            $($(#[$attr])* $(#[ignore = $claude])? #[test]
+              fn $scenario() { crate::mate::$scenario(crate::Harness::Claude) })*
+        }
+        mod mate_codex {
+            $($(#[$attr])* $(#[ignore = $codex])? #[test]
+              fn $scenario() { crate::mate::$scenario(crate::Harness::Codex) })*
+        }
+    };
+}
+
+first_mate!(
+    digest_at_session_start,
+    no_request_while_waiting,
+    decision_reaches_the_model_at_once,
+    answer_reaches_the_worker,
+    acked_items_not_presented_again,
+    killed_mid_wake_handles_it_once,
+    destructive_verb_refused_without_grant,
 );

@@ -241,8 +241,34 @@ hide_rate_limit_model_nudge = true
         }
     }
 
+    /// Trusts `dir` as well in the agent's own config (no trust dialog
+    /// there): what a captain who starts the agent in that directory did
+    /// once.
+    pub fn trust(&self, dir: &Path) {
+        let d = dir.display().to_string();
+        match self.h {
+            Harness::Claude => {
+                let path = self.agent_home.join(".claude.json");
+                let mut state: Value =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                state["projects"][d] = json!({"hasTrustDialogAccepted": true,
+                    "hasCompletedProjectOnboarding": true,
+                    "allowedTools": []});
+                std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+            }
+            Harness::Codex => {
+                let path = self.agent_home.join(".codex/config.toml");
+                let mut cfg = std::fs::read_to_string(&path).unwrap();
+                cfg.push_str(&format!(
+                    "\n[projects.\"{d}\"]\ntrust_level = \"trusted\"\n"
+                ));
+                std::fs::write(&path, cfg).unwrap();
+            }
+        }
+    }
+
     /// The agent's environment: its throwaway home and the loopback model.
-    fn agent_env(&self) -> Vec<(&'static str, String)> {
+    pub fn agent_env(&self) -> Vec<(&'static str, String)> {
         let home = self.agent_home.display().to_string();
         let mut env = vec![("HOME", home.clone()), ("LANG", "C.UTF-8".into())];
         match self.h {
@@ -296,7 +322,7 @@ hide_rate_limit_model_nudge = true
     }
 
     /// PATH for every tool and the agent: the built binaries first.
-    fn path() -> String {
+    pub fn path() -> String {
         let bins = bin("fm").parent().unwrap().display().to_string();
         format!("{bins}:/usr/local/bin:/usr/bin:/bin")
     }
@@ -449,11 +475,16 @@ hide_rate_limit_model_nudge = true
     /// The pane's screen with its escapes, one debug-quoted line each
     /// (blank lines dropped).
     pub fn screen_escaped(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-e", "-J", "-t", &self.pane])
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for l in self
+            .tmux(&["capture-pane", "-p", "-e", "-J", "-t", &self.pane])
             .lines()
             .filter(|l| !l.trim().is_empty())
-            .map(|l| format!("{l:?}\n"))
-            .collect()
+        {
+            let _ = writeln!(out, "{l:?}");
+        }
+        out
     }
 
     /// The doorbell line firstmate types for the task.

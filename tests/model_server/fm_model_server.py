@@ -144,6 +144,20 @@ def prompt_and_steps(turns):
     return "", steps
 
 
+def raw_prompt_and_steps(turns, results_follow):
+    """The last user message that carries text, synthetic blocks included
+    (all its text blocks joined), and the tool results since. A message
+    that returns tool results continues a turn and is passed over
+    (Anthropic's `tool_result` messages); with `results_follow` a turn's
+    count is of the results after it (Responses)."""
+    steps = 0
+    for texts, results in reversed(turns):
+        steps += results
+        if texts and (results_follow or not results):
+            return "\n".join(t.rstrip("\n") for t in texts), steps
+    return "", steps
+
+
 def user_turn_texts(turns):
     """Every user turn that carries real text, as its list of text blocks
     (synthetic blocks left out), for the log."""
@@ -155,27 +169,31 @@ def user_turn_texts(turns):
     return out
 
 
-def choose_action(prompt, api, is_main, script):
+def choose_action(prompt, api, is_main, script, raw=""):
+    """The first rule that holds, its action, its label, and whether it
+    matched the raw prompt (`"raw": true`)."""
     for rule in script.get("rules") or []:
+        text = raw if rule.get("raw") else prompt
         if rule.get("api") not in (None, "any", api):
             continue
         # Rules answer the agent's main loop; `"side": true` rules answer only
         # side requests (title generation and the like: no tools offered).
         if bool(rule.get("side", False)) == is_main:
             continue
-        if "match" in rule and rule["match"] not in prompt:
+        if "match" in rule and rule["match"] not in text:
             continue
         groups = ()
         if "regex" in rule:
-            m = re.search(rule["regex"], prompt, re.S)
+            m = re.search(rule["regex"], text, re.S)
             if not m:
                 continue
             groups = m.groups()
-        action = substitute(rule.get("action") or {}, prompt, groups)
-        return action, rule.get("name") or rule.get("match") or rule.get("regex")
+        action = substitute(rule.get("action") or {}, text, groups)
+        name = rule.get("name") or rule.get("match") or rule.get("regex")
+        return action, name, bool(rule.get("raw"))
     if not is_main:
-        return script.get("side_default") or {"text": "ok"}, "side_default"
-    return script.get("default") or {"text": "ok"}, "default"
+        return script.get("side_default") or {"text": "ok"}, "side_default", False
+    return script.get("default") or {"text": "ok"}, "default", False
 
 
 def substitute(obj, prompt, groups):
@@ -331,10 +349,12 @@ class Handler(BaseHTTPRequestHandler):
     def anthropic_messages(self, body, rec):
         turns = anthropic_turns(body)
         prompt, steps = prompt_and_steps(turns)
+        raw, raw_steps = raw_prompt_and_steps(turns, False)
         is_main = bool(body.get("tools"))
-        action, rule = choose_action(prompt, "anthropic", is_main, load_script())
-        step = current_step(action, steps)
+        action, rule, by_raw = choose_action(prompt, "anthropic", is_main, load_script(), raw)
+        step = current_step(action, raw_steps if by_raw else steps)
         rec.update({"api": "anthropic", "main": is_main, "prompt": prompt, "steps": steps,
+                    "raw_prompt": raw, "raw_steps": raw_steps,
                     "user_turns": user_turn_texts(turns), "rule": rule, "reply": step,
                     "model": body.get("model"), "stream": bool(body.get("stream")),
                     "body": body})
@@ -418,13 +438,15 @@ class Handler(BaseHTTPRequestHandler):
     def openai_responses(self, body, rec):
         turns = openai_turns(body)
         prompt, steps = prompt_and_steps(turns)
+        raw, raw_steps = raw_prompt_and_steps(turns, True)
         tools = [t.get("name") or t.get("type") for t in body.get("tools") or [] if isinstance(t, dict)]
         # The agent's own loop offers a shell tool; side requests (Codex's
         # thread-title generation offers only apply_patch) do not.
         is_main = any(t in SHELL_TOOLS for t in tools)
-        action, rule = choose_action(prompt, "openai", is_main, load_script())
-        step = current_step(action, steps)
+        action, rule, by_raw = choose_action(prompt, "openai", is_main, load_script(), raw)
+        step = current_step(action, raw_steps if by_raw else steps)
         rec.update({"api": "openai", "main": is_main, "prompt": prompt, "steps": steps,
+                    "raw_prompt": raw, "raw_steps": raw_steps,
                     "user_turns": user_turn_texts(turns), "rule": rule, "reply": step,
                     "model": body.get("model"), "stream": bool(body.get("stream")),
                     "tools": tools, "body": body})
