@@ -93,7 +93,13 @@ pub(crate) fn wake(a: &WakeArgs) -> Result<u8> {
         )));
     }
     crate::watch::daemon::install_signals();
-    match mate::wait::wait(&ctx.home, &ctx.cfg, a.timeout.map(mate::wait::secs), None)? {
+    match mate::wait::wait(
+        &ctx.home,
+        &ctx.cfg,
+        a.timeout.map(mate::wait::secs),
+        None,
+        None,
+    )? {
         Waited::Packet(p) => {
             print(&p, a.json)?;
             Ok(exit::OK)

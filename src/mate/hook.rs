@@ -36,6 +36,7 @@ const HAND_OVER: u8 = 2;
 struct Payload {
     event: String,
     transcript: Option<std::path::PathBuf>,
+    session: Option<String>,
 }
 
 /// Reads the payload: at most 1 MiB, for at most 2 s (a harness that
@@ -78,6 +79,10 @@ fn payload() -> Payload {
             .as_str()
             .filter(|p| p.starts_with('/'))
             .map(std::path::PathBuf::from),
+        session: v["session_id"]
+            .as_str()
+            .filter(|s| super::ledger::valid_session(s))
+            .map(str::to_string),
     }
 }
 
@@ -169,13 +174,20 @@ pub fn run(
             let secs = timeout.unwrap_or(WAIT_SECS as f64 - MARGIN_SECS).max(1.0);
             crate::watch::daemon::install_signals();
             // A session that just started never saw a packet: one left
-            // unacknowledged is shown again. At a turn's end, only if the
-            // turn had it.
+            // unacknowledged is shown again. At a turn's end, a packet
+            // this session was shown comes again only if the lead had it.
             let transcript = match payload.event.as_str() {
                 "SessionStart" => None,
                 _ => payload.transcript.as_deref(),
             };
-            match super::wait::wait(home, cfg, Some(super::wait::secs(secs)), transcript)? {
+            let waited = super::wait::wait(
+                home,
+                cfg,
+                Some(super::wait::secs(secs)),
+                transcript,
+                payload.session.as_deref(),
+            )?;
+            match waited {
                 Waited::Packet(p) => {
                     crate::output::err_block(&p.text());
                     Ok(HAND_OVER)

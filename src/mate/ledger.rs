@@ -6,7 +6,7 @@
 //! the lead acknowledges a packet (`fm wake --ack <token>`), never when a
 //! packet is printed, so a lead interrupted mid-wake is shown the same
 //! items again. `state/.mate.packets` keeps the newest [`KEEP`] packets
-//! presented: `<n>\t<times shown>\t<acked 0|1>\t<epoch>\t<local end>\t<host>=<end>,…`.
+//! presented: `<n>\t<times shown>\t<acked 0|1>\t<epoch>\t<local end>\t<host>=<end>,…\t<session>`.
 //! Both are replaced atomically under `state/.mate.lock`.
 
 use std::collections::BTreeMap;
@@ -71,6 +71,9 @@ pub struct Presented {
     pub epoch: u64,
     /// Where the wakes it holds end: acknowledging it moves the cursor here.
     pub end: Position,
+    /// The harness session of the waiter that first showed it, when one
+    /// did (`-` in the file otherwise).
+    pub session: Option<String>,
 }
 
 impl Presented {
@@ -80,13 +83,14 @@ impl Presented {
 
     fn line(&self) -> String {
         format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
             self.n,
             self.shown,
             u8::from(self.acked),
             self.epoch,
             self.end.local,
-            self.end.hosts_field()
+            self.end.hosts_field(),
+            self.session.as_deref().unwrap_or("-")
         )
     }
 
@@ -102,14 +106,28 @@ impl Presented {
         let epoch = f.next()?.parse().ok()?;
         let local = f.next()?.parse().ok()?;
         let hosts = Position::parse_hosts(f.next().unwrap_or(""))?;
+        let session = f
+            .next()
+            .filter(|s| *s != "-" && valid_session(s))
+            .map(str::to_string);
         Some(Presented {
             n,
             shown,
             acked,
             epoch,
             end: Position { local, hosts },
+            session,
         })
     }
+}
+
+/// Whether `s` can name a harness session here: 1 to 128 letters,
+/// digits, `-`, `_` or `.` (Claude Code and Codex use UUIDs).
+pub fn valid_session(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// The token of packet `n`.
@@ -191,8 +209,9 @@ impl Ledger {
         }
     }
 
-    /// Records a new packet ending at `end`, shown once; returns it.
-    pub fn present_new(&mut self, end: Position, epoch: u64) -> Presented {
+    /// Records a new packet ending at `end`, shown once (to `session`,
+    /// when a harness's waiter showed it); returns it.
+    pub fn present_new(&mut self, end: Position, epoch: u64, session: Option<String>) -> Presented {
         let n = self.last().map_or(1, |p| p.n + 1);
         let p = Presented {
             n,
@@ -200,6 +219,7 @@ impl Ledger {
             acked: false,
             epoch,
             end,
+            session,
         };
         self.packets.push(p.clone());
         let extra = self.packets.len().saturating_sub(KEEP);
@@ -290,8 +310,8 @@ mod tests {
         let home = Home::at(d.path()).unwrap();
         let mut l = Ledger::load(&home).unwrap();
         assert_eq!(l.cursor, Position::default());
-        let a = l.present_new(pos(100, &[("h1", 7)]), 1);
-        let b = l.present_new(pos(250, &[("h1", 9), ("h2", 3)]), 2);
+        let a = l.present_new(pos(100, &[("h1", 7)]), 1, None);
+        let b = l.present_new(pos(250, &[("h1", 9), ("h2", 3)]), 2, Some("0b1e-77".into()));
         assert_eq!((a.n, b.n), (1, 2));
         assert_eq!(l.covered(), pos(250, &[("h1", 9), ("h2", 3)]));
         // The newer first: the older is then already covered.
@@ -316,8 +336,8 @@ mod tests {
     #[test]
     fn an_older_ack_moves_only_to_its_own_end() {
         let mut l = Ledger::default();
-        l.present_new(pos(100, &[]), 1);
-        l.present_new(pos(250, &[]), 2);
+        l.present_new(pos(100, &[]), 1, None);
+        l.present_new(pos(250, &[]), 2, None);
         assert!(matches!(l.ack(1), Acked::Moved(_)));
         assert_eq!(l.cursor.local, 100);
         assert!(!l.packets[1].acked);
@@ -330,7 +350,7 @@ mod tests {
         let home = Home::at(d.path()).unwrap();
         let mut l = Ledger::default();
         for i in 0..(KEEP as u64 + 5) {
-            l.present_new(pos(i * 10, &[]), i);
+            l.present_new(pos(i * 10, &[]), i, None);
         }
         assert_eq!(l.packets.len(), KEEP);
         assert_eq!(l.packets[0].n, 6);

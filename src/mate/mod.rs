@@ -30,13 +30,15 @@ pub enum Ask {
     Show,
     /// `fm wake --wait`: a packet only when there is news, or when the
     /// newest packet was shown once before `since`, never acknowledged,
-    /// and (when `transcript` names the lead's conversation) reached the
-    /// lead there; and only while `waiter` (when given) is still the
-    /// home's waiter.
+    /// and — when `transcript` names the lead's conversation and the
+    /// packet was shown to this same `session` — reached the lead there;
+    /// and only while `waiter` (when given) is still the home's waiter.
     Due {
         since: Option<(u64, u32)>,
         waiter: Option<String>,
         transcript: Option<std::path::PathBuf>,
+        /// The harness session the waiter serves, when it is a hook's.
+        session: Option<String>,
     },
 }
 
@@ -177,8 +179,12 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
     }
     let covered = ledger.covered();
     let last = ledger.last().cloned();
+    let session = match &ask {
+        Ask::Due { session, .. } => session.clone(),
+        Ask::Show => None,
+    };
     let presented: Option<Presented> = if fresh(&wakes, &end, &covered) {
-        Some(ledger.present_new(end, now))
+        Some(ledger.present_new(end, now, session))
     } else {
         match (&last, &ask) {
             (Some(p), _) if p.acked || wakes.is_empty() => None,
@@ -186,7 +192,10 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
             (
                 Some(p),
                 Ask::Due {
-                    since, transcript, ..
+                    since,
+                    transcript,
+                    session,
+                    ..
                 },
             ) => {
                 // Shown once, before this waiter began, and left unacknowledged:
@@ -194,11 +203,13 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
                 // packet handed over while the lead's turn ran reaches it
                 // only after that turn: not yet in its conversation, it is
                 // on its way, not abandoned.
+                let same_session = session.is_some() && p.session == *session;
                 (p.shown < 2
                     && *since == Some((p.n, p.shown))
-                    && transcript
-                        .as_deref()
-                        .is_none_or(|t| hook::mentions(t, &p.token())))
+                    && (!same_session
+                        || transcript
+                            .as_deref()
+                            .is_none_or(|t| hook::mentions(t, &p.token()))))
                 .then(|| ledger.present_again())
                 .flatten()
             }

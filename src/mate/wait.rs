@@ -48,14 +48,15 @@ pub(super) fn is_current(home: &Home, mine: &str) -> bool {
 
 /// Waits until a packet is due (or `timeout` passes, a newer waiter
 /// starts, or a signal comes). `transcript`, the lead's conversation as
-/// its harness keeps it, is where a packet shown before must appear to be
-/// shown again ([`Ask::Due`]). The caller installs the signal handlers
+/// its harness keeps it, is where a packet shown before to the same
+/// `session` must appear to be shown again ([`Ask::Due`]). The caller installs the signal handlers
 /// (`daemon::install_signals`).
 pub fn wait(
     home: &Home,
     cfg: &Config,
     timeout: Option<Duration>,
     transcript: Option<&std::path::Path>,
+    session: Option<&str>,
 ) -> Result<Waited> {
     let deadline = timeout.map(|t| Instant::now() + t);
     fsx::ensure_dir(&home.state_dir())?;
@@ -68,6 +69,7 @@ pub fn wait(
             since,
             waiter: Some(mine.clone()),
             transcript: transcript.map(std::path::Path::to_path_buf),
+            session: session.map(str::to_string),
         };
         if let Some(p) = super::take(home, cfg, ask, crate::clock::now())? {
             return Ok(Waited::Packet(Box::new(p)));

@@ -633,15 +633,13 @@ fn a_packet_on_its_way_is_not_shown_again_until_the_lead_had_it() {
     let h = TestHome::new();
     task(&h, "a", "needs-decision [key=db]: which?\n");
     pass(&h);
-    // Presented while the lead's turn ran: w1 is on its way.
-    wake(&h).stdout_any().run();
     let transcript = h.path("transcript.jsonl");
     std::fs::write(&transcript, "{\"type\":\"user\",\"text\":\"kickoff\"}\n").unwrap();
-    let stop = |h: &TestHome| {
+    let hook = |h: &TestHome, event: &str, session: &str| {
         h.fm("fm")
             .args(["mate", "hook", "stop", "--timeout", "1"])
             .stdin(format!(
-                "{{\"hook_event_name\":\"Stop\",\"transcript_path\":\"{}\"}}",
+                "{{\"hook_event_name\":\"{event}\",\"session_id\":\"{session}\",\"transcript_path\":\"{}\"}}",
                 transcript.display()
             ))
             .status(2)
@@ -649,29 +647,29 @@ fn a_packet_on_its_way_is_not_shown_again_until_the_lead_had_it() {
             .run()
             .stderr()
     };
-    // The turn that ended never had it: no re-show (the timeout's note).
+    // Session s1's start waiter shows w1 while the lead's first turn runs.
+    assert!(hook(&h, "SessionStart", "s1").starts_with("wake w1: "));
+    // That turn's end: the turn never had w1 (it comes after the turn), so
+    // it is on its way, not shown again: the waiter's timeout note.
+    assert!(hook(&h, "Stop", "s1").starts_with("firstmate: no news"));
+    // Another session (the lead restarted) never had it: shown again.
+    assert!(hook(&h, "Stop", "s2").starts_with("wake w1 (shown again"));
     assert!(
-        stop(&h).starts_with("firstmate: no news"),
-        "not shown again yet"
+        hook(&h, "Stop", "s2").starts_with("firstmate: no news"),
+        "twice is enough"
     );
-    // The next turn had it and ended without the ack: shown once more.
+    wake(&h).args(["--ack", "w1"]).stdout_any().run();
+    // A packet the turn had (its transcript shows it) and left unacked
+    // is shown once more at that turn's end.
+    append(&h, "a", "blocked [key=net]: offline\n");
+    pass(&h);
+    assert!(hook(&h, "Stop", "s1").starts_with("wake w2: "));
     std::fs::write(
         &transcript,
-        "{\"type\":\"user\",\"text\":\"Stop hook blocking error from command \\\"Stop\\\": wake w1: 1 worker with news\"}\n",
+        "{\"type\":\"user\",\"text\":\"Stop hook blocking error from command \\\"Stop\\\": wake w2: 1 worker with news\"}\n",
     )
     .unwrap();
-    assert!(stop(&h).starts_with("wake w1 (shown again"), "shown again");
-    // A new session never had it: shown again there too (but only twice in all).
-    let start = h
-        .fm("fm")
-        .args(["mate", "hook", "stop", "--timeout", "1"])
-        .stdin("{\"hook_event_name\":\"SessionStart\",\"transcript_path\":\"/nonexistent\"}")
-        .status(2)
-        .stderr_any()
-        .run()
-        .stderr();
-    assert!(
-        start.starts_with("firstmate: no news"),
-        "twice is enough: {start}"
-    );
+    assert!(hook(&h, "Stop", "s1").starts_with("wake w2 (shown again"));
+    let packets = h.read_string("state/.mate.packets");
+    assert!(packets.lines().all(|l| l.ends_with("\ts1")), "{packets}");
 }
