@@ -110,4 +110,5 @@ first_mate!(
     acked_items_not_presented_again,
     killed_mid_wake_handles_it_once,
     destructive_verb_refused_without_grant,
+    decision_during_the_leads_turn_is_shown_once,
 );

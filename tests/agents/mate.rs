@@ -666,3 +666,39 @@ pub fn destructive_verb_refused_without_grant(h: Harness) {
     );
     assert!(l.w.home.exists(&format!("state/{WORKER}.meta")));
 }
+
+/// 8. A worker that speaks while the lead's turn runs has its packet
+///    reach the lead once, after that turn, and never "shown again".
+///    (Claude Code's waiter from the session's start presents it
+///    mid-turn and the harness starts the next turn with it at once, no
+///    Stop hook between. The narrower window — a packet presented just
+///    before a turn's Stop hook starts, which then must not take it for
+///    abandoned — is not reproducible on demand with the real harness;
+///    `tests/cli/mate.rs` drives the hook through it with payloads.)
+pub fn decision_during_the_leads_turn_is_shown_once(h: Harness) {
+    let Some(mut l) = Lead::new(h, OnPacket::Act) else {
+        return;
+    };
+    let mut slow = rules(OnPacket::Act);
+    slow["rules"][2]["action"] = json!({"stream_secs": 8, "chunks": 16, "text": KICKOFF_ANSWER});
+    l.w.model.set_rules(&slow);
+    l.launch(KICKOFF);
+    l.wait_for("the kickoff turn streaming", 90.0, |l| {
+        l.w.model
+            .main_requests()
+            .iter()
+            .any(|r| r["prompt"].as_str() == Some(KICKOFF))
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    l.decide();
+    l.answered(60.0);
+    l.wait_for("the lead's turn over", 30.0, |l| {
+        l.w.screen().contains(HANDLED)
+    });
+    l.settled();
+    l.armed();
+    l.silent_for(10.0);
+    assert_eq!(l.presenting("w1", false).len(), 1, "handed over once");
+    assert!(l.presenting("w1", true).is_empty(), "never shown again");
+    assert_eq!(l.inbox().len(), 1, "answered once");
+}
