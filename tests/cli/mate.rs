@@ -673,3 +673,94 @@ fn a_packet_on_its_way_is_not_shown_again_until_the_lead_had_it() {
     let packets = h.read_string("state/.mate.packets");
     assert!(packets.lines().all(|l| l.ends_with("\ts1")), "{packets}");
 }
+
+/// Hostile state: a FIFO where the ledger should be is refused at once,
+/// naming it; a lock held by another waits its bound and says so; many
+/// racing acks and showings leave one consistent ledger.
+#[test]
+fn the_ledger_refuses_a_fifo_waits_out_a_held_lock_and_survives_races() {
+    let h = TestHome::new();
+    task(&h, "a", "needs-decision [key=db]: which?\n");
+    pass(&h);
+    let fifo = h.path("state/.mate.cursor");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    wake(&h)
+        .status_any()
+        .stdout_any()
+        .stderr_has(".mate.cursor (a FIFO where a regular file is expected)")
+        .start()
+        .wait(10.0);
+    std::fs::remove_file(&fifo).unwrap();
+
+    // A lock held by another process: refused after the wait, not hung.
+    let holder = Cmd::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import fcntl,sys,time\nf=open({:?},'a')\nfcntl.flock(f,fcntl.LOCK_EX)\nprint('held',flush=True)\ntime.sleep(30)",
+            h.path("state/.mate.lock").display().to_string()
+        ))
+        .stdout_any()
+        .start();
+    assert!(wait_until(10.0, || holder.stdout_so_far().contains("held")));
+    wake(&h)
+        .status(3)
+        .stdout("")
+        .stderr_has(".mate.lock")
+        .start()
+        .wait(20.0);
+    drop(holder);
+
+    // Racing: 6 processes each show and ack 5 times while the workers
+    // keep raising wakes and watcher passes run.
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let h = &h;
+            s.spawn(move || {
+                for i in 0..5 {
+                    let out = wake(h).stdout_any().run().stdout();
+                    if let Some(t) = out
+                        .lines()
+                        .find_map(|l| l.strip_prefix("when handled: fm wake --ack "))
+                    {
+                        wake(h).args(["--ack", t.trim()]).stdout_any().run();
+                    }
+                    append(h, "a", &format!("blocked [key=k{t}-{i}]: more\n"));
+                    pass(h);
+                }
+            });
+        }
+    });
+    // Then one more showing and its ack: nothing is left over, and every
+    // wake was in some packet (the keys all open, in no wake again).
+    pass(&h);
+    loop {
+        let v = wake(&h).arg("--json").stdout_json().run().json();
+        let Some(t) = v["token"].as_str() else { break };
+        wake(&h).args(["--ack", t]).stdout_any().run();
+    }
+    let wakes = h.read_string("state/wakes.log").lines().count();
+    assert_eq!(wakes, 31, "one decision and 30 blocks became wakes");
+    let cursor = h.read_string("state/.mate.cursor");
+    let packets = h.read_string("state/.mate.packets");
+    let ns: Vec<u64> = packets
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        ns.windows(2).all(|w| w[0] < w[1]),
+        "numbers rise: {packets}"
+    );
+    assert!(cursor.starts_with("-\t"), "{cursor}");
+    let end = std::fs::metadata(h.path("state/wakes.log")).unwrap().len();
+    let at: u64 = cursor.lines().next().unwrap()[2..].parse().unwrap();
+    assert_eq!(
+        at, end,
+        "every wake acknowledged, the cursor at the log's end"
+    );
+}
