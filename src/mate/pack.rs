@@ -202,7 +202,17 @@ pub fn init(
     let _guard = super::ledger::lock(home)?;
     let mut record = read_record(home)?;
     let mut done = Vec::new();
-    for f in files(harness, fm, home.root()) {
+    let files = files(harness, fm, home.root());
+    // Every path checked before anything is written: a refusal leaves
+    // the home as it was.
+    for f in &files {
+        let mut at = home.root().to_path_buf();
+        for c in Path::new(&f.rel).components() {
+            at.push(c);
+            fsx::refuse_symlink(&at)?;
+        }
+    }
+    for f in files {
         let path = home.root().join(&f.rel);
         if let Some(dir) = path.parent() {
             ensure_dirs(home.root(), dir)?;

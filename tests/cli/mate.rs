@@ -386,8 +386,7 @@ fn mate_init_refuses_a_symlinked_directory() {
     std::os::unix::fs::symlink(elsewhere.path(), h.path(".claude")).unwrap();
     h.fm("fm")
         .args(["mate", "init"])
-        .status_any()
-        .stdout_any()
+        .status(1)
         .stderr_has("symlink")
         .run();
     assert!(
@@ -397,6 +396,17 @@ fn mate_init_refuses_a_symlinked_directory() {
             .is_none(),
         "nothing written through the link"
     );
+    assert!(!h.exists("AGENTS.md"), "nothing written at all");
+    // A symlinked file is refused too, and not followed.
+    std::fs::remove_file(h.path(".claude")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("x"), h.path("CLAUDE.md")).unwrap();
+    h.fm("fm")
+        .args(["mate", "init"])
+        .status(1)
+        .stderr_has("symlink")
+        .run();
+    assert!(!elsewhere.path().join("x").exists());
+    assert!(!h.exists("AGENTS.md"));
 }
 
 #[test]
