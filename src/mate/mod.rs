@@ -141,20 +141,72 @@ fn fresh(wakes: &[Merged], end: &Position, covered: &Position) -> bool {
     })
 }
 
+/// Whether `ask` is a waiter's that is no longer the home's waiter.
+fn superseded(home: &Home, ask: &Ask) -> bool {
+    matches!(ask, Ask::Due { waiter: Some(w), .. } if !wait::is_current(home, w))
+}
+
+/// How many times [`take`] reads the feeds and the fleet outside the
+/// ledger's lock before it reads them under it.
+const OPTIMISTIC: usize = 3;
+
 /// Presents a packet when one is due (always, for [`Ask::Show`]):
 /// records it in the ledger and builds it over the fleet as it is now.
 /// `None` when [`Ask::Due`] finds nothing due.
+///
+/// The slow reads — the hosts' feeds and the fleet's rows, each up to a
+/// host's timeout — run outside `state/.mate.lock`, so an ack never waits
+/// on them; the decision is taken under the lock against the ledger read
+/// again, and when that changed meanwhile (an ack, another waiter) the
+/// reads are made again, the last time under the lock.
 pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Packet>> {
-    let _guard = ledger::lock(home)?;
-    if let Ask::Due {
-        waiter: Some(w), ..
-    } = &ask
-        && !wait::is_current(home, w)
-    {
-        return Ok(None);
+    let waiting = matches!(ask, Ask::Due { .. });
+    for attempt in 0..=OPTIMISTIC {
+        let last_try = attempt == OPTIMISTIC;
+        let early = if last_try {
+            Some(ledger::lock(home)?)
+        } else {
+            None
+        };
+        if superseded(home, &ask) {
+            return Ok(None);
+        }
+        let seen = Ledger::load(home)?;
+        let news = news(home, cfg, &seen.cursor)?;
+        if waiting && news.is_empty() && !news.reset {
+            return Ok(None);
+        }
+        let rows = crate::route::fleet::fleet(home, cfg, now)?;
+        let guard = match early {
+            Some(g) => g,
+            None => ledger::lock(home)?,
+        };
+        if superseded(home, &ask) {
+            return Ok(None);
+        }
+        let ledger = Ledger::load(home)?;
+        if ledger.cursor != seen.cursor || ledger.packets != seen.packets {
+            drop(guard);
+            continue;
+        }
+        let got = decide(home, cfg, ledger, news, rows, &ask, now);
+        drop(guard);
+        return got;
     }
-    let mut ledger = Ledger::load(home)?;
-    let mut news = news(home, cfg, &ledger.cursor)?;
+    Ok(None)
+}
+
+/// [`take`]'s decision, under the ledger's lock, over what was read.
+fn decide(
+    home: &Home,
+    cfg: &Config,
+    mut ledger: Ledger,
+    mut news: News,
+    (rows, mut row_warnings): (Vec<crate::crew_state::Row>, Vec<String>),
+    ask: &Ask,
+    now: u64,
+) -> Result<Option<Packet>> {
+    let waiting = matches!(ask, Ask::Due { .. });
     if news.reset {
         // The log was replaced: what the ledger knew of it is void.
         ledger.cursor.local = 0;
@@ -163,11 +215,9 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
         }
         ledger.save(home)?;
     }
-    let waiting = matches!(ask, Ask::Due { .. });
     if waiting && news.is_empty() {
         return Ok(None);
     }
-    let (rows, mut row_warnings) = crate::route::fleet::fleet(home, cfg, now)?;
     // As many local wakes as fit the budget (at least one).
     let mut k = news.local.len();
     let (mut wakes, mut end, mut more) = news.take(k);
@@ -179,14 +229,14 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
     }
     let covered = ledger.covered();
     let last = ledger.last().cloned();
-    let session = match &ask {
+    let session = match ask {
         Ask::Due { session, .. } => session.clone(),
         Ask::Show => None,
     };
     let presented: Option<Presented> = if fresh(&wakes, &end, &covered) {
         Some(ledger.present_new(end, now, session))
     } else {
-        match (&last, &ask) {
+        match (&last, ask) {
             (Some(p), _) if p.acked || wakes.is_empty() => None,
             (Some(_), Ask::Show) => ledger.present_again(),
             (

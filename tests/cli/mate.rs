@@ -774,3 +774,49 @@ fn the_ledger_refuses_a_fifo_waits_out_a_held_lock_and_survives_races() {
         "every wake acknowledged, the cursor at the log's end"
     );
 }
+
+/// A host that never answers holds a packet up to its timeout; an ack
+/// meanwhile does not wait on it (the slow reads run outside the
+/// ledger's lock, whose wait is shorter than that timeout).
+#[test]
+fn an_ack_never_waits_on_a_slow_host() {
+    let h = TestHome::new();
+    // A listener that accepts and never speaks: ssh waits for a banner.
+    let silent = Cmd::new("python3")
+        .arg("-c")
+        .arg(
+            "import socket,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(8)\nprint(s.getsockname()[1],flush=True)\nc=[]\ns.settimeout(0.2)\nt=time.time()\nwhile time.time()-t<60:\n  try: c.append(s.accept()[0])\n  except Exception: pass",
+        )
+        .stdout_any()
+        .start();
+    assert!(wait_until(10.0, || silent
+        .stdout_so_far()
+        .trim()
+        .parse::<u16>()
+        .is_ok()));
+    let port = silent.stdout_so_far().trim().to_string();
+    let cfg = h.read_string("config/firstmate.toml");
+    h.write(
+        "config/firstmate.toml",
+        format!(
+            "{cfg}\n[hosts.slow]\ndestination = \"127.0.0.1\"\nhome = \"/nonexistent\"\nssh_options = [\"-p\", \"{port}\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"BatchMode=yes\"]\ntimeout_ms = 12000\n"
+        ),
+    );
+    task(&h, "a", "needs-decision [key=db]: which?\n");
+    pass(&h);
+    // w1 shown (after the host's timeout), then a second showing starts.
+    let first = wake(&h).stdout_any().start().wait(40.0).stdout();
+    assert!(
+        first.contains("warning: host slow: no wakes this time"),
+        "{first}"
+    );
+    let again = wake(&h).stdout_any().start();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    wake(&h)
+        .args(["--ack", "w1"])
+        .stdout("acknowledged w1\n")
+        .start()
+        .wait(8.0);
+    drop(again);
+    drop(silent);
+}
