@@ -96,11 +96,24 @@ fn payload() -> Payload {
 )]
 pub fn mentions(transcript: &Path, token: &str) -> bool {
     use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
     const TAIL: u64 = 8 << 20;
-    let Ok(mut f) = std::fs::File::open(transcript) else {
+    // Non-blocking, and only a regular file is read: a FIFO named as the
+    // transcript must not hold the hook (it runs under the ledger's lock).
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
+        .open(transcript)
+    else {
         return true;
     };
-    let len = f.metadata().map_or(0, |m| m.len());
+    let Ok(md) = f.metadata() else {
+        return true;
+    };
+    if !md.is_file() {
+        return true;
+    }
+    let len = md.len();
     if f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).is_err() {
         return true;
     }
@@ -117,11 +130,9 @@ pub fn mentions(transcript: &Path, token: &str) -> bool {
 /// goes away: a harness killed outright leaves its hooks running, and an
 /// orphaned waiter must not wake a lead that no longer exists.
 fn orphan_guard() {
+    // Only a change counts: a harness may itself be process 1 (a
+    // container's entrypoint).
     let parent = rustix::process::getppid();
-    if parent.is_none_or(rustix::process::Pid::is_init) {
-        // Its harness is gone already.
-        std::process::exit(0);
-    }
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(500));
@@ -180,25 +191,47 @@ pub fn run(
                 "SessionStart" => None,
                 _ => payload.transcript.as_deref(),
             };
-            let waited = super::wait::wait(
-                home,
-                cfg,
-                Some(super::wait::secs(secs)),
-                transcript,
-                payload.session.as_deref(),
-            )?;
-            match waited {
-                Waited::Packet(p) => {
-                    crate::output::err_block(&p.text());
-                    Ok(HAND_OVER)
+            // A failing wait (the home unreadable for a while, a lock
+            // held too long) is tried again, pausing longer each time,
+            // rather than ending the hook: a waiter that ends without a
+            // packet leaves the lead unarmed until its next turn.
+            let deadline = std::time::Instant::now() + super::wait::secs(secs);
+            let mut pause = std::time::Duration::from_secs(1);
+            let mut failing: Option<String> = None;
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                let waited = if left.is_zero() {
+                    Ok(Waited::Timeout)
+                } else {
+                    super::wait::wait(
+                        home,
+                        cfg,
+                        Some(left),
+                        transcript,
+                        payload.session.as_deref(),
+                    )
+                };
+                match waited {
+                    Ok(Waited::Packet(p)) => {
+                        crate::output::err_block(&p.text());
+                        return Ok(HAND_OVER);
+                    }
+                    Ok(Waited::Timeout) => {
+                        let why = failing.map_or_else(String::new, |e| {
+                            format!(" The wait kept failing: {e}; tell the captain (fm doctor).")
+                        });
+                        crate::output::err_line(&format!(
+                            "firstmate: no news for a long while; nothing to do (this only re-arms the wait).{why} End your turn."
+                        ));
+                        return Ok(HAND_OVER);
+                    }
+                    Ok(Waited::Superseded | Waited::Signal(_)) => return Ok(0),
+                    Err(e) => {
+                        failing = Some(e.to_string());
+                        std::thread::sleep(pause.min(left));
+                        pause = (pause * 2).min(std::time::Duration::from_secs(60));
+                    }
                 }
-                Waited::Timeout => {
-                    crate::output::err_line(
-                        "firstmate: no news for a long while; nothing to do (this only re-arms the wait). End your turn.",
-                    );
-                    Ok(HAND_OVER)
-                }
-                Waited::Superseded | Waited::Signal(_) => Ok(0),
             }
         }
         _ => Err(Error::Usage(format!(
@@ -241,4 +274,34 @@ pub fn codex_files(fm: &Path, home: &Path) -> Vec<File> {
 
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transcript_check_reads_regular_files_only() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        std::fs::write(&t, "{\"text\":\"Stop hook feedback: wake w3: 1 worker\"}\n").unwrap();
+        assert!(mentions(&t, "w3"));
+        assert!(!mentions(&t, "w4"), "another packet");
+        assert!(!mentions(&t, "w"), "a prefix is not a token");
+        std::fs::write(&t, "wake w7 (shown again: not acknowledged): 1\n").unwrap();
+        assert!(mentions(&t, "w7"));
+        // A FIFO with no writer: answered at once, never waited on.
+        let fifo = d.path().join("f");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let began = std::time::Instant::now();
+        assert!(mentions(&fifo, "w1"), "unreadable reads as seen");
+        assert!(began.elapsed() < std::time::Duration::from_secs(5));
+        assert!(mentions(&d.path().join("missing"), "w1"));
+    }
 }

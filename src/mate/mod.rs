@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::home::Home;
 use crate::remote::wakes::Merged;
-use ledger::{Acked, Ledger, Position, Presented};
+use ledger::{Acked, Ledger, Position};
 pub use packet::Packet;
 
 /// Most local wakes one packet holds; the rest come in the next one.
@@ -47,87 +47,62 @@ pub enum Ask {
 /// (Codex cuts the middle of a hook's prompt past about 10 KB).
 pub const BUDGET: usize = 8 * 1024;
 
-/// The wakes past a position: the local ones (at most [`MAX_WAKES`],
-/// each with the offset past it) and every host's, with where they end.
-struct News {
-    local: Vec<(crate::wakes::Wake, u64)>,
-    /// Where the local log's complete lines end.
-    local_end: u64,
-    /// Local wakes past [`MAX_WAKES`].
+/// Local wakes read from an offset (at most [`MAX_WAKES`], each with the
+/// offset past it).
+struct Local {
+    wakes: Vec<(crate::wakes::Wake, u64)>,
+    /// Where the read started.
+    start: u64,
+    /// Where they end: past the last one kept, else the log's end.
+    end: u64,
+    /// Wakes past the [`MAX_WAKES`] kept.
     beyond: usize,
-    hosts: Vec<Merged>,
-    host_ends: std::collections::BTreeMap<String, u64>,
-    /// The local log was shorter than the cursor (replaced): read from 0.
+    /// The log was shorter than the offset asked (replaced): read from 0.
     reset: bool,
-    warnings: Vec<String>,
 }
 
-impl News {
-    fn is_empty(&self) -> bool {
-        self.local.is_empty() && self.hosts.is_empty()
-    }
-
-    /// The first `k` local wakes and every host's, in time order, where
-    /// they end, and how many local wakes are left for later.
-    fn take(&self, k: usize) -> (Vec<Merged>, Position, usize) {
-        let k = k.min(self.local.len());
-        let local_end = if k < self.local.len() {
-            self.local[k - 1].1
-        } else {
-            self.local_end
-        };
-        let mut all: Vec<Merged> = self.local[..k]
-            .iter()
-            .map(|(w, _)| Merged {
-                wake: w.clone(),
-                host: None,
-            })
-            .collect();
-        all.extend(self.hosts.iter().map(|m| Merged {
-            wake: m.wake.clone(),
-            host: m.host.clone(),
-        }));
-        all.sort_by_key(|m| m.wake.epoch);
-        let end = Position {
-            local: local_end,
-            hosts: self.host_ends.clone(),
-        };
-        (all, end, self.local.len() - k + self.beyond)
-    }
-}
-
-fn news(home: &Home, cfg: &Config, from: &Position) -> Result<News> {
+fn read_local(home: &Home, from: u64) -> Result<Local> {
     let crate::wakes::ReadEach {
         wakes: mut local,
         started,
-        end: local_end,
-    } = crate::wakes::read_since_each(home, from.local)?;
+        end,
+    } = crate::wakes::read_since_each(home, from)?;
     let beyond = local.len().saturating_sub(MAX_WAKES);
-    let local_end = if beyond > 0 {
+    let end = if beyond > 0 {
         local[MAX_WAKES - 1].1
     } else {
-        local_end
+        end
     };
     local.truncate(MAX_WAKES);
-    let mut warnings = Vec::new();
-    let (hosts, host_ends) = match crate::remote::wakes::gather_past(home, cfg, from.hosts.clone())
-    {
-        Some(mut g) => {
-            warnings.append(&mut g.warnings);
-            let ends = g.cursors().clone();
-            (g.merge(Vec::new()), ends)
-        }
-        None => (Vec::new(), from.hosts.clone()),
-    };
-    Ok(News {
-        local,
-        local_end,
+    Ok(Local {
+        wakes: local,
+        start: started,
+        end,
         beyond,
-        hosts,
-        host_ends,
-        reset: started < from.local,
-        warnings,
+        reset: started < from,
     })
+}
+
+/// Every host's wakes past the cursor, and where each host's log ends.
+struct Hosts {
+    wakes: Vec<Merged>,
+    ends: std::collections::BTreeMap<String, u64>,
+    warnings: Vec<String>,
+}
+
+fn read_hosts(home: &Home, cfg: &Config, from: &Position) -> Hosts {
+    match crate::remote::wakes::gather_past(home, cfg, from.hosts.clone()) {
+        Some(mut g) => Hosts {
+            warnings: std::mem::take(&mut g.warnings),
+            ends: g.cursors().clone(),
+            wakes: g.merge(Vec::new()),
+        },
+        None => Hosts {
+            wakes: Vec::new(),
+            ends: from.hosts.clone(),
+            warnings: Vec::new(),
+        },
+    }
 }
 
 /// Whether `end` (of a candidate packet holding `wakes`) reaches past
@@ -162,8 +137,7 @@ const OPTIMISTIC: usize = 3;
 pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Packet>> {
     let waiting = matches!(ask, Ask::Due { .. });
     for attempt in 0..=OPTIMISTIC {
-        let last_try = attempt == OPTIMISTIC;
-        let early = if last_try {
+        let early = if attempt == OPTIMISTIC {
             Some(ledger::lock(home)?)
         } else {
             None
@@ -172,9 +146,12 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
             return Ok(None);
         }
         let seen = Ledger::load(home)?;
-        let news = news(home, cfg, &seen.cursor)?;
-        if waiting && news.is_empty() && !news.reset {
-            return Ok(None);
+        let hosts = read_hosts(home, cfg, &seen.cursor);
+        if waiting && hosts.wakes.is_empty() {
+            let local = read_local(home, seen.cursor.local)?;
+            if local.wakes.is_empty() && !local.reset {
+                return Ok(None);
+            }
         }
         let rows = crate::route::fleet::fleet(home, cfg, now)?;
         let guard = match early {
@@ -189,11 +166,86 @@ pub fn take(home: &Home, cfg: &Config, ask: Ask, now: u64) -> Result<Option<Pack
             drop(guard);
             continue;
         }
-        let got = decide(home, cfg, ledger, news, rows, &ask, now);
+        let got = decide(home, cfg, ledger, hosts, rows, &ask, now);
         drop(guard);
         return got;
     }
     Ok(None)
+}
+
+/// A packet built over some wakes, and where they end.
+struct Candidate {
+    packet: Packet,
+    end: Position,
+    wakes: Vec<Merged>,
+    /// Local wakes left for later.
+    more: usize,
+}
+
+/// The packet over `local`'s first wakes (as many as keep the text
+/// within [`BUDGET`], at least one) and every host's, notes included.
+fn budgeted(
+    home: &Home,
+    cfg: &Config,
+    local: &Local,
+    hosts: &Hosts,
+    rows: &[crate::crew_state::Row],
+    notes_since: u64,
+    now: u64,
+) -> Candidate {
+    let mut k = local.wakes.len();
+    loop {
+        let c = candidate(home, cfg, local, k, hosts, rows, notes_since, now);
+        if k <= 1 || c.packet.text().len() <= BUDGET {
+            return c;
+        }
+        k = k * 3 / 4;
+    }
+}
+
+/// The packet over `local`'s first `k` wakes and every host's.
+#[allow(clippy::too_many_arguments)]
+fn candidate(
+    home: &Home,
+    cfg: &Config,
+    local: &Local,
+    k: usize,
+    hosts: &Hosts,
+    rows: &[crate::crew_state::Row],
+    notes_since: u64,
+    now: u64,
+) -> Candidate {
+    let k = k.min(local.wakes.len());
+    let local_end = match k {
+        k if k == local.wakes.len() => local.end,
+        0 => local.start,
+        k => local.wakes[k - 1].1,
+    };
+    let mut wakes: Vec<Merged> = local.wakes[..k]
+        .iter()
+        .map(|(w, _)| Merged {
+            wake: w.clone(),
+            host: None,
+        })
+        .collect();
+    wakes.extend(hosts.wakes.iter().map(|m| Merged {
+        wake: m.wake.clone(),
+        host: m.host.clone(),
+    }));
+    wakes.sort_by_key(|m| m.wake.epoch);
+    let mut packet = packet::build(rows, &wakes, now);
+    for it in packet.items.iter_mut().filter(|it| it.host.is_none()) {
+        it.notes = notes(home, cfg, &it.task, notes_since, &it.events);
+    }
+    Candidate {
+        packet,
+        end: Position {
+            local: local_end,
+            hosts: hosts.ends.clone(),
+        },
+        wakes,
+        more: local.wakes.len() - k + local.beyond,
+    }
 }
 
 /// [`take`]'s decision, under the ledger's lock, over what was read.
@@ -201,43 +253,81 @@ fn decide(
     home: &Home,
     cfg: &Config,
     mut ledger: Ledger,
-    mut news: News,
+    mut hosts: Hosts,
     (rows, mut row_warnings): (Vec<crate::crew_state::Row>, Vec<String>),
     ask: &Ask,
     now: u64,
 ) -> Result<Option<Packet>> {
     let waiting = matches!(ask, Ask::Due { .. });
-    if news.reset {
+    // The local log is read here, under the lock (it is fast).
+    let local = read_local(home, ledger.cursor.local)?;
+    let mut changed = false;
+    if local.reset {
         // The log was replaced: what the ledger knew of it is void.
         ledger.cursor.local = 0;
         for p in &mut ledger.packets {
             p.acked = true;
         }
+        changed = true;
+    }
+    for (h, &end) in &hosts.ends {
+        match ledger.cursor.hosts.get(h).copied() {
+            // A host's log shorter than the cursor was replaced: its
+            // wakes count again from its start.
+            Some(c) if end < c => {
+                ledger.cursor.hosts.insert(h.clone(), 0);
+                for p in &mut ledger.packets {
+                    p.end.hosts.remove(h);
+                }
+                changed = true;
+            }
+            // A host never read before starts at its end: its history
+            // is not news (as a new ledger starts at the local end).
+            None if !ledger.packets.iter().any(|p| p.end.hosts.contains_key(h)) => {
+                ledger.cursor.hosts.insert(h.clone(), end);
+                hosts
+                    .wakes
+                    .retain(|m| m.host.as_deref() != Some(h.as_str()));
+                changed = true;
+            }
+            _ => {}
+        }
+    }
+    if changed {
         ledger.save(home)?;
     }
-    if waiting && news.is_empty() {
+    if waiting && local.wakes.is_empty() && hosts.wakes.is_empty() {
         return Ok(None);
     }
-    // As many local wakes as fit the budget (at least one).
-    let mut k = news.local.len();
-    let (mut wakes, mut end, mut more) = news.take(k);
-    let mut p = packet::build(&rows, &wakes, now);
-    while k > 1 && p.text().len() > BUDGET {
-        k = k * 3 / 4;
-        (wakes, end, more) = news.take(k);
-        p = packet::build(&rows, &wakes, now);
-    }
+    let notes_since = ledger
+        .packets
+        .iter()
+        .rev()
+        .find(|q| q.acked)
+        .map_or(0, |q| q.epoch);
     let covered = ledger.covered();
+    let mut cand = budgeted(home, cfg, &local, &hosts, &rows, notes_since, now);
+    let given_up = ledger.last().is_some_and(|p| !p.acked && p.shown >= 2);
+    if given_up && !fresh(&cand.wakes, &cand.end, &covered) && covered.local > ledger.cursor.local {
+        // The packet shown twice and not acknowledged was cut by the
+        // budget, and this one would stop where it stops: the wakes past
+        // it come now.
+        let past = read_local(home, covered.local)?;
+        if !past.wakes.is_empty() {
+            cand = budgeted(home, cfg, &past, &hosts, &rows, notes_since, now);
+        }
+    }
     let last = ledger.last().cloned();
     let session = match ask {
         Ask::Due { session, .. } => session.clone(),
         Ask::Show => None,
     };
-    let presented: Option<Presented> = if fresh(&wakes, &end, &covered) {
-        Some(ledger.present_new(end, now, session))
+    let (presented, mut p, more) = if fresh(&cand.wakes, &cand.end, &covered) {
+        let pr = ledger.present_new(cand.end, now, session);
+        (Some(pr), cand.packet, cand.more)
     } else {
-        match (&last, ask) {
-            (Some(p), _) if p.acked || wakes.is_empty() => None,
+        let again = match (&last, ask) {
+            (Some(p), _) if p.acked || (local.wakes.is_empty() && hosts.wakes.is_empty()) => None,
             (Some(_), Ask::Show) => ledger.present_again(),
             (
                 Some(p),
@@ -264,32 +354,30 @@ fn decide(
                 .flatten()
             }
             (None, _) => None,
+        };
+        match again {
+            Some(pr) => {
+                // Exactly the wakes its token acknowledges.
+                let k = local
+                    .wakes
+                    .iter()
+                    .take_while(|(_, e)| *e <= pr.end.local)
+                    .count();
+                let c = candidate(home, cfg, &local, k, &hosts, &rows, notes_since, now);
+                (Some(pr), c.packet, c.more)
+            }
+            None if waiting => return Ok(None),
+            None => (None, packet::build(&rows, &[], now), 0),
         }
     };
-    if presented.is_none() && waiting {
-        return Ok(None);
-    }
     ledger.save(home)?;
-    let mut p = match &presented {
-        Some(_) => p,
-        None => packet::build(&rows, &[], now),
-    };
-    let since = ledger
-        .packets
-        .iter()
-        .rev()
-        .find(|q| q.acked)
-        .map_or(0, |q| q.epoch);
-    for it in p.items.iter_mut().filter(|it| it.host.is_none()) {
-        it.notes = notes(home, cfg, &it.task, since, &it.events);
-    }
     if let Some(pr) = presented {
         p.token = Some(pr.token());
         p.shown = pr.shown;
         p.ack = Some(format!("fm wake --ack {}", pr.token()));
         p.more_wakes = more;
     }
-    p.warnings.append(&mut news.warnings);
+    p.warnings.append(&mut hosts.warnings);
     p.warnings.append(&mut row_warnings);
     Ok(Some(p))
 }

@@ -245,6 +245,13 @@ pub fn init(
         record.insert(f.rel.clone(), new_hash);
         done.push((f.rel, outcome));
     }
+    // A new first mate starts at the feed's end: what happened before it
+    // is history, not news (one packet per 40 old wakes otherwise).
+    if !fsx::exists(&home.mate_cursor())? {
+        let mut ledger = super::ledger::Ledger::load(home)?;
+        ledger.cursor.local = crate::wakes::end_offset(home)?;
+        ledger.save(home)?;
+    }
     let text = record.iter().fold(String::new(), |mut s, (p, h)| {
         s.push_str(p);
         s.push('\t');

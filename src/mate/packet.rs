@@ -134,8 +134,10 @@ pub(super) fn one_line(s: &str) -> String {
 
 /// The command that answers decision `key` of `task`.
 pub fn answer_command(task: &str, key: &str) -> String {
+    // A key starting with `-` would read as an option: joined with `=`.
+    let sep = if key.starts_with('-') { '=' } else { ' ' };
     format!(
-        "fm send {} --resolve-key {} -- '<answer>'",
+        "fm send {} --resolve-key{sep}{} -- '<answer>'",
         word(task),
         word(key)
     )

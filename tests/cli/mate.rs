@@ -820,3 +820,135 @@ fn an_ack_never_waits_on_a_slow_host() {
     drop(again);
     drop(silent);
 }
+
+/// A packet cut by the budget and left unacknowledged neither stalls the
+/// feed nor lies: shown again it lists exactly the wakes its token
+/// acknowledges, and once shown twice the wakes past it come in the next
+/// packet, each wake in some packet.
+#[test]
+fn an_unacknowledged_cut_packet_neither_stalls_nor_shrinks() {
+    let h = TestHome::new();
+    let mut status = String::new();
+    for i in 0..60 {
+        status.push_str(&format!(
+            "needs-decision [key=k{i}]: question {i} {}\n",
+            "words ".repeat(30)
+        ));
+    }
+    task(&h, "busy", &status);
+    pass(&h);
+    let seqs = |v: &serde_json::Value| -> Vec<u64> {
+        v["items"][0]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["seq"].as_u64())
+            .collect()
+    };
+    // The packet a wait prints, or null when it timed out silently.
+    let wait = |h: &TestHome| {
+        let out = wake(h)
+            .args(["--wait", "--timeout", "2", "--json"])
+            .stdout_any()
+            .run();
+        if out.stdout().is_empty() {
+            serde_json::Value::Null
+        } else {
+            out.json()
+        }
+    };
+    let w1 = wake(&h).arg("--json").stdout_json().run().json();
+    assert_eq!(w1["token"], "w1");
+    let first = seqs(&w1);
+    assert!(
+        first.len() < 60 && w1["more_wakes"].as_u64().unwrap() > 0,
+        "{w1}"
+    );
+    // Shown again: the very same wakes.
+    let again = wait(&h);
+    assert_eq!(again["token"], "w1");
+    assert_eq!(again["shown"], 2);
+    assert_eq!(
+        seqs(&again),
+        first,
+        "a re-show lists what its token acknowledges"
+    );
+    // Shown twice and still unacknowledged: the wakes past it come now.
+    let mut all = first.clone();
+    let mut v = wait(&h);
+    let mut n = 0;
+    while let Some(t) = v["token"].as_str() {
+        let got = seqs(&v);
+        assert!(
+            got.iter().all(|s| !all.contains(s)),
+            "only wakes past the cut: {got:?}"
+        );
+        all.extend(got);
+        wake(&h).args(["--ack", t]).stdout_any().run();
+        v = wait(&h);
+        n += 1;
+        assert!(n < 10, "the backlog ends");
+    }
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (1..=60).collect::<Vec<u64>>(),
+        "every wake in some packet"
+    );
+}
+
+#[test]
+fn init_starts_at_the_feeds_end_and_a_fifo_transcript_never_holds_the_hook() {
+    let h = TestHome::new();
+    task(
+        &h,
+        "old",
+        "needs-decision [key=db]: from before the first mate\n",
+    );
+    pass(&h);
+    h.fm("fm").args(["mate", "init"]).stdout_any().run();
+    let out = wake(&h).stdout_any().run().stdout();
+    assert!(out.starts_with("no news"), "history is not news: {out}");
+    assert!(
+        out.contains("from before the first mate"),
+        "still an open decision: {out}"
+    );
+    // A re-run keeps the cursor where the lead left it.
+    append(&h, "old", "blocked [key=net]: new\n");
+    pass(&h);
+    h.fm("fm").args(["mate", "init"]).stdout_any().run();
+    assert!(wake(&h).stdout_any().run().stdout().starts_with("wake w1"));
+    // A FIFO given as the transcript is not read (nor waited on).
+    let fifo = h.path("t.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = h
+        .fm("fm")
+        .args(["mate", "hook", "stop", "--timeout", "2"])
+        .stdin(format!(
+            "{{\"hook_event_name\":\"Stop\",\"session_id\":\"s9\",\"transcript_path\":\"{}\"}}",
+            fifo.display()
+        ))
+        .status(2)
+        .stderr_any()
+        .start()
+        .wait(15.0);
+    assert!(
+        out.stderr().starts_with("wake w1 (shown again"),
+        "{}",
+        out.stderr()
+    );
+    // And a key that starts with a dash is joined to its option.
+    append(&h, "old", "needs-decision [key=-x]: dashed\n");
+    pass(&h);
+    let out = wake(&h).stdout_any().run().stdout();
+    assert!(
+        out.contains("$ fm send old --resolve-key=-x -- '<answer>'"),
+        "{out}"
+    );
+}

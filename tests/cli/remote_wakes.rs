@@ -195,11 +195,18 @@ fn the_first_mates_packet_holds_the_hosts_wakes_and_acks_each_feed() {
     let h = TestHome::new();
     h.write("config/firstmate.toml", sshd.host_toml("far", 5_000));
     let now = firstmate::clock::now();
+    // A host first read has a past: it is not news (the ledger starts at
+    // each feed's end, as it does at the local log's with `fm mate init`).
+    let mut far_log = wake(1, now - 500, "r0", "done: old history");
+    sshd.far_write("state/wakes.log", &far_log);
+    let first = h.fm("fm").arg("wake").stdout_any().run().stdout();
+    assert!(first.starts_with("no news"), "{first}");
+    assert!(!first.contains("old history"), "{first}");
     h.write(
         "state/wakes.log",
         wake(1, now - 100, "l1", "needs-decision key=db: local question"),
     );
-    let mut far_log = wake(1, now - 50, "r1", "blocked: far reason");
+    far_log += &wake(2, now - 50, "r1", "blocked: far reason");
     sshd.far_write("state/wakes.log", &far_log);
     let v = h
         .fm("fm")
@@ -245,7 +252,7 @@ fn the_first_mates_packet_holds_the_hosts_wakes_and_acks_each_feed() {
 
     // Down: the packet says so and the host's new wake waits for it.
     sshd.kill();
-    far_log += &wake(2, now - 5, "r1", "failed: far crash");
+    far_log += &wake(3, now - 5, "r1", "failed: far crash");
     sshd.far_write("state/wakes.log", &far_log);
     let down = h.fm("fm").arg("wake").stdout_any().run().stdout();
     assert!(
