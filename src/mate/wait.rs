@@ -88,11 +88,14 @@ pub fn wait(
 /// Blocks until a wake lands past `start` (locally or on a host), running
 /// the watcher's passes meanwhile when no watcher runs.
 fn block(home: &Home, cfg: &Config, start: u64, deadline: Option<Instant>) -> Result<End> {
-    // A fresh feed each time: `From::Now` counts only what comes after it.
+    // A fresh feed each time, from where the lead's packets reach in each
+    // host's log: a host's wake logged since, even before the feed's first
+    // answer (or while the host was down), ends the wait.
+    let covered = super::ledger::Ledger::load(home)?.covered();
     let hosts = crate::remote::wakes::Feed::start(
         home,
         cfg,
-        crate::remote::wakes::From::Now,
+        crate::remote::wakes::From::At(covered.hosts),
         crate::remote::wakes::FEED_EVERY,
     )
     .map(std::sync::Arc::new);

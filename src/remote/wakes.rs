@@ -224,7 +224,7 @@ impl Gathered {
 }
 
 /// Where a [`Feed`] starts reading each host's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum From {
     /// At the log's end when the host first answers: only wakes appended
     /// after that count (`fm-watch --until-wake`).
@@ -232,6 +232,10 @@ pub enum From {
     /// At the log's start, keeping the last [`FEED_KEEP`] wakes of each
     /// host (`fm top`'s feed).
     Start,
+    /// At these offsets (a host not named: as [`From::Now`]): the wakes
+    /// past what a reader already saw count, also those logged before
+    /// the host first answers (`fm wake --wait`).
+    At(BTreeMap<String, u64>),
 }
 
 /// Most wakes a [`Feed`] keeps per host (the newest).
@@ -289,7 +293,19 @@ impl Feed {
             hosts: cfg
                 .hosts
                 .keys()
-                .map(|n| (n.clone(), FeedHost::default()))
+                .map(|n| {
+                    let next = match &from {
+                        From::At(at) => at.get(n).copied(),
+                        _ => None,
+                    };
+                    (
+                        n.clone(),
+                        FeedHost {
+                            next,
+                            ..FeedHost::default()
+                        },
+                    )
+                })
                 .collect(),
             ping: None,
         }));
@@ -399,7 +415,7 @@ fn feed_loop(
                         let first = h.next.is_none();
                         h.next = Some(far.end);
                         h.why = None;
-                        if first && from == From::Now {
+                        if first && matches!(from, From::Now | From::At(_)) {
                             continue;
                         }
                         found |= !far.wakes.is_empty();

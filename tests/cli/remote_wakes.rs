@@ -267,3 +267,37 @@ fn the_first_mates_packet_holds_the_hosts_wakes_and_acks_each_feed() {
     // The far side's cursors never moved.
     assert!(!sshd.far_home.join("state/.mate.cursor").exists());
 }
+
+/// The first mate's wait ends on a host's wake that was logged while the
+/// host was down: when it answers again, the wake is past what the lead
+/// saw, not the start of a new "now".
+#[test]
+fn the_first_mates_wait_hears_a_wake_a_host_logged_while_down() {
+    let Some(mut sshd) = Sshd::start() else {
+        return;
+    };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 5_000));
+    let now = firstmate::clock::now();
+    let mut far_log = wake(1, now - 500, "r0", "done: old history");
+    sshd.far_write("state/wakes.log", &far_log);
+    // First contact: the host's past is not news.
+    let first = h.fm("fm").arg("wake").stdout_any().run().stdout();
+    assert!(first.starts_with("no news"), "{first}");
+    sshd.kill();
+    let waiter = h
+        .fm("fm")
+        .args(["wake", "--wait", "--timeout", "60"])
+        .stdout_any()
+        .stderr_any()
+        .start();
+    std::thread::sleep(Duration::from_secs(3));
+    far_log += &wake(2, now - 1, "r1", "needs-decision key=db: asked while down");
+    sshd.far_write("state/wakes.log", &far_log);
+    std::thread::sleep(Duration::from_secs(3));
+    sshd.restart();
+    // Well before the wait's own timeout (60 s).
+    let out = waiter.wait(40.0).stdout();
+    assert!(out.starts_with("wake w1: 1 worker with news"), "{out}");
+    assert!(out.contains("asked while down"), "{out}");
+}
