@@ -18,7 +18,7 @@
 
 use std::path::Path;
 
-use super::pack::{File, MARK, WAIT_SECS};
+use super::pack::WAIT_SECS;
 use super::wait::Waited;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -238,42 +238,6 @@ pub fn run(
             "unknown hook event {event} for {harness}"
         ))),
     }
-}
-
-/// Codex's files: the hooks (`.codex/hooks.json`) and the project
-/// config marking the lead's commands.
-pub fn codex_files(fm: &Path, home: &Path) -> Vec<File> {
-    let cmd = |e: &str| {
-        format!(
-            "{} mate hook {e} --harness codex --home {}",
-            crate::shq::quote_path(fm),
-            crate::shq::quote_path(home)
-        )
-    };
-    let hooks = serde_json::json!({
-        "hooks": {
-            "SessionStart": [{ "hooks": [{ "type": "command", "command": cmd("session-start") }]}],
-            "Stop": [{ "hooks": [{ "type": "command", "command": cmd("stop"), "timeout": WAIT_SECS }]}],
-        }
-    });
-    let config = format!(
-        "# Written by `fm mate init --harness codex`: the first mate's commands are marked.\n[shell_environment_policy]\nset = {{ {MARK} = \"1\", FM_HOME = {} }}\n",
-        toml_string(&home.to_string_lossy())
-    );
-    vec![
-        File {
-            rel: ".codex/hooks.json".into(),
-            bytes: (serde_json::to_string_pretty(&hooks).unwrap_or_default() + "\n").into_bytes(),
-        },
-        File {
-            rel: ".codex/config.toml".into(),
-            bytes: config.into_bytes(),
-        },
-    ]
-}
-
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
 }
 
 #[cfg(test)]

@@ -118,6 +118,36 @@ fn claude_settings(fm: &Path, home: &Path) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
+/// Codex's files: the hooks (`.codex/hooks.json`) and the project
+/// config marking the lead's commands.
+fn codex_files(fm: &Path, home: &Path) -> Vec<File> {
+    let cmd = |e: &str| hook_command(fm, e, Harness::Codex, home);
+    let hooks = serde_json::json!({
+        "hooks": {
+            "SessionStart": [{ "hooks": [{ "type": "command", "command": cmd("session-start") }]}],
+            "Stop": [{ "hooks": [{ "type": "command", "command": cmd("stop"), "timeout": WAIT_SECS }]}],
+        }
+    });
+    let config = format!(
+        "# Written by `fm mate init --harness codex`: the first mate's commands are marked.\n[shell_environment_policy]\nset = {{ {MARK} = \"1\", FM_HOME = {} }}\n",
+        toml_string(&home.to_string_lossy())
+    );
+    vec![
+        File {
+            rel: ".codex/hooks.json".into(),
+            bytes: (serde_json::to_string_pretty(&hooks).unwrap_or_default() + "\n").into_bytes(),
+        },
+        File {
+            rel: ".codex/config.toml".into(),
+            bytes: config.into_bytes(),
+        },
+    ]
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
 /// Every file of the pack for `harness`, in the order written.
 pub fn files(harness: Harness, fm: &Path, home: &Path) -> Vec<File> {
     let mut out = vec![
@@ -150,7 +180,7 @@ pub fn files(harness: Harness, fm: &Path, home: &Path) -> Vec<File> {
                 bytes: claude_settings(fm, home).into_bytes(),
             });
         }
-        Harness::Codex => out.extend(super::hook::codex_files(fm, home)),
+        Harness::Codex => out.extend(codex_files(fm, home)),
     }
     out
 }

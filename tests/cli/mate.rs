@@ -477,9 +477,9 @@ fn the_hooks_hand_over_a_digest_and_a_packet() {
     assert_eq!(quiet.stdout(), "");
 }
 
-#[test]
-fn a_big_backlog_comes_in_packets_that_fit_the_budget() {
-    let h = TestHome::new();
+/// A worker with 60 open decisions, each a wake: more than one packet
+/// holds.
+fn backlog(h: &TestHome) {
     let mut status = String::new();
     for i in 0..60 {
         status.push_str(&format!(
@@ -487,8 +487,14 @@ fn a_big_backlog_comes_in_packets_that_fit_the_budget() {
             "words ".repeat(30)
         ));
     }
-    task(&h, "busy", &status);
-    pass(&h);
+    task(h, "busy", &status);
+    pass(h);
+}
+
+#[test]
+fn a_big_backlog_comes_in_packets_that_fit_the_budget() {
+    let h = TestHome::new();
+    backlog(&h);
     let mut seen = 0;
     let mut packets = 0;
     loop {
@@ -828,15 +834,7 @@ fn an_ack_never_waits_on_a_slow_host() {
 #[test]
 fn an_unacknowledged_cut_packet_neither_stalls_nor_shrinks() {
     let h = TestHome::new();
-    let mut status = String::new();
-    for i in 0..60 {
-        status.push_str(&format!(
-            "needs-decision [key=k{i}]: question {i} {}\n",
-            "words ".repeat(30)
-        ));
-    }
-    task(&h, "busy", &status);
-    pass(&h);
+    backlog(&h);
     let seqs = |v: &serde_json::Value| -> Vec<u64> {
         v["items"][0]["events"]
             .as_array()

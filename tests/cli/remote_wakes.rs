@@ -266,6 +266,17 @@ fn the_first_mates_packet_holds_the_hosts_wakes_and_acks_each_feed() {
     assert!(up.contains("failed") && up.contains("far crash"), "{up}");
     // The far side's cursors never moved.
     assert!(!sshd.far_home.join("state/.mate.cursor").exists());
+
+    // The host's log replaced by a shorter one: its wakes count again
+    // from its start, not never.
+    h.fm("fm").args(["wake", "--ack", "w2"]).stdout_any().run();
+    sshd.far_write(
+        "state/wakes.log",
+        wake(1, now - 1, "r2", "done: after a reset"),
+    );
+    let reset = h.fm("fm").arg("wake").stdout_any().run().stdout();
+    assert!(reset.starts_with("wake w3: 1 worker with news"), "{reset}");
+    assert!(reset.contains("after a reset"), "{reset}");
 }
 
 /// The first mate's wait ends on a host's wake that was logged while the
