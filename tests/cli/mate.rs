@@ -950,3 +950,15 @@ fn init_starts_at_the_feeds_end_and_a_fifo_transcript_never_holds_the_hook() {
         "{out}"
     );
 }
+
+#[test]
+fn a_wait_ends_on_sigint_with_130_and_on_sigterm_with_0() {
+    let h = TestHome::new();
+    task(&h, "a", "working: on it\n");
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 0)] {
+        let w = wake(&h).arg("--wait").status(code).stdout("").start();
+        assert!(wait_until(10.0, || waiter_is(&h, w.pid())));
+        w.signal(sig);
+        w.wait(10.0);
+    }
+}
