@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what firstmate's demo and tests need (tmux and git; python3 for
 # the tests' stand-in pane programs; OpenSSH's client and server for the
-# remote-host tests, which start their own sshd) when missing,
+# remote-host tests, which start their own sshd; Debian's Chromium for the
+# web cockpit's browser tests, which drive it headless) when missing,
 # and gives git an identity if it has none (the demo and tests commit).
 set -euo pipefail
 need=()
@@ -10,6 +11,7 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "deps: please install: ${need[*]}" >&2

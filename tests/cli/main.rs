@@ -16,6 +16,8 @@ mod ack;
 mod agent_report;
 mod board;
 mod brief;
+#[allow(dead_code, reason = "used by the web cockpit's browser tests")]
+mod browser;
 mod control;
 mod crew_state;
 mod cron;
