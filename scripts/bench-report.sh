@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 out=target/bench-report
 mkdir -p "$out"
-benches=(status brief send crew_state floor board watch wakes footprint top)
+benches=(status brief send crew_state floor board watch wakes footprint top serve)
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -112,6 +112,10 @@ EOF
     row "\`fm-board claim\`, 10,000-task board" "≤ 5 ms" board.claim 5 ms 2
     row "\`fm top\` redraw, 1,000 tasks, 200×50 (median of 200 frames)" "≤ 16 ms" top.redraw_1000 16 ms 2
     row "\`fm top\` idle CPU, 100 tasks" "≤ 1 %" top.idle_cpu 1 "% of a core" 3
+    row "\`fm serve\`: needs-decision line → its row in an open page (median of 20)" "≤ 250 ms" serve.decision_to_row 250 ms 1
+    row "\`fm serve\`: the same, worst of 20" "≤ 1 s" serve.decision_to_row_worst 1000 ms 1
+    row "\`fm serve\` idle CPU, 100 tasks, 5 open pages" "≤ 1 %" serve.idle_cpu 1 "% of a core" 3
+    row "\`fm serve\` peak memory, 100 tasks, 5 open pages" "≤ 32 MB" serve.peak_mib 30.52 MiB 1
     row "\`fm demo\`, whole loop" "< 60 s" demo.secs 60 s 1
 
     cat <<EOF
