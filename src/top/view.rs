@@ -320,14 +320,6 @@ const HELP: &[(&str, &str)] = &[
         "answer an open decision: pick the key, type the answer",
     ),
     ("w", "the wakes feed; marks it seen"),
-    (
-        "d",
-        "review the worker's branch: commits, stat, patch (n/N: files)",
-    ),
-    (
-        "L",
-        "land the worker's branch the way its mode says (asks y/n)",
-    ),
     ("/", "filter rows (id, project, state, reason); Esc clears"),
     ("?", "this help"),
     ("q", "quit (Ctrl-C too)"),
