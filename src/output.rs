@@ -493,6 +493,14 @@ pub fn err_block(block: &str) {
 #[path = "output_tests.rs"]
 mod tests;
 
+/// Whether stdout is a terminal that says what it is: `TERM` set and
+/// not `dumb` (none under `env -i`). Paging needs one, and so does a
+/// review's colour.
+pub fn rich_terminal() -> bool {
+    let term = std::env::var("TERM").unwrap_or_default();
+    stdout_is_terminal() && !term.is_empty() && term != "dumb"
+}
+
 /// Shows built [`Text`] lines through the captain's pager when stdout is
 /// a terminal with a `TERM` (not `dumb`): `$PAGER`, split at whitespace
 /// and run without a shell, default `less -R`. Anywhere else (a pipe,
@@ -503,8 +511,7 @@ pub fn page<'a>(lines: impl IntoIterator<Item = &'a Text>) -> Result<()> {
         s.push_str(l.as_str());
         s.push('\n');
     }
-    let term = std::env::var("TERM").unwrap_or_default();
-    if !stdout_is_terminal() || term.is_empty() || term == "dumb" {
+    if !rich_terminal() {
         return write_stdout(s.as_bytes());
     }
     let pager = std::env::var("PAGER")

@@ -33,7 +33,7 @@ pub(crate) fn run(a: &ReviewArgs) -> Result<u8> {
         common::out_json(&r)?;
         return Ok(0);
     }
-    let color = common::colour_enabled();
+    let color = common::colour_enabled() && crate::output::rich_terminal();
     let mut lines = r.summary(color);
     if r.patch.is_some() {
         lines.push(crate::output::Text::new());

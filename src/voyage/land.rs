@@ -6,9 +6,12 @@
 //!   A checkout of the base branch with uncommitted changes is a refusal,
 //!   never a stash; a base branch no checkout holds is moved with
 //!   `git update-ref <new> <old>` (the old value checked).
-//! - `direct-PR` and `no-mistakes`: the branch is pushed to `origin` and
-//!   a pull request opened with `gh` when it is installed and signed in;
-//!   a PR the task already names (meta `pr`, the done line) is kept.
+//! - `direct-PR`: the branch is pushed to `origin` and a pull request
+//!   opened with `gh` when it is installed and signed in; a PR the task
+//!   already names (meta `pr`, the done line) is kept.
+//! - `no-mistakes`: the validation pipeline pushed and opened the PR;
+//!   the gate's accepted `PR <url> checks green` is recorded, nothing
+//!   pushed.
 //!
 //! Every refusal is decided before anything changes (docs/voyage.md);
 //! what changed is recorded once: meta `landed=<commit>`, a `note`
@@ -50,6 +53,9 @@ pub enum How {
     Already,
     /// The branch was pushed (and a pull request opened or named).
     Pushed,
+    /// no-mistakes: the validation pipeline pushed and opened the PR;
+    /// its green checks are recorded as the landing, nothing is pushed.
+    Recorded,
 }
 
 impl How {
@@ -59,6 +65,7 @@ impl How {
             How::Merge => "merge",
             How::Already => "already",
             How::Pushed => "pushed",
+            How::Recorded => "recorded",
         }
     }
 }
@@ -105,6 +112,11 @@ impl Landed {
                 Some(pr) => format!("landed {}: pushed {b} ({c}); PR {pr}", self.task),
                 None => format!("landed {}: pushed {b} ({c}); no PR opened", self.task),
             },
+            How::Recorded => format!(
+                "landed {}: {b} ({c}) delivered by its pipeline; PR {}",
+                self.task,
+                self.pr.as_deref().unwrap_or("?")
+            ),
         };
         if let Some(h) = &self.open_pr {
             s.push_str(&format!("\nopen the PR: {h}"));
@@ -140,9 +152,13 @@ pub fn land_here(home: &Home, cfg: &Config, task: &Task, req: &LandRequest) -> R
     let mode = crate::dod::gate::mode_of(home, id, &meta);
     let mut landed = match mode {
         Some(Mode::LocalOnly) => local(&w, id.as_str(), req.merge)?,
-        Some(Mode::DirectPr | Mode::NoMistakes) => {
+        Some(Mode::DirectPr) => {
             let line = check.line.as_deref().unwrap_or("");
             pull_request(&w, &meta, line)?
+        }
+        Some(Mode::NoMistakes) => {
+            let line = check.line.as_deref().unwrap_or("");
+            pipeline(&w, &meta, line)
         }
         None => {
             return Err(Error::refused(format!(
@@ -199,7 +215,13 @@ fn local(w: &Work, id: &str, merge: bool) -> Result<Landed> {
     if let Some(dir) = &checkout {
         let dirty = git(
             dir,
-            &["status", "--porcelain", "-z", "--untracked-files=no"],
+            &[
+                "status",
+                "--porcelain",
+                "-z",
+                "--no-renames",
+                "--untracked-files=no",
+            ],
         )?;
         let paths: Vec<&str> = dirty
             .split('\0')
@@ -315,7 +337,18 @@ fn merge_commit(
     .to_string())
 }
 
-/// direct-PR and no-mistakes: push the branch; open a PR with `gh`
+/// no-mistakes: the pipeline owns the branch and its PR (it may have
+/// rewritten the branch): the accepted `PR <url> checks green` is
+/// recorded, nothing pushed, no PR opened.
+fn pipeline(w: &Work, meta: &TaskMeta, done_line: &str) -> Landed {
+    let mut l = blank(w, How::Recorded);
+    l.pr = crate::dod::pr_url(done_line)
+        .map(str::to_string)
+        .or_else(|| meta.pr.clone());
+    l
+}
+
+/// direct-PR: push the branch; open a PR with `gh`
 /// unless one is known.
 fn pull_request(w: &Work, meta: &TaskMeta, done_line: &str) -> Result<Landed> {
     let Some(branch) = &w.branch else {
@@ -457,9 +490,10 @@ fn record(
     let now = crate::clock::now();
     let target = l.target.as_deref().unwrap_or("?");
     let text = match l.how {
-        How::Pushed => format!(
-            "landed {} pushed{}",
+        How::Pushed | How::Recorded => format!(
+            "landed {} {}{}",
             short(&l.commit),
+            l.how.as_str(),
             l.pr.as_deref()
                 .map(|p| format!(", PR {p}"))
                 .unwrap_or_default()

@@ -343,3 +343,38 @@ fn without_gh_the_landing_prints_how_to_open_the_pr() {
         .run();
     assert!(h.read_string("state/p2.meta").contains("landed="));
 }
+
+#[test]
+fn no_mistakes_records_the_pipelines_green_pr_and_pushes_nothing() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let wt = finished(&h, &t, "n1", "no-mistakes", "");
+    // The hand-off is not gated: nothing to land yet.
+    h.fm("status")
+        .args(["n1", "done", "handed to the pipeline"])
+        .run();
+    land(&h, "n1")
+        .status(1)
+        .stderr_has("has no gated done to land (no-mistakes hand-off")
+        .run();
+    git(&wt, &["push", "-q", "origin", "fm/n1"]);
+    h.fm("status")
+        .args([
+            "n1",
+            "done",
+            "PR https://github.example/o/r/pull/9 checks green",
+        ])
+        .run();
+    let remote = h.root().join("remote.git");
+    let refs = |r: &Path| git(r, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let before = refs(&remote);
+    let bin = fake_gh(&h);
+    land(&h, "n1")
+        .env("PATH", path_with(&bin))
+        .stdout_regex(r"^landed n1: fm/n1 \([0-9a-f]{12}\) delivered by its pipeline; PR https://github.example/o/r/pull/9\n$")
+        .run();
+    assert!(!h.exists("gh.log"));
+    assert_eq!(refs(&remote), before);
+    let events = h.read_string("state/events.jsonl");
+    assert!(events.contains("\"how\":\"recorded\""), "{events}");
+}

@@ -96,3 +96,42 @@ fn review_shows_commits_stat_push_and_the_gate() {
         (Some("ahead"), Some(1))
     );
 }
+
+#[test]
+fn on_a_terminal_the_review_is_coloured_and_paged_but_not_under_env_i() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    finished(&h, &t, "v2", "local-only", "ready in branch fm/v2");
+    let fm = crate::harness::bin("fm").display().to_string();
+    let home = format!("FM_HOME={}", h.root().display());
+    let paged = h.root().join("paged.txt");
+    // The pager is $PAGER, split at whitespace, run without a shell.
+    let pager = format!("PAGER=tee {}", paged.display());
+    let pane = t.window(
+        "paged",
+        &[
+            "--",
+            "env",
+            &home,
+            "TERM=xterm",
+            &pager,
+            &fm,
+            "review",
+            "v2",
+        ],
+    );
+    t.run(["set-option", "-p", "-t", &pane, "remain-on-exit", "on"]);
+    assert!(crate::harness::wait_until(15.0, || {
+        std::fs::read_to_string(&paged).is_ok_and(|s| s.contains("+work of v2"))
+    }));
+    let got = std::fs::read_to_string(&paged).unwrap();
+    assert!(got.contains("\x1b[32m+work of v2\x1b[0m"), "{got:?}");
+    // No environment at all: no TERM, no pager, no colour.
+    let pane = t.window("bare", &["--", "env", "-i", &home, &fm, "review", "v2"]);
+    t.run(["set-option", "-p", "-t", &pane, "remain-on-exit", "on"]);
+    assert!(crate::harness::wait_until(15.0, || t
+        .capture(&pane)
+        .contains("+work of v2")));
+    let screen = t.run(["capture-pane", "-e", "-p", "-t", &pane]);
+    assert!(!screen.contains("\x1b[32m"), "{screen:?}");
+}
