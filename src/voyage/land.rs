@@ -133,6 +133,11 @@ impl Landed {
 pub fn land_here(home: &Home, cfg: &Config, task: &Task, req: &LandRequest) -> Result<Landed> {
     task.here()?;
     let id = task.id();
+    if !crate::meta::task_known(home, id)? {
+        return Err(crate::error::Error::refused(format!(
+            "unknown task {id}: no meta and no brief"
+        )));
+    }
     let meta = TaskMeta::load(home, id)?.unwrap_or_default();
     let check = check_here(home, cfg, task, &CheckRequest { line: None })?;
     match &check.verdict {

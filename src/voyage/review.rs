@@ -103,6 +103,11 @@ pub struct Review {
 pub fn review_here(home: &Home, cfg: &Config, task: &Task, req: &ReviewRequest) -> Result<Review> {
     task.here()?;
     let id = task.id();
+    if !crate::meta::task_known(home, id)? {
+        return Err(crate::error::Error::refused(format!(
+            "unknown task {id}: no meta and no brief"
+        )));
+    }
     let meta = crate::meta::TaskMeta::load(home, id)?.unwrap_or_default();
     let w = Work::of(home, cfg, id, &meta)?;
     let range = format!("{}..{}", w.base, w.tip);

@@ -133,6 +133,15 @@ fn local_only_fast_forwards_the_captains_checkout_and_records_it() {
 fn every_refusal_says_why_and_changes_nothing() {
     let Some(t) = Tmux::start() else { return };
     let h = TestHome::new();
+    land(&h, "nosuch")
+        .status(1)
+        .stderr("fm: error: unknown task nosuch: no meta and no brief\n")
+        .run();
+    h.fm("fm")
+        .args(["review", "nosuch"])
+        .status(1)
+        .stderr("fm: error: unknown task nosuch: no meta and no brief\n")
+        .run();
     // No done line: the gate refuses.
     let wt = finished(&h, &t, "r1", "local-only", "");
     let proj = h.root().join("project");
