@@ -124,6 +124,11 @@ fn local_only_fast_forwards_the_captains_checkout_and_records_it() {
     );
     // Landing again moves nothing.
     land(&h, "l1").stdout_has("main already holds").run();
+    let j = land(&h, "l1").arg("--json").stdout_json().run().json();
+    assert_eq!(
+        (j["how"].as_str(), j["mode"].as_str(), j["commit"].as_str()),
+        (Some("already"), Some("local-only"), Some(tip.as_str()))
+    );
     ctl(&h, &t)(&["l1", "teardown"])
         .stdout_has("torn-down l1")
         .run();
