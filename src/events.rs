@@ -36,6 +36,9 @@ pub enum Tool {
     /// The dashboard (`fm top`): messages, answers.
     #[serde(rename = "fm-top")]
     Top,
+    /// The front door's own commands (`fm land`).
+    #[serde(rename = "fm")]
+    Fm,
 }
 
 impl Tool {
@@ -49,6 +52,7 @@ impl Tool {
             Tool::Watch => "fm-watch",
             Tool::Board => "fm-board",
             Tool::Top => "fm-top",
+            Tool::Fm => "fm",
         }
     }
 }
@@ -129,6 +133,17 @@ pub enum Event {
     },
     #[serde(rename = "control.torn-down")]
     ControlTornDown { archive: String },
+    /// `fm land`: the branch's tip delivered (docs/spec/land.md#land).
+    #[serde(rename = "task.landed")]
+    TaskLanded {
+        commit: String,
+        mode: String,
+        how: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pr: Option<String>,
+    },
     #[serde(rename = "watch.rang")]
     WatchRang {
         seq: u64,

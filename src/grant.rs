@@ -48,7 +48,7 @@ pub enum Verb {
     /// `fm-control exit --force` (and `relaunch --force`): clears
     /// someone's half-typed text or cancels a dialog.
     Exit,
-    /// Landing or merging a task's work (no command does it yet).
+    /// Landing or merging a task's work (`fm land`).
     Land,
 }
 
@@ -328,10 +328,10 @@ pub(crate) fn guard(
     check(home, actor, id, verb, what, now)
 }
 
-/// [`guard`] for a verb named directly: the landing command to come
-/// calls it with [`Verb::Land`] and its own words (`land`) before it
-/// merges anything, and gives the grant back with [`give_back`] if the
-/// landing fails.
+/// [`guard`] for a verb named directly: `fm land`
+/// ([`crate::route::land::land`]) calls it with [`Verb::Land`] and its
+/// own words (`land`) before it merges anything, and gives the grant
+/// back with [`give_back`] if the landing fails.
 pub fn check(
     home: &Home,
     actor: Actor,

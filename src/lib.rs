@@ -17,7 +17,7 @@
 //!   acknowledging), [`brief`] (briefs and responses), `dod` (the
 //!   definition of done and its gate), [`board`], [`wakes`], [`watch`],
 //!   [`crew_state`], [`notify`] (wakes to the captain's channels),
-//!   `control` (lifecycle), [`tmux`] (panes, the screen,
+//!   `control` (lifecycle), `voyage` (review and landing), [`tmux`] (panes, the screen,
 //!   the doorbell, the moves to a worker's pane), [`top`] (the
 //!   dashboard), [`remote`] (tasks on other hosts over ssh), plus `doctor`, `demo` and [`stand_in`].
 //! - [`cli`]: each tool's argument parsing and printing; it calls the
@@ -70,6 +70,7 @@ pub mod status;
 pub mod task_id;
 pub mod tmux;
 pub mod top;
+pub mod voyage;
 pub mod wakes;
 pub mod watch;
 

@@ -492,3 +492,49 @@ pub fn err_block(block: &str) {
 #[cfg(test)]
 #[path = "output_tests.rs"]
 mod tests;
+
+/// Whether stdout is a terminal that says what it is: `TERM` set and
+/// not `dumb` (none under `env -i`). Paging needs one, and so does a
+/// review's colour.
+pub fn rich_terminal() -> bool {
+    let term = std::env::var("TERM").unwrap_or_default();
+    stdout_is_terminal() && !term.is_empty() && term != "dumb"
+}
+
+/// Shows built [`Text`] lines through the captain's pager when stdout is
+/// a terminal with a `TERM` (not `dumb`): `$PAGER`, split at whitespace
+/// and run without a shell, default `less -R`. Anywhere else (a pipe,
+/// `env -i`), or when the pager cannot start, the lines are printed.
+pub fn page<'a>(lines: impl IntoIterator<Item = &'a Text>) -> Result<()> {
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(l.as_str());
+        s.push('\n');
+    }
+    if !rich_terminal() {
+        return write_stdout(s.as_bytes());
+    }
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "less -R".into());
+    let mut words = pager.split_whitespace();
+    let Some(program) = words.next() else {
+        return write_stdout(s.as_bytes());
+    };
+    // The pager owns the terminal until the captain leaves it: not a
+    // bounded child of crate::proc, which captures output.
+    let child = std::process::Command::new(program)
+        .args(words)
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return write_stdout(s.as_bytes());
+    };
+    if let Some(mut input) = child.stdin.take() {
+        // A pager quit before reading everything closes its stdin: fine.
+        let _ = input.write_all(s.as_bytes());
+    }
+    let _ = child.wait();
+    Ok(())
+}

@@ -54,6 +54,8 @@ pub struct Cmd {
     timeout: Duration,
     /// Bytes written to the child's stdin, then closed.
     stdin: Option<Vec<u8>>,
+    /// The child's working directory (default: this process's).
+    cwd: Option<std::path::PathBuf>,
 }
 
 /// What a child that ran to completion produced.
@@ -140,6 +142,7 @@ impl Cmd {
             env: Vec::new(),
             timeout: GIT_TIMEOUT,
             stdin: None,
+            cwd: None,
         }
     }
 
@@ -197,6 +200,13 @@ impl Cmd {
         self
     }
 
+    /// Runs the child in `dir` (a program that reads its repository from
+    /// its working directory, as `gh` does).
+    pub fn cwd(mut self, dir: &Path) -> Cmd {
+        self.cwd = Some(dir.to_path_buf());
+        self
+    }
+
     pub fn timeout(mut self, limit: Duration) -> Cmd {
         self.timeout = limit;
         self
@@ -241,6 +251,9 @@ impl Cmd {
                 Some(v) => command.env(k, v),
                 None => command.env_remove(k),
             };
+        }
+        if let Some(d) = &self.cwd {
+            command.current_dir(d);
         }
         command
             .stdin(if self.stdin.is_some() {

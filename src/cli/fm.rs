@@ -98,6 +98,16 @@ enum Cmd {
     },
     /// The captain's word: let the first mate do VERB to task ID once
     Grant(super::grant::GrantArgs),
+    /// What a worker changed: commits, stat, patch, pushed?, the gate's verdict
+    #[command(
+        after_help = "Paged and coloured on a terminal ($PAGER, default less -R), plain otherwise.\n\nExamples:\n  fm review fix-login\n  fm review fix-login --json"
+    )]
+    Review(super::review::ReviewArgs),
+    /// Deliver a finished worker's branch the way its mode says
+    #[command(
+        after_help = "local-only: fast-forward the base branch (--merge: a merge commit); direct-PR, no-mistakes: push and open a PR with gh.\nA refusal (exit 1) says why and changes nothing.\n\nExamples:\n  fm land fix-login\n  fm land fix-login --merge"
+    )]
+    Land(super::land::LandArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -156,6 +166,8 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Wake(w) => super::mate::wake(&w),
         Cmd::Mate { cmd } => super::mate::mate(cmd),
         Cmd::Grant(a) => super::grant::run(a),
+        Cmd::Review(a) => super::review::run(&a),
+        Cmd::Land(a) => super::land::run(&a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

@@ -352,6 +352,12 @@ impl Ctl<'_> {
             git(&project, &["worktree", "add", "--detach", &wt, &base])?;
             created_from = Some(base);
         }
+        // The commit the worktree started from, for review and landing
+        // (docs/spec/land.md#base): asked of the new worktree itself.
+        let base_commit = match &created_from {
+            Some(_) => crate::git::head(&worktree).ok().flatten(),
+            None => None,
+        };
         let window = format!("fm-{}", self.id);
         let tmux = Tmux::new(&self.cfg.tmux.socket);
         let spawn_id = owner::new_spawn_id();
@@ -382,6 +388,10 @@ impl Ctl<'_> {
             m.set("window", &window);
             m.set("spawn_gen", &gen_.saturating_add(1).to_string());
             m.set("spawned_at", &now.to_string());
+            if let (Some(sha), Some(name)) = (&base_commit, &created_from) {
+                m.set("base", sha);
+                m.set("base_ref", name);
+            }
         })?;
         self.reset_busy()?;
         self.restart_ladder();

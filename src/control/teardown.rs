@@ -52,7 +52,11 @@ impl Ctl<'_> {
                     worktree.display()
                 )));
             }
+            // A task `fm land` delivered at this very HEAD has nothing
+            // unlanded, whatever refs remain (a merged PR's branch pruned).
+            let landed = meta.raw.get("landed").map(str::trim);
             if let Some(head) = head
+                && landed != Some(head.as_str())
                 && !self.head_reachable(&meta, &worktree)?
             {
                 return Err(Error::refused(format!(

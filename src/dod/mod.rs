@@ -13,6 +13,7 @@ use crate::shq;
 
 mod done_line;
 pub mod gate;
+pub(crate) use done_line::pr_url;
 pub use gate::{Verdict, gate};
 
 /// The marker line `fm-brief --check` reads directly under the heading.

@@ -47,6 +47,8 @@ enum Op {
     Dispatch(super::board::DispatchRequest),
     Broadcast(super::broadcast::BroadcastRequest),
     Lifecycle(super::lifecycle::LifecycleRequest),
+    Review(super::review::ReviewRequest),
+    Land(super::land::LandRequest),
 }
 
 #[derive(Serialize)]
@@ -141,6 +143,8 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
+        Op::Review(req) => to_line(&crate::voyage::review::review_here(home, cfg, &task, &req)?)?,
+        Op::Land(req) => to_line(&crate::voyage::land::land_here(home, cfg, &task, &req)?)?,
         Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) => {
             return Err(Error::usage("fm far: this operation names no task"));
         }
@@ -221,6 +225,8 @@ mod tests {
             super::super::board::DispatchRequest::OP,
             super::super::broadcast::BroadcastRequest::OP,
             super::super::lifecycle::LifecycleRequest::OP,
+            super::super::review::ReviewRequest::OP,
+            super::super::land::LandRequest::OP,
         ];
         for op in sent {
             let line = format!(r#"{{"key":"k","op":"{op}","request":null}}"#);

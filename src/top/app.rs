@@ -44,6 +44,12 @@ pub enum Mode {
         scroll: usize,
     },
     Help,
+    /// A task's review (`d`), loading or loaded.
+    Review(super::review::ReviewView),
+    /// `L`: asking once before landing task `id`.
+    ConfirmLand {
+        id: String,
+    },
 }
 
 /// What a typed line is for.
@@ -78,6 +84,10 @@ pub enum Effect {
     OpenWakes,
     /// Grant the first mate `verb` on task `id` (`fm grant`'s use case).
     Grant { id: String, verb: Verb },
+    /// Load task `id`'s review into [`Mode::Review`] (`fm review`'s use case).
+    Review { id: String },
+    /// Land task `id` (`fm land`'s use case).
+    Land { id: String },
 }
 
 /// A line for the status bar; `error` lines are shown as such.
@@ -245,6 +255,28 @@ impl App {
         }
     }
 
+    /// Task `id`'s review arrived: shown when its view is still open; a
+    /// failure closes the view and says why.
+    pub fn show_review(
+        &mut self,
+        id: &str,
+        review: std::result::Result<&crate::route::review::Review, String>,
+    ) {
+        let Mode::Review(v) = &mut self.mode else {
+            return;
+        };
+        if v.id != id {
+            return;
+        }
+        match review {
+            Ok(r) => v.show(r),
+            Err(e) => {
+                self.mode = Mode::List;
+                self.warn(format!("{id}: cannot review: {e}"));
+            }
+        }
+    }
+
     pub fn show_wakes(&mut self, lines: Vec<FeedLine>) {
         let scroll = lines.len();
         self.mode = Mode::Wakes { lines, scroll };
@@ -264,6 +296,19 @@ impl App {
             Mode::Input { purpose, text } => self.input_key(k, purpose, text),
             Mode::PickKey { id, keys, at } => self.pick_key(k, id, keys, at),
             Mode::PickVerb { id, at } => self.pick_verb(k, id, at),
+            Mode::Review(mut v) => {
+                if v.key(k) {
+                    self.mode = Mode::Review(v);
+                }
+                None
+            }
+            Mode::ConfirmLand { id } => {
+                if k.code == KeyCode::Char('y') {
+                    return Some(Effect::Land { id });
+                }
+                self.say(format!("{id}: not landed"));
+                None
+            }
             Mode::Wakes { lines, scroll } => {
                 let len = lines.len();
                 let scroll = match k.code {
@@ -309,6 +354,16 @@ impl App {
             KeyCode::Char('p') => return self.with_pane(|id| Effect::Peek { id }),
             KeyCode::Char('s') => self.start_send(),
             KeyCode::Char('r') => self.start_resolve(),
+            KeyCode::Char('d') => {
+                let id = self.selected()?.id.clone();
+                self.mode = Mode::Review(super::review::ReviewView::loading(&id));
+                return Some(Effect::Review { id });
+            }
+            KeyCode::Char('L') => {
+                if let Some(row) = self.selected() {
+                    self.mode = Mode::ConfirmLand { id: row.id.clone() };
+                }
+            }
             KeyCode::Char('a') => {
                 if let Some(row) = self.selected() {
                     self.mode = Mode::PickVerb {

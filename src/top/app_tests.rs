@@ -317,3 +317,38 @@ fn a_picks_a_verb_to_grant_on_the_selected_row() {
     assert_eq!(press(&mut empty, KeyCode::Char('a')), None);
     assert_eq!(empty.mode, Mode::List);
 }
+
+#[test]
+fn d_opens_the_review_while_it_loads_and_l_lands_only_on_y() {
+    let mut app = App::new("home");
+    app.set_rows(vec![row("v1", State::Done, None)]);
+    assert_eq!(
+        press(&mut app, KeyCode::Char('d')),
+        Some(Effect::Review { id: "v1".into() })
+    );
+    assert!(matches!(&app.mode, Mode::Review(v) if v.id == "v1" && v.lines.is_none()));
+    // A failed load closes the view and says why; a late answer for
+    // another task changes nothing.
+    app.show_review("v2", Err("nope".into()));
+    assert!(matches!(app.mode, Mode::Review(_)));
+    app.show_review("v1", Err("no worktree".into()));
+    assert_eq!(app.mode, Mode::List);
+    assert_eq!(
+        app.notice.as_ref().unwrap().text,
+        "v1: cannot review: no worktree"
+    );
+
+    assert_eq!(press(&mut app, KeyCode::Char('L')), None);
+    assert_eq!(app.mode, Mode::ConfirmLand { id: "v1".into() });
+    assert_eq!(press(&mut app, KeyCode::Char('n')), None);
+    assert_eq!(
+        (&app.mode, app.notice.as_ref().unwrap().text.as_str()),
+        (&Mode::List, "v1: not landed")
+    );
+    press(&mut app, KeyCode::Char('L'));
+    assert_eq!(
+        press(&mut app, KeyCode::Char('y')),
+        Some(Effect::Land { id: "v1".into() })
+    );
+    assert_eq!(app.mode, Mode::List);
+}

@@ -10,12 +10,14 @@
 //! - [`app`]: the state and what each key does (no terminal, no I/O).
 //! - [`view`]: one frame, drawn from the app (snapshot-tested).
 //! - [`palette`]: colours per state, or monochrome (`NO_COLOR`).
+//! - [`review`]: `d`'s review view and `L`'s question.
 //! - [`seen`]: the dashboard's own "seen" cursor over the wakes feed.
 //! - [`source`]: the reader thread and the filesystem watcher.
 //! - [`run`]: the terminal, the loop and the actions.
 
 pub mod app;
 pub mod palette;
+pub mod review;
 mod run;
 pub mod seen;
 pub mod source;

@@ -240,6 +240,10 @@ pub fn run(home: &Home, cfg: &Config, opts: &Options) -> Result<u8> {
                 Msg::Changed => {
                     read_due.get_or_insert(Instant::now() + DEBOUNCE);
                 }
+                Msg::Review { id, review } => {
+                    app.show_review(&id, review.as_deref().map_err(Clone::clone));
+                    dirty = true;
+                }
                 Msg::Done { text, error } => {
                     if error {
                         app.warn(text);
@@ -348,6 +352,29 @@ impl Ctx<'_> {
                     Ok(g) => app.say(format!("granted {}", g.line(now))),
                     Err(e) => app.warn(format!("{id}: {e}")),
                 }
+            }
+            Effect::Review { id } => {
+                let (home, cfg, tx) = (self.home.clone(), self.cfg.clone(), self.tx.clone());
+                std::thread::spawn(move || {
+                    let review = super::review::load(&home, &cfg, &id);
+                    let _ = tx.send(Msg::Review { id, review });
+                });
+            }
+            Effect::Land { id } => {
+                app.say(format!("landing {id}\u{2026}"));
+                self.background(move |home, cfg| {
+                    let task = Task::open(home, cfg, &TaskId::parse(&id)?)?;
+                    let actor = crate::grant::Actor::from_env();
+                    let req = crate::route::land::LandRequest {
+                        merge: false,
+                        actor: match actor {
+                            crate::grant::Actor::Captain => "captain".into(),
+                            crate::grant::Actor::Mate => "mate".into(),
+                        },
+                    };
+                    let landed = crate::route::land::land(home, cfg, &task, &req, actor)?;
+                    Ok(landed.text().replace('\n', " \u{b7} "))
+                });
             }
             Effect::Send { id, body } => {
                 app.say(format!("sending to {id}\u{2026}"));

@@ -38,6 +38,11 @@ pub enum Msg {
     Changed,
     /// A background action finished: what to tell the captain.
     Done { text: String, error: bool },
+    /// Task `id`'s review, loaded off the drawing thread (`d`).
+    Review {
+        id: String,
+        review: std::result::Result<Box<crate::route::review::Review>, String>,
+    },
 }
 
 /// Whether a change to `path` can change what the dashboard shows.

@@ -57,6 +57,7 @@ pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
     match &app.mode {
         Mode::Peek { id, lines } => peek(f, main, app, id, lines, p),
         Mode::Wakes { lines, scroll } => wakes(f, main, lines, *scroll, now, p),
+        Mode::Review(v) => super::review::draw(f, main, v, p),
         _ => list(f, main, app, now, p),
     }
     match &app.mode {
@@ -358,6 +359,9 @@ fn notice_line(app: &App, p: Palette) -> Line<'static> {
             Span::styled("\u{2588}", p.dim()),
         ]);
     }
+    if let Mode::ConfirmLand { id } = &app.mode {
+        return Line::styled(super::review::question(id), p.title());
+    }
     match &app.notice {
         Some(n) if n.error => Line::styled(n.text.clone(), p.error()),
         Some(n) => Line::raw(n.text.clone()),
@@ -382,6 +386,8 @@ fn hints(mode: &Mode) -> &'static str {
         }
         Mode::Wakes { .. } => "\u{2191}\u{2193} scroll \u{b7} Esc back",
         Mode::Help => "any key closes",
+        Mode::Review(_) => super::review::HINTS,
+        Mode::ConfirmLand { .. } => super::review::CONFIRM_HINTS,
     }
 }
 
