@@ -98,6 +98,8 @@ enum Cmd {
     },
     /// The captain's word: let the first mate do VERB to task ID once
     Grant(super::grant::GrantArgs),
+    /// A project's worktree set-up: show it, approve it
+    Setup(super::setup::SetupArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -156,6 +158,7 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Wake(w) => super::mate::wake(&w),
         Cmd::Mate { cmd } => super::mate::mate(cmd),
         Cmd::Grant(a) => super::grant::run(a),
+        Cmd::Setup(a) => super::setup::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

@@ -1,0 +1,386 @@
+//! A new worktree's set-up (docs/spec/setup.md): the untracked files a
+//! project lists are copied from its checkout, then its commands run in
+//! the worktree, after `git worktree add` and before the agent starts.
+//!
+//! The set-up of a project comes from two places, in this order: the
+//! home's `[projects.<name>]` table ([`crate::config::ProjectCfg`]) and
+//! the project's own `.firstmate/setup.toml` ([`source`]). Nothing of it
+//! runs until the captain has approved exactly this content: its hash
+//! ([`Plan::hash`]) is recorded by `fm setup approve` in
+//! `state/setup-approved` ([`approval`], the one writer), and a set-up
+//! that is new or changed since is refused at spawn with that command.
+//!
+//! The commands run bounded in time, in their own process group, with a
+//! clean environment ([`run`]); their output's tail is kept in
+//! `state/<id>.setup.log`. A spawn whose set-up fails removes the
+//! worktree it created (spawn's rule: a failed spawn leaves nothing but
+//! the log).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::task_id::TaskId;
+
+pub(crate) mod approval;
+mod behind;
+mod copy;
+mod run;
+mod source;
+
+pub(crate) use approval::Approval;
+pub(crate) use behind::behind;
+
+/// What a step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Kind {
+    /// Copy an untracked file from the checkout into the worktree.
+    Copy,
+    /// Run a shell command in the worktree.
+    Run,
+}
+
+impl Kind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Copy => "copy",
+            Kind::Run => "run",
+        }
+    }
+}
+
+/// One step of a set-up, and where it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Step {
+    pub kind: Kind,
+    pub value: String,
+    /// `[projects.<name>]` or `.firstmate/setup.toml`.
+    pub source: String,
+}
+
+/// A project's set-up: every copy first, then every command, each list
+/// in source order (the home's table, then the project's file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Plan {
+    /// The project's top directory.
+    pub project: PathBuf,
+    pub steps: Vec<Step>,
+    pub timeout_secs: u64,
+}
+
+impl Plan {
+    /// The set-up of the project whose top directory is `project`.
+    pub(crate) fn load(cfg: &Config, project: &Path) -> Result<Plan> {
+        let mut copies = Vec::new();
+        let mut runs = Vec::new();
+        for (name, lists) in source::lists(cfg, project)? {
+            copies.extend(lists.copy.into_iter().map(|value| Step {
+                kind: Kind::Copy,
+                value,
+                source: name.clone(),
+            }));
+            runs.extend(lists.setup.into_iter().map(|value| Step {
+                kind: Kind::Run,
+                value,
+                source: name.clone(),
+            }));
+        }
+        for s in &copies {
+            copy::check_rel(&s.value).map_err(|why| {
+                Error::refused(format!(
+                    "set-up of {}: copy entry {} ({}) {why}",
+                    project.display(),
+                    crate::error::quoted(&s.value),
+                    s.source
+                ))
+            })?;
+        }
+        copies.extend(runs);
+        Ok(Plan {
+            project: project.to_path_buf(),
+            steps: copies,
+            timeout_secs: cfg.control.setup_timeout_secs,
+        })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// SHA-256 over the steps' kinds and values, in order (not their
+    /// sources: moving a command from the config to the project's file
+    /// changes nothing that runs), hex.
+    pub(crate) fn hash(&self) -> String {
+        let mut h = Sha256::new();
+        for s in &self.steps {
+            h.update(format!("{} {}\n", s.kind.as_str(), s.value.len()));
+            h.update(s.value.as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize().iter().fold(String::new(), |mut s, b| {
+            use std::fmt::Write;
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+
+    /// The command that approves this set-up, as the captain types it.
+    pub(crate) fn approve_command(&self) -> String {
+        format!("fm setup approve {}", crate::shq::quote_path(&self.project))
+    }
+}
+
+/// Before a worktree is created: the project's set-up, refused unless the
+/// captain approved exactly this content. An empty set-up needs nothing.
+pub(crate) fn approved_plan(home: &Home, cfg: &Config, project: &Path) -> Result<Plan> {
+    let plan = Plan::load(cfg, project)?;
+    if plan.is_empty() {
+        return Ok(plan);
+    }
+    match approval::state(home, &plan)? {
+        Approval::Approved => Ok(plan),
+        other => Err(Error::refused(format!(
+            "the set-up of {} is {}: nothing created; see it with `fm setup show {}`, then approve it with `{}`",
+            plan.project.display(),
+            other.as_str(),
+            crate::shq::quote_path(&plan.project),
+            plan.approve_command()
+        ))),
+    }
+}
+
+/// Runs `plan` in the new `worktree` of task `id`: copies, then commands,
+/// within `plan.timeout_secs` for all of them. The log is written in
+/// every case; an error names it.
+pub(crate) fn run_plan(home: &Home, id: &TaskId, plan: &Plan, worktree: &Path) -> Result<()> {
+    if plan.is_empty() {
+        return Ok(());
+    }
+    let log_path = home.setup_log(id);
+    let mut log = run::Log::new(id, worktree);
+    let outcome = steps(id, plan, worktree, home, &mut log);
+    crate::fsx::atomic_write(&log_path, &log.finish())?;
+    outcome.map_err(|why| {
+        Error::refused(format!(
+            "the set-up of {id} failed: {why}; the worktree was removed; log: {}",
+            log_path.display()
+        ))
+    })
+}
+
+/// The steps in order; the first failure, in words.
+fn steps(
+    id: &TaskId,
+    plan: &Plan,
+    worktree: &Path,
+    home: &Home,
+    log: &mut run::Log,
+) -> std::result::Result<(), String> {
+    let limit = Duration::from_secs(plan.timeout_secs);
+    let start = Instant::now();
+    let env = run::clean_env(home, id, &plan.project, worktree);
+    for s in &plan.steps {
+        match s.kind {
+            Kind::Copy => {
+                log.note(&format!("copy {}", s.value));
+                copy::copy(&plan.project, worktree, &s.value).map_err(|why| {
+                    log.note(&format!("copy failed: {why}"));
+                    format!("copy {}: {why}", crate::error::quoted(&s.value))
+                })?;
+            }
+            Kind::Run => {
+                let left = limit.saturating_sub(start.elapsed());
+                let end = run::command(&s.value, worktree, &env, left, log);
+                match end {
+                    run::End::Exited(0) => {}
+                    run::End::Exited(code) => {
+                        return Err(format!("`{}` exited with {code}", s.value));
+                    }
+                    run::End::Signal(sig) => {
+                        return Err(format!("`{}` was killed by signal {sig}", s.value));
+                    }
+                    run::End::TimedOut => {
+                        return Err(format!(
+                            "`{}` was still running when the set-up's {}s ran out (killed)",
+                            s.value, plan.timeout_secs
+                        ));
+                    }
+                    run::End::NotStarted(e) => {
+                        return Err(format!("`{}` could not start: {e}", s.value));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The top directory of the project `arg` names: a `[projects.<name>]`
+/// table's `path`, else a directory inside a git checkout.
+pub(crate) fn project_top(cfg: &Config, arg: &Path) -> Result<PathBuf> {
+    if let Some(name) = arg.to_str()
+        && !name.contains('/')
+        && let Some(p) = cfg.projects.get(name)
+    {
+        match &p.path {
+            Some(path) => return top_of(path),
+            // A directory of that name in the current one is still it.
+            None if !exists_here(arg) => {
+                return Err(Error::usage(format!(
+                    "[projects.{name}] has no path: give the project's checkout (a directory)"
+                )));
+            }
+            None => {}
+        }
+    }
+    top_of(arg)
+}
+
+/// What `git rev-parse --show-toplevel` says of `dir`, made physical.
+fn top_of(dir: &Path) -> Result<PathBuf> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: the captain's project"
+    )]
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| Error::io("open project", dir, e))?;
+    let top = super::git(&dir, &["rev-parse", "--show-toplevel"])?;
+    Ok(PathBuf::from(top.trim()))
+}
+
+/// Whether `p` names something (from the current directory).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the captain's working directory"
+)]
+fn exists_here(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+/// `fm setup show`'s and `approve`'s report.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Report {
+    pub project: PathBuf,
+    pub steps: Vec<Step>,
+    pub timeout_secs: u64,
+    /// Empty for a project without set-up.
+    pub hash: String,
+    /// `None` for a project without set-up (nothing to approve).
+    pub approval: Option<Approval>,
+    /// The command that approves it, while it is not approved.
+    pub approve_with: Option<String>,
+}
+
+impl Report {
+    fn of(home: &Home, plan: Plan) -> Result<Report> {
+        let approval = if plan.is_empty() {
+            None
+        } else {
+            Some(approval::state(home, &plan)?)
+        };
+        Ok(Report {
+            approve_with: approval
+                .filter(|a| *a != Approval::Approved)
+                .map(|_| plan.approve_command()),
+            hash: if plan.is_empty() {
+                String::new()
+            } else {
+                plan.hash()
+            },
+            approval,
+            project: plan.project,
+            steps: plan.steps,
+            timeout_secs: plan.timeout_secs,
+        })
+    }
+
+    /// The human form, one line each.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!("set-up of {}", self.project.display())];
+        if self.steps.is_empty() {
+            out.push(format!(
+                "  none (no [projects.<name>] table names it, no {})",
+                source::PROJECT_FILE
+            ));
+            return out;
+        }
+        for s in &self.steps {
+            out.push(format!(
+                "  {:<4} {}    ({})",
+                s.kind.as_str(),
+                s.value,
+                s.source
+            ));
+        }
+        out.push(format!(
+            "  within {}s, hash {}",
+            self.timeout_secs,
+            &self.hash[..12]
+        ));
+        if let Some(a) = self.approval {
+            out.push(match &self.approve_with {
+                Some(cmd) => format!("{}: approve it with `{cmd}`", a.as_str()),
+                None => a.as_str().to_string(),
+            });
+        }
+        out
+    }
+}
+
+/// The set-up of the project `arg` names, and whether it is approved.
+pub(crate) fn show(home: &Home, cfg: &Config, arg: &Path) -> Result<Report> {
+    let top = project_top(cfg, arg)?;
+    Report::of(home, Plan::load(cfg, &top)?)
+}
+
+/// Approves the set-up of the project `arg` names, as it is now; the
+/// report says what was approved. Nothing to approve is no error.
+pub(crate) fn approve(
+    home: &Home,
+    cfg: &Config,
+    actor: crate::grant::Actor,
+    arg: &Path,
+) -> Result<Report> {
+    // Refused before anything is read.
+    approval::captain_only(actor)?;
+    let top = project_top(cfg, arg)?;
+    let plan = Plan::load(cfg, &top)?;
+    if !plan.is_empty() {
+        approval::approve(home, actor, &plan)?;
+    }
+    Report::of(home, plan)
+}
+
+impl super::Ctl<'_> {
+    /// In a worktree spawn has just created from `base`: reports a base
+    /// behind its fetched upstream, then runs `plan`. A failed set-up
+    /// removes the worktree again (no meta points at it yet).
+    pub(super) fn set_up(
+        &self,
+        project: &Path,
+        worktree: &Path,
+        base: &str,
+        plan: &Plan,
+    ) -> Result<()> {
+        if let Some((upstream, n)) = behind(project, base) {
+            crate::output::err_line(&format!(
+                "{}: warning: {}",
+                super::TOOL,
+                behind::warning(project, base, &upstream, n)
+            ));
+        }
+        if let Err(e) = run_plan(self.home, self.id, plan, worktree) {
+            let wt = worktree.display().to_string();
+            let _ = super::git(project, &["worktree", "remove", "--force", &wt]);
+            return Err(e);
+        }
+        Ok(())
+    }
+}
