@@ -11,29 +11,30 @@ use super::super::git;
 /// with an upstream, or is not behind it.
 pub(crate) fn behind(project: &Path, base: &str) -> Option<(String, u64)> {
     let full = format!("refs/heads/{base}");
-    git(project, &["rev-parse", "--verify", "--quiet", &full]).ok()?;
-    let upstream = git(
+    let out = git(
         project,
         &[
-            "rev-parse",
-            "--abbrev-ref",
-            "--symbolic-full-name",
-            &format!("{full}@{{upstream}}"),
+            "for-each-ref",
+            "--format=%(refname) %(upstream) %(upstream:short)",
+            &full,
         ],
     )
     .ok()?;
-    let upstream = upstream.trim().to_string();
+    // Exactly that branch (for-each-ref also matches a prefix's children).
+    let rest = out
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{full} ")))?;
+    let (upstream, short) = rest.split_once(' ')?;
+    if upstream.is_empty() {
+        return None;
+    }
     let count = git(
         project,
-        &[
-            "rev-list",
-            "--count",
-            &format!("{full}..{full}@{{upstream}}"),
-        ],
+        &["rev-list", "--count", &format!("{full}..{upstream}")],
     )
     .ok()?;
     let n: u64 = count.trim().parse().ok()?;
-    (n > 0).then_some((upstream, n))
+    (n > 0).then(|| (short.to_string(), n))
 }
 
 /// The warning line for a base `n` commits behind `upstream`.

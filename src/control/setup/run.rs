@@ -88,13 +88,25 @@ impl Log {
             .extend_from_slice(format!("# {line}\n").as_bytes());
     }
 
-    /// The log's bytes: at most [`KEEP`] of them, the end kept.
+    /// The log's bytes, at most [`KEEP`] of them: its first line, then
+    /// the end of the rest.
     pub(super) fn finish(self) -> Vec<u8> {
         if self.bytes.len() <= KEEP {
             return self.bytes;
         }
-        let cut = self.bytes.len() - KEEP;
-        let mut out = format!("# (the log's first {cut} bytes were dropped)\n").into_bytes();
+        let head = self
+            .bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+            .min(KEEP / 2);
+        // The note's length barely depends on the count it holds: sized
+        // with the largest count, the whole stays within KEEP.
+        let note = |n: usize| format!("# (the log's next {n} bytes were dropped)\n");
+        let room = KEEP - head - note(self.bytes.len()).len();
+        let cut = self.bytes.len() - room;
+        let mut out = self.bytes[..head].to_vec();
+        out.extend_from_slice(note(cut - head).as_bytes());
         out.extend_from_slice(&self.bytes[cut..]);
         out
     }
@@ -297,7 +309,8 @@ mod tests {
             30,
         );
         assert!(matches!(end, End::Exited(0)), "{end:?}");
-        assert!(log.len() <= KEEP + 200, "{}", log.len());
+        assert!(log.len() <= KEEP, "{}", log.len());
+        assert!(log.starts_with("# set-up of t1 in "), "{}", &log[..100]);
         assert!(
             log.contains("last\n# exit 0 after"),
             "{}",
