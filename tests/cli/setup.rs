@@ -127,9 +127,14 @@ fn an_approved_set_up_runs_before_the_agent_in_a_clean_environment() {
         log.contains("# $ echo made > made-by-setup\n# exit 0 after"),
         "{log}"
     );
-    ctl(&h, &t)(&["s1", "teardown", "--force"])
+    let out = ctl(&h, &t)(&["s1", "teardown", "--force"])
         .stdout_regex(&torn_down(&h, "s1"))
-        .run();
+        .run()
+        .stdout();
+    // The log goes into the task's archive with the rest of its state.
+    let archive = out.trim_end().split("archive=").nth(1).unwrap();
+    assert!(!h.exists("state/s1.setup.log"));
+    assert!(Path::new(archive).join("s1.setup.log").exists());
 }
 
 #[test]
