@@ -384,3 +384,81 @@ impl super::Ctl<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str) -> Config {
+        Config::from_parts(Path::new("firstmate.toml"), Some(text), &[]).unwrap()
+    }
+
+    #[test]
+    fn copies_come_first_and_the_hash_is_of_what_runs_not_where_it_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().join("app");
+        std::fs::create_dir_all(top.join(".firstmate")).unwrap();
+        std::fs::write(
+            top.join(source::PROJECT_FILE),
+            "copy = [\"b\"]\nsetup = [\"two\"]\n",
+        )
+        .unwrap();
+        let p = Plan::load(
+            &cfg("[projects.app]\nsetup = [\"one\"]\ncopy = [\"a\"]\n"),
+            &top,
+        )
+        .unwrap();
+        let got: Vec<_> = p
+            .steps
+            .iter()
+            .map(|s| (s.kind.as_str(), s.value.as_str(), s.source.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("copy", "a", "[projects.app]"),
+                ("copy", "b", ".firstmate/setup.toml"),
+                ("run", "one", "[projects.app]"),
+                ("run", "two", ".firstmate/setup.toml"),
+            ]
+        );
+        // The same steps from the other source: the same hash.
+        std::fs::write(top.join(source::PROJECT_FILE), "").unwrap();
+        let moved = Plan::load(
+            &cfg("[projects.app]\ncopy = [\"a\", \"b\"]\nsetup = [\"one\", \"two\"]\n"),
+            &top,
+        )
+        .unwrap();
+        assert_eq!(moved.hash(), p.hash());
+        // Any change to what runs changes it; so does splitting a value.
+        let changed = Plan::load(
+            &cfg("[projects.app]\ncopy = [\"a\", \"b\"]\nsetup = [\"one\", \"two \"]\n"),
+            &top,
+        )
+        .unwrap();
+        assert_ne!(changed.hash(), p.hash());
+        let split = Plan::load(
+            &cfg("[projects.app]\ncopy = [\"a\", \"b\"]\nsetup = [\"one\\nrun 3\\ntwo\"]\n"),
+            &top,
+        )
+        .unwrap();
+        assert_ne!(split.hash(), p.hash());
+        assert_eq!(p.hash().len(), 64);
+    }
+
+    #[test]
+    fn an_escaping_copy_entry_is_refused_when_the_set_up_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Plan::load(
+            &cfg("[projects.app]\ncopy = [\"../x\"]\n"),
+            &d.path().join("app"),
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(
+            e.to_string()
+                .ends_with("copy entry \"../x\" ([projects.app]) leaves the project (..)"),
+            "{e}"
+        );
+    }
+}
