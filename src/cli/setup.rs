@@ -9,13 +9,14 @@ use super::common::{self, HomeArg};
 use crate::control::setup;
 use crate::error::Result;
 use crate::grant::Actor;
+use crate::route::setup::SetupRequest;
 
 const TOOL: &str = "fm";
 
 /// `fm setup`'s arguments (a subcommand of `fm`).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "PROJECT is a checkout (any directory in it) or the name of a [projects.<name>] table.\n\nExamples:\n  fm setup show ~/src/app\n  fm setup approve ~/src/app"
+    after_help = "PROJECT is a checkout (any directory in it) or the name of a [projects.<name>] table.\n\nExamples:\n  fm setup show ~/src/app\n  fm setup approve ~/src/app\n  fm setup show --host box /srv/src/app"
 )]
 pub(crate) struct SetupArgs {
     #[command(subcommand)]
@@ -35,6 +36,9 @@ struct Target {
     /// The project: a directory of its checkout, or a [projects.<name>] name
     #[arg(value_name = "PROJECT")]
     project: PathBuf,
+    /// The project is on this host (its home's set-up and approvals)
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
@@ -53,11 +57,11 @@ pub(crate) fn run(a: SetupArgs) -> Result<u8> {
         setup::approval::captain_only(actor)?;
     }
     let ctx = t.home.ctx(TOOL)?;
-    let report = if approving {
-        setup::approve(&ctx.home, &ctx.cfg, actor, &t.project)?
-    } else {
-        setup::show(&ctx.home, &ctx.cfg, &t.project)?
+    let req = SetupRequest {
+        project: t.project,
+        approve: approving,
     };
+    let report = crate::route::setup::setup(&ctx.home, &ctx.cfg, t.host.as_deref(), &req, actor)?;
     if t.json {
         common::out_json(&report)?;
         return Ok(0);

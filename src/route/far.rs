@@ -47,6 +47,7 @@ enum Op {
     Dispatch(super::board::DispatchRequest),
     Broadcast(super::broadcast::BroadcastRequest),
     Lifecycle(super::lifecycle::LifecycleRequest),
+    Setup(super::setup::SetupRequest),
 }
 
 #[derive(Serialize)]
@@ -106,6 +107,11 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
             crate::inbox::validate_body(cfg, &req.send.body)?;
             return to_line(&super::broadcast::serve_here(home, cfg, &req, &key)?);
         }
+        // A project's set-up names no task.
+        Op::Setup(req) => {
+            let actor = crate::grant::Actor::from_env();
+            return to_line(&super::setup::serve_here(home, cfg, &req, actor)?);
+        }
         op => op,
     };
     let env = Incoming {
@@ -141,7 +147,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Ack(req) => to_line(&super::ack::ack_here(home, &task, &req, Some(&env.key))?)?,
         Op::Check(req) => to_line(&super::dod::check_here(home, cfg, &task, &req)?)?,
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
-        Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) => {
+        Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) | Op::Setup(_) => {
             return Err(Error::usage("fm far: this operation names no task"));
         }
         Op::Lifecycle(req) => {

@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod press;
 pub mod read;
 pub mod send;
+pub(crate) mod setup;
 pub mod status;
 pub mod wakes;
 pub(crate) mod wire;

@@ -437,3 +437,90 @@ fn a_base_behind_its_fetched_upstream_is_reported_at_spawn() {
             .run();
     }
 }
+
+/// Runs `program args…` as the far account of the test sshd.
+#[track_caller]
+fn as_far(program: &str, args: &[&str]) {
+    let out = std::process::Command::new("runuser")
+        .args(["-u", crate::sshd::ACCOUNT, "--", program])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_set_up_on_a_host_is_shown_and_approved_from_here_and_runs_there() {
+    if !crate::harness::have_tmux() {
+        crate::harness::unmet("tmux", "FM_REQUIRE_TMUX");
+        return;
+    }
+    let Some(sshd) = crate::sshd::Sshd::start() else {
+        return;
+    };
+    let proj = sshd.far_home.join("project");
+    sshd.far_write("project/README", "hi\n");
+    sshd.far_write(
+        "project/.firstmate/setup.toml",
+        "setup = [\"echo far > made-by-setup\"]\n",
+    );
+    let p = proj.to_str().unwrap();
+    let git = |args: &[&str]| {
+        let mut v = vec![
+            "-c",
+            "user.email=t@example.invalid",
+            "-c",
+            "user.name=t",
+            "-C",
+            p,
+        ];
+        v.extend_from_slice(args);
+        as_far("git", &v);
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "README"]);
+    git(&["commit", "-q", "-m", "init"]);
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 10_000));
+    briefed(&h, "r1");
+    let approve = format!("fm setup approve {}", quoted(&top(&proj)));
+    setup_cmd(&h, &["show", "--host", "far", p])
+        .stdout_has("  run  echo far > made-by-setup    (.firstmate/setup.toml)\n")
+        .stdout_has(&format!(
+            "not approved (new): approve it with `{approve}`\n"
+        ))
+        .run();
+    let spawn = || {
+        h.fm("control")
+            .args(["r1", "spawn", "--host", "far", "--project", p])
+            .args(["--harness", "stand-in"])
+    };
+    spawn()
+        .status(1)
+        .stderr_has("is not approved (new): nothing created")
+        .stderr_has(&approve)
+        .run();
+    // The first mate's approval is refused here: nothing reaches the host.
+    setup_cmd(&h, &["approve", "--host", "far", p])
+        .env("FM_MATE", "1")
+        .status(1)
+        .stderr_has("refused while FM_MATE is set")
+        .run();
+    assert!(!sshd.far_home.join("state/setup-approved").exists());
+    setup_cmd(&h, &["approve", "--host", "far", p])
+        .stdout_has("approved: spawns of ")
+        .run();
+    let json = setup_cmd(&h, &["show", "--host", "far", p, "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(json["approval"], "approved", "{json}");
+    spawn().stdout_has("spawned r1 pane=%").run();
+    let made = sshd.far_home.join("worktrees/r1/made-by-setup");
+    assert_eq!(std::fs::read_to_string(made).unwrap(), "far\n");
+    assert!(sshd.far_home.join("state/r1.setup.log").exists());
+}

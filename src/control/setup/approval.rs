@@ -18,7 +18,7 @@ use crate::home::Home;
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Whether a set-up may run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Approval {
     Approved,

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
@@ -37,7 +37,7 @@ pub(crate) use approval::Approval;
 pub(crate) use behind::behind;
 
 /// What a step does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
     /// Copy an untracked file from the checkout into the worktree.
@@ -56,7 +56,7 @@ impl Kind {
 }
 
 /// One step of a set-up, and where it was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Step {
     pub kind: Kind,
     pub value: String,
@@ -265,7 +265,7 @@ fn exists_here(p: &Path) -> bool {
 }
 
 /// `fm setup show`'s and `approve`'s report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Report {
     pub project: PathBuf,
     pub steps: Vec<Step>,
