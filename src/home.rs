@@ -177,6 +177,17 @@ impl Home {
     pub fn busy(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "busy")
     }
+    /// The output of a new worktree's set-up (`control::setup`).
+    pub fn setup_log(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "setup.log")
+    }
+    /// The set-ups the captain approved, by content hash.
+    pub(crate) fn setup_approvals(&self) -> PathBuf {
+        self.state_dir().join("setup-approved")
+    }
+    pub(crate) fn setup_approvals_lock(&self) -> PathBuf {
+        self.state_dir().join(".setup-approved.lock")
+    }
     /// The harness settings spawn writes for an agent's own hooks.
     pub fn agent_hooks(&self, id: &TaskId) -> PathBuf {
         self.state_file(id, "hooks.json")

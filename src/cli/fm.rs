@@ -108,6 +108,8 @@ enum Cmd {
         after_help = "local-only: fast-forward the base branch (--merge: a merge commit); direct-PR, no-mistakes: push and open a PR with gh.\nA refusal (exit 1) says why and changes nothing.\n\nExamples:\n  fm land fix-login\n  fm land fix-login --merge"
     )]
     Land(super::land::LandArgs),
+    /// A project's worktree set-up: show it, approve it
+    Setup(super::setup::SetupArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -168,6 +170,7 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Grant(a) => super::grant::run(a),
         Cmd::Review(a) => super::review::run(&a),
         Cmd::Land(a) => super::land::run(&a),
+        Cmd::Setup(a) => super::setup::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

@@ -26,6 +26,7 @@ pub(crate) mod mate;
 mod needs_you;
 pub(crate) mod review;
 pub mod send;
+pub(crate) mod setup;
 pub mod status;
 pub mod top;
 pub(crate) mod visit;

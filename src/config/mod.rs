@@ -7,13 +7,16 @@
 //! key the sections serialise, so a new key gets its `FM_*` variable
 //! without further code. The `[harness.<name>]` tables are
 //! [`crate::harness`]'s type and the `[hosts.<name>]` tables
-//! [`crate::remote`]'s; this module only parses them.
+//! [`crate::remote`]'s; this module only parses them, as it does the
+//! `[projects.<name>]` tables ([`project`]).
 
 mod env;
 mod file;
 pub mod host;
+pub mod project;
 
 pub use host::{HostCfg, Hosts};
+pub use project::{ProjectCfg, Projects};
 
 use std::path::Path;
 
@@ -40,6 +43,10 @@ pub struct Config {
     /// ([`crate::remote`]).
     #[serde(skip_serializing)]
     pub hosts: Hosts,
+    /// `[projects.<name>]` tables: a new worktree's set-up
+    /// (`control::setup`).
+    #[serde(skip_serializing)]
+    pub projects: Projects,
     /// Unknown keys seen while loading; the caller prints them.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -89,6 +96,9 @@ pub struct ControlCfg {
     /// How long `fm-control exit` waits for the agent to go.
     #[serde(deserialize_with = "uint")]
     pub exit_wait_secs: u64,
+    /// How long a new worktree's set-up may take, all commands together.
+    #[serde(deserialize_with = "uint")]
+    pub setup_timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -229,7 +239,10 @@ impl Default for WatchCfg {
 
 impl Default for ControlCfg {
     fn default() -> Self {
-        ControlCfg { exit_wait_secs: 30 }
+        ControlCfg {
+            exit_wait_secs: 30,
+            setup_timeout_secs: 300,
+        }
     }
 }
 

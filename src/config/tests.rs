@@ -24,6 +24,7 @@ fn the_shipped_config_is_all_defaults_without_warnings() {
         Config {
             harness: std::collections::BTreeMap::default(),
             hosts: std::collections::BTreeMap::default(),
+            projects: std::collections::BTreeMap::default(),
             ..c
         },
         Config::default()
@@ -217,7 +218,7 @@ fn every_scalar_key_has_an_env_override() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 27, "scalar keys in the sections");
+    assert_eq!(seen, 28, "scalar keys in the sections");
 }
 
 #[test]

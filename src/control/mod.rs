@@ -21,6 +21,7 @@ use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{brief, clock, fsx, stand_in};
 
 mod hooks;
+pub(crate) mod setup;
 mod spawn;
 mod stop;
 mod teardown;

@@ -348,8 +348,11 @@ impl Ctl<'_> {
                         ))
                     })?,
             };
+            // Refused before anything is created unless approved.
+            let plan = setup::approved_plan(self.home, self.cfg, &project)?;
             fsx::ensure_dir(&self.home.worktrees_dir(self.cfg))?;
             git(&project, &["worktree", "add", "--detach", &wt, &base])?;
+            self.set_up(&project, &worktree, &base, &plan)?;
             created_from = Some(base);
         }
         // The commit the worktree started from, for review and landing

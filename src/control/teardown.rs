@@ -108,7 +108,7 @@ impl Ctl<'_> {
 impl Ctl<'_> {
     /// What teardown moves into the archive entry (the idempotency keys
     /// too: a retried teardown finds its answer there).
-    fn archived_paths(&self) -> [PathBuf; 9] {
+    fn archived_paths(&self) -> [PathBuf; 10] {
         let id = self.id;
         [
             self.home.meta(id),
@@ -118,6 +118,7 @@ impl Ctl<'_> {
             self.home.status(id),
             self.home.busy(id),
             self.home.run(id),
+            self.home.setup_log(id),
             self.home.inbox(id),
             self.home.task_data(id),
         ]

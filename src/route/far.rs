@@ -49,6 +49,7 @@ enum Op {
     Lifecycle(super::lifecycle::LifecycleRequest),
     Review(super::review::ReviewRequest),
     Land(super::land::LandRequest),
+    Setup(super::setup::SetupRequest),
 }
 
 #[derive(Serialize)]
@@ -108,6 +109,11 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
             crate::inbox::validate_body(cfg, &req.send.body)?;
             return to_line(&super::broadcast::serve_here(home, cfg, &req, &key)?);
         }
+        // A project's set-up names no task.
+        Op::Setup(req) => {
+            let actor = crate::grant::Actor::from_env();
+            return to_line(&super::setup::serve_here(home, cfg, &req, actor)?);
+        }
         op => op,
     };
     let env = Incoming {
@@ -145,7 +151,7 @@ fn serve_inner(home: &Home, cfg: &Config, input: &[u8]) -> Result<String> {
         Op::Press(req) => to_line(&super::press::press_here(home, cfg, &task, &req)?)?,
         Op::Review(req) => to_line(&crate::voyage::review::review_here(home, cfg, &task, &req)?)?,
         Op::Land(req) => to_line(&crate::voyage::land::land_here(home, cfg, &task, &req)?)?,
-        Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) => {
+        Op::Board(_) | Op::Dispatch(_) | Op::Broadcast(_) | Op::Setup(_) => {
             return Err(Error::usage("fm far: this operation names no task"));
         }
         Op::Lifecycle(req) => {

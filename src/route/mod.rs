@@ -22,6 +22,7 @@ pub mod press;
 pub mod read;
 pub mod review;
 pub mod send;
+pub(crate) mod setup;
 pub mod status;
 pub mod wakes;
 pub(crate) mod wire;

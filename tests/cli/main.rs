@@ -42,6 +42,7 @@ mod remote_write;
 mod review;
 mod send;
 mod send_text;
+mod setup;
 mod sshd;
 mod status;
 mod task_meta;
