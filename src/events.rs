@@ -127,6 +127,12 @@ pub enum Event {
         to: String,
         killed: bool,
     },
+    #[serde(rename = "control.restored")]
+    ControlRestored {
+        pane: String,
+        harness: String,
+        resumed: bool,
+    },
     #[serde(rename = "control.torn-down")]
     ControlTornDown { archive: String },
     #[serde(rename = "watch.rang")]

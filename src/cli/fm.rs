@@ -98,6 +98,10 @@ enum Cmd {
     },
     /// The captain's word: let the first mate do VERB to task ID once
     Grant(super::grant::GrantArgs),
+    /// Bring back every agent that died with its tmux server
+    Restore(super::restore::RestoreArgs),
+    #[command(hide = true)]
+    SessionHook(super::restore::SessionHookArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -156,6 +160,8 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Wake(w) => super::mate::wake(&w),
         Cmd::Mate { cmd } => super::mate::mate(cmd),
         Cmd::Grant(a) => super::grant::run(a),
+        Cmd::Restore(a) => super::restore::run(a),
+        Cmd::SessionHook(a) => super::restore::session_hook(&a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

@@ -23,6 +23,7 @@ pub mod fm;
 pub(crate) mod grant;
 pub(crate) mod mate;
 mod needs_you;
+pub(crate) mod restore;
 pub mod send;
 pub mod status;
 pub mod top;

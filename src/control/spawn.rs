@@ -382,6 +382,7 @@ impl Ctl<'_> {
             m.set("window", &window);
             m.set("spawn_gen", &gen_.saturating_add(1).to_string());
             m.set("spawned_at", &now.to_string());
+            m.remove(session::KEY);
         })?;
         self.reset_busy()?;
         self.restart_ladder();

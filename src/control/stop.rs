@@ -345,6 +345,8 @@ impl Ctl<'_> {
             m.set("spawn_id", &spawn_id);
             m.set("tmux_server", &server);
             m.set("spawned_at", &clock::now().to_string());
+            // A new agent: its conversation is not the old one's.
+            m.remove(session::KEY);
         })?;
         self.reset_busy()?;
         self.restart_ladder();

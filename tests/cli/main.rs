@@ -35,6 +35,7 @@ mod remote_dispatch;
 mod remote_feed;
 mod remote_wakes;
 mod remote_write;
+mod restore;
 mod send;
 mod send_text;
 mod sshd;
