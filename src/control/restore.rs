@@ -193,7 +193,7 @@ impl Ctl<'_> {
             harness: plan.harness.clone(),
             resumed: plan.session.is_some(),
         });
-        let doorbell = self.ring_owed();
+        let doorbell = self.ring_owed(plan.session.is_some());
         Ok(RestoreLine::Restored {
             id: self.id.to_string(),
             pane,
@@ -271,10 +271,12 @@ impl Ctl<'_> {
 
     /// Rings the doorbell owed to the restored agent when records are
     /// pending: through the one ring, again while the agent boots (no
-    /// composer yet), up to [`RING_WAIT_SECS`]. A ring held back for
-    /// another reason (a turn running: the fresh agent's kickoff) stays
-    /// owed, for the watcher. `None` when nothing was pending.
-    fn ring_owed(&self) -> Option<String> {
+    /// composer yet), up to [`RING_WAIT_SECS`]. A resumed agent has no
+    /// turn to run, so one that reads busy (a resume drawing its
+    /// transcript) is asked again too; a fresh agent's kickoff turn is
+    /// real work, and its doorbell stays owed, for the watcher. `None`
+    /// when nothing was pending.
+    fn ring_owed(&self, resumed: bool) -> Option<String> {
         let pending = crate::inbox::pending(self.home, self.id).ok()?;
         if pending.is_empty() {
             return None;
@@ -297,7 +299,8 @@ impl Ctl<'_> {
             for w in &rung.warnings {
                 crate::output::err_line(&format!("{TOOL}: warning: {}: {w}", self.id));
             }
-            let again = matches!(rung.outcome, Outcome::Booting | Outcome::RingLocked);
+            let again = matches!(rung.outcome, Outcome::Booting | Outcome::RingLocked)
+                || (resumed && rung.outcome == Outcome::Queued);
             if !again || Instant::now() >= deadline {
                 return Some(outcome_word(rung.outcome).to_string());
             }

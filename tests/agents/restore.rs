@@ -90,6 +90,54 @@ pub fn resumes_the_conversation(h: Harness) {
     assert_eq!(session().as_deref(), Some(id.as_str()));
 }
 
+/// Codex with its hooks off: no session recorded, so the restore reads
+/// the thread's id from its rollout and resumes it all the same.
+pub fn codex_without_hooks_resumes_from_its_rollout() {
+    let opts = Opts {
+        hooks: false,
+        ..Opts::default()
+    };
+    let Some(mut w) = World::new(Harness::Codex, opts) else {
+        return;
+    };
+    w.spawn_ready();
+    let meta = w.home.read_string(&format!("state/{ID}.meta"));
+    assert!(!meta.contains("session="), "{meta}");
+    w.tmux(&["kill-server"]);
+    assert_eq!(w.send("after the restart"), "dead");
+    let mut restore = Cmd::new(bin("fm"))
+        .env("FM_HOME", w.home.root())
+        .env("PATH", World::path());
+    for (k, v) in w.agent_env() {
+        restore = restore.env(k, v);
+    }
+    let out = restore
+        .arg("restore")
+        .stdout_regex(&format!(
+            "restored {ID} pane=%\\d+ harness=codex resumed=[0-9a-f-]{{36}} doorbell=rang\n\
+             restored 1 \\(resumed 1, fresh 0\\), skipped 0, failed 0\n"
+        ))
+        .run()
+        .stdout();
+    w.pane = out
+        .split("pane=")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .to_string();
+    w.wait_for("the doorbell in the resumed conversation", 60.0, |w| {
+        w.doorbells_received() == 1
+    });
+    let turns = w.model.user_turns();
+    assert!(
+        turns
+            .first()
+            .is_some_and(|t| t.join("\n").starts_with("Read the brief at ")),
+        "{turns:#?}"
+    );
+    assert!(w.last_turn_is_the_doorbell(), "{turns:#?}");
+}
+
 mod claude {
     #[test]
     fn restore_resumes_the_conversation() {
@@ -101,5 +149,10 @@ mod codex {
     #[test]
     fn restore_resumes_the_conversation() {
         super::resumes_the_conversation(crate::Harness::Codex);
+    }
+
+    #[test]
+    fn restore_without_hooks_resumes_from_the_rollout() {
+        super::codex_without_hooks_resumes_from_its_rollout();
     }
 }
