@@ -272,8 +272,8 @@ impl Ctl<'_> {
     /// Rings the doorbell owed to the restored agent when records are
     /// pending: through the one ring, again while the agent boots (no
     /// composer yet), up to [`RING_WAIT_SECS`]. A resumed agent has no
-    /// turn to run, so one that reads busy (a resume drawing its
-    /// transcript) is asked again too; a fresh agent's kickoff turn is
+    /// turn to run, so one that reads busy (seen once with Codex right
+    /// after its resume) is asked again too; a fresh agent's kickoff turn is
     /// real work, and its doorbell stays owed, for the watcher. `None`
     /// when nothing was pending.
     fn ring_owed(&self, resumed: bool) -> Option<String> {
