@@ -89,6 +89,9 @@ pub struct ControlCfg {
     /// How long `fm-control exit` waits for the agent to go.
     #[serde(deserialize_with = "uint")]
     pub exit_wait_secs: u64,
+    /// How long `fm restore` rings a restored agent that still boots.
+    #[serde(deserialize_with = "uint")]
+    pub restore_ring_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -229,7 +232,10 @@ impl Default for WatchCfg {
 
 impl Default for ControlCfg {
     fn default() -> Self {
-        ControlCfg { exit_wait_secs: 30 }
+        ControlCfg {
+            exit_wait_secs: 30,
+            restore_ring_secs: 60,
+        }
     }
 }
 

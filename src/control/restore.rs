@@ -25,10 +25,6 @@ use super::*;
 use crate::status::Verb;
 use crate::tmux::deliver::Outcome;
 
-/// How long a restored agent with records pending gets to show its
-/// composer before its doorbell is left owed (env `FM_RESTORE_RING_SECS`).
-const RING_WAIT_SECS: u64 = 60;
-
 /// How often a booting agent is asked again.
 const RING_POLL_MS: u64 = 250;
 
@@ -271,7 +267,7 @@ impl Ctl<'_> {
 
     /// Rings the doorbell owed to the restored agent when records are
     /// pending: through the one ring, again while the agent boots (no
-    /// composer yet), up to [`RING_WAIT_SECS`]. A resumed agent has no
+    /// composer yet), up to `[control] restore_ring_secs`. A resumed agent has no
     /// turn to run, so one that reads busy (seen once with Codex right
     /// after its resume) is asked again too; a fresh agent's kickoff turn is
     /// real work, and its doorbell stays owed, for the watcher. `None`
@@ -281,11 +277,11 @@ impl Ctl<'_> {
         if pending.is_empty() {
             return None;
         }
-        let wait = std::env::var("FM_RESTORE_RING_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(RING_WAIT_SECS);
-        let deadline = Instant::now() + Duration::from_secs(wait);
+        let wait = Duration::from_secs(self.cfg.control.restore_ring_secs);
+        // A bound too large for the clock waits "forever" (a century).
+        let deadline = Instant::now()
+            .checked_add(wait)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
         loop {
             let rung = match crate::tmux::recipient::Recipient::load(self.home, self.cfg, self.id) {
                 Ok(r) => r.ring(

@@ -65,7 +65,7 @@ fn restore(h: &TestHome, args: &[&str]) -> Cmd {
         .args([
             "-i",
             &format!("PATH={bins}:/usr/bin:/bin"),
-            "FM_RESTORE_RING_SECS=20",
+            "FM_CONTROL_RESTORE_RING_SECS=20",
         ])
         .arg(bin("fm"))
         .args(["restore", "--home"])
@@ -166,6 +166,18 @@ fn a_killed_server_brings_its_tasks_back_and_leaves_the_rest() {
              would restore 2 (resumed 1, fresh 1), skipped 2, failed 0\n"
         ))
         .run();
+    let j = restore(&h, &["--dry-run", "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(
+        (&j["restored"], &j["resumed"], &j["fresh"], &j["skipped"]),
+        (&2.into(), &1.into(), &1.into(), &2.into()),
+        "{j}"
+    );
+    assert_eq!(j["tasks"][2]["outcome"], "restored");
+    assert_eq!(j["tasks"][2]["session"], SESSION);
+    assert_eq!(j["tasks"][3]["why"], format!("alive in pane {survivor}"));
     let after: Vec<String> = ["resumed", "fresh", "finished", "survivor"]
         .iter()
         .map(|id| h.read_string(&format!("state/{id}.meta")))
