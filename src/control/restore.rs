@@ -25,6 +25,9 @@ use super::*;
 use crate::status::Verb;
 use crate::tmux::deliver::Outcome;
 
+/// The progress note a restore that starts the agent afresh appends.
+pub(super) const FRESH_NOTE: &str = "Restored after its tmux server stopped, with no conversation to resume: the work so far is in this worktree (`git log`, `git status`) and in the status log. Carry on from there; do not start over.";
+
 /// How often a booting agent is asked again.
 const RING_POLL_MS: u64 = 250;
 
@@ -161,7 +164,17 @@ impl Ctl<'_> {
                     .collect();
                 self.checked_launch(&resumed)?
             }
-            None => self.checked_launch(&plan.profile)?,
+            None => {
+                let launch = self.checked_launch(&plan.profile)?;
+                // The new agent starts from the brief: it must know the
+                // work so far is in its worktree.
+                // A retried restore (its window failed) adds it once.
+                let brief = fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default();
+                if !brief.ends_with(format!("\n\n{FRESH_NOTE}\n").as_bytes()) {
+                    self.append_note(FRESH_NOTE)?;
+                }
+                launch
+            }
         };
         let tmux = self.tmux(&meta);
         let spawn_id = owner::new_spawn_id();

@@ -215,6 +215,18 @@ fn a_killed_server_brings_its_tasks_back_and_leaves_the_rest() {
     );
     assert_eq!(meta(&h, "resumed", "session"), SESSION);
     assert_eq!(h.read_string("fresh.argv"), "fresh\n");
+    // The fresh agent is told its work so far is in its worktree; the
+    // resumed one knows it already.
+    let brief = h.read_string("data/fresh/brief.md");
+    assert!(
+        brief.contains("\n## Progress note (")
+            && brief.ends_with("Carry on from there; do not start over.\n"),
+        "{brief}"
+    );
+    assert!(
+        !h.read_string("data/resumed/brief.md")
+            .contains("## Progress note")
+    );
     // The owed doorbell reached the new agent, which read the message.
     let fresh = meta(&h, "fresh", "pane");
     assert!(
