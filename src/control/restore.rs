@@ -152,30 +152,7 @@ impl Ctl<'_> {
             }
             .line());
         }
-        let launch = match &plan.session {
-            Some(s) => {
-                let mut resumed = plan.profile.clone();
-                resumed.launch = plan
-                    .profile
-                    .resume
-                    .iter()
-                    .flatten()
-                    .map(|a| a.replace(harness::SESSION, s))
-                    .collect();
-                self.checked_launch(&resumed)?
-            }
-            None => {
-                let launch = self.checked_launch(&plan.profile)?;
-                // The new agent starts from the brief: it must know the
-                // work so far is in its worktree.
-                // A retried restore (its window failed) adds it once.
-                let brief = fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default();
-                if !brief.ends_with(format!("\n\n{FRESH_NOTE}\n").as_bytes()) {
-                    self.append_note(FRESH_NOTE)?;
-                }
-                launch
-            }
-        };
+        let launch = self.restore_launch(&plan)?;
         let tmux = self.tmux(&meta);
         let spawn_id = owner::new_spawn_id();
         let mark = owner::mark(self.id, &spawn_id);
@@ -212,6 +189,30 @@ impl Ctl<'_> {
             dry_run,
         }
         .line())
+    }
+
+    /// The launch of the restored agent: the profile's resume argv for
+    /// the session, else its launch — after the brief got the note that
+    /// the work so far is in the worktree (once: a retried restore whose
+    /// window failed does not add it again).
+    fn restore_launch(&self, plan: &Plan) -> Result<spawn::Launch> {
+        if let Some(s) = &plan.session {
+            let mut resumed = plan.profile.clone();
+            resumed.launch = plan
+                .profile
+                .resume
+                .iter()
+                .flatten()
+                .map(|a| a.replace(harness::SESSION, s))
+                .collect();
+            return self.checked_launch(&resumed);
+        }
+        let launch = self.checked_launch(&plan.profile)?;
+        let brief = fsx::read_optional(&self.home.brief(self.id))?.unwrap_or_default();
+        if !brief.ends_with(format!("\n\n{FRESH_NOTE}\n").as_bytes()) {
+            self.append_note(FRESH_NOTE)?;
+        }
+        Ok(launch)
     }
 
     /// What a restore of this task would start, or why it is skipped.
