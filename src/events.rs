@@ -131,6 +131,12 @@ pub enum Event {
         to: String,
         killed: bool,
     },
+    #[serde(rename = "control.restored")]
+    ControlRestored {
+        pane: String,
+        harness: String,
+        resumed: bool,
+    },
     #[serde(rename = "control.torn-down")]
     ControlTornDown { archive: String },
     /// `fm land`: the branch's tip delivered (docs/spec/land.md#land).

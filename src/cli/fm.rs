@@ -110,6 +110,10 @@ enum Cmd {
     Land(super::land::LandArgs),
     /// A project's worktree set-up: show it, approve it
     Setup(super::setup::SetupArgs),
+    /// Bring back every agent that died with its tmux server
+    Restore(super::restore::RestoreArgs),
+    #[command(hide = true)]
+    SessionHook(super::restore::SessionHookArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -171,6 +175,8 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Review(a) => super::review::run(&a),
         Cmd::Land(a) => super::land::run(&a),
         Cmd::Setup(a) => super::setup::run(a),
+        Cmd::Restore(a) => super::restore::run(a),
+        Cmd::SessionHook(a) => super::restore::session_hook(&a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

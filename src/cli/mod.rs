@@ -25,6 +25,7 @@ pub(crate) mod land;
 pub(crate) mod mate;
 mod needs_you;
 pub(crate) mod review;
+pub(crate) mod restore;
 pub mod send;
 pub(crate) mod setup;
 pub mod status;

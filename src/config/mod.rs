@@ -99,6 +99,9 @@ pub struct ControlCfg {
     /// How long a new worktree's set-up may take, all commands together.
     #[serde(deserialize_with = "uint")]
     pub setup_timeout_secs: u64,
+    /// How long `fm restore` rings a restored agent that still boots.
+    #[serde(deserialize_with = "uint")]
+    pub restore_ring_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -242,6 +245,7 @@ impl Default for ControlCfg {
         ControlCfg {
             exit_wait_secs: 30,
             setup_timeout_secs: 300,
+            restore_ring_secs: 60,
         }
     }
 }

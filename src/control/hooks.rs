@@ -33,7 +33,15 @@ pub(super) fn record_command(home: &Home, id: &TaskId, busy: bool) -> String {
 
 /// Claude Code's settings: the hooks, in its `hooks` shape.
 pub(super) fn claude_settings(home: &Home, id: &TaskId) -> serde_json::Value {
-    let hook = |busy| serde_json::json!([{"hooks": [{"type": "command", "command": record_command(home, id, busy)}]}]);
+    // A prompt taken and a turn finished also record the conversation's
+    // id (`fm restore` resumes it: [`super::session`]).
+    let session = super::session::hook_command(home, id);
+    let hook = |busy| {
+        serde_json::json!([{"hooks": [
+            {"type": "command", "command": record_command(home, id, busy)},
+            {"type": "command", "command": session},
+        ]}])
+    };
     serde_json::json!({"hooks": {
         "UserPromptSubmit": hook(true),
         "Stop": hook(false),
@@ -49,9 +57,17 @@ fn toml_str(s: &str) -> String {
 /// Codex's overrides: lifecycle hooks for both records — a prompt taken
 /// (also a steer message), a turn finished, a turn interrupted.
 pub(super) fn codex_args(home: &Home, id: &TaskId) -> Vec<String> {
+    let session = toml_str(&super::session::hook_command(home, id));
     let hook = |event: &str, busy| {
+        // The session's id is learned at every prompt and turn's end
+        // (not at an interrupt: no new conversation starts there).
+        let learn = if event == "Interrupt" {
+            String::new()
+        } else {
+            format!(",{{type=\"command\",command={session}}}")
+        };
         format!(
-            "hooks.{event}=[{{hooks=[{{type=\"command\",command={}}}]}}]",
+            "hooks.{event}=[{{hooks=[{{type=\"command\",command={}}}{learn}]}}]",
             toml_str(&record_command(home, id, busy))
         )
     };

@@ -20,8 +20,12 @@ use crate::tmux::owner::{self, Claim};
 use crate::tmux::pane::{Pane, PaneInfo, Tmux};
 use crate::{brief, clock, fsx, stand_in};
 
+pub use restore::{RestoreLine, restore_line};
+
 mod hooks;
 pub(crate) mod setup;
+mod restore;
+pub mod session;
 mod spawn;
 mod stop;
 mod teardown;
@@ -53,6 +57,11 @@ pub(crate) enum Action {
     Teardown {
         force: bool,
     },
+    /// Brings back an agent that died with its tmux server
+    /// (docs/spec/restore.md); `dry_run`: says what it would do.
+    Restore {
+        dry_run: bool,
+    },
 }
 
 /// Runs `action` on task `id` under its lifecycle lock; returns the line
@@ -83,6 +92,7 @@ pub fn run(home: &Home, cfg: &Config, id: &TaskId, action: Action) -> Result<Str
             force,
         } => ctl.relaunch(note.as_deref(), harness.as_deref(), force),
         Action::Teardown { force } => ctl.teardown(force),
+        Action::Restore { dry_run } => ctl.restore(dry_run),
     }
 }
 

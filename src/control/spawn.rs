@@ -395,6 +395,7 @@ impl Ctl<'_> {
                 m.set("base", sha);
                 m.set("base_ref", name);
             }
+            m.remove(session::KEY);
         })?;
         self.reset_busy()?;
         self.restart_ladder();

@@ -306,19 +306,7 @@ impl Ctl<'_> {
             Stop::WasGone | Stop::Exited => false,
         };
         if let Some(note) = note {
-            let brief_path = self.home.brief(self.id);
-            let mut brief = fsx::read(&brief_path)?;
-            if !brief.ends_with(b"\n") {
-                brief.push(b'\n');
-            }
-            brief.extend_from_slice(
-                format!(
-                    "\n## Progress note ({})\n\n{note}\n",
-                    clock::human_utc(clock::now())
-                )
-                .as_bytes(),
-            );
-            fsx::atomic_write(&brief_path, &brief)?;
+            self.append_note(note)?;
         }
         let tmux = self.tmux(&meta);
         let wt = meta
@@ -345,6 +333,8 @@ impl Ctl<'_> {
             m.set("spawn_id", &spawn_id);
             m.set("tmux_server", &server);
             m.set("spawned_at", &clock::now().to_string());
+            // A new agent: its conversation is not the old one's.
+            m.remove(session::KEY);
         })?;
         self.reset_busy()?;
         self.restart_ladder();
@@ -354,6 +344,26 @@ impl Ctl<'_> {
             killed,
         });
         Ok(format!("relaunched {} harness={to} from={from}", self.id))
+    }
+}
+
+impl Ctl<'_> {
+    /// Appends `## Progress note (<UTC time>)` with `note` to the brief
+    /// (relaunch, and a restore that starts the agent afresh).
+    pub(super) fn append_note(&self, note: &str) -> Result<()> {
+        let brief_path = self.home.brief(self.id);
+        let mut brief = fsx::read(&brief_path)?;
+        if !brief.ends_with(b"\n") {
+            brief.push(b'\n');
+        }
+        brief.extend_from_slice(
+            format!(
+                "\n## Progress note ({})\n\n{note}\n",
+                clock::human_utc(clock::now())
+            )
+            .as_bytes(),
+        );
+        fsx::atomic_write(&brief_path, &brief)
     }
 }
 

@@ -13,6 +13,9 @@ fn builtin_regex(src: &str) -> Regex {
 /// Names of the built-in profiles.
 pub const BUILTINS: &[&str] = &["claude", "codex", "opencode", "pi", "shell", "stand-in"];
 
+/// The placeholder of a resume argv for the session's id.
+pub const SESSION: &str = "{session}";
+
 const KICKOFF: &str = "Read the brief at {brief} and follow it.";
 
 /// A built-in profile by name.
@@ -48,6 +51,7 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             approval: Approval::default(),
             env: Vec::new(),
             hooks: true,
+            resume: None,
         }
     };
     let mut prof = match name {
@@ -97,6 +101,13 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
         ),
         _ => return None,
     };
+    // Both agents resume a conversation by its id (docs/harnesses.md,
+    // "Sessions"): the flags go right after the program, as at launch.
+    prof.resume = match name {
+        "claude" => Some(strs(&["claude", "--resume", SESSION])),
+        "codex" => Some(strs(&["codex", "resume", SESSION])),
+        _ => None,
+    };
     if name == "stand-in" {
         // The stand-in's own dialogs (`dialog <name>` in a message).
         prof.dialogs = ["permission", "trust"]
@@ -117,6 +128,27 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             .collect();
     }
     Some(prof)
+}
+
+/// A built-in `resume` kept when the config replaces `launch`: only
+/// when the new launch still runs the harness's own program (a path to
+/// it included), which then replaces the built-in resume's program; a
+/// wrapper (`npx claude`) loses it, since where its arguments go is not
+/// known. An empty list (`resume = []`) is none.
+pub(super) fn resume_for_launch(
+    name: &str,
+    resume: Option<Vec<String>>,
+    launch: &[String],
+) -> Option<Vec<String>> {
+    let mut resume = resume.filter(|r| !r.is_empty())?;
+    let program = launch.first()?;
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let own = resume.first()?.clone();
+    if base != own || !BUILTINS.contains(&name) {
+        return None;
+    }
+    resume[0].clone_from(program);
+    Some(resume)
 }
 
 /// The line under the composer and the dialogs of the real agents, as
@@ -179,5 +211,27 @@ mod tests {
             assert!(!p.launch.is_empty(), "{name}");
             assert_eq!(p.name, *name);
         }
+    }
+
+    #[test]
+    fn claude_and_codex_resume_and_a_replaced_launch_keeps_it_only_for_the_own_program() {
+        let resume = |n: &str| builtin(n).unwrap().resume;
+        assert_eq!(
+            resume("claude"),
+            Some(strs(&["claude", "--resume", SESSION]))
+        );
+        assert_eq!(resume("codex"), Some(strs(&["codex", "resume", SESSION])));
+        assert_eq!(resume("stand-in"), None);
+        let keep = |n: &str, launch: &[&str]| resume_for_launch(n, resume(n), &strs(launch));
+        assert_eq!(
+            keep("codex", &["/opt/bin/codex", "--no-daemon", "go"]),
+            Some(strs(&["/opt/bin/codex", "resume", SESSION]))
+        );
+        assert_eq!(keep("claude", &["npx", "claude", "go"]), None);
+        assert_eq!(keep("claude", &[]), None);
+        assert_eq!(
+            resume_for_launch("claude", Some(Vec::new()), &strs(&["claude"])),
+            None
+        );
     }
 }

@@ -21,7 +21,7 @@ pub mod reading;
 
 use regex::Regex;
 
-pub use builtin::{BUILTINS, builtin};
+pub use builtin::{BUILTINS, SESSION, builtin};
 pub use flags::{FLAGS_PLACEHOLDER, Place};
 pub use overrides::Overrides;
 pub use reading::{Dialog, Rules};
@@ -60,6 +60,10 @@ pub struct HarnessProfile {
     pub env: Vec<String>,
     /// Spawn installs the harness's own busy/idle hooks (claude, codex).
     pub hooks: bool,
+    /// The argv that resumes the agent's own conversation, as `launch`
+    /// with `{session}` for its id (`fm restore`, docs/spec/restore.md);
+    /// `None`: the agent cannot resume, a restore starts it afresh.
+    pub resume: Option<Vec<String>>,
 }
 
 /// The approval posture of a spawned agent (`approval` in
@@ -111,12 +115,17 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
             approval: Approval::default(),
             env: Vec::new(),
             hooks: true,
+            resume: None,
         },
         _ => return None,
     };
     if let Some(ov) = ov {
         if let Some(v) = &ov.launch {
+            p.resume = builtin::resume_for_launch(name, p.resume.take(), v);
             p.launch.clone_from(v);
+        }
+        if let Some(r) = &ov.resume {
+            p.resume = (!r.is_empty()).then(|| r.clone());
         }
         if let Some(v) = &ov.interrupt {
             p.interrupt.clone_from(v);
@@ -287,5 +296,19 @@ mod tests {
         assert_eq!(profile(&cfg, "claude").unwrap().exit, "/bye");
         assert_eq!(profile(&cfg, "mine").unwrap().launch, vec!["x".to_string()]);
         assert!(profile(&cfg, "nope").is_none());
+        // `resume` of one's own; `[]` is none.
+        let mut cfg = Overrides::new();
+        let ov = |r: &[&str]| HarnessOverride {
+            launch: Some(vec!["wrap".into()]),
+            resume: Some(strs(r)),
+            ..Default::default()
+        };
+        cfg.insert("claude".into(), ov(&["wrap", "--resume", "{session}"]));
+        cfg.insert("codex".into(), ov(&[]));
+        assert_eq!(
+            profile(&cfg, "claude").unwrap().resume,
+            Some(strs(&["wrap", "--resume", "{session}"]))
+        );
+        assert_eq!(profile(&cfg, "codex").unwrap().resume, None);
     }
 }

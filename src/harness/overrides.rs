@@ -34,6 +34,9 @@ pub struct HarnessOverride {
     /// Replaces the built-in's (empty) list.
     pub env: Option<Vec<String>>,
     pub hooks: Option<bool>,
+    /// The argv that resumes a session (`{session}`: its id); `[]` means
+    /// none (a restore starts the agent afresh).
+    pub resume: Option<Vec<String>>,
 }
 
 impl PartialEq for HarnessOverride {
@@ -51,6 +54,7 @@ impl PartialEq for HarnessOverride {
             && self.approval == other.approval
             && self.env == other.env
             && self.hooks == other.hooks
+            && self.resume == other.resume
     }
 }
 

@@ -34,6 +34,7 @@ mod harness;
 mod agents;
 mod mate;
 mod model;
+mod restore;
 mod scenarios;
 mod world;
 

@@ -308,8 +308,16 @@ hide_rate_limit_model_nudge = true
             launch.push("--no-daemon".into());
         }
         launch.push("Read the brief at {brief} and follow it.".into());
+        // Claude Code resumes as its built-in profile says; Codex with
+        // `--no-daemon` too, as it is launched (`fm restore`).
+        let resume = if self.h == Harness::Codex {
+            let r = [&launch[0], "resume", "--no-daemon", "{session}"].map(String::from);
+            format!("resume = {}\n", toml_list(&r))
+        } else {
+            String::new()
+        };
         let cfg = format!(
-            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n",
+            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n{resume}",
             socket = toml_str(&self.socket),
             grace = opts.grace_secs,
             rings = opts.max_rings,

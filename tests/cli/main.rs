@@ -40,6 +40,7 @@ mod remote_land;
 mod remote_wakes;
 mod remote_write;
 mod review;
+mod restore;
 mod send;
 mod send_text;
 mod setup;

@@ -680,3 +680,59 @@ fn a_teardown_under_a_spawns_key_is_refused_on_both_sides() {
     let kept = std::fs::read_to_string(entry.join("t1.seen")).unwrap();
     assert!(kept.lines().any(|l| l.starts_with("kt.1 0 ")), "{kept}");
 }
+
+/// `fm restore` in the captain's home restores a task on a host there:
+/// the far server dies, the far side opens the new window and updates
+/// its own meta, and the line comes back unchanged; a second run finds
+/// the new agent alive.
+#[test]
+fn a_task_on_a_host_is_restored_there() {
+    let Some(sshd) = start() else { return };
+    let project = far_project(&sshd);
+    let h = captain(&sshd, &["t1"]);
+    let pane = spawn(&h, &sshd, "t1", &project);
+    assert!(wait_until(10.0, || far_capture(&sshd, &pane).contains("stand-in>")));
+    let spawn_id = |m: &str| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("spawn_id="))
+            .unwrap_or("")
+            .to_string()
+    };
+    let before = spawn_id(&far_read(&sshd, "state/t1.meta"));
+    let _ = Command::new("runuser")
+        .args([
+            "-u",
+            ACCOUNT,
+            "--",
+            "tmux",
+            "-L",
+            &sshd.far_socket,
+            "kill-server",
+        ])
+        .output();
+    let out = h
+        .fm("fm")
+        .arg("restore")
+        .stdout_regex(
+            "restored t1 pane=%\\d+ harness=stand-in fresh doorbell=none\n\
+             restored 1 \\(resumed 0, fresh 1\\), skipped 0, failed 0\n",
+        )
+        .run()
+        .stdout();
+    let new = pane_of(&out);
+    let far_meta = far_read(&sshd, "state/t1.meta");
+    assert!(far_meta.contains(&format!("pane={new}\n")), "{far_meta}");
+    assert_ne!(spawn_id(&far_meta), before);
+    assert!(
+        wait_until(10.0, || far_capture(&sshd, &new).contains("stand-in>")),
+        "{}",
+        far_capture(&sshd, &new)
+    );
+    assert!(!h.read_string("state/t1.meta").contains("pane="));
+    h.fm("fm")
+        .arg("restore")
+        .stdout(format!(
+            "skipped t1: alive in pane {new}\nrestored 0 (resumed 0, fresh 0), skipped 1, failed 0\n"
+        ))
+        .run();
+}

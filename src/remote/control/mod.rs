@@ -161,6 +161,7 @@ pub(crate) fn captain(
         Action::Interrupt => "the interrupt",
         Action::Exit { .. } => "the exit",
         Action::Relaunch { .. } => "the relaunch",
+        Action::Restore { .. } => "the restore",
         Action::Teardown { .. } => {
             keep = Some(TEARDOWN_KEY);
             key = pending(TEARDOWN_KEY);
