@@ -98,6 +98,11 @@ enum Cmd {
     },
     /// The captain's word: let the first mate do VERB to task ID once
     Grant(super::grant::GrantArgs),
+    /// The web cockpit: the fleet in a browser, answers decisions (docs/serve.md)
+    #[command(
+        after_help = "The first line printed is the URL to open, token included.\n\nExamples:\n  fm serve\n  fm serve --listen 127.0.0.1:0\n  ssh -L 7878:127.0.0.1:7878 HOST   # then open the printed URL here\n\nExit codes: 0 after SIGTERM, 130 after Ctrl-C, 2 bad flags or a listen address refused, 3 environment failure."
+    )]
+    Serve(super::serve::ServeArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -156,6 +161,7 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Wake(w) => super::mate::wake(&w),
         Cmd::Mate { cmd } => super::mate::mate(cmd),
         Cmd::Grant(a) => super::grant::run(a),
+        Cmd::Serve(a) => super::serve::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {

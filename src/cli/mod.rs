@@ -24,6 +24,7 @@ pub(crate) mod grant;
 pub(crate) mod mate;
 mod needs_you;
 pub mod send;
+pub(crate) mod serve;
 pub mod status;
 pub mod top;
 pub(crate) mod visit;

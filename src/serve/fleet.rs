@@ -1,0 +1,143 @@
+//! The fleet as the cockpit shows it: one thread drives `fm top`'s own
+//! [`Source`] (its reader thread and its inotify notice thread, untouched)
+//! and publishes each read that changes what a page shows as a
+//! [`Snapshot`] on a `watch` channel. A page reads the latest snapshot; an
+//! event stream waits for the next. A slow stream simply skips versions:
+//! the channel holds one value, never a queue.
+//!
+//! The loop is `fm top`'s: a change under `state/` asks for a read after
+//! [`DEBOUNCE`]; a read is also asked every `poll` (a pane that died writes
+//! no file). The version grows only when the rendered fragments change,
+//! so an idle fleet sends nothing.
+
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::pages;
+use crate::config::Config;
+use crate::crew_state::{Row, sort_by_urgency};
+use crate::home::Home;
+use crate::top::seen;
+use crate::top::source::{Msg, Source};
+use crate::wakes::{self, Wake};
+
+/// How long a burst of file changes may settle before one read.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// Most wakes a page lists.
+pub const WAKES: usize = 50;
+
+/// One read of the fleet, rendered.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Grows by one with each change a page would show; 0 before the
+    /// first read.
+    pub version: u64,
+    /// Attention first.
+    pub rows: Vec<Row>,
+    pub unseen: usize,
+    pub rows_html: String,
+    pub wakes_html: String,
+    pub warning: Option<String>,
+}
+
+/// The latest snapshot, and a way to ask for a fresh read.
+#[derive(Clone)]
+pub struct Fleet {
+    pub latest: watch::Receiver<Arc<Snapshot>>,
+    kick: Sender<Msg>,
+}
+
+impl Fleet {
+    /// Starts the reader; it ends when every receiver is gone.
+    pub fn start(home: &Home, cfg: &Config, poll: Duration, events: bool) -> Fleet {
+        let (wtx, latest) = watch::channel(Arc::new(Snapshot::default()));
+        let (tx, rx) = mpsc::channel();
+        let source = Source::start(home, cfg, &tx, events);
+        let kick = tx.clone();
+        let home = home.clone();
+        std::thread::spawn(move || {
+            let _tx = tx;
+            source.refresh();
+            let mut next_poll = Instant::now() + poll;
+            let mut read_due: Option<Instant> = None;
+            let mut version = 0;
+            loop {
+                let now = Instant::now();
+                let until = read_due.map_or(next_poll, |t| t.min(next_poll));
+                match rx.recv_timeout(until.saturating_duration_since(now)) {
+                    Ok(Msg::Rows {
+                        rows, new_wakes, ..
+                    }) => {
+                        let next = snapshot(&home, rows, new_wakes, version + 1);
+                        let old = latest_of(&wtx);
+                        if old.version == 0
+                            || old.rows_html != next.rows_html
+                            || old.wakes_html != next.wakes_html
+                            || old.unseen != next.unseen
+                        {
+                            version += 1;
+                            wtx.send_replace(Arc::new(next));
+                        }
+                    }
+                    Ok(Msg::Changed) => {
+                        read_due.get_or_insert(Instant::now() + DEBOUNCE);
+                    }
+                    Ok(Msg::Done { .. }) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+                if wtx.is_closed() {
+                    return;
+                }
+                let now = Instant::now();
+                if read_due.is_some_and(|t| now >= t) || now >= next_poll {
+                    read_due = None;
+                    next_poll = now + poll;
+                    source.refresh();
+                }
+            }
+        });
+        Fleet { latest, kick }
+    }
+
+    /// Asks for a fresh read soon (after an action).
+    pub fn kick(&self) {
+        let _ = self.kick.send(Msg::Changed);
+    }
+
+    /// The latest snapshot, waiting at most `wait` for the first read.
+    pub async fn current(&self, wait: Duration) -> Arc<Snapshot> {
+        let mut rx = self.latest.clone();
+        let _ = tokio::time::timeout(wait, rx.wait_for(|s| s.version > 0)).await;
+        rx.borrow().clone()
+    }
+}
+
+fn latest_of(w: &watch::Sender<Arc<Snapshot>>) -> Arc<Snapshot> {
+    w.borrow().clone()
+}
+
+fn snapshot(home: &Home, mut rows: Vec<Row>, unseen: usize, version: u64) -> Snapshot {
+    sort_by_urgency(&mut rows);
+    let (mut feed, warning) = match wakes::read_since(home, 0) {
+        Ok((w, _)) => (w, None),
+        Err(e) => (Vec::new(), Some(format!("cannot read the wakes feed: {e}"))),
+    };
+    let skip = feed.len().saturating_sub(WAKES);
+    let feed: Vec<Wake> = feed.drain(skip..).collect();
+    Snapshot {
+        version,
+        rows_html: pages::rows(&rows).into_string(),
+        wakes_html: pages::wakes(&feed, unseen).into_string(),
+        rows,
+        unseen,
+        warning,
+    }
+}
+
+/// Moves the seen cursor past the whole feed, as `fm top`'s `w` does.
+pub fn mark_seen(home: &Home) -> crate::error::Result<usize> {
+    seen::open(home, &[]).map(|l| l.len())
+}
