@@ -273,14 +273,23 @@ async fn decision_page(
     Extension(Session(c)): Extension<Session>,
     Path((id, key)): Path<(String, String)>,
 ) -> Response {
-    if TaskId::parse(&id).is_err() || !crate::status::valid_key(&key) {
+    let Ok(tid) = TaskId::parse(&id) else {
+        return refused(StatusCode::NOT_FOUND, "no such decision");
+    };
+    if !crate::status::valid_key(&key) {
         return refused(StatusCode::NOT_FOUND, "no such decision");
     }
-    let snap = s.fleet.current(FIRST_READ).await;
-    let open = snap
-        .rows
+    let version = s.fleet.latest.borrow().version;
+    // A fresh read of this one task: a page must not offer a decision
+    // answered a moment ago.
+    let s2 = Arc::clone(&s);
+    let rows = blocking(move || {
+        crate::route::fleet::rows(&s2.home, &s2.cfg, &[tid], crate::clock::now()).0
+    })
+    .await
+    .unwrap_or_default();
+    let open = rows
         .iter()
-        .filter(|r| r.id == id)
         .flat_map(|r| &r.open_decisions)
         .find(|d| d.key == key);
     let line = open.map_or_else(String::new, |d| {
@@ -297,7 +306,7 @@ async fn decision_page(
         once: &once,
     };
     let body = pages::decision(&d, &s.keys.csrf(&c));
-    html(StatusCode::OK, pages::page(&key, snap.version, &body))
+    html(StatusCode::OK, pages::page(&key, version, &body))
 }
 
 fn outcome_page(word: &str, text: &str, back: &str) -> Response {

@@ -199,9 +199,7 @@ impl Origins {
     /// fetched through another name (DNS rebinding) is refused.
     pub fn host_ok(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        self.hosts
-            .as_ref()
-            .is_none_or(|hs| hs.contains(&host))
+        self.hosts.as_ref().is_none_or(|hs| hs.contains(&host))
     }
 
     /// Whether a state-changing request comes from one of the server's

@@ -37,6 +37,7 @@ mod remote_wakes;
 mod remote_write;
 mod send;
 mod send_text;
+mod serve;
 mod sshd;
 mod status;
 mod task_meta;
