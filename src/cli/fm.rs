@@ -216,6 +216,8 @@ fn init(dir: Option<&Path>) -> Result<u8> {
         fsx::ensure_dir(&d)?;
     }
     fsx::atomic_write(&cfg, DEFAULT_CONFIG.as_bytes())?;
+    // The web cockpit's token, ready for `fm serve` (docs/spec/serve.md).
+    crate::serve::token::load_or_make(&home)?;
     common::out(&format!(
         "initialised firstmate home: {}",
         home.root().display()

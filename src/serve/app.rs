@@ -29,6 +29,8 @@ use crate::task_id::TaskId;
 
 /// Largest request body (a form).
 pub const MAX_BODY: usize = 64 * 1024;
+/// How long a request body may take to arrive.
+const BODY_TIME: Duration = Duration::from_secs(30);
 /// How long a page waits for the fleet's first read.
 const FIRST_READ: Duration = Duration::from_secs(10);
 
@@ -178,6 +180,21 @@ async fn guard(State(s): State<St>, mut req: Request, next: Next) -> Response {
         _ => return refused(StatusCode::METHOD_NOT_ALLOWED, "GET or POST only"),
     }
     req.extensions_mut().insert(Session(session));
+    if req.method() == Method::POST {
+        // The whole body within BODY_TIME and MAX_BODY, before any
+        // handler: a client trickling a body holds no handler.
+        let (parts, body) = req.into_parts();
+        let bytes = match tokio::time::timeout(BODY_TIME, axum::body::to_bytes(body, MAX_BODY))
+            .await
+        {
+            Ok(Ok(b)) => b,
+            Ok(Err(_)) => {
+                return refused(StatusCode::PAYLOAD_TOO_LARGE, "the request is too large");
+            }
+            Err(_) => return refused(StatusCode::REQUEST_TIMEOUT, "the request body was too slow"),
+        };
+        req = Request::from_parts(parts, axum::body::Body::from(bytes));
+    }
     next.run(req).await
 }
 

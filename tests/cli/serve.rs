@@ -567,3 +567,142 @@ fn tls_with_a_named_certificate_in_an_empty_environment_and_clean_stops() {
     );
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// Reads events from `r` until one satisfies `f`; returns its data.
+fn next_event(
+    r: &mut impl std::io::Read,
+    buf: &mut Vec<u8>,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+            let ev: Vec<u8> = buf.drain(..end + 2).collect();
+            let text = String::from_utf8_lossy(&ev);
+            if let Some(data) = text.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let v: serde_json::Value = serde_json::from_str(data).unwrap();
+                if f(&v) {
+                    return v;
+                }
+            }
+        }
+        let n = r.read(&mut chunk).unwrap();
+        assert!(n > 0, "the stream ended");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The page is live: a worker's new status line reaches an open event
+/// stream as a higher version whose rows show it, attention first; a
+/// message sent from the page lands in the worker's inbox; marking the
+/// wakes seen moves `fm top`'s own cursor.
+#[test]
+fn rows_update_live_and_send_and_mark_seen_use_the_same_use_cases() {
+    let Some(f) = Fleet::new() else { return };
+    let s = Server::start(&f.h, &[], &[]);
+    let c = s.sign_in();
+    let mut ev = s
+        .agent
+        .get(format!("{}/events", s.base))
+        .header("Cookie", format!("fm_session={c}"))
+        .call()
+        .unwrap();
+    let mut r = ev.body_mut().as_reader();
+    let mut buf = Vec::new();
+    let first = next_event(&mut r, &mut buf, |_| true);
+    let v1 = first["version"].as_u64().unwrap();
+    assert!(v1 >= 1);
+    f.h.write(
+        "state/login.status",
+        "working: typing\nneeds-decision [key=port]: 8080 or 8443?\n",
+    );
+    let next = next_event(&mut r, &mut buf, |v| {
+        v["rows"]
+            .as_str()
+            .unwrap()
+            .contains("/task/login/decision/port")
+    });
+    assert!(next["version"].as_u64().unwrap() > v1, "{next}");
+    let rows = next["rows"].as_str().unwrap();
+    let login = rows.find("data-task=\"login\"").unwrap();
+    let docs = rows.find("data-task=\"docs\"").unwrap();
+    assert!(login < docs, "a decision before a done task: {rows}");
+    // Send a message.
+    let csrf = s.get("/", Some(&c)).input("csrf");
+    let r2 = s.post(
+        "/task/login/send",
+        &c,
+        Some(&own(&s)),
+        &[("csrf", csrf.as_str()), ("body", "use the staging db")],
+    );
+    assert_eq!(r2.outcome(), "sent", "{}", r2.body);
+    let recs = inbox(&f.h, "login");
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert!(
+        f.h.read_string(&format!("state/{}", recs[0]))
+            .contains("use the staging db")
+    );
+    // The wakes feed and its seen cursor.
+    let now = firstmate::clock::now();
+    f.h.write(
+        "state/wakes.log",
+        format!("1\t{now}\tschema\tstatus\tneeds-decision key=schema: <b>postgres</b>?\n"),
+    );
+    assert!(wait_until(10.0, || s
+        .get("/", Some(&c))
+        .body
+        .contains("<li class=\"wake new\"")));
+    let page = s.get("/", Some(&c));
+    assert!(page.body.contains("&lt;b&gt;postgres"), "{}", page.body);
+    let r3 = s.post(
+        "/wakes/seen",
+        &c,
+        Some(&own(&s)),
+        &[("csrf", csrf.as_str())],
+    );
+    assert_eq!(r3.outcome(), "seen", "{}", r3.body);
+    let len = std::fs::metadata(f.h.path("state/wakes.log"))
+        .unwrap()
+        .len();
+    assert_eq!(f.h.read_string("state/.top.cursor").trim(), len.to_string());
+}
+
+/// With `[serve] public_url`, a decision's notification carries the link
+/// to its page in the cockpit (no token in it); other wakes do not.
+#[test]
+fn a_decisions_notification_links_its_page() {
+    let h = TestHome::new();
+    let out = h.path("command.out");
+    h.write(
+        "config/firstmate.toml",
+        format!(
+            "[tmux]\nsocket = \"fm-test-unused\"\n[notify]\nevents = [\"needs-decision\", \"failed\"]\ncommand = [\"sh\", \"-c\", \"printf '%s\\\\n' \\\"$1\\\" >> {}\", \"sh\", \"{{text}}\"]\n[serve]\npublic_url = \"https://fleet.example/\"\n",
+            out.display()
+        ),
+    );
+    let watch = || h.fm("watch").env("FM_WATCH_POLL_SECS", "30").arg("--once");
+    // The first run starts at the log's end; the wakes come after it.
+    watch().stdout_any().stderr_any().run();
+    let now = firstmate::clock::now();
+    let mut log = std::fs::read_to_string(h.path("state/wakes.log")).unwrap_or_default();
+    let seq = log.lines().count();
+    log.push_str(&format!(
+        "{}\t{now}\tt1\tstatus\tneeds-decision key=db: postgres or sqlite?\n{}\t{now}\tt2\tstatus\tfailed: tests\n",
+        seq + 1,
+        seq + 2
+    ));
+    h.write("state/wakes.log", log);
+    watch().stdout_any().stderr_any().run();
+    let got = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        got.contains(
+            "needs-decision key=db: postgres or sqlite? https://fleet.example/task/t1/decision/db\n"
+        ),
+        "{got}"
+    );
+    assert!(
+        got.contains("failed: tests\n") && !got.contains("t2/decision"),
+        "{got}"
+    );
+    assert!(!got.contains("token"), "{got}");
+}
