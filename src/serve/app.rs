@@ -235,9 +235,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.ok()
 }
 
-/// Most status lines a task page lists.
-const STATUS_LINES: usize = 30;
-
 async fn task_page(
     State(s): State<St>,
     Extension(Session(c)): Extension<Session>,
@@ -248,32 +245,9 @@ async fn task_page(
     };
     let snap = s.fleet.current(FIRST_READ).await;
     let row = snap.rows.iter().find(|r| r.id == id);
-    let remote = row.and_then(|r| r.host.clone());
     let s2 = Arc::clone(&s);
     let t2 = tid.clone();
-    let read = blocking(move || {
-        let (home, cfg) = (&s2.home, &s2.cfg);
-        let screen = match &remote {
-            Some(h) => Err(format!(
-                "the screen of a task on host {h} is read there: fm peek {t2} on {h}"
-            )),
-            None => crate::tmux::visit::Location::load(home, cfg, &t2)
-                .and_then(|loc| crate::tmux::visit::peek(&loc.tmux(), &loc.pane, None))
-                .map_err(|e| format!("cannot show the screen: {}", crate::error::describe(&e))),
-        };
-        let status = crate::fsx::read_optional(&home.status(&t2))
-            .ok()
-            .flatten()
-            .map(|b| {
-                let text = String::from_utf8_lossy(&b);
-                let lines: Vec<String> = text.lines().map(str::to_string).collect();
-                let skip = lines.len().saturating_sub(STATUS_LINES);
-                lines[skip..].to_vec()
-            })
-            .unwrap_or_default();
-        (screen, status)
-    })
-    .await;
+    let read = blocking(move || super::screen::read(&s2.home, &s2.cfg, &t2)).await;
     let (screen, status) = read.unwrap_or((Err("failed".into()), Vec::new()));
     let t = pages::Task {
         id: tid.as_str(),

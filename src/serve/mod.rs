@@ -12,6 +12,7 @@
 //! - [`app`]: routes and the guard every request passes.
 //! - [`pages`]: the maud templates (escaped by construction).
 //! - [`listen`]: TCP/TLS accept loop and its bounds.
+//! - [`screen`]: a worker's screen and status lines, here or on a host.
 //!
 //! The HTTP stack is axum over hyper on a small tokio runtime (two
 //! workers; library calls, which block, go to its blocking pool).
@@ -23,6 +24,7 @@ mod events;
 mod fleet;
 mod listen;
 mod pages;
+mod screen;
 pub mod token;
 
 use std::net::SocketAddr;

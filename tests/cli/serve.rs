@@ -706,3 +706,70 @@ fn a_decisions_notification_links_its_page() {
     );
     assert!(!got.contains("token"), "{got}");
 }
+
+/// A task on another host (over a real sshd): its row, decision and
+/// status lines come from the host, and the answer lands there, once.
+#[test]
+fn a_remote_tasks_decision_is_answered_on_its_host_once() {
+    let Some(sshd) = crate::sshd::Sshd::start() else {
+        return;
+    };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 10_000));
+    h.write("state/t1.meta", "kind=ship\nhost=far\n");
+    sshd.far_write("state/t1.meta", "kind=ship\n");
+    sshd.far_write(
+        "state/t1.status",
+        "working: reading\nneeds-decision [key=db]: postgres or <i>sqlite</i>?\n",
+    );
+    let s = Server::start(&h, &[], &[]);
+    let c = s.sign_in();
+    let page = s.get("/", Some(&c));
+    assert!(
+        page.body.contains("href=\"/task/t1/decision/db\""),
+        "{}",
+        page.body
+    );
+    let t = s.get("/task/t1", Some(&c));
+    let status = &t.body[t.body.find("<ol id=\"status\">").unwrap()..];
+    assert!(
+        status.contains("reading"),
+        "the far status lines: {}",
+        t.body
+    );
+    let d = s.get("/task/t1/decision/db", Some(&c));
+    assert!(
+        d.body
+            .contains("<p id=\"question\">postgres or &lt;i&gt;sqlite&lt;/i&gt;?</p>"),
+        "{}",
+        d.body
+    );
+    let (csrf, once, line) = (d.input("csrf"), d.input("once"), d.input("line"));
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("key", "db"),
+        ("once", once.as_str()),
+        ("line", line.as_str()),
+        ("answer", "postgres"),
+    ];
+    for _ in 0..2 {
+        let r = s.post("/task/t1/answer", &c, Some(&own(&s)), &form);
+        assert_eq!(r.outcome(), "answered", "{}", r.body);
+    }
+    let far_status = std::fs::read_to_string(sshd.far_home.join("state/t1.status")).unwrap();
+    assert_eq!(
+        far_status
+            .lines()
+            .filter(|l| l.starts_with("resolved"))
+            .count(),
+        1,
+        "{far_status}"
+    );
+    let far_inbox: Vec<_> = std::fs::read_dir(sshd.far_home.join("state/t1.inbox"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".msg"))
+        .collect();
+    assert_eq!(far_inbox.len(), 1);
+    assert!(!h.exists("state/t1.inbox/001.msg"), "nothing written here");
+}
