@@ -128,7 +128,8 @@ pub fn run(
         server.abort();
         Ok::<u8, Error>(code)
     })?;
-    rt.shutdown_timeout(Duration::from_millis(500));
+    // Open event streams and blocking reads are not waited for.
+    rt.shutdown_background();
     Ok(code)
 }
 
