@@ -249,11 +249,15 @@ async fn task_page(
     let t2 = tid.clone();
     let read = blocking(move || super::screen::read(&s2.home, &s2.cfg, &t2)).await;
     let (screen, status) = read.unwrap_or((Err("failed".into()), Vec::new()));
+    let Ok(once) = auth::random_hex(16) else {
+        return refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
+    };
     let t = pages::Task {
         id: tid.as_str(),
         row,
         screen,
         status,
+        once: &once,
     };
     let body = pages::task(&t, &s.keys.csrf(&c));
     html(StatusCode::OK, pages::page(&id, snap.version, &body))
@@ -327,6 +331,8 @@ struct SendForm {
     #[serde(default)]
     csrf: String,
     #[serde(default)]
+    once: String,
+    #[serde(default)]
     body: String,
 }
 
@@ -345,9 +351,16 @@ async fn send(
     }
     let s2 = Arc::clone(&s);
     let id2 = id.clone();
-    let sent =
-        blocking(move || crate::top::send_keyed(&s2.home, &s2.cfg, &id2, &f.body, None, None))
-            .await;
+    // The form's nonce keys the send: a double submit or a retry gets the
+    // first one's report, and the message is recorded once.
+    let key = (!f.once.is_empty()
+        && f.once.len() <= 64
+        && f.once.bytes().all(|b| b.is_ascii_alphanumeric()))
+    .then(|| format!("serve-msg-{}", f.once));
+    let sent = blocking(move || {
+        crate::top::send_keyed(&s2.home, &s2.cfg, &id2, &f.body, None, key.as_deref())
+    })
+    .await;
     s.fleet.kick();
     match sent {
         Some(Ok(rep)) => outcome_page("sent", &format!("{id}: {}", rep.record_line()), &back),

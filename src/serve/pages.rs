@@ -113,6 +113,8 @@ pub struct Task<'a> {
     /// The pane's text, or why it cannot be shown.
     pub screen: Result<Vec<String>, String>,
     pub status: Vec<String>,
+    /// The send form's one-time nonce.
+    pub once: &'a str,
 }
 
 /// `GET /task/ID`.
@@ -142,6 +144,7 @@ pub fn task(t: &Task, csrf_token: &str) -> Markup {
         h2 { "Send a message" }
         form #send method="post" action={ "/task/" (t.id) "/send" } {
             (csrf(csrf_token))
+            input type="hidden" name="once" value=(t.once);
             textarea name="body" rows="3" required {}
             button type="submit" { "Send" }
         }

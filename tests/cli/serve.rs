@@ -627,15 +627,22 @@ fn rows_update_live_and_send_and_mark_seen_use_the_same_use_cases() {
     let login = rows.find("data-task=\"login\"").unwrap();
     let docs = rows.find("data-task=\"docs\"").unwrap();
     assert!(login < docs, "a decision before a done task: {rows}");
-    // Send a message.
-    let csrf = s.get("/", Some(&c)).input("csrf");
-    let r2 = s.post(
-        "/task/login/send",
-        &c,
-        Some(&own(&s)),
-        &[("csrf", csrf.as_str()), ("body", "use the staging db")],
-    );
-    assert_eq!(r2.outcome(), "sent", "{}", r2.body);
+    // Send a message; the same form submitted twice records it once.
+    let page = s.get("/task/login", Some(&c));
+    let (csrf, once) = (page.input("csrf"), page.input("once"));
+    for _ in 0..2 {
+        let r2 = s.post(
+            "/task/login/send",
+            &c,
+            Some(&own(&s)),
+            &[
+                ("csrf", csrf.as_str()),
+                ("once", once.as_str()),
+                ("body", "use the staging db"),
+            ],
+        );
+        assert_eq!(r2.outcome(), "sent", "{}", r2.body);
+    }
     let recs = inbox(&f.h, "login");
     assert_eq!(recs.len(), 1, "{recs:?}");
     assert!(
