@@ -425,7 +425,7 @@ async fn wakes_seen(
         return r;
     }
     let s2 = Arc::clone(&s);
-    let done = blocking(move || super::fleet::mark_seen(&s2.home)).await;
+    let done = blocking(move || s2.fleet.mark_seen(&s2.home)).await;
     s.fleet.kick();
     match done {
         Some(Ok(n)) => outcome_page("seen", &format!("{n} wakes marked seen"), "/"),

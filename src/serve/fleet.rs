@@ -20,14 +20,16 @@ use super::pages;
 use crate::config::Config;
 use crate::crew_state::{Row, sort_by_urgency};
 use crate::home::Home;
-use crate::top::seen;
+use crate::remote::wakes::{Feed, From, Merged};
+use crate::top::seen::{self, FeedLine};
 use crate::top::source::{Msg, Source};
-use crate::wakes::{self, Wake};
 
 /// How long a burst of file changes may settle before one read.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// Most wakes a page lists.
 pub const WAKES: usize = 50;
+/// How often the hosts' wakes are asked for, at most (as `fm top`).
+pub const HOSTS_EVERY: Duration = Duration::from_secs(3);
 
 /// One read of the fleet, rendered.
 #[derive(Debug, Default)]
@@ -48,6 +50,8 @@ pub struct Snapshot {
 pub struct Fleet {
     pub latest: watch::Receiver<Arc<Snapshot>>,
     kick: Sender<Msg>,
+    /// The hosts' wakes, read in the background as `fm top` reads them.
+    hosts: Arc<Option<Feed>>,
 }
 
 impl Fleet {
@@ -57,6 +61,8 @@ impl Fleet {
         let (tx, rx) = mpsc::channel();
         let source = Source::start(home, cfg, &tx, events);
         let kick = tx.clone();
+        let hosts = Arc::new(Feed::start(home, cfg, From::Start, HOSTS_EVERY));
+        let feed = Arc::clone(&hosts);
         let home = home.clone();
         std::thread::spawn(move || {
             let _tx = tx;
@@ -68,10 +74,9 @@ impl Fleet {
                 let now = Instant::now();
                 let until = read_due.map_or(next_poll, |t| t.min(next_poll));
                 match rx.recv_timeout(until.saturating_duration_since(now)) {
-                    Ok(Msg::Rows {
-                        rows, new_wakes, ..
-                    }) => {
-                        let next = snapshot(&home, rows, new_wakes, version + 1);
+                    Ok(Msg::Rows { rows, .. }) => {
+                        let far = feed.as_ref().as_ref().map(Feed::wakes).unwrap_or_default();
+                        let next = snapshot(&home, rows, &far, version + 1);
                         let old = latest_of(&wtx);
                         if old.version == 0
                             || old.rows_html != next.rows_html
@@ -99,7 +104,25 @@ impl Fleet {
                 }
             }
         });
-        Fleet { latest, kick }
+        Fleet {
+            latest,
+            kick,
+            hosts,
+        }
+    }
+
+    /// Moves `fm top`'s seen cursors past the whole feed, local and the
+    /// hosts', as its `w` does; how many wakes the feed holds.
+    pub fn mark_seen(&self, home: &Home) -> crate::error::Result<usize> {
+        let far = self
+            .hosts
+            .as_ref()
+            .as_ref()
+            .map(Feed::wakes)
+            .unwrap_or_default();
+        let (lines, end) = seen::read(home, &far)?;
+        seen::mark(home, &far, end)?;
+        Ok(lines.len())
     }
 
     /// Asks for a fresh read soon (after an action).
@@ -119,25 +142,21 @@ fn latest_of(w: &watch::Sender<Arc<Snapshot>>) -> Arc<Snapshot> {
     w.borrow().clone()
 }
 
-fn snapshot(home: &Home, mut rows: Vec<Row>, unseen: usize, version: u64) -> Snapshot {
+fn snapshot(home: &Home, mut rows: Vec<Row>, far: &[Merged], version: u64) -> Snapshot {
     sort_by_urgency(&mut rows);
-    let (mut feed, warning) = match wakes::read_since(home, 0) {
-        Ok((w, _)) => (w, None),
+    let (mut feed, warning) = match seen::read(home, far) {
+        Ok((lines, _)) => (lines, None),
         Err(e) => (Vec::new(), Some(format!("cannot read the wakes feed: {e}"))),
     };
+    let unseen = feed.iter().filter(|l| l.new).count();
     let skip = feed.len().saturating_sub(WAKES);
-    let feed: Vec<Wake> = feed.drain(skip..).collect();
+    let feed: Vec<FeedLine> = feed.drain(skip..).collect();
     Snapshot {
         version,
         rows_html: pages::rows(&rows).into_string(),
-        wakes_html: pages::wakes(&feed, unseen).into_string(),
+        wakes_html: pages::wakes(&feed).into_string(),
         rows,
         unseen,
         warning,
     }
-}
-
-/// Moves the seen cursor past the whole feed, as `fm top`'s `w` does.
-pub fn mark_seen(home: &Home) -> crate::error::Result<usize> {
-    seen::open(home, &[]).map(|l| l.len())
 }

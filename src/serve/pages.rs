@@ -13,7 +13,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::crew_state::Row;
-use crate::wakes::Wake;
+use crate::top::seen::FeedLine;
 
 /// A whole page around `body`.
 pub fn page(title: &str, version: u64, body: &Markup) -> String {
@@ -63,15 +63,17 @@ pub fn rows(rows: &[Row]) -> Markup {
     }
 }
 
-/// The wakes feed, newest last; the last `unseen` are new.
-pub fn wakes(wakes: &[Wake], unseen: usize) -> Markup {
-    let first_new = wakes.len().saturating_sub(unseen);
+/// The wakes feed, oldest first, local and the hosts' (`fm top`'s `w`).
+pub fn wakes(lines: &[FeedLine]) -> Markup {
     html! {
         ol id="wakes" {
-            @for (i, w) in wakes.iter().enumerate() {
-                li.wake.new[i >= first_new] data-seq=(w.seq) {
+            @for l in lines {
+                @let w = &l.wake;
+                li.wake.new[l.new] data-seq=(w.seq) {
                     span.when { (crate::clock::rfc3339(w.epoch)) } " "
-                    a href={ "/task/" (w.task) } { (w.task) } " "
+                    a href={ "/task/" (w.task) } { (w.task) }
+                    @if let Some(h) = &l.host { " " span.host { "@" (h) } }
+                    " "
                     span.kind { (w.kind) } ": " (w.text)
                 }
             }

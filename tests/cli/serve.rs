@@ -779,4 +779,27 @@ fn a_remote_tasks_decision_is_answered_on_its_host_once() {
         .collect();
     assert_eq!(far_inbox.len(), 1);
     assert!(!h.exists("state/t1.inbox/001.msg"), "nothing written here");
+    // The host's wakes join the feed, and "seen" moves fm top's cursor
+    // of that host.
+    let now = firstmate::clock::now();
+    sshd.far_write(
+        "state/wakes.log",
+        format!("1\t{now}\tt1\tstatus\tneeds-decision key=db: far away\n"),
+    );
+    assert!(
+        wait_until(20.0, || {
+            let b = s.get("/", Some(&c)).body;
+            b.contains("<span class=\"host\">@far</span>") && b.contains("far away")
+        }),
+        "the host's wake on the page"
+    );
+    let csrf = s.get("/", Some(&c)).input("csrf");
+    let r = s.post(
+        "/wakes/seen",
+        &c,
+        Some(&own(&s)),
+        &[("csrf", csrf.as_str())],
+    );
+    assert_eq!(r.outcome(), "seen");
+    assert_eq!(h.read_string("state/.top-hosts.cursor"), "far\t1\n");
 }
