@@ -69,7 +69,9 @@ pub(crate) fn run(a: ServeArgs) -> Result<u8> {
         public_url,
         poll: Duration::from_secs_f64(a.interval),
         events: true,
-        max_streams: crate::serve::max_streams(),
+        max_streams: usize::try_from(ctx.cfg.serve.max_streams)
+            .unwrap_or(usize::MAX)
+            .max(1),
     };
     crate::serve::run(&ctx.home, &ctx.cfg, &opts, common::out)
 }

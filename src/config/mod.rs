@@ -156,6 +156,9 @@ pub struct ServeCfg {
     /// The URL the captain's browser reaches it by (a reverse proxy, a
     /// tunnel); notifications link a decision's page under it. "" is off.
     pub public_url: String,
+    /// Event streams open at once; one more is refused (503).
+    #[serde(deserialize_with = "uint")]
+    pub max_streams: u64,
 }
 
 impl Default for ServeCfg {
@@ -163,6 +166,7 @@ impl Default for ServeCfg {
         ServeCfg {
             listen: "127.0.0.1:7878".into(),
             public_url: String::new(),
+            max_streams: 32,
         }
     }
 }

@@ -217,7 +217,7 @@ fn every_scalar_key_has_an_env_override() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 29, "scalar keys in the sections");
+    assert_eq!(seen, 30, "scalar keys in the sections");
 }
 
 #[test]

@@ -39,8 +39,6 @@ use crate::home::Home;
 
 /// Where the cockpit listens by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
-/// Most event streams open at once.
-pub const MAX_STREAMS: usize = 32;
 
 /// How `fm serve` runs.
 #[derive(Debug, Clone)]
@@ -145,14 +143,4 @@ async fn stopped() -> Result<u8> {
         _ = term.recv() => 0,
         _ = hup.recv() => 0,
     })
-}
-
-/// The bound on open event streams: [`MAX_STREAMS`], or `FM_SERVE_MAX_STREAMS`
-/// (tests set a small one).
-pub fn max_streams() -> usize {
-    std::env::var("FM_SERVE_MAX_STREAMS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(MAX_STREAMS)
 }
