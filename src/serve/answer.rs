@@ -127,6 +127,16 @@ impl Record {
     }
 }
 
+/// The answer the cockpit recorded for decision `key` of task `id`, if any
+/// (shown on the page of a decision no longer open).
+pub fn recorded(home: &Home, id: &TaskId, key: &str) -> Option<String> {
+    if !status::valid_key(key) {
+        return None;
+    }
+    let bytes = fsx::read_optional(&dir(home).join(format!("{id}.{key}"))).ok()??;
+    Record::parse(&bytes).map(|r| r.answer)
+}
+
 /// Answers `s`, once. Blocking: it reads the task's row and rings the
 /// worker's doorbell.
 pub fn answer(home: &Home, cfg: &Config, s: &Submission) -> Outcome {

@@ -278,8 +278,11 @@ async fn decision_page(
     // A fresh read of this one task: a page must not offer a decision
     // answered a moment ago.
     let s2 = Arc::clone(&s);
-    let rows = blocking(move || {
-        crate::route::fleet::rows(&s2.home, &s2.cfg, &[tid], crate::clock::now()).0
+    let k2 = key.clone();
+    let (rows, answered) = blocking(move || {
+        let answered = answer::recorded(&s2.home, &tid, &k2);
+        let rows = crate::route::fleet::rows(&s2.home, &s2.cfg, &[tid], crate::clock::now()).0;
+        (rows, answered)
     })
     .await
     .unwrap_or_default();
@@ -299,6 +302,7 @@ async fn decision_page(
         question: open.map(|d| d.text.as_str()),
         line: &line,
         once: &once,
+        answered: answered.as_deref().filter(|_| open.is_none()),
     };
     let body = pages::decision(&d, &s.keys.csrf(&c));
     html(StatusCode::OK, pages::page(&key, version, &body))

@@ -162,6 +162,8 @@ pub struct Decision<'a> {
     /// The decision line's identity (docs/spec/serve.md#answer-once).
     pub line: &'a str,
     pub once: &'a str,
+    /// What the cockpit answered, when the decision is not open.
+    pub answered: Option<&'a str>,
 }
 
 /// `GET /task/ID/decision/KEY`.
@@ -180,7 +182,10 @@ pub fn decision(d: &Decision, csrf_token: &str) -> Markup {
                     button type="submit" { "Answer" }
                 }
             }
-            None => p #question.closed { "This decision is not open (answered, or never asked)." }
+            None => {
+                p #question.closed { "This decision is not open (answered, or never asked)." }
+                @if let Some(a) = d.answered { p.answered { "Answered here: " (a) } }
+            }
         }
         p { a href={ "/task/" (d.id) } { "the task" } }
     }

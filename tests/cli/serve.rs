@@ -344,6 +344,7 @@ fn an_answer_lands_once_when_posted_twice_and_at_once_and_a_second_device_is_tol
         "closed: {}",
         d.body
     );
+    assert!(d.body.contains("Answered here: postgres"), "{}", d.body);
     let pcsrf = s.get("/", Some(&phone)).input("csrf");
     let r = s.post(
         path,
