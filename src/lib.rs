@@ -63,6 +63,7 @@ pub mod output;
 pub(crate) mod proc;
 pub mod remote;
 pub mod route;
+pub mod serve;
 pub mod shq;
 pub(crate) mod stamp;
 pub mod stand_in;

@@ -114,6 +114,11 @@ enum Cmd {
     Restore(super::restore::RestoreArgs),
     #[command(hide = true)]
     SessionHook(super::restore::SessionHookArgs),
+    /// The web cockpit: the fleet in a browser, answers decisions (docs/serve.md)
+    #[command(
+        after_help = "The first line printed is the URL to open, token included.\n\nExamples:\n  fm serve\n  fm serve --listen 127.0.0.1:0\n  ssh -L 7878:127.0.0.1:7878 HOST   # then open the printed URL here\n\nExit codes: 0 after SIGTERM, 130 after Ctrl-C, 2 bad flags or a listen address refused, 3 environment failure."
+    )]
+    Serve(super::serve::ServeArgs),
     /// Run the whole loop unattended in a temporary home and private tmux server
     Demo {
         /// Keep the temporary home and tmux server afterwards
@@ -177,6 +182,7 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Setup(a) => super::setup::run(a),
         Cmd::Restore(a) => super::restore::run(a),
         Cmd::SessionHook(a) => super::restore::session_hook(&a),
+        Cmd::Serve(a) => super::serve::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),
         Cmd::Peek {
@@ -231,6 +237,8 @@ fn init(dir: Option<&Path>) -> Result<u8> {
         fsx::ensure_dir(&d)?;
     }
     fsx::atomic_write(&cfg, DEFAULT_CONFIG.as_bytes())?;
+    // The web cockpit's token, ready for `fm serve` (docs/spec/serve.md).
+    crate::serve::token::load_or_make(&home)?;
     common::out(&format!(
         "initialised firstmate home: {}",
         home.root().display()

@@ -35,6 +35,7 @@ pub struct Config {
     pub watch: WatchCfg,
     pub control: ControlCfg,
     pub notify: NotifyCfg,
+    pub serve: ServeCfg,
     /// `[harness.<name>]` tables as written; merged over the built-ins by
     /// [`crate::harness::profile`].
     #[serde(skip_serializing)]
@@ -157,6 +158,30 @@ pub struct NotifyCfg {
     /// A wake older than this is no longer sent (and the skip is logged).
     #[serde(deserialize_with = "uint")]
     pub max_age_secs: u64,
+}
+
+/// `fm serve`, the web cockpit (docs/spec/serve.md).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, expecting = "a [section] table")]
+pub struct ServeCfg {
+    /// Where it listens (`--listen` overrides).
+    pub listen: String,
+    /// The URL the captain's browser reaches it by (a reverse proxy, a
+    /// tunnel); notifications link a decision's page under it. "" is off.
+    pub public_url: String,
+    /// Event streams open at once; one more is refused (503).
+    #[serde(deserialize_with = "uint")]
+    pub max_streams: u64,
+}
+
+impl Default for ServeCfg {
+    fn default() -> Self {
+        ServeCfg {
+            listen: "127.0.0.1:7878".into(),
+            public_url: String::new(),
+            max_streams: 32,
+        }
+    }
 }
 
 impl Default for NotifyCfg {

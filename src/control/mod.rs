@@ -23,9 +23,9 @@ use crate::{brief, clock, fsx, stand_in};
 pub use restore::{RestoreLine, restore_line};
 
 mod hooks;
-pub(crate) mod setup;
 mod restore;
 pub mod session;
+pub(crate) mod setup;
 mod spawn;
 mod stop;
 mod teardown;

@@ -82,6 +82,8 @@ pub struct Lane {
     channel: Channel,
     events: Vec<String>,
     max_age: u64,
+    /// `[serve] public_url`: a decision's wake carries its page's link.
+    link_base: Option<String>,
     cursor: Cursor,
     pacer: Pacer,
     /// The last try found no tmux client (said once, until one attaches).
@@ -107,6 +109,7 @@ impl Lane {
             channel,
             events: n.events.clone(),
             max_age: n.max_age_secs,
+            link_base: Some(cfg.serve.public_url.clone()).filter(|u| !u.is_empty()),
             cursor,
             pacer: Pacer::new(
                 n.per_minute,
@@ -175,6 +178,14 @@ impl Lane {
             return None;
         }
         let n = fresh.len();
+        let mut fresh = fresh;
+        if let Some(base) = &self.link_base {
+            for w in &mut fresh {
+                if let Some(link) = note::decision_link(base, w) {
+                    w.text = format!("{} {link}", w.text);
+                }
+            }
+        }
         let note = Note { wakes: fresh };
         match self.channel.send(&note) {
             Ok(()) => {

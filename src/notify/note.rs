@@ -14,6 +14,26 @@ pub fn event_of(w: &Wake) -> &str {
     }
 }
 
+/// The cockpit's page of the decision a `needs-decision` wake opened
+/// (`fm serve`, docs/spec/serve.md): `<base>/task/<id>/decision/<key>`,
+/// without the token. `None` for any other wake.
+pub fn decision_link(base: &str, w: &Wake) -> Option<String> {
+    let rest = w.text.strip_prefix("needs-decision")?;
+    let head = rest.split(':').next()?;
+    let key = head
+        .split_whitespace()
+        .find_map(|t| t.strip_prefix("key="))
+        .unwrap_or("default");
+    if w.kind != "status" || !crate::status::valid_key(key) || !crate::status::valid_key(&w.task) {
+        return None;
+    }
+    Some(format!(
+        "{}/task/{}/decision/{key}",
+        base.trim_end_matches('/'),
+        w.task
+    ))
+}
+
 /// One notification: a wake, or several that waited together (a burst in
 /// one pass, the rate limit, a retry).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,5 +157,32 @@ mod tests {
         assert_eq!(t, "schema,deaf");
         assert_eq!(k, "blocked,escalation,dead-agent");
         assert_eq!(x, many.body());
+    }
+
+    #[test]
+    fn a_decisions_wake_links_its_page_without_the_token() {
+        let w = wake(
+            1,
+            "t1",
+            "status",
+            "needs-decision key=db: postgres or sqlite?",
+        );
+        assert_eq!(
+            decision_link("https://fleet.example/", &w).as_deref(),
+            Some("https://fleet.example/task/t1/decision/db")
+        );
+        let w = wake(1, "t1", "status", "needs-decision: which?");
+        assert_eq!(
+            decision_link("http://h:1", &w).as_deref(),
+            Some("http://h:1/task/t1/decision/default")
+        );
+        assert_eq!(
+            decision_link("http://h", &wake(1, "t1", "status", "blocked key=x: y")),
+            None
+        );
+        assert_eq!(
+            decision_link("http://h", &wake(1, "t1", "dialog", "needs-decision")),
+            None
+        );
     }
 }

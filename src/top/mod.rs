@@ -25,4 +25,5 @@ pub mod view;
 
 pub use app::App;
 pub use palette::Palette;
+pub(crate) use run::send_keyed;
 pub use run::{Options, run};

@@ -483,6 +483,20 @@ pub(crate) fn send(
     body: &str,
     resolve: Option<(&str, &str)>,
 ) -> Result<SendReport> {
+    send_keyed(home, cfg, id, body, resolve, None)
+}
+
+/// [`send`] under idempotency key `key`: a repeat of the same request
+/// gets the first one's kept report and writes nothing (`fm serve`'s
+/// answer-once, docs/spec/serve.md).
+pub(crate) fn send_keyed(
+    home: &Home,
+    cfg: &Config,
+    id: &str,
+    body: &str,
+    resolve: Option<(&str, &str)>,
+    key: Option<&str>,
+) -> Result<SendReport> {
     let id = TaskId::parse(id)?;
     let task = Task::open(home, cfg, &id)?;
     let req = SendRequest {
@@ -495,5 +509,5 @@ pub(crate) fn send(
         answer: resolve.map(|(_, a)| a.to_string()),
         tool: Tool::Top,
     };
-    crate::route::send::send(home, cfg, &task, &req, None)
+    crate::route::send::send(home, cfg, &task, &req, key)
 }

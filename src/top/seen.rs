@@ -83,6 +83,14 @@ fn is_new(seen: &BTreeMap<String, u64>, m: &Merged) -> bool {
 /// background feed has them) in time order, those after the cursors marked
 /// new, and the cursors moved past all of them.
 pub fn open(home: &Home, hosts: &[Merged]) -> Result<Vec<FeedLine>> {
+    let (lines, end) = read(home, hosts)?;
+    mark(home, hosts, end)?;
+    Ok(lines)
+}
+
+/// [`open`] without moving the cursors (`fm serve`'s pages, whose GET
+/// changes nothing), and the local log's end to [`mark`] later.
+pub fn read(home: &Home, hosts: &[Merged]) -> Result<(Vec<FeedLine>, u64)> {
     let from = cursor(home);
     let (all, end) = wakes::read_since(home, 0)?;
     let (fresh, _) = wakes::read_since(home, from)?;
@@ -105,9 +113,15 @@ pub fn open(home: &Home, hosts: &[Merged]) -> Result<Vec<FeedLine>> {
     lines.sort_by_key(|l| l.wake.epoch);
     let skip = lines.len().saturating_sub(FEED_LINES);
     lines.drain(..skip);
+    Ok((lines, end))
+}
+
+/// Moves the cursors past `end` of the local log and past each of
+/// `hosts`' wakes.
+pub fn mark(home: &Home, hosts: &[Merged], end: u64) -> Result<()> {
     fsx::atomic_write(&home.top_cursor(), format!("{end}\n").as_bytes())?;
     if !hosts.is_empty() {
-        let mut cursors = seen;
+        let mut cursors = host_cursors(home);
         for m in hosts {
             if let Some(h) = &m.host {
                 let c = cursors.entry(h.clone()).or_insert(0);
@@ -120,7 +134,7 @@ pub fn open(home: &Home, hosts: &[Merged]) -> Result<Vec<FeedLine>> {
         }
         fsx::atomic_write(&home.top_hosts_cursor(), text.as_bytes())?;
     }
-    Ok(lines)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,6 +18,14 @@ fn init_creates_a_home_and_refuses_to_clobber() {
         let m = std::fs::metadata(dir.join(d)).unwrap();
         assert_eq!(m.permissions().mode() & 0o777, 0o700, "{d}");
     }
+    // fm serve's token, private.
+    let token = std::fs::read_to_string(dir.join("state/.serve.token")).unwrap();
+    assert_eq!(token.trim().len(), 32);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let m = std::fs::metadata(dir.join("state/.serve.token")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+    }
     std::fs::write(dir.join("config/firstmate.toml"), "# mine\n").unwrap();
     Cmd::new(bin("fm"))
         .arg("init")

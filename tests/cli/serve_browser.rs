@@ -280,14 +280,26 @@ fn a_decision_answered_in_the_page_lands_once() {
 
     // Two devices have the same decision open; on the first, the form is
     // submitted twice at once (a double tap, a retry): recorded once.
-    status(&f, "login", &["needs-decision", "--key", "cache", "redis or memcached?"]);
+    status(
+        &f,
+        "login",
+        &["needs-decision", "--key", "cache", "redis or memcached?"],
+    );
     let other = Chromium::start().unwrap();
     let mut q = other.page();
     q.goto(&s.token_url);
     q.goto(&format!("{}/task/login/decision/cache", s.base));
-    q.wait("the answer form", SECS, "!!document.querySelector('form.answer')");
+    q.wait(
+        "the answer form",
+        SECS,
+        "!!document.querySelector('form.answer')",
+    );
     p.goto(&format!("{}/task/login/decision/cache", s.base));
-    p.wait("the answer form", SECS, "!!document.querySelector('form.answer')");
+    p.wait(
+        "the answer form",
+        SECS,
+        "!!document.querySelector('form.answer')",
+    );
     p.eval("document.querySelector('form.answer textarea[name=answer]').value = 'redis'");
     let both = p.eval(
         "(async () => { const f = document.querySelector('form.answer'); \
@@ -302,7 +314,10 @@ fn a_decision_answered_in_the_page_lands_once() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert!(both.contains(&"answered"), "one of the two answered: {both:?}");
+    assert!(
+        both.contains(&"answered"),
+        "one of the two answered: {both:?}"
+    );
     assert!(
         both.iter()
             .all(|o| *o == "answered" || *o == "already-answered"),
@@ -319,7 +334,10 @@ fn a_decision_answered_in_the_page_lands_once() {
     assert_eq!(inbox_with(&f, "login", "memcached"), 0);
     // A decision page opened now says it is answered and offers no form.
     q.goto(&format!("{}/task/login/decision/cache", s.base));
-    assert_eq!(q.eval("document.querySelector('form.answer') === null"), true);
+    assert_eq!(
+        q.eval("document.querySelector('form.answer') === null"),
+        true
+    );
 
     // Resolved meanwhile, in the terminal, while the form was open.
     status(
