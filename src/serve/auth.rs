@@ -12,32 +12,20 @@
 //!   the token, so a page of one session cannot post for another.
 //!
 //! Every comparison of a secret is constant-time ([`ct_eq`]). HMAC-SHA256
-//! is written here over the `sha2` crate already in the tree: a dozen
-//! lines (RFC 2104), held to the RFC 4231 vector below.
+//! is the `hmac` crate's over the `sha2` already in the tree, held to the
+//! RFC 4231 vectors below.
 
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "fm_session";
 
-/// HMAC-SHA256 of `msg` under `key` (RFC 2104).
+/// HMAC-SHA256 of `msg` under `key` (RFC 2104), by the `hmac` crate.
 pub fn hmac(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    let mut k = [0u8; 64];
-    if key.len() > 64 {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let pad = |b: u8| k.map(|x| x ^ b);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(msg)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
+    use hmac::Mac as _;
+    let mut m = hmac::Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    m.update(msg);
+    m.finalize().into_bytes().into()
 }
 
 /// Whether `a` and `b` are equal, in a time that depends on their lengths
