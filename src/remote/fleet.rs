@@ -42,6 +42,9 @@ struct FarRow {
     current_at: Option<String>,
     #[serde(default)]
     attention: Option<FarAttention>,
+    /// The far side's usage count, as its `--json` prints it.
+    #[serde(default, deserialize_with = "crate::usage::from_row_json")]
+    usage: Option<crate::usage::Tokens>,
 }
 
 /// A row's `attention` as the far `--json` prints it: `{kind, since, …the
@@ -209,6 +212,7 @@ impl Pending {
                     pane: None,
                     tmux_socket: String::new(),
                     host: None,
+                    usage: None,
                 },
             };
             row.host = Some(host);
@@ -257,6 +261,7 @@ fn from_far(far: FarRow) -> Row {
         pane: None,
         tmux_socket: String::new(),
         host: None,
+        usage: far.usage,
     }
 }
 

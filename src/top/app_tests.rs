@@ -20,6 +20,7 @@ pub(crate) fn row(id: &str, state: State, attention: Option<Attention>) -> Row {
         pane: Some("%1".into()),
         tmux_socket: String::new(),
         host: None,
+        usage: None,
     }
 }
 

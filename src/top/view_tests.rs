@@ -30,6 +30,7 @@ fn row(id: &str, state: State, detail: &str, attention: Option<Attention>) -> Ro
         pane: Some("%3".into()),
         tmux_socket: String::new(),
         host: None,
+        usage: None,
     }
 }
 

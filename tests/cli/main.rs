@@ -41,4 +41,5 @@ mod sshd;
 mod status;
 mod task_meta;
 mod top;
+mod usage;
 mod watch;
