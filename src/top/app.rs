@@ -9,6 +9,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::actions::{Act, Known, NewSpec, NewWorker, Next};
 use super::seen::FeedLine;
 use crate::crew_state::{Row, sort_by_urgency};
 use crate::grant::Verb;
@@ -44,6 +45,11 @@ pub enum Mode {
         scroll: usize,
     },
     Help,
+    /// Asking once (y/n) before a destructive `act` on task `id`.
+    Confirm {
+        id: String,
+        act: Act,
+    },
 }
 
 /// What a typed line is for.
@@ -55,6 +61,8 @@ pub enum Purpose {
     Answer { id: String, key: String },
     /// The row filter (applied while typing; `before` is restored on Esc).
     Filter { before: String },
+    /// One of the new worker's questions (`n`).
+    New(Box<NewWorker>),
 }
 
 /// What the loop must do after a key.
@@ -78,6 +86,13 @@ pub enum Effect {
     OpenWakes,
     /// Grant the first mate `verb` on task `id` (`fm grant`'s use case).
     Grant { id: String, verb: Verb },
+    /// Read what the home knows and ask the new worker's first question
+    /// ([`App::start_new`]).
+    StartNew,
+    /// Write the brief and spawn the worker (`fm-brief`, `fm-control spawn`).
+    New(NewSpec),
+    /// A lifecycle verb on task `id` (`fm-control`'s use case).
+    Act { id: String, act: Act },
 }
 
 /// A line for the status bar; `error` lines are shown as such.
@@ -264,6 +279,13 @@ impl App {
             Mode::Input { purpose, text } => self.input_key(k, purpose, text),
             Mode::PickKey { id, keys, at } => self.pick_key(k, id, keys, at),
             Mode::PickVerb { id, at } => self.pick_verb(k, id, at),
+            Mode::Confirm { id, act } => {
+                if matches!(k.code, KeyCode::Char('y' | 'Y')) {
+                    return Some(Effect::Act { id, act });
+                }
+                self.say(format!("{id}: nothing done (did not {})", act.verb()));
+                None
+            }
             Mode::Wakes { lines, scroll } => {
                 let len = lines.len();
                 let scroll = match k.code {
@@ -309,6 +331,10 @@ impl App {
             KeyCode::Char('p') => return self.with_pane(|id| Effect::Peek { id }),
             KeyCode::Char('s') => self.start_send(),
             KeyCode::Char('r') => self.start_resolve(),
+            KeyCode::Char('n') => return Some(Effect::StartNew),
+            KeyCode::Char('i') => return self.start_act(Act::Interrupt),
+            KeyCode::Char('R') => return self.start_act(Act::Relaunch),
+            KeyCode::Char('X') => return self.start_act(Act::Teardown),
             KeyCode::Char('a') => {
                 if let Some(row) = self.selected() {
                     self.mode = Mode::PickVerb {
@@ -331,6 +357,25 @@ impl App {
             return None;
         }
         Some(make(row.id.clone()))
+    }
+
+    /// `act` on the selected row: at once, or after asking once.
+    fn start_act(&mut self, act: Act) -> Option<Effect> {
+        let id = self.selected()?.id.clone();
+        if act.asks() {
+            self.mode = Mode::Confirm { id, act };
+            return None;
+        }
+        Some(Effect::Act { id, act })
+    }
+
+    /// Asks the new worker's first question, offering what the home knows.
+    pub fn start_new(&mut self, known: Known) {
+        let (w, text) = NewWorker::start(known);
+        self.mode = Mode::Input {
+            purpose: Purpose::New(Box::new(w)),
+            text,
+        };
     }
 
     fn start_send(&mut self) {
@@ -405,6 +450,13 @@ impl App {
                 return None;
             }
             KeyCode::Enter => return self.submit(purpose, text),
+            KeyCode::Tab => {
+                if let Purpose::New(w) = &purpose
+                    && let Some(next) = w.tab(&text)
+                {
+                    text = next;
+                }
+            }
             KeyCode::Backspace => {
                 text.pop();
             }
@@ -427,6 +479,25 @@ impl App {
                 self.refilter();
                 None
             }
+            Purpose::New(w) => match w.clone().answer(&text) {
+                Ok(Next::Ask(w, text)) => {
+                    self.mode = Mode::Input {
+                        purpose: Purpose::New(w),
+                        text,
+                    };
+                    None
+                }
+                Ok(Next::Done(spec)) => Some(Effect::New(spec)),
+                Err(why) => {
+                    // The same question again, the answer kept to mend.
+                    self.warn(why);
+                    self.mode = Mode::Input {
+                        purpose: Purpose::New(w),
+                        text,
+                    };
+                    None
+                }
+            },
             _ if text.trim().is_empty() => {
                 self.warn("nothing typed; nothing sent");
                 None

@@ -8,12 +8,15 @@
 //! decides nothing the plain tools would decide differently.
 //!
 //! - [`app`]: the state and what each key does (no terminal, no I/O).
+//! - [`actions`]: a new worker's questions and the lifecycle verbs on a
+//!   row, and the use cases they call.
 //! - [`view`]: one frame, drawn from the app (snapshot-tested).
 //! - [`palette`]: colours per state, or monochrome (`NO_COLOR`).
 //! - [`seen`]: the dashboard's own "seen" cursor over the wakes feed.
 //! - [`source`]: the reader thread and the filesystem watcher.
 //! - [`run`]: the terminal, the loop and the actions.
 
+pub mod actions;
 pub mod app;
 pub mod palette;
 mod run;

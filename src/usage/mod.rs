@@ -103,9 +103,9 @@ impl Tokens {
         self.cost_micro_usd.map(|m| m as f64 / 1e6)
     }
 
-    /// The dashboard's short form: `12.3k tok $0.42`, `850 tok`.
+    /// The dashboard's short form: `12.3k $0.42`, `850`.
     pub fn short(&self) -> String {
-        let mut s = format!("{} tok", si(self.total()));
+        let mut s = si(self.total());
         if let Some(c) = self.cost_usd() {
             s.push_str(&format!(" ${c:.2}"));
         }

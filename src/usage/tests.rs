@@ -119,8 +119,8 @@ fn short_forms_and_costs() {
         cache_write: 0,
         cost_micro_usd: Some(420_000),
     };
-    assert_eq!(t.short(), "11.5k tok $0.42");
-    assert_eq!(Tokens::default().short(), "0 tok");
+    assert_eq!(t.short(), "11.5k $0.42");
+    assert_eq!(Tokens::default().short(), "0");
     let json = serde_json::to_string(&{
         #[derive(Serialize)]
         struct R {
