@@ -48,24 +48,25 @@ impl Act {
         }
     }
 
-    /// The question asked once.
+    /// The question asked once: the choice first, so a narrow terminal
+    /// cuts only the explanation.
     pub fn question(self, id: &str) -> String {
         match self {
-            Act::Interrupt => format!("interrupt {id}'s turn? (y/n)"),
+            Act::Interrupt => format!("interrupt {id}? (y/n) its turn stops"),
             Act::Relaunch => {
-                format!("relaunch {id}? its agent is restarted, its conversation lost (y/n)")
+                format!("relaunch {id}? (y/n) the agent restarts, its conversation lost")
             }
             Act::Teardown => {
-                format!("tear down {id}? its worktree is removed and its state archived (y/n)")
+                format!("tear down {id}? (y/n) worktree removed, state archived")
             }
         }
     }
 
-    fn action(self) -> Action {
+    fn action(self, note: Option<String>) -> Action {
         match self {
             Act::Interrupt => Action::Interrupt,
             Act::Relaunch => Action::Relaunch {
-                note: None,
+                note,
                 harness: None,
                 force: false,
             },
@@ -346,14 +347,15 @@ pub fn spawn_new(home: &Home, cfg: &Config, spec: &NewSpec) -> Result<String> {
     Ok(r.result)
 }
 
-/// Runs `what` on task `id` as `fm-control` would; the line to show.
-pub fn act(home: &Home, cfg: &Config, id: &str, what: Act) -> Result<String> {
+/// Runs `what` on task `id` as `fm-control` would (a relaunch with its
+/// progress `note`); the line to show.
+pub fn act(home: &Home, cfg: &Config, id: &str, what: Act, note: Option<String>) -> Result<String> {
     let id = TaskId::parse(id)?;
     let r = crate::route::lifecycle::run(
         home,
         cfg,
         &id,
-        what.action(),
+        what.action(note),
         None,
         None,
         crate::grant::Actor::from_env(),

@@ -45,10 +45,12 @@ pub enum Mode {
         scroll: usize,
     },
     Help,
-    /// Asking once (y/n) before a destructive `act` on task `id`.
+    /// Asking once (y/n) before a destructive `act` on task `id` (a
+    /// relaunch with its `note`).
     Confirm {
         id: String,
         act: Act,
+        note: Option<String>,
     },
 }
 
@@ -63,6 +65,8 @@ pub enum Purpose {
     Filter { before: String },
     /// One of the new worker's questions (`n`).
     New(Box<NewWorker>),
+    /// The progress note a relaunch of `id` adds to its brief.
+    Note { id: String },
 }
 
 /// What the loop must do after a key.
@@ -91,8 +95,13 @@ pub enum Effect {
     StartNew,
     /// Write the brief and spawn the worker (`fm-brief`, `fm-control spawn`).
     New(NewSpec),
-    /// A lifecycle verb on task `id` (`fm-control`'s use case).
-    Act { id: String, act: Act },
+    /// A lifecycle verb on task `id` (`fm-control`'s use case), a
+    /// relaunch with its note.
+    Act {
+        id: String,
+        act: Act,
+        note: Option<String>,
+    },
 }
 
 /// A line for the status bar; `error` lines are shown as such.
@@ -279,9 +288,9 @@ impl App {
             Mode::Input { purpose, text } => self.input_key(k, purpose, text),
             Mode::PickKey { id, keys, at } => self.pick_key(k, id, keys, at),
             Mode::PickVerb { id, at } => self.pick_verb(k, id, at),
-            Mode::Confirm { id, act } => {
+            Mode::Confirm { id, act, note } => {
                 if matches!(k.code, KeyCode::Char('y' | 'Y')) {
-                    return Some(Effect::Act { id, act });
+                    return Some(Effect::Act { id, act, note });
                 }
                 self.say(format!("{id}: nothing done (did not {})", act.verb()));
                 None
@@ -362,11 +371,27 @@ impl App {
     /// `act` on the selected row: at once, or after asking once.
     fn start_act(&mut self, act: Act) -> Option<Effect> {
         let id = self.selected()?.id.clone();
-        if act.asks() {
-            self.mode = Mode::Confirm { id, act };
+        if act == Act::Relaunch {
+            // `fm-control relaunch` needs a note: asked first.
+            self.mode = Mode::Input {
+                purpose: Purpose::Note { id },
+                text: String::new(),
+            };
             return None;
         }
-        Some(Effect::Act { id, act })
+        if act.asks() {
+            self.mode = Mode::Confirm {
+                id,
+                act,
+                note: None,
+            };
+            return None;
+        }
+        Some(Effect::Act {
+            id,
+            act,
+            note: None,
+        })
     }
 
     /// Asks the new worker's first question, offering what the home knows.
@@ -503,6 +528,14 @@ impl App {
                 None
             }
             Purpose::Send { id } => Some(Effect::Send { id, body: text }),
+            Purpose::Note { id } => {
+                self.mode = Mode::Confirm {
+                    id,
+                    act: Act::Relaunch,
+                    note: Some(text.trim().to_string()),
+                };
+                None
+            }
             Purpose::Answer { id, key } => Some(Effect::Resolve {
                 id,
                 key,

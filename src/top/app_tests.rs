@@ -329,7 +329,8 @@ fn lifecycle_keys_act_on_the_selected_row_and_the_destructive_ones_ask_once() {
         press(&mut app, KeyCode::Char('i')),
         Some(Effect::Act {
             id: "q1".into(),
-            act: Act::Interrupt
+            act: Act::Interrupt,
+            note: None,
         })
     );
     assert_eq!(press(&mut app, KeyCode::Char('X')), None);
@@ -344,12 +345,23 @@ fn lifecycle_keys_act_on_the_selected_row_and_the_destructive_ones_ask_once() {
     assert_eq!(press(&mut app, KeyCode::Char('n')), None);
     assert_eq!(app.mode, Mode::List);
     assert!(app.notice.as_ref().unwrap().text.contains("nothing done"));
+    // Relaunch asks its note first (fm-control needs one), then y/n.
     assert_eq!(press(&mut app, KeyCode::Char('R')), None);
+    typed(&mut app, "tests pass");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert!(matches!(
+        app.mode,
+        Mode::Confirm {
+            act: Act::Relaunch,
+            ..
+        }
+    ));
     assert_eq!(
         press(&mut app, KeyCode::Char('y')),
         Some(Effect::Act {
             id: "q1".into(),
-            act: Act::Relaunch
+            act: Act::Relaunch,
+            note: Some("tests pass".into()),
         })
     );
     assert_eq!(app.mode, Mode::List);

@@ -357,10 +357,10 @@ impl Ctx<'_> {
                 ));
                 self.background(move |home, cfg| super::actions::spawn_new(home, cfg, &spec));
             }
-            Effect::Act { id, act } => {
+            Effect::Act { id, act, note } => {
                 app.say(format!("{id}: {}\u{2026}", act.verb()));
                 self.background(move |home, cfg| {
-                    super::actions::act(home, cfg, &id, act)
+                    super::actions::act(home, cfg, &id, act, note)
                         .map_err(|e| Error::refused(format!("{id}: cannot {}: {e}", act.verb())))
                 });
             }

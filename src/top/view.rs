@@ -145,9 +145,28 @@ pub fn detail_height(app: &App, width: u16) -> u16 {
     detail_lines(app, width).map_or(0, |(_, l)| l.len() as u16 + 1)
 }
 
+/// The most lines a notice takes (a refusal is read whole, wrapped).
+const NOTICE_MAX: usize = 4;
+
+/// The notice's lines for a frame `width` columns wide: one, or a longer
+/// notice wrapped (a prompt or a question is always one line).
+fn notice_lines(app: &App, width: u16) -> usize {
+    match (&app.mode, &app.notice) {
+        (Mode::Input { .. } | Mode::Confirm { .. }, _) | (_, None) => 1,
+        (_, Some(n)) => wrap(&n.text, usize::from(width.max(2)))
+            .len()
+            .clamp(1, NOTICE_MAX),
+    }
+}
+
 /// Rows of the list window for a terminal of `width`×`height`.
 pub fn list_rows(app: &App, width: u16, height: u16) -> usize {
-    list_height(main_height(height).saturating_sub(detail_height(app, width)))
+    let extra = notice_lines(app, width) as u16 - 1;
+    list_height(
+        main_height(height)
+            .saturating_sub(detail_height(app, width))
+            .saturating_sub(extra),
+    )
 }
 
 /// Draws the whole frame.
@@ -155,7 +174,7 @@ pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
     let [title, main, notice, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(notice_lines(app, f.area().width) as u16),
         Constraint::Length(1),
     ])
     .areas(f.area());
@@ -213,7 +232,7 @@ pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
         Mode::Help => help(f, main, p),
         _ => {}
     }
-    f.render_widget(Paragraph::new(notice_line(app, p)), notice);
+    f.render_widget(notice_text(app, notice.width, p), notice);
     f.render_widget(
         Paragraph::new(Line::styled(hints(&app.mode), p.dim())),
         keys,
@@ -471,7 +490,7 @@ const HELP: &[(&str, &str)] = &[
         "new worker: project, mode, intent, harness, id; brief + spawn",
     ),
     ("i", "interrupt the worker's turn (as fm-control interrupt)"),
-    ("R", "relaunch the worker's agent (asks y/n once)"),
+    ("R", "relaunch the worker's agent: its note, then y/n once"),
     (
         "X",
         "tear down: worktree removed, state archived (asks y/n once)",
@@ -504,6 +523,26 @@ fn help(f: &mut Frame, area: Rect, p: Palette) {
     );
 }
 
+/// The notice, wrapped to its area's `width`; a prompt or question as is.
+fn notice_text(app: &App, width: u16, p: Palette) -> Paragraph<'static> {
+    match (&app.mode, &app.notice) {
+        (Mode::Input { .. } | Mode::Confirm { .. }, _) | (_, None) => {
+            Paragraph::new(notice_line(app, p))
+        }
+        (_, Some(n)) => {
+            let style = if n.error { p.error() } else { Style::new() };
+            let mut lines = wrap(&n.text, usize::from(width.max(2)));
+            lines.truncate(NOTICE_MAX);
+            Paragraph::new(
+                lines
+                    .into_iter()
+                    .map(|l| Line::styled(l, style))
+                    .collect::<Vec<_>>(),
+            )
+        }
+    }
+}
+
 fn notice_line(app: &App, p: Palette) -> Line<'static> {
     if let Mode::Input { purpose, text } = &app.mode {
         let prompt = match purpose {
@@ -511,6 +550,9 @@ fn notice_line(app: &App, p: Palette) -> Line<'static> {
             Purpose::Answer { id, key } => format!("answer {id} [{key}] \u{203a} "),
             Purpose::Filter { .. } => "filter \u{203a} ".to_string(),
             Purpose::New(w) => w.prompt(),
+            Purpose::Note { id } => {
+                format!("relaunch {id} \u{b7} note for the new agent \u{203a} ")
+            }
         };
         return Line::from(vec![
             Span::styled(prompt, p.title()),
@@ -518,7 +560,7 @@ fn notice_line(app: &App, p: Palette) -> Line<'static> {
             Span::styled("\u{2588}", p.dim()),
         ]);
     }
-    if let Mode::Confirm { id, act } = &app.mode {
+    if let Mode::Confirm { id, act, .. } = &app.mode {
         return Line::styled(act.question(id), p.new_mark());
     }
     match &app.notice {

@@ -348,7 +348,7 @@ fn the_usage_column_shows_once_a_row_was_counted_and_destructive_keys_ask() {
     press(&mut a, KeyCode::Char('X'));
     let screen = format!("{}", frame(&mut a, 100, 8, false).backend());
     assert!(
-        screen.contains("tear down plain? its worktree is removed and its state archived (y/n)"),
+        screen.contains("tear down plain? (y/n) worktree removed, state archived"),
         "{screen}"
     );
 }

@@ -41,5 +41,6 @@ mod sshd;
 mod status;
 mod task_meta;
 mod top;
+mod top_actions;
 mod usage;
 mod watch;
