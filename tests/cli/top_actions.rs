@@ -230,3 +230,41 @@ fn a_long_decision_is_read_whole_at_80_columns_and_above_the_answer() {
             && s.contains("answer import [bad-rows] \u{203a}")
     });
 }
+
+/// A remote row is acted on on its host, through the same route as
+/// `fm-control`: an interrupt with no agent there is refused in the far
+/// side's words, and a teardown (asked once) archives the task there and
+/// the captain's files here.
+#[test]
+fn interrupt_and_teardown_of_a_remote_row_act_on_its_host() {
+    let Some(sshd) = super::sshd::Sshd::start() else {
+        return;
+    };
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    h.write("config/firstmate.toml", sshd.host_toml("far", 10_000));
+    h.write("state/far1.meta", "kind=secondmate\nrepo=shop\nhost=far\n");
+    sshd.far_write("state/far1.meta", "kind=secondmate\nrepo=shop\n");
+    sshd.far_write(
+        "state/far1.status",
+        format!("working [at={}]: on it\n", firstmate::clock::now() - 10),
+    );
+    sshd.chown_far();
+    let d = Dash::start(&h, &t);
+    d.wait("the remote row", |s| {
+        s.contains("far1") && s.contains("on it")
+    });
+    d.keys(&["i"]);
+    d.wait("the far refusal", |s| {
+        s.contains("far1: cannot interrupt: nothing to interrupt: no live agent for far1")
+    });
+    d.keys(&["X"]);
+    d.wait("the teardown question", |s| {
+        s.contains("tear down far1? (y/n)")
+    });
+    d.keys(&["y"]);
+    d.wait("the far teardown", |s| s.contains("torn-down far1"));
+    assert!(!sshd.far_home.join("state/far1.meta").exists());
+    assert!(!h.exists("state/far1.meta"));
+    assert!(h.exists("state/archive"));
+}
