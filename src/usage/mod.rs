@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::home::Home;
 use crate::meta::TaskMeta;
+use crate::stamp::Stamp;
 use crate::task_id::TaskId;
 use crate::{fsx, harness};
 use transcript::{Cursor, Kind};
@@ -34,6 +35,9 @@ use transcript::{Cursor, Kind};
 /// How often the counter passes over the fleet, at most (`FM_USAGE_SECS`
 /// overrides it: the tests count at once).
 pub const EVERY: Duration = Duration::from_secs(10);
+
+/// A counter lists `state/` at least once in this many passes.
+const RELIST_EVERY: u32 = 30;
 
 /// A transcript written this long before the worktree was made is still
 /// the task's (clock granularity).
@@ -230,59 +234,84 @@ fn env_of(profile: &harness::HarnessProfile, name: &str) -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
-/// The transcripts of the task's worktree written since it was made.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "outside the home: the worktree and the agent's own transcripts"
-)]
-fn transcripts(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Vec<(Kind, PathBuf)> {
-    let Some(worktree) = meta.worktree.as_deref() else {
-        return Vec::new();
-    };
-    let Some((kind, profile)) = kind_of(cfg, meta) else {
-        return Vec::new();
-    };
-    // The worktree's `.git` file is written when it is added, never again.
-    let Some(since) = std::fs::metadata(worktree.join(".git"))
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs().saturating_sub(SLACK_SECS))
-    else {
-        return Vec::new();
-    };
-    match kind {
-        Kind::Codex => {
-            let codex = crate::agent_report::noted_codex_home(home, id)
-                .or_else(|| env_of(&profile, "CODEX_HOME"))
-                .or_else(|| env_of(&profile, "HOME").map(|h| h.join(".codex")));
-            let Some(codex) = codex else {
-                return Vec::new();
-            };
-            let mut found = crate::agent_report::rollouts(&codex.join("sessions"), worktree, since);
-            found.sort();
-            found.into_iter().map(|(_, p)| (kind, p)).collect()
+/// Where a task's transcripts are: the agent, the worktree (their cwd) and
+/// the directory they are written under (Claude Code's project directory
+/// for the worktree, Codex's `sessions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    kind: Kind,
+    worktree: PathBuf,
+    dir: PathBuf,
+}
+
+impl Source {
+    /// The source of a local task whose agent writes a transcript the
+    /// counter reads. The environment looked at is the launch's, then
+    /// firstmate's; Codex's home is the one spawn noted.
+    pub fn of(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Option<Source> {
+        if meta.host_name().is_some() {
+            return None;
         }
-        Kind::Claude => {
-            let config = env_of(&profile, "CLAUDE_CONFIG_DIR")
-                .or_else(|| env_of(&profile, "HOME").map(|h| h.join(".claude")));
-            let Some(config) = config else {
-                return Vec::new();
-            };
-            let mut cwds = vec![worktree.to_path_buf()];
-            if let Ok(real) = worktree.canonicalize()
-                && real != worktree
-            {
-                cwds.push(real);
-            }
-            let mut found = Vec::new();
-            for cwd in cwds {
-                let dir = config
-                    .join("projects")
-                    .join(transcript::claude_slug(&cwd.to_string_lossy()));
-                let Ok(rd) = std::fs::read_dir(&dir) else {
-                    continue;
+        let worktree = meta.worktree.clone()?;
+        let (kind, profile) = kind_of(cfg, meta)?;
+        let dir = match kind {
+            Kind::Codex => crate::agent_report::noted_codex_home(home, id)
+                .or_else(|| env_of(&profile, "CODEX_HOME"))
+                .or_else(|| env_of(&profile, "HOME").map(|h| h.join(".codex")))?
+                .join("sessions"),
+            // Claude Code names the directory after the cwd it started
+            // in: the physical worktree, which is what spawn records.
+            Kind::Claude => env_of(&profile, "CLAUDE_CONFIG_DIR")
+                .or_else(|| env_of(&profile, "HOME").map(|h| h.join(".claude")))?
+                .join("projects")
+                .join(transcript::claude_slug(&worktree.to_string_lossy())),
+        };
+        Some(Source {
+            kind,
+            worktree,
+            dir,
+        })
+    }
+
+    /// When the worktree was made (its `.git` file is written when it is
+    /// added, never again), less the slack.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: the worktree is git's"
+    )]
+    fn since(&self) -> Option<u64> {
+        std::fs::metadata(self.worktree.join(".git"))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs().saturating_sub(SLACK_SECS))
+    }
+
+    /// The transcripts of the worktree written since it was made.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "outside the home: the agent's own transcripts"
+    )]
+    fn transcripts(&self) -> Vec<(Kind, PathBuf)> {
+        let kind = self.kind;
+        match kind {
+            Kind::Codex => {
+                let Some(since) = self.since() else {
+                    return Vec::new();
                 };
+                let mut found = crate::agent_report::rollouts(&self.dir, &self.worktree, since);
+                found.sort();
+                found.into_iter().map(|(_, p)| (kind, p)).collect()
+            }
+            Kind::Claude => {
+                // No directory (no session yet): one failed open.
+                let Ok(rd) = std::fs::read_dir(&self.dir) else {
+                    return Vec::new();
+                };
+                let Some(since) = self.since() else {
+                    return Vec::new();
+                };
+                let mut found = Vec::new();
                 for e in rd.flatten() {
                     let p = e.path();
                     let fresh = e
@@ -295,9 +324,9 @@ fn transcripts(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Vec<(
                         found.push((kind, p));
                     }
                 }
+                found.sort();
+                found
             }
-            found.sort();
-            found
         }
     }
 }
@@ -337,14 +366,22 @@ fn advance(kind: Kind, path: &Path, cur: &mut Cursor) -> bool {
 
 /// Counts what task `id`'s transcripts added since the last count and
 /// keeps it in `state/<id>.usage`; returns the totals, `None` when the
-/// task has no transcript (and no file is written).
+/// task has no transcript (and nothing is read or written).
 pub fn refresh(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Result<Option<Tokens>> {
-    let found = transcripts(home, cfg, id, meta);
-    let path = cache_path(home, id);
-    let old = fsx::read_optional(&path)?;
-    if found.is_empty() && old.is_none() {
+    match Source::of(home, cfg, id, meta) {
+        Some(src) => refresh_from(home, id, &src),
+        None => Ok(None),
+    }
+}
+
+/// [`refresh`] from a task's [`Source`].
+pub fn refresh_from(home: &Home, id: &TaskId, src: &Source) -> Result<Option<Tokens>> {
+    let found = src.transcripts();
+    if found.is_empty() {
         return Ok(None);
     }
+    let path = cache_path(home, id);
+    let old = fsx::read_optional(&path)?;
     let mut cache: Cache = old
         .as_deref()
         .and_then(|b| serde_json::from_slice(b).ok())
@@ -376,17 +413,81 @@ pub fn refresh(home: &Home, cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Resul
 /// the counter reads ([`refresh`]); a task that cannot be counted is
 /// left as it was.
 pub fn count(home: &Home, cfg: &Config) {
-    let Ok(listing) = crate::listing::Listing::read(home) else {
-        return;
-    };
-    for t in listing.tasks {
-        let Ok(Some(meta)) = TaskMeta::load(home, &t.id) else {
-            continue;
-        };
-        if meta.host_name().is_some() || meta.worktree.is_none() || kind_of(cfg, &meta).is_none() {
-            continue;
+    Counter::default().count(home, cfg);
+}
+
+/// The counter kept across passes: each task's meta is read again only
+/// when its stamp changed, and while `state/` itself is unchanged (no
+/// file made, replaced or removed in it: every meta write is a rename)
+/// not even listed — an idle fleet costs one `stat` a pass, plus a look
+/// at the transcripts of the tasks that have a [`Source`].
+#[derive(Debug, Default)]
+pub struct Counter {
+    /// `state/`'s stamp at the last listing.
+    state: Option<Stamp>,
+    /// Passes since the last listing (a meta edited in place changes no
+    /// stamp of `state/`: it is seen at the next change there, or after
+    /// [`RELIST_EVERY`] passes).
+    passes: u32,
+    /// A task's meta stamp when read, and its source (`None`: nothing
+    /// to count).
+    metas: std::collections::HashMap<TaskId, (Stamp, Option<Source>)>,
+}
+
+impl Counter {
+    /// One pass over the fleet ([`count`]).
+    pub fn count(&mut self, home: &Home, cfg: &Config) {
+        let now = crate::clock::now();
+        let state = Stamp::of_path(&home.state_dir());
+        let same = state.is_some()
+            && self.state == state
+            && state.is_some_and(|s| s.settled(now))
+            && self.passes < RELIST_EVERY;
+        if same {
+            self.passes += 1;
+        } else {
+            self.relist(home, cfg, now);
+            self.state = state;
+            self.passes = 0;
         }
-        let _ = refresh(home, cfg, &t.id, &meta);
+        for (id, (_, src)) in &self.metas {
+            if let Some(src) = src {
+                let _ = refresh_from(home, id, src);
+            }
+        }
+    }
+
+    /// Lists `state/` and reads the metas whose stamp changed.
+    fn relist(&mut self, home: &Home, cfg: &Config, now: u64) {
+        let Ok(listing) = crate::listing::Listing::read(home) else {
+            return;
+        };
+        let mut seen = std::collections::HashSet::with_capacity(listing.tasks.len());
+        for t in listing.tasks {
+            let name = format!("{}.meta", t.id.as_str());
+            let stamp = match &listing.dir {
+                Some(dir) => {
+                    rustix::fs::statat(dir, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                        .ok()
+                        .map(|st| Stamp::of_stat(&st))
+                }
+                None => Stamp::of_path(&home.meta(&t.id)),
+            };
+            let Some(stamp) = stamp else { continue };
+            let kept = self
+                .metas
+                .get(&t.id)
+                .is_some_and(|(s, _)| *s == stamp && s.settled(now));
+            if !kept {
+                let src = TaskMeta::load(home, &t.id)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| Source::of(home, cfg, &t.id, &m));
+                self.metas.insert(t.id.clone(), (stamp, src));
+            }
+            seen.insert(t.id);
+        }
+        self.metas.retain(|id, _| seen.contains(id));
     }
 }
 
@@ -395,8 +496,9 @@ pub fn count(home: &Home, cfg: &Config) {
 pub fn count_in_background(home: &Home, cfg: &Config) {
     let (home, cfg) = (home.clone(), cfg.clone());
     std::thread::spawn(move || {
+        let mut counter = Counter::default();
         loop {
-            count(&home, &cfg);
+            counter.count(&home, &cfg);
             std::thread::sleep(every().max(Duration::from_secs(1)));
         }
     });

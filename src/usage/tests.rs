@@ -135,3 +135,35 @@ fn short_forms_and_costs() {
         r#"{"usage":{"input_tokens":1200,"output_tokens":300,"cache_read_tokens":10000,"cache_write_tokens":0,"total_tokens":11500,"cost_usd":0.42}}"#
     );
 }
+
+#[test]
+fn a_kept_counter_reads_a_meta_again_when_it_changes() {
+    let w = world();
+    append(&w.transcript, &format!("{A1}\n"));
+    let meta_path = w.home.meta(&w.id);
+    let wt = w.meta.worktree.clone().unwrap();
+    std::fs::write(
+        &meta_path,
+        format!("harness=stand-in\nworktree={}\n", wt.display()),
+    )
+    .unwrap();
+    let mut c = Counter::default();
+    c.count(&w.home, &w.cfg);
+    assert!(
+        !cache_path(&w.home, &w.id).exists(),
+        "a stand-in writes no transcript"
+    );
+    // Another harness, a meta of another size: read again, counted.
+    std::fs::write(
+        &meta_path,
+        format!("harness=claude\nworktree={}\n", wt.display()),
+    )
+    .unwrap();
+    c.count(&w.home, &w.cfg);
+    let bytes = std::fs::read(cache_path(&w.home, &w.id)).unwrap();
+    assert_eq!(read_cached(&bytes).map(|t| t.output), Some(7));
+    // A task gone is forgotten.
+    std::fs::remove_file(&meta_path).unwrap();
+    c.count(&w.home, &w.cfg);
+    assert!(c.metas.is_empty());
+}
