@@ -1,6 +1,7 @@
 //! The dashboard's state and what each key does, with no terminal and no
 //! I/O: [`App::key`] changes the state and returns the [`Effect`] the loop
-//! must carry out (jump, peek, send, resolve, open the wakes feed, quit);
+//! must carry out (jump, peek, send, resolve, open the wakes feed, start a
+//! worker or act on one — [`super::actions`] — quit);
 //! the loop reports back through [`App::set_rows`], [`App::show_peek`],
 //! [`App::show_wakes`] and [`App::say`]. The rows are crew state's, sorted
 //! attention first ([`crate::crew_state::sort_by_urgency`]); the selection
