@@ -268,6 +268,41 @@ mod tests {
         assert_eq!(c.offset, CHUNK + rest.len() as u64);
     }
 
+    /// Feeds `text` cut at `cuts` as passes would read it: each pass from
+    /// the cursor's offset up to the next cut.
+    fn fed_in_passes(kind: Kind, text: &[u8], cuts: &[usize]) -> Cursor {
+        let mut c = Cursor::default();
+        let mut ends: Vec<usize> = cuts.iter().map(|x| x % (text.len() + 1)).collect();
+        ends.push(text.len());
+        ends.sort_unstable();
+        for end in ends {
+            let from = usize::try_from(c.offset).unwrap();
+            if end > from {
+                c.feed(kind, &text[from..end]);
+            }
+        }
+        c
+    }
+
+    proptest::proptest! {
+        /// Where the passes happen to cut the file changes nothing: the
+        /// totals are those of one read of the whole file.
+        #[test]
+        fn the_totals_do_not_depend_on_where_passes_cut(
+            picks in proptest::collection::vec(0usize..7, 0..12),
+            cuts in proptest::collection::vec(0usize..4000, 0..6),
+        ) {
+            let all = [A1, A1B, A2, USER, TC_NULL, TC1, TC2];
+            let text = picks.iter().map(|&i| all[i]).collect::<Vec<_>>().join("\n") + "\n";
+            for kind in [Kind::Claude, Kind::Codex] {
+                let whole = fed_in_passes(kind, text.as_bytes(), &[]);
+                let cut = fed_in_passes(kind, text.as_bytes(), &cuts);
+                proptest::prop_assert_eq!(cut.tokens, whole.tokens);
+                proptest::prop_assert_eq!(cut.offset, text.len() as u64);
+            }
+        }
+    }
+
     #[test]
     fn slugs_are_claude_codes() {
         assert_eq!(
