@@ -65,6 +65,7 @@ fn rows(n: usize) -> Vec<Row> {
                 pane: Some(format!("%{i}")),
                 tmux_socket: String::new(),
                 host: None,
+                usage: None,
             }
         })
         .collect()

@@ -275,13 +275,29 @@ fn numbered(dir: &Path) -> Vec<(i64, PathBuf)> {
 /// whose thread runs in `worktree`. Day directories before the spawn's
 /// (a day of slack for the local time zone Codex names them in) are not
 /// looked into.
+pub(crate) fn find_rollout(sessions: &Path, worktree: &Path, since: u64) -> Option<PathBuf> {
+    rollouts(sessions, worktree, since)
+        .into_iter()
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p)
+}
+
+/// Every rollout under `sessions` written to at or after `since` whose
+/// thread runs in `worktree`, with its modification time (the usage
+/// counter adds them all up, [`crate::usage`]).
 #[expect(
     clippy::disallowed_methods,
     reason = "outside the home: the agent's session log directories"
 )]
-pub(crate) fn find_rollout(sessions: &Path, worktree: &Path, since: u64) -> Option<PathBuf> {
-    let first_day = i64::try_from(since / 86_400).ok()? - 1;
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
+pub(crate) fn rollouts(
+    sessions: &Path,
+    worktree: &Path,
+    since: u64,
+) -> Vec<(std::time::SystemTime, PathBuf)> {
+    let mut found = Vec::new();
+    let Some(first_day) = i64::try_from(since / 86_400).ok().map(|d| d - 1) else {
+        return found;
+    };
     for (y, ydir) in numbered(sessions) {
         if days_from_civil(y, 12, 31) < first_day {
             continue;
@@ -309,18 +325,23 @@ pub(crate) fn find_rollout(sessions: &Path, worktree: &Path, since: u64) -> Opti
                     let secs = mtime
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_secs());
-                    if secs < since || best.as_ref().is_some_and(|(t, _)| *t >= mtime) {
+                    if secs < since {
                         continue;
                     }
                     let path = e.path();
                     if rollout_cwd(&path).is_some_and(|c| same_dir(&c, worktree)) {
-                        best = Some((mtime, path));
+                        found.push((mtime, path));
                     }
                 }
             }
         }
     }
-    best.map(|(_, p)| p)
+    found
+}
+
+/// The Codex home spawn noted for task `id` ([`note_launch`]), if any.
+pub(crate) fn noted_codex_home(home: &Home, id: &TaskId) -> Option<PathBuf> {
+    noted(&fsx::read_optional(&agent_home_file(home, id)).ok()??)
 }
 
 #[cfg(test)]

@@ -71,6 +71,7 @@ pub mod status;
 pub mod task_id;
 pub mod tmux;
 pub mod top;
+pub mod usage;
 pub mod voyage;
 pub mod wakes;
 pub mod watch;

@@ -1,6 +1,6 @@
 //! One listing of `state/`, for every reader of it: the tasks (sorted) and
 //! which of their files exist (`.meta`, `.status`, `.busy`, `.run`,
-//! `.inbox`), so absent ones are never opened. The fleet view lists the
+//! `.inbox`, `.usage`), so absent ones are never opened. The fleet view lists the
 //! tasks with a meta ([`Listing::read`]); the watcher every task with a
 //! meta, an inbox or a status log ([`Listing::any_of`]).
 
@@ -25,9 +25,10 @@ impl Present {
     pub(crate) const BUSY: u8 = 4;
     pub(crate) const RUN: u8 = 8;
     pub(crate) const INBOX: u8 = 16;
+    pub(crate) const USAGE: u8 = 32;
 
     /// Unknown: every file may exist (a single task, no listing).
-    pub(crate) const ALL: Present = Present(31);
+    pub(crate) const ALL: Present = Present(63);
 
     pub(crate) fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -70,6 +71,7 @@ fn task_file(name: &[u8]) -> Option<(usize, u8)> {
         b'y' => (b".busy", Present::BUSY),
         b'n' => (b".run", Present::RUN),
         b'x' => (b".inbox", Present::INBOX),
+        b'e' => (b".usage", Present::USAGE),
         _ => return None,
     };
     name.ends_with(suffix)

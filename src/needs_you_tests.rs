@@ -16,6 +16,7 @@ fn row(id: &str, state: State, attention: Option<Attention>) -> Row {
         pane: Some("%1".into()),
         tmux_socket: String::new(),
         host: None,
+        usage: None,
     }
 }
 

@@ -128,6 +128,8 @@ fn run(a: Args) -> Result<u8> {
             if let Some(w) = &recovered {
                 let _ = common::out(&wake_line(w, a.json));
             }
+            // Usage per worker, counted beside the loop (docs/crew-state.md).
+            crate::usage::count_in_background(&ctx.home, &ctx.cfg);
         }
         let opts = Options {
             until_wake: start,
@@ -193,6 +195,7 @@ fn finish_loop(end: End, json: bool, hosts: Option<&crate::route::wakes::Feed>) 
 }
 
 fn once(ctx: &Ctx, json: bool, recovered: Option<Wake>) -> Result<u8> {
+    crate::usage::count(&ctx.home, &ctx.cfg);
     let mut state = State::load(&ctx.home)?;
     let mut report = pass::run(
         &ctx.home,

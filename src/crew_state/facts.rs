@@ -122,6 +122,8 @@ pub struct Facts {
     /// question …), named as the screen check reported it. Nothing fills it
     /// yet; the attention model already reads it.
     pub(crate) dialog: Option<String>,
+    /// What the usage counter last counted (`<id>.usage`, [`crate::usage`]).
+    pub(crate) usage: Option<crate::usage::Tokens>,
 }
 
 /// `.escalated` naming a pending record (docs/spec/watch.md#ladder step 7), with the rings
@@ -160,6 +162,7 @@ impl Facts {
             inbox_pending: 0,
             escalated: None,
             dialog: None,
+            usage: None,
         }
     }
 

@@ -123,6 +123,13 @@ pub struct Row {
     /// The host of a remote task (`host=` in meta); absent for a local one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Tokens the agent spent, and the cost where its transcript gives
+    /// one, as last counted ([`crate::usage`]); absent when never counted.
+    #[serde(
+        serialize_with = "crate::usage::row_json",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub usage: Option<crate::usage::Tokens>,
 }
 
 /// An open decision as `--json` prints it: the fold's `{key, verb, text,
@@ -237,6 +244,7 @@ impl Row {
             pane: None,
             tmux_socket: String::new(),
             host: None,
+            usage: f.usage,
         }
     }
 

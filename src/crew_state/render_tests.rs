@@ -18,6 +18,7 @@ fn row(id: &str, state: State, detail: &str) -> Row {
         pane: None,
         tmux_socket: String::new(),
         host: None,
+        usage: None,
     }
 }
 

@@ -42,6 +42,9 @@ struct FarRow {
     current_at: Option<String>,
     #[serde(default)]
     attention: Option<FarAttention>,
+    /// The far side's usage count, as its `--json` prints it.
+    #[serde(default, deserialize_with = "crate::usage::from_row_json")]
+    usage: Option<crate::usage::Tokens>,
 }
 
 /// A row's `attention` as the far `--json` prints it: `{kind, since, …the
@@ -209,6 +212,7 @@ impl Pending {
                     pane: None,
                     tmux_socket: String::new(),
                     host: None,
+                    usage: None,
                 },
             };
             row.host = Some(host);
@@ -257,12 +261,32 @@ fn from_far(far: FarRow) -> Row {
         pane: None,
         tmux_socket: String::new(),
         host: None,
+        usage: far.usage,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host's usage count comes back as the row's (docs/crew-state.md,
+    /// "Usage per worker"); a far side that counted nothing sends none.
+    #[test]
+    fn a_far_rows_usage_is_kept() {
+        let far: FarRow = serde_json::from_str(
+            r#"{"id":"t1","state":"working","source":"pane","usage":{"input_tokens":10,"output_tokens":5,"cache_read_tokens":3,"cache_write_tokens":2,"total_tokens":20,"cost_usd":0.5}}"#,
+        )
+        .unwrap();
+        let u = from_far(far).usage.unwrap();
+        assert_eq!(
+            (u.input, u.output, u.cache_read, u.cache_write),
+            (10, 5, 3, 2)
+        );
+        assert_eq!(u.cost_micro_usd, Some(500_000));
+        let far: FarRow =
+            serde_json::from_str(r#"{"id":"t1","state":"working","source":"pane"}"#).unwrap();
+        assert_eq!(from_far(far).usage, None);
+    }
 
     #[test]
     fn a_far_row_keeps_its_fields_and_an_unknown_state_says_so() {

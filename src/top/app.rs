@@ -1,6 +1,7 @@
 //! The dashboard's state and what each key does, with no terminal and no
 //! I/O: [`App::key`] changes the state and returns the [`Effect`] the loop
-//! must carry out (jump, peek, send, resolve, open the wakes feed, quit);
+//! must carry out (jump, peek, send, resolve, open the wakes feed, start a
+//! worker or act on one — [`super::actions`] — quit);
 //! the loop reports back through [`App::set_rows`], [`App::show_peek`],
 //! [`App::show_wakes`] and [`App::say`]. The rows are crew state's, sorted
 //! attention first ([`crate::crew_state::sort_by_urgency`]); the selection
@@ -9,6 +10,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::actions::{Act, Known, NewSpec, NewWorker, Next};
 use super::seen::FeedLine;
 use crate::crew_state::{Row, sort_by_urgency};
 use crate::grant::Verb;
@@ -50,6 +52,13 @@ pub enum Mode {
     ConfirmLand {
         id: String,
     },
+    /// Asking once (y/n) before a destructive `act` on task `id` (a
+    /// relaunch with its `note`).
+    Confirm {
+        id: String,
+        act: Act,
+        note: Option<String>,
+    },
 }
 
 /// What a typed line is for.
@@ -61,6 +70,10 @@ pub enum Purpose {
     Answer { id: String, key: String },
     /// The row filter (applied while typing; `before` is restored on Esc).
     Filter { before: String },
+    /// One of the new worker's questions (`n`).
+    New(Box<NewWorker>),
+    /// The progress note a relaunch of `id` adds to its brief.
+    Note { id: String },
 }
 
 /// What the loop must do after a key.
@@ -88,6 +101,18 @@ pub enum Effect {
     Review { id: String },
     /// Land task `id` (`fm land`'s use case).
     Land { id: String },
+    /// Read what the home knows and ask the new worker's first question
+    /// ([`App::start_new`]).
+    StartNew,
+    /// Write the brief and spawn the worker (`fm-brief`, `fm-control spawn`).
+    New(NewSpec),
+    /// A lifecycle verb on task `id` (`fm-control`'s use case), a
+    /// relaunch with its note.
+    Act {
+        id: String,
+        act: Act,
+        note: Option<String>,
+    },
 }
 
 /// A line for the status bar; `error` lines are shown as such.
@@ -309,6 +334,13 @@ impl App {
                 self.say(format!("{id}: not landed"));
                 None
             }
+            Mode::Confirm { id, act, note } => {
+                if matches!(k.code, KeyCode::Char('y' | 'Y')) {
+                    return Some(Effect::Act { id, act, note });
+                }
+                self.say(format!("{id}: nothing done (did not {})", act.verb()));
+                None
+            }
             Mode::Wakes { lines, scroll } => {
                 let len = lines.len();
                 let scroll = match k.code {
@@ -364,6 +396,10 @@ impl App {
                     self.mode = Mode::ConfirmLand { id: row.id.clone() };
                 }
             }
+            KeyCode::Char('n') => return Some(Effect::StartNew),
+            KeyCode::Char('i') => return self.start_act(Act::Interrupt),
+            KeyCode::Char('R') => return self.start_act(Act::Relaunch),
+            KeyCode::Char('X') => return self.start_act(Act::Teardown),
             KeyCode::Char('a') => {
                 if let Some(row) = self.selected() {
                     self.mode = Mode::PickVerb {
@@ -386,6 +422,41 @@ impl App {
             return None;
         }
         Some(make(row.id.clone()))
+    }
+
+    /// `act` on the selected row: at once, or after asking once.
+    fn start_act(&mut self, act: Act) -> Option<Effect> {
+        let id = self.selected()?.id.clone();
+        if act == Act::Relaunch {
+            // `fm-control relaunch` needs a note: asked first.
+            self.mode = Mode::Input {
+                purpose: Purpose::Note { id },
+                text: String::new(),
+            };
+            return None;
+        }
+        if act.asks() {
+            self.mode = Mode::Confirm {
+                id,
+                act,
+                note: None,
+            };
+            return None;
+        }
+        Some(Effect::Act {
+            id,
+            act,
+            note: None,
+        })
+    }
+
+    /// Asks the new worker's first question, offering what the home knows.
+    pub fn start_new(&mut self, known: Known) {
+        let (w, text) = NewWorker::start(known);
+        self.mode = Mode::Input {
+            purpose: Purpose::New(Box::new(w)),
+            text,
+        };
     }
 
     fn start_send(&mut self) {
@@ -460,6 +531,13 @@ impl App {
                 return None;
             }
             KeyCode::Enter => return self.submit(purpose, text),
+            KeyCode::Tab => {
+                if let Purpose::New(w) = &purpose
+                    && let Some(next) = w.tab(&text)
+                {
+                    text = next;
+                }
+            }
             KeyCode::Backspace => {
                 text.pop();
             }
@@ -482,11 +560,38 @@ impl App {
                 self.refilter();
                 None
             }
+            Purpose::New(w) => match w.clone().answer(&text) {
+                Ok(Next::Ask(w, text)) => {
+                    self.mode = Mode::Input {
+                        purpose: Purpose::New(w),
+                        text,
+                    };
+                    None
+                }
+                Ok(Next::Done(spec)) => Some(Effect::New(spec)),
+                Err(why) => {
+                    // The same question again, the answer kept to mend.
+                    self.warn(why);
+                    self.mode = Mode::Input {
+                        purpose: Purpose::New(w),
+                        text,
+                    };
+                    None
+                }
+            },
             _ if text.trim().is_empty() => {
                 self.warn("nothing typed; nothing sent");
                 None
             }
             Purpose::Send { id } => Some(Effect::Send { id, body: text }),
+            Purpose::Note { id } => {
+                self.mode = Mode::Confirm {
+                    id,
+                    act: Act::Relaunch,
+                    note: Some(text.trim().to_string()),
+                };
+                None
+            }
             Purpose::Answer { id, key } => Some(Effect::Resolve {
                 id,
                 key,

@@ -20,6 +20,7 @@ pub(crate) fn row(id: &str, state: State, attention: Option<Attention>) -> Row {
         pane: Some("%1".into()),
         tmux_socket: String::new(),
         host: None,
+        usage: None,
     }
 }
 
@@ -351,4 +352,93 @@ fn d_opens_the_review_while_it_loads_and_l_lands_only_on_y() {
         Some(Effect::Land { id: "v1".into() })
     );
     assert_eq!(app.mode, Mode::List);
+}
+
+#[test]
+fn lifecycle_keys_act_on_the_selected_row_and_the_destructive_ones_ask_once() {
+    use crate::top::actions::Act;
+    let mut app = App::new("home");
+    app.set_rows(fleet());
+    // q1 is selected (attention first).
+    assert_eq!(
+        press(&mut app, KeyCode::Char('i')),
+        Some(Effect::Act {
+            id: "q1".into(),
+            act: Act::Interrupt,
+            note: None,
+        })
+    );
+    assert_eq!(press(&mut app, KeyCode::Char('X')), None);
+    assert!(matches!(
+        app.mode,
+        Mode::Confirm {
+            act: Act::Teardown,
+            ..
+        }
+    ));
+    // Any other key is a no, said so, and nothing happens.
+    assert_eq!(press(&mut app, KeyCode::Char('n')), None);
+    assert_eq!(app.mode, Mode::List);
+    assert!(app.notice.as_ref().unwrap().text.contains("nothing done"));
+    // Relaunch asks its note first (fm-control needs one), then y/n.
+    assert_eq!(press(&mut app, KeyCode::Char('R')), None);
+    typed(&mut app, "tests pass");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert!(matches!(
+        app.mode,
+        Mode::Confirm {
+            act: Act::Relaunch,
+            ..
+        }
+    ));
+    assert_eq!(
+        press(&mut app, KeyCode::Char('y')),
+        Some(Effect::Act {
+            id: "q1".into(),
+            act: Act::Relaunch,
+            note: Some("tests pass".into()),
+        })
+    );
+    assert_eq!(app.mode, Mode::List);
+}
+
+#[test]
+fn n_asks_the_new_workers_questions_in_the_prompt_line() {
+    use crate::top::actions::{Known, NewSpec};
+    let mut app = App::new("home");
+    app.set_rows(fleet());
+    assert_eq!(press(&mut app, KeyCode::Char('n')), Some(Effect::StartNew));
+    app.start_new(Known {
+        projects: vec!["/src/shop".into()],
+        harness: Some("stand-in".into()),
+        ids: vec!["q1".into()],
+    });
+    let text = |app: &App| match &app.mode {
+        Mode::Input { text, .. } => text.clone(),
+        m => panic!("{m:?}"),
+    };
+    assert_eq!(text(&app), "/src/shop");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(text(&app), "local-only");
+    assert_eq!(press(&mut app, KeyCode::Tab), None);
+    assert_eq!(text(&app), "direct-PR");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    // A blank intent is asked again.
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert!(app.notice.as_ref().unwrap().error);
+    typed(&mut app, "Speed up login");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(text(&app), "stand-in");
+    assert_eq!(press(&mut app, KeyCode::Enter), None);
+    assert_eq!(text(&app), "speed-up-login");
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        Some(Effect::New(NewSpec {
+            id: "speed-up-login".into(),
+            project: "/src/shop".into(),
+            mode: crate::meta::Mode::DirectPr,
+            intent: "Speed up login".into(),
+            harness: "stand-in".into(),
+        }))
+    );
 }

@@ -8,6 +8,8 @@
 //! decides nothing the plain tools would decide differently.
 //!
 //! - [`app`]: the state and what each key does (no terminal, no I/O).
+//! - [`actions`]: a new worker's questions and the lifecycle verbs on a
+//!   row, and the use cases they call.
 //! - [`view`]: one frame, drawn from the app (snapshot-tested).
 //! - [`palette`]: colours per state, or monochrome (`NO_COLOR`).
 //! - [`review`]: `d`'s review view and `L`'s question.
@@ -15,6 +17,7 @@
 //! - [`source`]: the reader thread and the filesystem watcher.
 //! - [`run`]: the terminal, the loop and the actions.
 
+pub mod actions;
 pub mod app;
 pub mod palette;
 pub mod review;

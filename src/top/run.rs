@@ -128,7 +128,7 @@ impl Screen {
 
     fn draw(&mut self, app: &mut App, now: u64, p: Palette) -> Result<()> {
         let size = self.term.size().map_err(io_err)?;
-        app.scroll_into_view(view::list_height(view::main_height(size.height)));
+        app.scroll_into_view(view::list_rows(app, size.width, size.height));
         self.term
             .draw(|f| view::draw(f, app, now, p))
             .map_err(io_err)?;
@@ -374,6 +374,21 @@ impl Ctx<'_> {
                     };
                     let landed = crate::route::land::land(home, cfg, &task, &req, actor)?;
                     Ok(landed.text().replace('\n', " \u{b7} "))
+                });
+            }
+            Effect::StartNew => app.start_new(super::actions::known(self.home, self.cfg)),
+            Effect::New(spec) => {
+                app.say(format!(
+                    "writing {}'s brief and spawning it\u{2026}",
+                    spec.id
+                ));
+                self.background(move |home, cfg| super::actions::spawn_new(home, cfg, &spec));
+            }
+            Effect::Act { id, act, note } => {
+                app.say(format!("{id}: {}\u{2026}", act.verb()));
+                self.background(move |home, cfg| {
+                    super::actions::act(home, cfg, &id, act, note)
+                        .map_err(|e| Error::refused(format!("{id}: cannot {}: {e}", act.verb())))
                 });
             }
             Effect::Send { id, body } => {

@@ -98,8 +98,16 @@ impl Source {
 fn reader(home: &Home, cfg: &Config, asked: &Receiver<()>, tx: &Sender<Msg>) {
     // Held across reads: each re-reads only what changed.
     let mut fleet = FleetReader::kept();
+    let mut counted: Option<std::time::Instant> = None;
+    let mut counter = crate::usage::Counter::default();
     while asked.recv().is_ok() {
         while asked.try_recv().is_ok() {}
+        // Usage per worker, counted here too (at most every period): the
+        // dashboard is current without a watcher (docs/crew-state.md).
+        if counted.is_none_or(|t| t.elapsed() >= crate::usage::every()) {
+            counted = Some(std::time::Instant::now());
+            counter.count(home, cfg);
+        }
         // Remote tasks' rows come from their hosts, asked while the local
         // fleet is read.
         let mut hosts = crate::remote::fleet::start(home, cfg);

@@ -44,15 +44,162 @@ pub fn main_height(height: u16) -> u16 {
     height.saturating_sub(3)
 }
 
+/// The most lines the decision area takes (its text wraps; longer text
+/// is cut with an ellipsis).
+const DETAIL_MAX: usize = 8;
+
+/// The decision the area under the list shows: its heading and the full
+/// question — the one being answered, the one picked, else the selected
+/// row's open decisions.
+fn detail(app: &App) -> Option<(String, String)> {
+    let text_of = |id: &str, key: &str| {
+        app.rows()
+            .iter()
+            .find(|r| r.id == id)?
+            .open_decisions
+            .iter()
+            .find(|d| d.key == key)
+            .map(|d| d.text.clone())
+    };
+    match &app.mode {
+        Mode::Input {
+            purpose: Purpose::Answer { id, key },
+            ..
+        } => Some((format!(" answering {id} [{key}] "), text_of(id, key)?)),
+        Mode::PickKey { id, keys, at } => {
+            let (key, text) = keys.get(*at)?;
+            Some((format!(" {id} [{key}] "), text.clone()))
+        }
+        Mode::List | Mode::Confirm { .. } => {
+            let row = app.selected()?;
+            let text = match row.open_decisions.as_slice() {
+                [] => return None,
+                [d] => d.text.clone(),
+                ds => ds
+                    .iter()
+                    .map(|d| format!("[{}] {}", d.key, d.text))
+                    .collect::<Vec<_>>()
+                    .join("  "),
+            };
+            let keys: Vec<&str> = row.open_decisions.iter().map(|d| d.key.as_str()).collect();
+            Some((
+                format!(" {} asks [{}] (r answers) ", row.id, keys.join(", ")),
+                text,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `text` broken into lines of at most `width` characters, at spaces
+/// where it can, inside a word where it must.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    for para in text.split('\n') {
+        let mut line = String::new();
+        let mut len = 0;
+        for word in para.split(' ') {
+            let mut word: Vec<char> = word.chars().collect();
+            let room = if len == 0 {
+                width
+            } else {
+                width.saturating_sub(len + 1)
+            };
+            if word.len() > room && len > 0 {
+                lines.push(std::mem::take(&mut line));
+                len = 0;
+            }
+            while word.len() > width {
+                let rest = word.split_off(width);
+                lines.push(word.into_iter().collect());
+                word = rest;
+            }
+            if len > 0 {
+                line.push(' ');
+                len += 1;
+            }
+            len += word.len();
+            line.extend(word);
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// The decision area's lines for a frame `width` columns wide.
+fn detail_lines(app: &App, width: u16) -> Option<(String, Vec<String>)> {
+    let (title, text) = detail(app)?;
+    let mut lines = wrap(&text, usize::from(width.max(2)));
+    if lines.len() > DETAIL_MAX {
+        lines.truncate(DETAIL_MAX);
+        if let Some(last) = lines.last_mut() {
+            last.push('\u{2026}');
+        }
+    }
+    Some((title, lines))
+}
+
+/// The height the decision area takes (its heading line included).
+pub fn detail_height(app: &App, width: u16) -> u16 {
+    detail_lines(app, width).map_or(0, |(_, l)| l.len() as u16 + 1)
+}
+
+/// The most lines a notice takes (a refusal is read whole, wrapped).
+const NOTICE_MAX: usize = 4;
+
+/// The notice's lines for a frame `width` columns wide: one, or a longer
+/// notice wrapped (a prompt or a question is always one line).
+fn notice_lines(app: &App, width: u16) -> usize {
+    match (&app.mode, &app.notice) {
+        (Mode::Input { .. } | Mode::Confirm { .. }, _) | (_, None) => 1,
+        (_, Some(n)) => wrap(&n.text, usize::from(width.max(2)))
+            .len()
+            .clamp(1, NOTICE_MAX),
+    }
+}
+
+/// Rows of the list window for a terminal of `width`×`height`.
+pub fn list_rows(app: &App, width: u16, height: u16) -> usize {
+    let extra = notice_lines(app, width) as u16 - 1;
+    list_height(
+        main_height(height)
+            .saturating_sub(detail_height(app, width))
+            .saturating_sub(extra),
+    )
+}
+
 /// Draws the whole frame.
 pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
     let [title, main, notice, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(notice_lines(app, f.area().width) as u16),
         Constraint::Length(1),
     ])
     .areas(f.area());
+    let shown = !matches!(
+        app.mode,
+        Mode::Peek { .. } | Mode::Wakes { .. } | Mode::Help
+    );
+    let (main, under) = match detail_lines(app, main.width).filter(|_| shown) {
+        Some((heading, lines)) => {
+            let [m, d] = Layout::vertical([
+                Constraint::Fill(1),
+                Constraint::Length(lines.len() as u16 + 1),
+            ])
+            .areas(main);
+            (m, Some((d, heading, lines)))
+        }
+        None => (main, None),
+    };
+    if let Some((area, heading, lines)) = under {
+        let block = Block::new()
+            .borders(Borders::TOP)
+            .title(Line::styled(heading, p.title()));
+        let text: Vec<Line> = lines.into_iter().map(Line::raw).collect();
+        f.render_widget(Paragraph::new(text).block(block), area);
+    }
     f.render_widget(Paragraph::new(title_line(app, now, p)), title);
     match &app.mode {
         Mode::Peek { id, lines } => peek(f, main, app, id, lines, p),
@@ -86,7 +233,7 @@ pub fn draw(f: &mut Frame, app: &App, now: u64, p: Palette) {
         Mode::Help => help(f, main, p),
         _ => {}
     }
-    f.render_widget(Paragraph::new(notice_line(app, p)), notice);
+    f.render_widget(notice_text(app, notice.width, p), notice);
     f.render_widget(
         Paragraph::new(Line::styled(hints(&app.mode), p.dim())),
         keys,
@@ -160,7 +307,14 @@ fn list(f: &mut Frame, area: Rect, app: &App, now: u64, p: Palette) {
         .skip(app.offset)
         .take(height)
         .collect();
-    let widths = [
+    // The usage column only once some row in view was counted.
+    let usage: Option<Vec<String>> = window.iter().any(|(_, r)| r.usage.is_some()).then(|| {
+        window
+            .iter()
+            .map(|(_, r)| r.usage.map_or_else(|| "-".into(), |u| u.short()))
+            .collect()
+    });
+    let mut widths = vec![
         Constraint::Length(1),
         Constraint::Length(width_of(window.iter().map(|(_, r)| r.id.as_str()), 2, 28)),
         Constraint::Length(7),
@@ -174,15 +328,22 @@ fn list(f: &mut Frame, area: Rect, app: &App, now: u64, p: Palette) {
         Constraint::Length(8),
         Constraint::Length(5),
         Constraint::Length(4),
-        Constraint::Fill(1),
     ];
-    let rows = window.iter().map(|&(i, r)| {
+    if let Some(u) = &usage {
+        widths.push(Constraint::Length(width_of(
+            u.iter().map(String::as_str),
+            5,
+            16,
+        )));
+    }
+    widths.push(Constraint::Fill(1));
+    let rows = window.iter().enumerate().map(|(n, &(i, r))| {
         let (why, why_style) = match &r.attention {
             Some(a) => (a.reason(), p.attention(a)),
             None => (r.detail.clone(), Style::new()),
         };
         let selected = cursor == Some(i);
-        let row = TRow::new(vec![
+        let mut cells = vec![
             Span::raw(if selected { "\u{203a}" } else { " " }),
             Span::raw(r.id.clone()),
             Span::styled(r.state.as_str(), p.state(r.state)),
@@ -190,18 +351,24 @@ fn list(f: &mut Frame, area: Rect, app: &App, now: u64, p: Palette) {
             Span::raw(ago(row_time(r), now)),
             Span::raw(r.inbox_pending.to_string()),
             Span::raw(r.open_decisions.len().to_string()),
-            Span::styled(why, why_style),
-        ]);
+        ];
+        if let Some(u) = &usage {
+            cells.push(Span::raw(u[n].clone()));
+        }
+        cells.push(Span::styled(why, why_style));
+        let row = TRow::new(cells);
         if selected {
             row.style(p.selected())
         } else {
             row
         }
     });
-    let header = TRow::new(vec![
-        "", "ID", "STATE", "PROJECT", "AGE", "INBOX", "OPEN", "WHY",
-    ])
-    .style(p.header());
+    let mut header = vec!["", "ID", "STATE", "PROJECT", "AGE", "INBOX", "OPEN"];
+    if usage.is_some() {
+        header.push("USAGE");
+    }
+    header.push("WHY");
+    let header = TRow::new(header).style(p.header());
     f.render_widget(Table::new(rows, widths).header(header), area);
 }
 
@@ -319,6 +486,22 @@ const HELP: &[(&str, &str)] = &[
         "r",
         "answer an open decision: pick the key, type the answer",
     ),
+    (
+        "n",
+        "new worker: project, mode, intent, harness, id; brief + spawn",
+    ),
+    ("i", "interrupt the worker's turn (as fm-control interrupt)"),
+    ("R", "relaunch the worker's agent: its note, then y/n once"),
+    (
+        "X",
+        "tear down: worktree removed, state archived (asks y/n once)",
+    ),
+    (
+        "d",
+        "review: what the worker changed (n/N next file, q back)",
+    ),
+    ("L", "land the work the way its mode says (asks y/n once)"),
+    ("a", "grant the first mate a verb on the task, once"),
     ("w", "the wakes feed; marks it seen"),
     ("/", "filter rows (id, project, state, reason); Esc clears"),
     ("?", "this help"),
@@ -346,12 +529,36 @@ fn help(f: &mut Frame, area: Rect, p: Palette) {
     );
 }
 
+/// The notice, wrapped to its area's `width`; a prompt or question as is.
+fn notice_text(app: &App, width: u16, p: Palette) -> Paragraph<'static> {
+    match (&app.mode, &app.notice) {
+        (Mode::Input { .. } | Mode::Confirm { .. }, _) | (_, None) => {
+            Paragraph::new(notice_line(app, p))
+        }
+        (_, Some(n)) => {
+            let style = if n.error { p.error() } else { Style::new() };
+            let mut lines = wrap(&n.text, usize::from(width.max(2)));
+            lines.truncate(NOTICE_MAX);
+            Paragraph::new(
+                lines
+                    .into_iter()
+                    .map(|l| Line::styled(l, style))
+                    .collect::<Vec<_>>(),
+            )
+        }
+    }
+}
+
 fn notice_line(app: &App, p: Palette) -> Line<'static> {
     if let Mode::Input { purpose, text } = &app.mode {
         let prompt = match purpose {
             Purpose::Send { id } => format!("send to {id} \u{203a} "),
             Purpose::Answer { id, key } => format!("answer {id} [{key}] \u{203a} "),
             Purpose::Filter { .. } => "filter \u{203a} ".to_string(),
+            Purpose::New(w) => w.prompt(),
+            Purpose::Note { id } => {
+                format!("relaunch {id} \u{b7} note for the new agent \u{203a} ")
+            }
         };
         return Line::from(vec![
             Span::styled(prompt, p.title()),
@@ -361,6 +568,9 @@ fn notice_line(app: &App, p: Palette) -> Line<'static> {
     }
     if let Mode::ConfirmLand { id } = &app.mode {
         return Line::styled(super::review::question(id), p.title());
+    }
+    if let Mode::Confirm { id, act, .. } = &app.mode {
+        return Line::styled(act.question(id), p.new_mark());
     }
     match &app.notice {
         Some(n) if n.error => Line::styled(n.text.clone(), p.error()),
@@ -372,12 +582,17 @@ fn notice_line(app: &App, p: Palette) -> Line<'static> {
 fn hints(mode: &Mode) -> &'static str {
     match mode {
         Mode::List => {
-            "\u{2191}\u{2193} move \u{b7} \u{23ce} jump \u{b7} p peek \u{b7} s send \u{b7} r resolve \u{b7} w wakes \u{b7} / filter \u{b7} ? help \u{b7} q quit"
+            "\u{2191}\u{2193} move \u{b7} \u{23ce} jump \u{b7} p peek \u{b7} s send \u{b7} r resolve \u{b7} n new \u{b7} w wakes \u{b7} / filter \u{b7} ? help \u{b7} q quit"
         }
         Mode::Peek { .. } => {
             "Esc back \u{b7} \u{23ce} jump \u{b7} s send \u{b7} r resolve (the screen refreshes every second)"
         }
+        Mode::Input {
+            purpose: Purpose::New(_),
+            ..
+        } => "\u{23ce} next \u{b7} Tab choices \u{b7} Esc cancel \u{b7} Ctrl-U clear",
         Mode::Input { .. } => "\u{23ce} send \u{b7} Esc cancel \u{b7} Ctrl-U clear",
+        Mode::Confirm { .. } => "y yes \u{b7} any other key: no",
         Mode::PickKey { .. } => {
             "\u{2191}\u{2193} choose \u{b7} \u{23ce} answer it \u{b7} Esc cancel"
         }

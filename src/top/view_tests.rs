@@ -30,6 +30,7 @@ fn row(id: &str, state: State, detail: &str, attention: Option<Attention>) -> Ro
         pane: Some("%3".into()),
         tmux_socket: String::new(),
         host: None,
+        usage: None,
     }
 }
 
@@ -90,7 +91,7 @@ fn app() -> App {
 
 fn frame(app: &mut App, w: u16, h: u16, colour: bool) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    app.scroll_into_view(list_height(main_height(h)));
+    app.scroll_into_view(list_rows(app, w, h));
     t.draw(|f| draw(f, app, NOW, Palette { colour })).unwrap();
     t
 }
@@ -101,7 +102,9 @@ fn press(app: &mut App, code: KeyCode) -> Option<Effect> {
 
 #[test]
 fn the_fleet_list() {
-    let t = frame(&mut app(), 110, 10, true);
+    // Two lines more than the rows need: the selected row's decision
+    // shows under the list.
+    let t = frame(&mut app(), 110, 12, true);
     insta::assert_snapshot!(t.backend());
 }
 
@@ -175,7 +178,7 @@ fn picking_a_decision() {
     });
     a.set_rows(rows);
     press(&mut a, KeyCode::Char('r'));
-    let t = frame(&mut a, 110, 12, true);
+    let t = frame(&mut a, 110, 14, true);
     insta::assert_snapshot!(t.backend());
 }
 
@@ -239,7 +242,7 @@ fn a_hosts_wake_names_its_task_at_its_host() {
 fn help_filter_and_empty_fleets() {
     let mut a = app();
     press(&mut a, KeyCode::Char('?'));
-    insta::assert_snapshot!("help", frame(&mut a, 100, 16, true).backend());
+    insta::assert_snapshot!("help", frame(&mut a, 100, 24, true).backend());
     press(&mut a, KeyCode::Char('x'));
     press(&mut a, KeyCode::Char('/'));
     for c in "nothing-like-it".chars() {
@@ -268,4 +271,84 @@ fn a_thousand_rows_draw_only_the_window() {
     assert!(screen.contains("\u{203a} task-0500"), "{screen}");
     assert!(!screen.contains("task-0000"));
     assert_eq!(screen.matches("task-0").count(), 8, "{screen}");
+}
+
+/// A long question is shown whole at 80 columns, wrapped under the list
+/// for the selected row and again above the answer prompt of `r`.
+#[test]
+fn a_long_decision_wraps_at_80_columns_and_is_repeated_when_answering() {
+    let question = "Should the importer keep reading rows after a malformed line (logging and counting each one) or stop at the first one so nothing partial is ever committed to the ledger?";
+    let mut a = App::new("/fleet");
+    let mut q = row(
+        "import",
+        State::Parked,
+        "x",
+        Some(Attention::Decision {
+            key: "bad-rows".into(),
+            text: question.into(),
+            at: Some(NOW - 60),
+        }),
+    );
+    q.open_decisions = vec![OpenDecision {
+        key: "bad-rows".into(),
+        verb: "needs-decision".into(),
+        text: question.into(),
+        at: Some(NOW - 60),
+    }];
+    a.set_rows(vec![q, row("other", State::Working, "busy", None)]);
+    let joined = |screen: &str| {
+        screen
+            .lines()
+            .map(|l| l.trim_matches('"').trim_end())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let screen = format!("{}", frame(&mut a, 80, 14, false).backend());
+    assert!(
+        screen.contains("import asks [bad-rows] (r answers)"),
+        "{screen}"
+    );
+    assert!(joined(&screen).contains(question), "{screen}");
+    assert!(
+        screen.contains("other"),
+        "the list keeps its rows: {screen}"
+    );
+    press(&mut a, KeyCode::Char('r'));
+    let screen = format!("{}", frame(&mut a, 80, 14, false).backend());
+    assert!(screen.contains("answering import [bad-rows]"), "{screen}");
+    assert!(joined(&screen).contains(question), "{screen}");
+    assert!(
+        screen.contains("answer import [bad-rows] \u{203a}"),
+        "{screen}"
+    );
+    assert_eq!(
+        wrap("aaaa bb cccccccccc d", 4),
+        ["aaaa", "bb", "cccc", "cccc", "cc d"]
+    );
+}
+
+#[test]
+fn the_usage_column_shows_once_a_row_was_counted_and_destructive_keys_ask() {
+    let mut a = App::new("/fleet");
+    let mut counted = row("counted", State::Working, "busy", None);
+    counted.usage = Some(crate::usage::Tokens {
+        input: 1000,
+        output: 234,
+        cache_read: 11_000,
+        cache_write: 0,
+        cost_micro_usd: Some(1_250_000),
+    });
+    a.set_rows(vec![row("plain", State::Working, "busy", None)]);
+    let screen = format!("{}", frame(&mut a, 100, 8, false).backend());
+    assert!(!screen.contains("USAGE"), "{screen}");
+    a.set_rows(vec![row("plain", State::Working, "busy", None), counted]);
+    let screen = format!("{}", frame(&mut a, 100, 8, false).backend());
+    assert!(screen.contains("USAGE"), "{screen}");
+    assert!(screen.contains("12.2k $1.25"), "{screen}");
+    press(&mut a, KeyCode::Char('X'));
+    let screen = format!("{}", frame(&mut a, 100, 8, false).backend());
+    assert!(
+        screen.contains("tear down plain? (y/n) worktree removed, state archived"),
+        "{screen}"
+    );
 }

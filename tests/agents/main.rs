@@ -85,6 +85,7 @@ conformance!(
     exit_force_over_a_dialog,
     relaunch_force_over_half_typed_text,
     doctor_knows_the_version_under_test,
+    usage_shows_the_model_servers_tokens,
 );
 
 /// The first mate's scenarios (`mate.rs`), one `#[test]` per scenario and

@@ -740,3 +740,103 @@ pub fn doctor_knows_the_version_under_test(h: Harness) {
         "no line {prefix}… {says}:\n{out}"
     );
 }
+
+/// Usage per worker: the tokens the loopback model reported for every
+/// turn of the agent's main loop — as the agent itself wrote them into
+/// its transcript (Claude Code's session JSONL, Codex's rollout) — are
+/// what the counter (`fm-watch --once`) keeps and `fm-crew-state --json`
+/// and `fm top`'s USAGE column show. The model server charges 100 input
+/// tokens and a quarter of the answer's length in output tokens a
+/// response, with nothing cached and no cost.
+pub fn usage_shows_the_model_servers_tokens(h: Harness) {
+    let Some(mut w) = world(h) else { return };
+    w.spawn_ready();
+    // A long answer: its output tokens are the final count, not the one
+    // a stream starts with.
+    w.reply(Reply::Stream(1));
+    w.sends("hello there", "rang");
+    w.wait_for("the doorbell to reach the model", 30.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.wait_idle(30.0);
+    let expected = || {
+        let main = w.model.main_requests();
+        let output: u64 = main
+            .iter()
+            .map(|r| {
+                let text = r["reply"]["text"].as_str().unwrap_or("");
+                (text.chars().count() as u64 / 4).max(1)
+            })
+            .sum();
+        (100 * main.len() as u64, output)
+    };
+    let count = || {
+        let mut c = w.fm("watch").arg("--once").stdout_any().stderr_any();
+        for (k, v) in w.agent_env() {
+            c = c.env(k, v);
+        }
+        c.run();
+        w.fm("crew-state")
+            .args([ID, "--json"])
+            .stdout_json()
+            .run()
+            .json()["usage"]
+            .clone()
+    };
+    // The transcript may trail the screen by a moment.
+    let mut usage = serde_json::Value::Null;
+    let ok = crate::harness::wait_until(20.0, || {
+        usage = count();
+        let (input, output) = expected();
+        usage["input_tokens"] == input && usage["output_tokens"] == output
+    });
+    let (input, output) = expected();
+    assert!(
+        ok,
+        "usage {usage} but the model server charged {input} in, {output} out over {} main requests",
+        w.model.main_requests().len()
+    );
+    assert_eq!(usage["cache_read_tokens"], 0, "{usage}");
+    assert_eq!(usage["cache_write_tokens"], 0, "{usage}");
+    assert_eq!(usage["total_tokens"], input + output, "{usage}");
+    assert!(
+        usage.get("cost_usd").is_none(),
+        "no cost was written: {usage}"
+    );
+    // The dashboard's column, counted by its own reader.
+    let mut argv = vec![
+        "env".to_string(),
+        format!("FM_HOME={}", w.home.root().display()),
+        "TERM=xterm-256color".into(),
+    ];
+    argv.extend(w.agent_env().into_iter().map(|(k, v)| format!("{k}={v}")));
+    argv.push(crate::harness::bin("fm").display().to_string());
+    argv.push("top".into());
+    let mut args = vec![
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "=fm",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let dash = w.tmux(&args).trim().to_string();
+    let total = input + output;
+    let shown = if total < 1000 {
+        total.to_string()
+    } else {
+        format!("{:.1}k", total as f64 / 1e3)
+    };
+    let ok = crate::harness::wait_until(20.0, || {
+        let screen = w.tmux(&["capture-pane", "-p", "-t", &dash]);
+        screen.contains("USAGE") && screen.lines().any(|l| l.contains(ID) && l.contains(&shown))
+    });
+    assert!(
+        ok,
+        "the USAGE column never showed {shown}:\n{}",
+        w.tmux(&["capture-pane", "-p", "-t", &dash])
+    );
+}

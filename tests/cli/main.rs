@@ -49,5 +49,7 @@ mod sshd;
 mod status;
 mod task_meta;
 mod top;
+mod top_actions;
 mod top_land;
+mod usage;
 mod watch;

@@ -125,6 +125,15 @@ fn files(
         || home.run(id),
         RunRecord::parse,
     )?;
+    f.usage = dir
+        .read_if(
+            id,
+            present,
+            (Present::USAGE, "usage", Stat::Plain),
+            || crate::usage::cache_path(home, id),
+            |b, _| crate::usage::read_cached(b),
+        )?
+        .flatten();
     if present.has(Present::INBOX) {
         let escalated;
         (f.inbox_pending, escalated) = dir.inbox(home, id, |pending, escalated| {

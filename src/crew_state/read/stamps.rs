@@ -17,6 +17,7 @@ pub(crate) struct Stamps {
     busy: Option<Stamp>,
     run: Option<Stamp>,
     inbox: Option<Stamp>,
+    usage: Option<Stamp>,
     /// The inbox's `.escalated` and `.ring-state` (files inside it: a
     /// rewrite in place need not change the inbox's own stamp).
     pub(super) escalated: Option<Stamp>,
@@ -67,6 +68,7 @@ impl Stamps {
             busy: take(Present::BUSY, "busy"),
             run: take(Present::RUN, "run"),
             inbox,
+            usage: take(Present::USAGE, "usage"),
             escalated: inside(prev.map(|p| p.escalated), "inbox/.escalated"),
             ring_state: inside(prev.map(|p| p.ring_state), "inbox/.ring-state"),
             brief: brief.then(|| Stamp::of_path(&home.brief(id))),
@@ -88,6 +90,7 @@ impl Stamps {
             && same(self.busy, now.busy)
             && same(self.run, now.run)
             && same(self.inbox, now.inbox)
+            && same(self.usage, now.usage)
             && same(self.escalated, now.escalated)
             && same(self.ring_state, now.ring_state)
             && match (self.brief, now.brief) {
