@@ -106,6 +106,14 @@ fn commands(id: &str, a: &Attention) -> Vec<String> {
             format!("fm send {q} --key Enter|Escape"),
         ],
         Attention::Escalated { .. } => vec![peek, format!("fm attach {q}")],
+        // A pane gone (its tmux server died, a reboot) is brought back
+        // with the agent's own conversation by `fm restore`; an agent that
+        // exited in its pane is relaunched.
+        Attention::DeadAgent { which, .. } if which.starts_with("pane gone") => vec![
+            format!("fm restore {q}"),
+            format!("fm control {q} relaunch --note '<progress so far>'"),
+            format!("fm control {q} teardown"),
+        ],
         Attention::DeadAgent { .. } => vec![
             format!("fm control {q} relaunch --note '<progress so far>'"),
             format!("fm control {q} teardown"),

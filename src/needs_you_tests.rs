@@ -63,6 +63,7 @@ fn the_rows_that_need_you_come_in_tops_order_with_their_commands() {
          \x20 fm attach dlg\n\
          \x20 fm send dlg --key Enter|Escape\n\
          far@build1  dead agent: pane gone (2h)\n\
+         \x20 fm restore far\n\
          \x20 fm control far relaunch --note '<progress so far>'\n\
          \x20 fm control far teardown\n\
          the whole fleet: fm top\n"

@@ -156,6 +156,18 @@ pub(super) fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
         let Ok(list) = Tmux::new(socket).list() else {
             continue;
         };
+        // No server at all (a reboot, a `kill-server`): every pane on it
+        // is gone, which the proof below cannot tell from a pane closed
+        // at a task's end.
+        if list.is_empty() {
+            let ids: Vec<&str> = claims.iter().map(|c| c.task.as_str()).collect();
+            gone.push(format!(
+                "no tmux server runs on socket {socket}, where {} task pane(s) were opened ({})",
+                ids.len(),
+                ids.join(", ")
+            ));
+            continue;
+        }
         let mut holders: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for c in claims {
             holders.entry(&c.pane).or_default().push(c.task.as_str());
@@ -192,7 +204,7 @@ pub(super) fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
         "panes",
         Level::Warn,
         format!(
-            "{}{tail}; `fm-control <id> relaunch` opens a new window for a task whose pane is gone",
+            "{}{tail}; `fm restore` brings back every task whose pane is gone (its agent's conversation resumed), `fm-control <id> relaunch` one at a time",
             problems.join("; ")
         ),
     ))

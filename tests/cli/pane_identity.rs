@@ -390,3 +390,41 @@ fn a_mark_or_a_command_name_cannot_forge_another_panes_line() {
             .run();
     }
 }
+
+#[test]
+fn doctor_names_a_server_that_is_gone_and_the_restore_that_brings_it_back() {
+    if !crate::harness::have_tmux() {
+        return;
+    }
+    let h = TestHome::new();
+    // The server these panes were opened on no longer runs (a reboot):
+    // no pane can prove anything, and none is a finished task's end.
+    let socket = format!("fm-test-{}-gone", std::process::id());
+    for (id, pane) in [("one", "%1"), ("two", "%2")] {
+        h.write(
+            &format!("state/{id}.meta"),
+            format!(
+                "kind=secondmate\nrepo=web\npane={pane}\ntmux_socket={socket}\ntmux_server=4242-1700000000\nspawn_id=00000000000000a{}\n",
+                pane.len()
+            ),
+        );
+    }
+    let doctor = h
+        .fm("fm")
+        .arg("doctor")
+        .status_any()
+        .stdout_any()
+        .stderr_any()
+        .run()
+        .stdout();
+    let line = doctor
+        .lines()
+        .find(|l| l.starts_with("warn panes:"))
+        .unwrap_or_else(|| panic!("a panes warning: {doctor}"));
+    assert!(
+        line.contains(&format!(
+            "no tmux server runs on socket {socket}, where 2 task pane(s) were opened (one, two)"
+        )) && line.contains("`fm restore` brings back every task whose pane is gone"),
+        "{line}"
+    );
+}
