@@ -129,6 +129,17 @@ pub(super) fn task_records_check(home: &Home, cfg: &Config) -> Check {
 /// ([`crate::tmux::owner`]): a pane gone (its server restarted, or the id
 /// now another's) and a pane two tasks record are named. Local tasks
 /// only (a far host's doctor checks its own); one tmux call per socket.
+/// Whether task `id`'s last status says `done`.
+fn finished(home: &Home, cfg: &Config, id: &crate::task_id::TaskId) -> bool {
+    let bytes = crate::fsx::read_optional(&home.status(id))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    crate::status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb)
+        .last_state
+        .is_some_and(|s| s.kind == crate::status::Verb::Done)
+}
+
 pub(super) fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
     use crate::tmux::owner::{Claim, Lost};
     use crate::tmux::pane::{Pane, Tmux};
@@ -160,7 +171,15 @@ pub(super) fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
         // is gone, which the proof below cannot tell from a pane closed
         // at a task's end.
         if list.is_empty() {
-            let ids: Vec<&str> = claims.iter().map(|c| c.task.as_str()).collect();
+            // A finished task's pane closing with the server is its end.
+            let ids: Vec<&str> = claims
+                .iter()
+                .filter(|c| !finished(home, cfg, &c.task))
+                .map(|c| c.task.as_str())
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
             gone.push(format!(
                 "no tmux server runs on socket {socket}, where {} task pane(s) were opened ({})",
                 ids.len(),

@@ -400,7 +400,9 @@ fn doctor_names_a_server_that_is_gone_and_the_restore_that_brings_it_back() {
     // The server these panes were opened on no longer runs (a reboot):
     // no pane can prove anything, and none is a finished task's end.
     let socket = format!("fm-test-{}-gone", std::process::id());
-    for (id, pane) in [("one", "%1"), ("two", "%2")] {
+    // A finished task's pane ending with its server is no loss.
+    h.write("state/three.status", "done [at=1700000000]: shipped\n");
+    for (id, pane) in [("one", "%1"), ("two", "%2"), ("three", "%3")] {
         h.write(
             &format!("state/{id}.meta"),
             format!(
