@@ -120,4 +120,34 @@ mod tests {
         assert_eq!(in_the_way(err), [".env", "conf/a b"]);
         assert!(in_the_way("fatal: Not possible to fast-forward\n").is_empty());
     }
+
+    #[test]
+    fn a_checkout_that_left_the_target_is_refused() {
+        use crate::git::fixture::git;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@x",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "a",
+            ],
+        );
+        still_checked_out(dir, "main").unwrap();
+        git(dir, &["checkout", "-q", "-b", "other"]);
+        let e = still_checked_out(dir, "main").unwrap_err();
+        assert!(e.to_string().contains("switched from main to other"), "{e}");
+        git(dir, &["checkout", "-q", "--detach"]);
+        let e = still_checked_out(dir, "main").unwrap_err();
+        assert!(e.to_string().contains("to a detached HEAD"), "{e}");
+        not_in_use(dir, "main").unwrap();
+    }
 }

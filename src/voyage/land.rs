@@ -395,8 +395,7 @@ fn pull_request(w: &Work, meta: &TaskMeta, done_line: &str) -> Result<Landed> {
             "the project has no remote origin to push to; nothing was landed",
         ));
     }
-    // The commit the gate checked, not whatever the branch names by now.
-    let spec = format!("{}:refs/heads/{branch}", w.tip);
+    let spec = push_spec(w, branch);
     let pushed = crate::git::run_bounded(
         &w.repo,
         &["push", "--quiet", "-u", "origin", &spec],
@@ -469,6 +468,12 @@ fn pull_request(w: &Work, meta: &TaskMeta, done_line: &str) -> Result<Landed> {
         }
     }
     Ok(l)
+}
+
+/// What direct-PR pushes: the commit the gate checked, by id, not
+/// whatever the branch names by now.
+fn push_spec(w: &Work, branch: &str) -> String {
+    format!("{}:refs/heads/{branch}", w.tip)
 }
 
 /// `s` as one shell word: as it is when plain, else quoted.
@@ -579,6 +584,21 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn direct_pr_pushes_the_checked_commit_by_id() {
+        let tip = "0123456789abcdef0123456789abcdef01234567";
+        let w = Work {
+            repo: "/r".into(),
+            project: None,
+            branch: Some("fm/t1".into()),
+            tip: tip.into(),
+            head: Some(tip.into()),
+            base: String::new(),
+            target: None,
+        };
+        assert_eq!(push_spec(&w, "fm/t1"), format!("{tip}:refs/heads/fm/t1"));
+    }
 
     #[test]
     fn a_github_remote_gives_a_compare_page() {
