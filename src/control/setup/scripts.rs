@@ -128,6 +128,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever the command, a named path is a plain relative path
+        /// inside the project, named once.
+        #[test]
+        fn a_named_path_never_leaves_the_project(cmd in "[ -~\\t\\n]{0,60}") {
+            let got = named_paths(&cmd);
+            for (i, p) in got.iter().enumerate() {
+                proptest::prop_assert!(!p.is_empty() && !p.starts_with('/'), "{p:?}");
+                proptest::prop_assert!(
+                    p.split('/').all(|c| !c.is_empty() && c != "." && c != ".."),
+                    "{p:?}"
+                );
+                proptest::prop_assert!(!got[..i].contains(p), "{p:?} twice");
+            }
+        }
+    }
+
     #[test]
     fn the_object_at_the_base_is_read_and_an_untracked_file_has_none() {
         use crate::git::fixture::git;
