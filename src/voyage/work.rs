@@ -192,8 +192,8 @@ impl Work {
         match (&self.head, &self.branch) {
             (Some(head), Some(b)) if *head != self.tip => Err(Error::refused(format!(
                 "the worktree of {id} is at {} but its branch {b} is at {}: the done gate \
-                 checked the worktree's HEAD, so check {b} out there (or land from it) \
-                 first; nothing was landed",
+                 checked the worktree's HEAD, not the branch: check {b} out there (or move \
+                 {b} to that commit) and land again; nothing was landed",
                 short(head),
                 short(&self.tip)
             ))),
