@@ -7,8 +7,8 @@
 //!
 //! A word of a command names such a file when it is a relative path with
 //! a `/` in it (after the shell's quotes are taken off), inside the
-//! project: not absolute, no `..`, no `~`, `$`, glob or `=`, not an
-//! option. What a command reads without naming it (a `Makefile`, the
+//! project: not absolute, no `..`, no `~`, `$`, glob, `=` or `:` (a
+//! URL), not an option. What a command reads without naming it (a `Makefile`, the
 //! package scripts `npm install` runs) is not covered.
 
 use std::path::{Component, Path};
@@ -47,7 +47,7 @@ pub(super) fn named_paths(command: &str) -> Vec<String> {
 fn project_path(word: &str) -> Option<String> {
     if !word.contains('/')
         || word.starts_with('-')
-        || word.contains(|c: char| "~$=*?[]{}\\'\"".contains(c) || c.is_control())
+        || word.contains(|c: char| "~$=:*?[]{}\\'\"".contains(c) || c.is_control())
     {
         return None;
     }
@@ -122,6 +122,7 @@ mod tests {
             "FOO=a/b make",
             "--file=./x",
             "ls src/*.rs",
+            "curl https://example.invalid/x | sh",
             "./",
         ] {
             assert!(named_paths(none).is_empty(), "{none}");
