@@ -349,7 +349,7 @@ impl Ctl<'_> {
                     })?,
             };
             // Refused before anything is created unless approved.
-            let plan = setup::approved_plan(self.home, self.cfg, &project)?;
+            let plan = setup::approved_plan(self.home, self.cfg, &project, &base)?;
             fsx::ensure_dir(&self.home.worktrees_dir(self.cfg))?;
             git(&project, &["worktree", "add", "--detach", &wt, &base])?;
             self.set_up(&project, &worktree, &base, &plan)?;

@@ -22,6 +22,13 @@ pub(crate) struct SetupRequest {
     /// host: an absolute path or a name).
     pub project: PathBuf,
     pub approve: bool,
+    /// The ref the files the commands name are read at (default: the
+    /// project's default base).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Approve only a set-up whose hash starts with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
 }
 
 impl FarRequest for SetupRequest {
@@ -64,9 +71,10 @@ pub(crate) fn serve_here(
     req: &SetupRequest,
     actor: Actor,
 ) -> Result<Report> {
+    let base = req.base.as_deref();
     if req.approve {
-        setup::approve(home, cfg, actor, &req.project)
+        setup::approve(home, cfg, actor, &req.project, base, req.hash.as_deref())
     } else {
-        setup::show(home, cfg, &req.project)
+        setup::show(home, cfg, &req.project, base)
     }
 }

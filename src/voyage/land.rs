@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::guard;
 use super::work::{self, Work, commit_of, git, is_ancestor, short};
 use crate::config::Config;
 use crate::dod::Verdict;
@@ -154,6 +155,7 @@ pub fn land_here(home: &Home, cfg: &Config, task: &Task, req: &LandRequest) -> R
         }
     }
     let w = Work::of(home, cfg, id, &meta)?;
+    w.checked_is_tip(id.as_str())?;
     let mode = crate::dod::gate::mode_of(home, id, &meta);
     let mut landed = match mode {
         Some(Mode::LocalOnly) => local(&w, id.as_str(), req.merge)?,
@@ -174,7 +176,10 @@ pub fn land_here(home: &Home, cfg: &Config, task: &Task, req: &LandRequest) -> R
     };
     landed.task = id.to_string();
     landed.mode = mode.map_or("", Mode::as_str).to_string();
-    record(home, cfg, id, &landed, &req.actor)?;
+    // A landing asked again records nothing new: only the first one of
+    // this commit gets the status note and the event.
+    let first = meta.raw.get("landed").map(str::trim) != Some(landed.commit.as_str());
+    record(home, cfg, id, &landed, &req.actor, first)?;
     Ok(landed)
 }
 
@@ -216,6 +221,7 @@ fn local(w: &Work, id: &str, merge: bool) -> Result<Landed> {
     if is_ancestor(project, &w.tip, &old)? {
         return Ok(blank(w, How::Already));
     }
+    guard::not_in_use(project, target)?;
     let checkout = checkout_of(project, &target_ref)?;
     if let Some(dir) = &checkout {
         let dirty = git(
@@ -257,9 +263,31 @@ fn local(w: &Work, id: &str, merge: bool) -> Result<Landed> {
         (m.clone(), How::Merge, Some(m))
     };
     if let Some(dir) = &checkout {
-        let out =
-            crate::git::run_bounded(dir, &["merge", "--ff-only", "--quiet", &new], work::LONG)?;
+        guard::still_checked_out(dir, target)?;
+        // Not git's default `--overwrite-ignore`: an ignored file of the
+        // captain's (a `.env`) the branch tracks is in the way too.
+        let out = crate::git::run_bounded(
+            dir,
+            &[
+                "merge",
+                "--ff-only",
+                "--no-overwrite-ignore",
+                "--quiet",
+                &new,
+            ],
+            work::LONG,
+        )?;
         if !out.ok {
+            let files = guard::in_the_way(&out.stderr);
+            if !files.is_empty() {
+                return Err(Error::refused(format!(
+                    "git refused to move the checkout {} of {target}: untracked or ignored \
+                     files there would be overwritten ({}): move them away first; nothing was \
+                     landed",
+                    dir.display(),
+                    files.join(", ")
+                )));
+            }
             return Err(Error::refused(format!(
                 "git refused to move the checkout {} of {target}: {}; nothing was landed",
                 dir.display(),
@@ -367,7 +395,7 @@ fn pull_request(w: &Work, meta: &TaskMeta, done_line: &str) -> Result<Landed> {
             "the project has no remote origin to push to; nothing was landed",
         ));
     }
-    let spec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let spec = push_spec(w, branch);
     let pushed = crate::git::run_bounded(
         &w.repo,
         &["push", "--quiet", "-u", "origin", &spec],
@@ -379,6 +407,13 @@ fn pull_request(w: &Work, meta: &TaskMeta, done_line: &str) -> Result<Landed> {
             pushed.stderr.trim()
         )));
     }
+    // `-u` sets no upstream for a commit pushed by id: set it as `-u`
+    // would have (best effort; the push is what counts).
+    let upstream = format!("refs/remotes/origin/{branch}");
+    let _ = crate::git::run(
+        &w.repo,
+        &["branch", "--quiet", "--set-upstream-to", &upstream, branch],
+    );
     let mut l = blank(w, How::Pushed);
     let base = w.target.clone().unwrap_or_else(|| "main".into());
     l.target = Some(base.clone());
@@ -435,6 +470,12 @@ fn pull_request(w: &Work, meta: &TaskMeta, done_line: &str) -> Result<Landed> {
     Ok(l)
 }
 
+/// What direct-PR pushes: the commit the gate checked, by id, not
+/// whatever the branch names by now.
+fn push_spec(w: &Work, branch: &str) -> String {
+    format!("{}:refs/heads/{branch}", w.tip)
+}
+
 /// `s` as one shell word: as it is when plain, else quoted.
 fn word(s: &str) -> String {
     if !s.is_empty()
@@ -469,18 +510,34 @@ fn compare_url(remote: &str, base: &str, branch: &str) -> Option<String> {
         .or_else(|| r.strip_prefix("ssh://git@github.com/"))?;
     let path = path.trim_end_matches('/').trim_end_matches(".git");
     Some(format!(
-        "https://github.com/{path}/compare/{base}...{branch}?expand=1"
+        "https://github.com/{path}/compare/{}...{}?expand=1",
+        url_path(base),
+        url_path(branch)
     ))
 }
 
-/// Meta `landed` (and `pr`, `pr_head` for a PR opened now), a `note`
-/// status line and the `task.landed` event.
+/// `s` percent-encoded for a URL's path, its `/` kept.
+fn url_path(s: &str) -> String {
+    s.bytes().fold(String::new(), |mut out, b| {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+        out
+    })
+}
+
+/// Meta `landed` (and `pr`, `pr_head` for a PR opened now), and when
+/// this is the `first` landing of the commit a `note` status line and the
+/// `task.landed` event.
 fn record(
     home: &Home,
     cfg: &Config,
     id: &crate::task_id::TaskId,
     l: &Landed,
     actor: &str,
+    first: bool,
 ) -> Result<()> {
     let actor = if actor.is_empty() { "captain" } else { actor };
     crate::meta::update(home, id, |m| {
@@ -492,6 +549,9 @@ fn record(
             m.set("pr_head", &l.commit);
         }
     })?;
+    if !first {
+        return Ok(());
+    }
     let now = crate::clock::now();
     let target = l.target.as_deref().unwrap_or("?");
     let text = match l.how {
@@ -526,6 +586,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn direct_pr_pushes_the_checked_commit_by_id() {
+        let tip = "0123456789abcdef0123456789abcdef01234567";
+        let w = Work {
+            repo: "/r".into(),
+            project: None,
+            branch: Some("fm/t1".into()),
+            tip: tip.into(),
+            head: Some(tip.into()),
+            base: String::new(),
+            target: None,
+        };
+        assert_eq!(push_spec(&w, "fm/t1"), format!("{tip}:refs/heads/fm/t1"));
+    }
+
+    #[test]
     fn a_github_remote_gives_a_compare_page() {
         for r in [
             "git@github.com:o/r.git",
@@ -539,5 +614,9 @@ mod tests {
             );
         }
         assert_eq!(compare_url("/srv/git/r.git", "main", "b"), None);
+        assert_eq!(
+            compare_url("git@github.com:o/r.git", "rel 1", "fm/a#b?c&d%").as_deref(),
+            Some("https://github.com/o/r/compare/rel%201...fm/a%23b%3Fc%26d%25?expand=1")
+        );
     }
 }

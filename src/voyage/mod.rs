@@ -9,6 +9,7 @@
 //! an option. These are the local use cases; [`crate::route::review`] and
 //! [`crate::route::land`] carry them to a task on a host.
 
+mod guard;
 pub mod land;
 pub mod review;
 mod work;

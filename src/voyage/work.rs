@@ -26,6 +26,9 @@ pub struct Work {
     pub(crate) branch: Option<String>,
     /// The commit reviewed and landed.
     pub(crate) tip: String,
+    /// The worktree's `HEAD`, when the worktree exists: the commit the
+    /// done gate checked.
+    pub(crate) head: Option<String>,
     /// The commit the work started from.
     pub(crate) base: String,
     /// The branch the work goes back to (`main`), when one is known.
@@ -69,7 +72,9 @@ fn target_of(dir: &Path, base_ref: &str) -> Result<Option<String>> {
         names.push(rest.to_string());
     }
     for n in names {
-        if !n.is_empty() && commit_of(dir, &format!("refs/heads/{n}"))?.is_some() {
+        if crate::brief::validate_branch(&n).is_ok()
+            && commit_of(dir, &format!("refs/heads/{n}"))?.is_some()
+        {
             return Ok(Some(n));
         }
     }
@@ -99,16 +104,31 @@ impl Work {
                 .ok()
                 .and_then(|h| h.branch)
         });
+        let name = name.filter(|n| !n.is_empty());
+        if let Some(n) = &name
+            && let Err(e) = crate::brief::validate_branch(n)
+        {
+            // A name git would not take as a branch (`main~1`) must not
+            // reach rev-parse, where it would name another commit.
+            return Err(Error::refused(format!(
+                "{id}: the branch its meta or brief records is refused: {e}"
+            )));
+        }
+        let head = if has_worktree {
+            crate::git::head(&worktree)?
+        } else {
+            None
+        };
         let mut branch = None;
         let mut tip = None;
-        if let Some(n) = name.filter(|n| !n.is_empty())
+        if let Some(n) = name
             && let Some(sha) = commit_of(&repo, &format!("refs/heads/{n}"))?
         {
             branch = Some(n);
             tip = Some(sha);
         }
-        if tip.is_none() && has_worktree {
-            tip = crate::git::head(&worktree)?;
+        if tip.is_none() {
+            tip.clone_from(&head);
         }
         let Some(tip) = tip else {
             return Err(Error::refused(format!(
@@ -159,9 +179,26 @@ impl Work {
             project: meta.project.clone(),
             branch,
             tip,
+            head,
             base,
             target,
         })
+    }
+
+    /// Refuses work whose worktree has moved away from the branch: the
+    /// done gate checked the worktree's `HEAD`, and what is delivered is
+    /// the branch's tip; they must be one commit.
+    pub(crate) fn checked_is_tip(&self, id: &str) -> Result<()> {
+        match (&self.head, &self.branch) {
+            (Some(head), Some(b)) if *head != self.tip => Err(Error::refused(format!(
+                "the worktree of {id} is at {} but its branch {b} is at {}: the done gate \
+                 checked the worktree's HEAD, not the branch: check {b} out there (or move \
+                 {b} to that commit) and land again; nothing was landed",
+                short(head),
+                short(&self.tip)
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The branch as shown: its name, else `HEAD`.

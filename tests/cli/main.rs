@@ -27,6 +27,7 @@ mod grant;
 mod harden;
 mod harness;
 mod land;
+mod land_guard;
 mod mate;
 mod notify;
 mod pane;

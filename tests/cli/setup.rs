@@ -524,3 +524,86 @@ fn a_set_up_on_a_host_is_shown_and_approved_from_here_and_runs_there() {
     assert_eq!(std::fs::read_to_string(made).unwrap(), "far\n");
     assert!(sshd.far_home.join("state/r1.setup.log").exists());
 }
+
+#[test]
+fn a_script_the_set_up_runs_is_part_of_what_is_approved() {
+    let Some(t) = Tmux::start() else { return };
+    let h = TestHome::new();
+    looking_agent(&h);
+    let proj = project(&h);
+    let script = |text: &str, msg: &str| {
+        std::fs::create_dir_all(proj.join("scripts")).unwrap();
+        std::fs::write(proj.join("scripts/setup.sh"), text).unwrap();
+        std::fs::set_permissions(
+            proj.join("scripts/setup.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        git(&proj, &["add", "scripts/setup.sh"]);
+        git(&proj, &["commit", "-q", "-m", msg]);
+    };
+    script("#!/bin/sh\necho one > made-by-setup\n", "one");
+    config(
+        &h,
+        "\n[projects.project]\nsetup = [\"./scripts/setup.sh\"]\n",
+    );
+    let p = proj.to_str().unwrap();
+    let shown = setup_cmd(&h, &["show", p, "--json"])
+        .stdout_json()
+        .run()
+        .json();
+    assert_eq!(shown["base"], "main", "{shown}");
+    assert_eq!(shown["files"][0]["path"], "scripts/setup.sh", "{shown}");
+    assert_eq!(
+        shown["files"][0]["object"].as_str().map(str::len),
+        Some(40),
+        "{shown}"
+    );
+    let hash = shown["hash"].as_str().unwrap()[..12].to_string();
+    setup_cmd(&h, &["show", p])
+        .stdout_has("  file scripts/setup.sh at main: ")
+        .stdout_has(&format!("hash {hash}\n"))
+        .run();
+    // Approving binds to what was shown: another hash is refused.
+    setup_cmd(&h, &["approve", "--hash", "000000000000", p])
+        .status(1)
+        .stderr_has("is not the one shown (hash 000000000000): it is now hash ")
+        .stderr_has("nothing was approved")
+        .run();
+    setup_cmd(&h, &["approve", "--hash", "abc", p])
+        .status(2)
+        .stderr_has("at least 12 hex digits")
+        .run();
+    assert!(!h.exists("state/setup-approved"));
+    setup_cmd(&h, &["approve", "--hash", &hash, p])
+        .stdout_has("approved: spawns of ")
+        .stdout_lacks("approved as read now")
+        .run();
+    briefed(&h, "a1");
+    spawn(&h, &t, &proj, "a1")
+        .stdout_regex(&spawned(&h, "a1"))
+        .run();
+    assert_eq!(h.read_string("worktrees/a1/made-by-setup"), "one\n");
+    // The script changes on the base branch, its command line does not:
+    // the next spawn asks for approval again, and runs nothing.
+    script("#!/bin/sh\necho two > made-by-setup\n", "two");
+    briefed(&h, "a2");
+    spawn(&h, &t, &proj, "a2")
+        .status(1)
+        .stderr_has("is not approved (changed since it was approved): nothing created")
+        .run();
+    assert!(!h.exists("worktrees/a2"));
+    // Approved without --hash: it says what it approved.
+    setup_cmd(&h, &["approve", p])
+        .stdout_has("(approved as read now, hash ")
+        .run();
+    spawn(&h, &t, &proj, "a2")
+        .stdout_regex(&spawned(&h, "a2"))
+        .run();
+    assert_eq!(h.read_string("worktrees/a2/made-by-setup"), "two\n");
+    for id in ["a1", "a2"] {
+        ctl(&h, &t)(&[id, "teardown", "--force"])
+            .stdout_regex(&torn_down(&h, id))
+            .run();
+    }
+}

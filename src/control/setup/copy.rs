@@ -77,9 +77,15 @@ pub(super) fn copy(project: &Path, worktree: &Path, rel: &str) -> Result<(), Str
     if !dirs_plain(project, relp)? {
         return Err(format!("{} does not exist", from.display()));
     }
+    // Non-blocking: a FIFO (or a device) would block an open for reading;
+    // what was opened is then checked a regular file on the descriptor.
     let mut src = OpenOptions::new()
         .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
+        .custom_flags(
+            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
+                .bits()
+                .cast_signed(),
+        )
         .open(&from)
         .map_err(|e| match rustix::io::Errno::from_io_error(&e) {
             Some(rustix::io::Errno::LOOP) => format!("{} is a symlink", from.display()),
@@ -99,7 +105,8 @@ pub(super) fn copy(project: &Path, worktree: &Path, rel: &str) -> Result<(), Str
         // link was put in its way meanwhile.
         dirs_plain(worktree, relp)?;
     }
-    let mode = meta.permissions().mode() & 0o7777;
+    // The permission bits only: no setuid, setgid or sticky bit is made.
+    let mode = meta.permissions().mode() & 0o777;
     let mut dst: File = OpenOptions::new()
         .write(true)
         .create(true)
@@ -162,5 +169,32 @@ mod tests {
         fs::write(p.join("out/x"), "x").unwrap();
         assert!(copy(&p, &w, "out/x").unwrap_err().contains("symlink"));
         assert!(copy(&p, &w, "missing").unwrap_err().contains("missing"));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_and_no_setuid_bit_is_copied() {
+        let d = tempfile::tempdir().unwrap();
+        let (p, w) = (d.path().join("p"), d.path().join("w"));
+        fs::create_dir_all(&p).unwrap();
+        fs::create_dir_all(&w).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(p.join("pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (pp, ww) = (p.clone(), w.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(copy(&pp, &ww, "pipe"));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("copying a FIFO blocked");
+        assert!(got.unwrap_err().contains("not a regular file"));
+        fs::write(p.join("tool"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(p.join("tool"), fs::Permissions::from_mode(0o6755)).unwrap();
+        copy(&p, &w, "tool").unwrap();
+        let mode = fs::metadata(w.join("tool")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o755);
     }
 }

@@ -31,11 +31,13 @@ pub(crate) mod approval;
 mod behind;
 mod copy;
 mod run;
+mod scripts;
 mod show;
 mod source;
 
 pub(crate) use approval::Approval;
 pub(crate) use behind::behind;
+pub(crate) use scripts::Named;
 pub(crate) use show::{Report, approve, show};
 
 /// What a step does.
@@ -74,6 +76,15 @@ pub(crate) struct Plan {
     pub project: PathBuf,
     pub steps: Vec<Step>,
     pub timeout_secs: u64,
+    /// The project's files the commands name, as the base tracks them
+    /// ([`scripts`]); empty when no command names one.
+    pub files: Vec<Named>,
+    /// The ref those files were read at (`None` without files).
+    pub base: Option<String>,
+    /// `base` was asked for, not the project's default base: the
+    /// approving command must name it.
+    #[serde(skip)]
+    pub base_given: bool,
 }
 
 impl Plan {
@@ -108,7 +119,44 @@ impl Plan {
             project: project.to_path_buf(),
             steps: copies,
             timeout_secs: cfg.control.setup_timeout_secs,
+            files: Vec::new(),
+            base: None,
+            base_given: false,
         })
+    }
+
+    /// The set-up of the project at `project` for a worktree checked out
+    /// at `base` (the project's default base when `None`): with the
+    /// project's files its commands name, read at that base.
+    pub(crate) fn load_at(cfg: &Config, project: &Path, base: Option<&str>) -> Result<Plan> {
+        let mut plan = Plan::load(cfg, project)?;
+        let mut paths: Vec<String> = Vec::new();
+        for s in plan.steps.iter().filter(|s| s.kind == Kind::Run) {
+            for p in scripts::named_paths(&s.value) {
+                if !paths.contains(&p) {
+                    paths.push(p);
+                }
+            }
+        }
+        if paths.is_empty() {
+            return Ok(plan);
+        }
+        let default = crate::git::default_base(project, &cfg.brief.default_branch)?.ok();
+        let base = match (base, &default) {
+            (Some(b), _) => b.to_string(),
+            (None, Some(d)) => d.clone(),
+            (None, None) => {
+                return Err(Error::refused(format!(
+                    "the set-up of {} names files of the project and it has no default branch \
+                     to read them at: give --base <ref>",
+                    project.display()
+                )));
+            }
+        };
+        plan.files = scripts::read_at(project, &base, &paths)?;
+        plan.base_given = default.as_deref() != Some(base.as_str());
+        plan.base = Some(base);
+        Ok(plan)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -117,13 +165,20 @@ impl Plan {
 
     /// SHA-256 over the steps' kinds and values, in order (not their
     /// sources: moving a command from the config to the project's file
-    /// changes nothing that runs), hex.
+    /// changes nothing that runs), then the files the commands name with
+    /// their object ids at the base (not the base itself: a new commit
+    /// that leaves them alone changes nothing), hex.
     pub(crate) fn hash(&self) -> String {
         let mut h = Sha256::new();
         for s in &self.steps {
             h.update(format!("{} {}\n", s.kind.as_str(), s.value.len()));
             h.update(s.value.as_bytes());
             h.update(b"\n");
+        }
+        for f in &self.files {
+            h.update(format!("file {}\n", f.path.len()));
+            h.update(f.path.as_bytes());
+            h.update(format!("\n{}\n", f.object.as_deref().unwrap_or("-")));
         }
         h.finalize().iter().fold(String::new(), |mut s, b| {
             use std::fmt::Write;
@@ -134,24 +189,44 @@ impl Plan {
 
     /// The command that approves this set-up, as the captain types it.
     pub(crate) fn approve_command(&self) -> String {
-        format!("fm setup approve {}", crate::shq::quote_path(&self.project))
+        match &self.base {
+            Some(b) if self.base_given => format!(
+                "fm setup approve --base {} {}",
+                crate::shq::quote(b),
+                crate::shq::quote_path(&self.project)
+            ),
+            _ => format!("fm setup approve {}", crate::shq::quote_path(&self.project)),
+        }
+    }
+
+    /// The command that shows this set-up.
+    pub(crate) fn show_command(&self) -> String {
+        match &self.base {
+            Some(b) if self.base_given => format!(
+                "fm setup show --base {} {}",
+                crate::shq::quote(b),
+                crate::shq::quote_path(&self.project)
+            ),
+            _ => format!("fm setup show {}", crate::shq::quote_path(&self.project)),
+        }
     }
 }
 
-/// Before a worktree is created: the project's set-up, refused unless the
-/// captain approved exactly this content. An empty set-up needs nothing.
-pub(crate) fn approved_plan(home: &Home, cfg: &Config, project: &Path) -> Result<Plan> {
-    let plan = Plan::load(cfg, project)?;
+/// Before a worktree is created at `base`: the project's set-up, refused
+/// unless the captain approved exactly this content (with the files its
+/// commands name as `base` holds them). An empty set-up needs nothing.
+pub(crate) fn approved_plan(home: &Home, cfg: &Config, project: &Path, base: &str) -> Result<Plan> {
+    let plan = Plan::load_at(cfg, project, Some(base))?;
     if plan.is_empty() {
         return Ok(plan);
     }
     match approval::state(home, &plan)? {
         Approval::Approved => Ok(plan),
         other => Err(Error::refused(format!(
-            "the set-up of {} is {}: nothing created; see it with `fm setup show {}`, then approve it with `{}`",
+            "the set-up of {} is {}: nothing created; see it with `{}`, then approve it with `{}`",
             plan.project.display(),
             other.as_str(),
-            crate::shq::quote_path(&plan.project),
+            plan.show_command(),
             plan.approve_command()
         ))),
     }
@@ -309,6 +384,54 @@ mod tests {
         .unwrap();
         assert_ne!(split.hash(), p.hash());
         assert_eq!(p.hash().len(), 64);
+    }
+
+    #[test]
+    fn a_named_script_is_read_at_the_base_and_another_base_is_named_to_approve() {
+        use crate::git::fixture::git;
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().join("app");
+        std::fs::create_dir_all(top.join("scripts")).unwrap();
+        git(&top, &["init", "-q", "-b", "main"]);
+        let commit = |text: &str| {
+            std::fs::write(top.join("scripts/s.sh"), text).unwrap();
+            git(&top, &["add", "scripts/s.sh"]);
+            git(
+                &top,
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@x",
+                    "commit",
+                    "-q",
+                    "-m",
+                    text,
+                ],
+            );
+        };
+        commit("one");
+        let c = cfg("[projects.app]\nsetup = [\"./scripts/s.sh --fast\"]\n");
+        let one = Plan::load_at(&c, &top, None).unwrap();
+        assert_eq!(one.base.as_deref(), Some("main"));
+        assert_eq!(one.files.len(), 1);
+        assert_ne!(one.hash(), Plan::load(&c, &top).unwrap().hash());
+        assert_eq!(
+            one.approve_command(),
+            format!("fm setup approve {}", crate::shq::quote_path(&top))
+        );
+        git(&top, &["branch", "old"]);
+        commit("two");
+        let two = Plan::load_at(&c, &top, Some("main")).unwrap();
+        assert_ne!(two.hash(), one.hash());
+        let old = Plan::load_at(&c, &top, Some("old")).unwrap();
+        assert_eq!(old.hash(), one.hash());
+        assert!(
+            old.approve_command()
+                .starts_with("fm setup approve --base 'old' "),
+            "{}",
+            old.approve_command()
+        );
     }
 
     #[test]

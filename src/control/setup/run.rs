@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
@@ -28,6 +28,10 @@ pub(super) const KEEP: usize = 1 << 20;
 
 /// How long output is still read after the command's group is gone.
 const DRAIN: Duration = Duration::from_millis(500);
+
+/// The longest bound a command is given (a larger `setup_timeout_secs`
+/// is this much: ten years).
+const MAX_LIMIT: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// How often a running command is looked at.
 const POLL: Duration = Duration::from_millis(20);
@@ -169,12 +173,18 @@ fn spawn_and_wait(
         Ok(c) => c,
         Err(e) => return End::NotStarted(e),
     };
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(read_tail(reader, KEEP));
-    });
+    // What was read is shared as it comes: a process that escaped the
+    // group (`setsid`) may hold the pipe open long after the command
+    // ended, and what was read before must still be logged.
+    let tail = Arc::new(Shared::default());
+    let reading = Arc::clone(&tail);
+    std::thread::spawn(move || read_tail(reader, KEEP, &reading));
     let pid = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
-    let deadline = Instant::now() + limit;
+    let now = Instant::now();
+    // Never past what an Instant holds, however large the bound.
+    let deadline = now
+        .checked_add(limit.min(MAX_LIMIT))
+        .unwrap_or(now + Duration::from_secs(3600));
     let mut timed_out = false;
     // Looked at without reaping: until it is reaped, the pid (and so the
     // group's id) cannot be reused, and the kill below reaches only this
@@ -195,7 +205,13 @@ fn spawn_and_wait(
         let _ = rustix::process::kill_process_group(pid, Signal::KILL);
     }
     let status = child.wait();
-    let (tail, dropped) = rx.recv_timeout(DRAIN).unwrap_or_default();
+    let (tail, dropped, open) = tail.take_after(DRAIN);
+    if open {
+        log.note(
+            "(its output was still held open by a process that left its group: \
+             what was read by then is logged)",
+        );
+    }
     if dropped > 0 {
         log.note(&format!(
             "(the first {dropped} bytes of its output were dropped)"
@@ -221,33 +237,75 @@ fn spawn_and_wait(
     }
 }
 
-/// Everything `pipe` yields until end of file, keeping the last `keep`
-/// bytes; with the count of those dropped.
-fn read_tail(mut pipe: impl Read, keep: usize) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let mut dropped = 0u64;
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&chunk[..n]);
-                if kept.len() > 2 * keep {
-                    let cut = kept.len() - keep;
-                    kept.drain(..cut);
-                    dropped += cut as u64;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+/// The output read so far, shared by the reading thread.
+#[derive(Default)]
+struct Shared {
+    tail: Mutex<Tail>,
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct Tail {
+    kept: Vec<u8>,
+    dropped: u64,
+    /// End of file was read.
+    done: bool,
+}
+
+impl Tail {
+    /// Keeps at most `keep` bytes, counting those dropped.
+    fn trim(&mut self, keep: usize) {
+        if self.kept.len() > keep {
+            let cut = self.kept.len() - keep;
+            self.kept.drain(..cut);
+            self.dropped += cut as u64;
         }
     }
-    if kept.len() > keep {
-        let cut = kept.len() - keep;
-        kept.drain(..cut);
-        dropped += cut as u64;
+}
+
+impl Shared {
+    /// What was read once end of file came, or `wait` passed: the last
+    /// [`KEEP`] bytes, the count dropped, and whether the pipe was still
+    /// open.
+    fn take_after(&self, wait: Duration) -> (Vec<u8>, u64, bool) {
+        let guard = self
+            .tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (mut t, _) = self
+            .ended
+            .wait_timeout_while(guard, wait, |t| !t.done)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.trim(KEEP);
+        let open = !t.done;
+        (std::mem::take(&mut t.kept), t.dropped, open)
     }
-    (kept, dropped)
+}
+
+/// Reads `pipe` until end of file into `shared`, keeping (about) the
+/// last `keep` bytes.
+fn read_tail(mut pipe: impl Read, keep: usize, shared: &Shared) {
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match pipe.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => 0,
+        };
+        let mut t = shared
+            .tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if n == 0 {
+            t.done = true;
+            shared.ended.notify_all();
+            return;
+        }
+        t.kept.extend_from_slice(&chunk[..n]);
+        if t.kept.len() > 2 * keep {
+            t.trim(keep);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -298,6 +356,25 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(
             !log.lines().any(|l| l == "never") && log.contains("timed out after 1."),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn a_huge_bound_is_no_overflow() {
+        let (end, log) = run("echo fine", u64::MAX);
+        assert!(matches!(end, End::Exited(0)), "{end:?}");
+        assert!(log.contains("\nfine\n# exit 0 after"), "{log}");
+    }
+
+    #[test]
+    fn output_read_before_an_escaped_process_holds_the_pipe_is_logged() {
+        let t = Instant::now();
+        let (end, log) = run("echo before; setsid sleep 4 & echo after", 30);
+        assert!(matches!(end, End::Exited(0)), "{end:?}");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert!(
+            log.contains("before\nafter\n") && log.contains("still held open"),
             "{log}"
         );
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Approval, Plan, Step, approval, source};
+use super::{Approval, Named, Plan, Step, approval, source};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::home::Home;
@@ -59,6 +59,13 @@ pub(crate) struct Report {
     pub project: PathBuf,
     pub steps: Vec<Step>,
     pub timeout_secs: u64,
+    /// The project's files the commands name, at `base` (part of the
+    /// hash).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<Named>,
+    /// The ref `files` were read at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
     /// Empty for a project without set-up.
     pub hash: String,
     /// `None` for a project without set-up (nothing to approve).
@@ -87,6 +94,8 @@ impl Report {
             project: plan.project,
             steps: plan.steps,
             timeout_secs: plan.timeout_secs,
+            files: plan.files,
+            base: plan.base,
         })
     }
 
@@ -108,6 +117,13 @@ impl Report {
                 s.source
             ));
         }
+        for f in &self.files {
+            let at = self.base.as_deref().unwrap_or("?");
+            out.push(match &f.object {
+                Some(o) => format!("  file {} at {at}: {}", f.path, &o[..o.len().min(12)]),
+                None => format!("  file {} at {at}: not tracked", f.path),
+            });
+        }
         out.push(format!(
             "  within {}s, hash {}",
             self.timeout_secs,
@@ -123,26 +139,63 @@ impl Report {
     }
 }
 
-/// The set-up of the project `arg` names, and whether it is approved.
-pub(crate) fn show(home: &Home, cfg: &Config, arg: &Path) -> Result<Report> {
+/// The set-up of the project `arg` names for a worktree at `base` (the
+/// default base when `None`), and whether it is approved.
+pub(crate) fn show(home: &Home, cfg: &Config, arg: &Path, base: Option<&str>) -> Result<Report> {
     let top = project_top(cfg, arg)?;
-    Report::of(home, Plan::load(cfg, &top)?)
+    Report::of(home, Plan::load_at(cfg, &top, base)?)
 }
 
-/// Approves the set-up of the project `arg` names, as it is now; the
-/// report says what was approved. Nothing to approve is no error.
+/// Fewest hex digits `--hash` takes.
+pub(crate) const MIN_HASH: usize = 12;
+
+/// Approves the set-up of the project `arg` names, as it is now; with
+/// `hash`, only when its hash starts with it (what `fm setup show`
+/// printed). The report says what was approved. Nothing to approve is no
+/// error, unless a hash was given.
 pub(crate) fn approve(
     home: &Home,
     cfg: &Config,
     actor: crate::grant::Actor,
     arg: &Path,
+    base: Option<&str>,
+    hash: Option<&str>,
 ) -> Result<Report> {
     // Refused before anything is read.
     approval::captain_only(actor)?;
+    let want = hash.map(check_hash).transpose()?;
     let top = project_top(cfg, arg)?;
-    let plan = Plan::load(cfg, &top)?;
+    let plan = Plan::load_at(cfg, &top, base)?;
+    if let Some(want) = &want {
+        let now = plan.hash();
+        if plan.is_empty() || !now.starts_with(want.as_str()) {
+            return Err(Error::refused(format!(
+                "the set-up of {} is not the one shown (hash {want}): it is now {}; see it \
+                 again with `{}`; nothing was approved",
+                top.display(),
+                if plan.is_empty() {
+                    "empty".to_string()
+                } else {
+                    format!("hash {}", &now[..MIN_HASH])
+                },
+                plan.show_command()
+            )));
+        }
+    }
     if !plan.is_empty() {
         approval::approve(home, actor, &plan)?;
     }
     Report::of(home, plan)
+}
+
+/// `--hash`, lower-case: at least [`MIN_HASH`] hex digits.
+fn check_hash(h: &str) -> Result<String> {
+    let h = h.trim().to_ascii_lowercase();
+    if h.len() < MIN_HASH || h.len() > 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::usage(format!(
+            "--hash {}: give at least {MIN_HASH} hex digits of the hash `fm setup show` printed",
+            crate::error::quoted(&h)
+        )));
+    }
+    Ok(h)
 }
