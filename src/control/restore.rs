@@ -412,6 +412,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stop_the_captain_chose_reads_back_and_is_still_heard_by_the_watcher() {
+        use crate::inbox::ladder_files::{
+            DeadSeen, agent_stopped, read_agent_dead, write_agent_dead, write_agent_stopped,
+        };
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        fsx::ensure_dir(&home.state_dir()).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        let seen = DeadSeen {
+            pane: "%3".into(),
+            spawned_at: Some(1_700_000_000),
+        };
+        assert_eq!(agent_stopped(&home, &id).unwrap(), None);
+        write_agent_stopped(&home, &id, 5, &seen).unwrap();
+        assert_eq!(agent_stopped(&home, &id).unwrap(), Some(seen.clone()));
+        // The watcher compares pane and spawn only: no second wake.
+        assert_eq!(read_agent_dead(&home, &id).unwrap(), Some(seen.clone()));
+        // The watcher's own record is a death, not a stop.
+        write_agent_dead(&home, &id, 6, &seen).unwrap();
+        assert_eq!(agent_stopped(&home, &id).unwrap(), None);
+    }
+
+    #[test]
     fn every_line_reads_back() {
         let lines = [
             RestoreLine::Restored {

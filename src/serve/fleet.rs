@@ -205,3 +205,19 @@ fn snapshot(home: &Home, mut rows: Vec<Row>, far: &[Merged], version: u64) -> Sn
         warning,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_a_page_showed_read_back() {
+        let mut hosts = std::collections::BTreeMap::new();
+        hosts.insert("far".to_string(), 3);
+        hosts.insert("box:2".to_string(), 17);
+        let shown = Shown { upto: 9, hosts };
+        assert_eq!(shown.hosts_field(), "box:2:17 far:3");
+        assert_eq!(Shown::parse_hosts(&shown.hosts_field()), shown.hosts);
+        assert!(Shown::parse_hosts("far:x nohost :").is_empty());
+    }
+}
