@@ -24,6 +24,7 @@
 use super::*;
 use crate::status::Verb;
 use crate::tmux::deliver::Outcome;
+use crate::tmux::owner::Lost;
 
 /// The progress note a restore that starts the agent afresh appends.
 pub(super) const FRESH_NOTE: &str = "Restored after its tmux server stopped, with no conversation to resume: the work so far is in this worktree (`git log`, `git status`) and in the status log. Carry on from there; do not start over.";
@@ -158,7 +159,7 @@ impl Ctl<'_> {
         let mark = owner::mark(self.id, &spawn_id);
         let (pane, server) = self.open_window(&tmux, &plan.worktree, launch, &mark)?;
         let now = clock::now();
-        meta::update(self.home, self.id, |m| {
+        let recorded = meta::update(self.home, self.id, |m| {
             let gen_ = TaskMeta::from_raw(m.clone()).spawn_gen;
             m.set("spawn_gen", &gen_.saturating_add(1).to_string());
             m.set("harness", &plan.harness);
@@ -171,8 +172,14 @@ impl Ctl<'_> {
                 Some(s) => m.set(session::KEY, s),
                 None => m.remove(session::KEY),
             }
-        })?;
-        self.reset_busy()?;
+        })
+        .and_then(|_| self.reset_busy());
+        if let Err(e) = recorded {
+            // An agent meta may not record is nobody's: the next restore
+            // would start a second one in the same worktree.
+            kill_ours(&tmux, &pane, &mark, &server);
+            return Err(e);
+        }
         self.restart_ladder();
         self.record(Event::ControlRestored {
             pane: pane.clone(),
@@ -217,16 +224,8 @@ impl Ctl<'_> {
 
     /// What a restore of this task would start, or why it is skipped.
     fn restore_plan(&self, meta: &TaskMeta) -> Result<std::result::Result<Plan, String>> {
-        match self.agent(meta)? {
-            Agent::NoPane => return Ok(Err("never spawned (no pane in meta)".into())),
-            Agent::Alive(info) => return Ok(Err(format!("alive in pane {}", info.id))),
-            Agent::Exited(info) => {
-                return Ok(Err(format!(
-                    "its pane {} is there, the agent exited in it: fm-control {} relaunch",
-                    info.id, self.id
-                )));
-            }
-            Agent::Gone => {}
+        if let Err(why) = self.gone_for_restore(meta)? {
+            return Ok(Err(why));
         }
         let Some(worktree) = meta.worktree.clone() else {
             return Ok(Err("no worktree in meta".into()));
@@ -267,6 +266,69 @@ impl Ctl<'_> {
             session,
             worktree: worktree.display().to_string(),
         }))
+    }
+
+    /// `Ok(Ok(()))` when the task's agent is proven gone, so a restore
+    /// may start one; else why not. Stricter than the pane-proof rule:
+    /// a pane of this task's under another spawn, or an unmarked pane on a
+    /// server meta does not name, is not proof of a death; an agent the
+    /// captain stopped stays stopped; and any live pane on the server
+    /// carrying this task's mark is an agent meta does not record.
+    fn gone_for_restore(&self, meta: &TaskMeta) -> Result<std::result::Result<(), String>> {
+        let Some(pane) = meta.pane.as_deref() else {
+            return Ok(Err("never spawned (no pane in meta)".into()));
+        };
+        let tmux = self.tmux(meta);
+        let info = match tmux.info(pane) {
+            Ok(info) => info,
+            Err(Error::External { msg, .. }) if msg.contains("not installed") => None,
+            Err(e) => return Err(e),
+        };
+        let claim = Claim::of(self.id, meta);
+        match claim.as_ref().map(|c| c.check(info.as_ref(), None)) {
+            Some(Ok(())) | None => {
+                if let Some(info) = &info {
+                    let profile = self.meta_profile(meta);
+                    if harness::is_alive(profile.as_ref(), info.dead, &info.command) {
+                        return Ok(Err(format!("alive in pane {}", info.id)));
+                    }
+                    return Ok(Err(format!(
+                        "its pane {} is there, the agent exited in it: fm-control {} relaunch",
+                        info.id, self.id
+                    )));
+                }
+            }
+            Some(Err(lost @ (Lost::OtherSpawn | Lost::Unmarked))) => {
+                return Ok(Err(format!(
+                    "not proven gone: pane {pane} is there and {} (fm-control {} relaunch replaces it)",
+                    lost.reason().unwrap_or_default(),
+                    self.id
+                )));
+            }
+            Some(Err(_)) => {}
+        }
+        let stopped = crate::inbox::ladder_files::agent_stopped(self.home, self.id)?;
+        if stopped.is_some_and(|s| s.pane == pane && s.spawned_at == meta.spawned_at) {
+            return Ok(Err(format!(
+                "the captain stopped its agent (fm-control {0} exit): fm-control {0} relaunch starts it again",
+                self.id
+            )));
+        }
+        let list = match tmux.list() {
+            Ok(list) => list,
+            Err(Error::External { msg, .. }) if msg.contains("not installed") => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        if let Some(other) = list
+            .iter()
+            .find(|p| !p.dead && owner::marks_task(&p.mark, self.id))
+        {
+            return Ok(Err(format!(
+                "pane {0} on its server carries its mark, an agent meta does not record (meta names {pane}): tmux kill-pane -t {0}, then restore",
+                other.id
+            )));
+        }
+        Ok(Ok(()))
     }
 
     /// The task's last status says `done`.
@@ -319,6 +381,17 @@ impl Ctl<'_> {
     }
 }
 
+/// Kills the pane a restore just opened, when it is still ours: marked
+/// `mark` on the server `server` (never a pane the id names elsewhere).
+fn kill_ours(tmux: &Tmux, pane: &str, mark: &str, server: &str) {
+    if let Ok(Some(info)) = tmux.info(pane)
+        && info.mark == mark
+        && (server.is_empty() || info.server == server)
+    {
+        let _ = tmux.run(&["kill-pane", "-t", pane]);
+    }
+}
+
 /// A ring's outcome as docs/spec/ring.md#outcomes names it.
 fn outcome_word(o: Outcome) -> &'static str {
     match o {
@@ -337,6 +410,29 @@ fn outcome_word(o: Outcome) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_the_captain_chose_reads_back_and_is_still_heard_by_the_watcher() {
+        use crate::inbox::ladder_files::{
+            DeadSeen, agent_stopped, read_agent_dead, write_agent_dead, write_agent_stopped,
+        };
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        fsx::ensure_dir(&home.state_dir()).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        let seen = DeadSeen {
+            pane: "%3".into(),
+            spawned_at: Some(1_700_000_000),
+        };
+        assert_eq!(agent_stopped(&home, &id).unwrap(), None);
+        write_agent_stopped(&home, &id, 5, &seen).unwrap();
+        assert_eq!(agent_stopped(&home, &id).unwrap(), Some(seen.clone()));
+        // The watcher compares pane and spawn only: no second wake.
+        assert_eq!(read_agent_dead(&home, &id).unwrap(), Some(seen.clone()));
+        // The watcher's own record is a death, not a stop.
+        write_agent_dead(&home, &id, 6, &seen).unwrap();
+        assert_eq!(agent_stopped(&home, &id).unwrap(), None);
+    }
 
     #[test]
     fn every_line_reads_back() {

@@ -114,10 +114,12 @@ pub fn learn(
 }
 
 /// Whether a hook run in `pane` under the server `tmux` is the agent
-/// meta names. Outside tmux (no `TMUX_PANE`) nothing contradicts it.
+/// meta names. A hook with no `TMUX_PANE` ran outside tmux (both agents'
+/// hooks inherit it from the pane): not the agent. A `TMUX` without a
+/// server pid proves nothing when meta records the server.
 fn is_the_agent(meta: &TaskMeta, pane: Option<&str>, tmux: Option<&str>) -> bool {
     let Some(pane) = pane.filter(|p| !p.is_empty()) else {
-        return true;
+        return false;
     };
     if meta.pane.as_deref() != Some(pane) {
         return false;
@@ -131,6 +133,7 @@ fn is_the_agent(meta: &TaskMeta, pane: Option<&str>, tmux: Option<&str>) -> bool
         .and_then(|s| s.split('-').next());
     match (pid, recorded) {
         (Some(pid), Some(recorded)) => pid == recorded,
+        (None, Some(_)) => false,
         _ => true,
     }
 }
@@ -206,6 +209,20 @@ mod tests {
             learn(Some("%3"), Some("/tmp/tmux-0/fm,999,0")),
             Learned::Ignored("not the agent meta names")
         );
+        // Outside tmux, or a `TMUX` that names no server: not proven.
+        for (pane, tmux) in [
+            (None, server),
+            (Some(""), server),
+            (None, None),
+            (Some("%3"), None),
+            (Some("%3"), Some("/tmp/tmux-0/fm,,0")),
+        ] {
+            assert_eq!(
+                learn(pane, tmux),
+                Learned::Ignored("not the agent meta names"),
+                "{pane:?} {tmux:?}"
+            );
+        }
         assert_eq!(learn(Some("%3"), server), Learned::Recorded(ID.into()));
         assert_eq!(learn(Some("%3"), server), Learned::Unchanged);
         let meta = TaskMeta::load(&home, &id).unwrap().unwrap();
@@ -217,7 +234,7 @@ mod tests {
     }
 
     fn learn_raw(home: &Home, id: &TaskId, input: &[u8]) -> Learned {
-        learn(home, id, input, Some("%3"), None).unwrap()
+        learn(home, id, input, Some("%3"), Some("/tmp/tmux-0/fm,4242,0")).unwrap()
     }
 
     #[test]

@@ -258,14 +258,16 @@ impl Ctl<'_> {
         if !stopped {
             return Ok(format!("already-stopped {}", self.id));
         }
-        // Stopped on purpose: no death for the watcher to report.
+        // Stopped on purpose: no death for the watcher to report, nor
+        // for `fm restore` to undo.
         if let Some(pane) = meta.pane.as_deref() {
             let agent = crate::inbox::ladder_files::DeadSeen {
                 pane: pane.to_string(),
                 spawned_at: meta.spawned_at,
             };
             let now = crate::clock::now();
-            let _ = crate::inbox::ladder_files::write_agent_dead(self.home, self.id, now, &agent);
+            let _ =
+                crate::inbox::ladder_files::write_agent_stopped(self.home, self.id, now, &agent);
         }
         self.record(Event::ControlStopped);
         Ok(format!("stopped {}", self.id))

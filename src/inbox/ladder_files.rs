@@ -276,6 +276,33 @@ pub(crate) fn write_agent_dead(home: &Home, id: &TaskId, now: u64, seen: &DeadSe
     fsx::atomic_write(&agent_dead_path(home, id), line.as_bytes())
 }
 
+/// Records that the captain stopped this agent (`fm-control exit`): the
+/// `.agent-dead` line with a fourth field `stopped`, so the watcher
+/// hears no death and `fm restore` does not bring the agent back.
+pub(crate) fn write_agent_stopped(
+    home: &Home,
+    id: &TaskId,
+    now: u64,
+    seen: &DeadSeen,
+) -> Result<()> {
+    let spawned = seen.spawned_at.map_or("-".to_string(), |s| s.to_string());
+    let line = format!("{now}\t{}\t{spawned}\tstopped\n", seen.pane);
+    fsx::atomic_write(&agent_dead_path(home, id), line.as_bytes())
+}
+
+/// The agent the captain stopped, when `.agent-dead` says so.
+pub(crate) fn agent_stopped(home: &Home, id: &TaskId) -> Result<Option<DeadSeen>> {
+    let Some(bytes) = fsx::read_optional(&agent_dead_path(home, id))? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let first = text.lines().next().unwrap_or("");
+    if first.split('\t').nth(3).map(str::trim) != Some("stopped") {
+        return Ok(None);
+    }
+    read_agent_dead(home, id)
+}
+
 /// The agent is alive: a later death is another episode. Reports whether
 /// there was a mark to remove.
 pub(crate) fn clear_agent_dead(home: &Home, id: &TaskId) -> Result<bool> {

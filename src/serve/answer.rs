@@ -11,16 +11,21 @@
 //!   retry of the same submission gets the report kept by the first
 //!   (nothing is written twice, here or on a host).
 //! - Each answer given here is recorded in
-//!   `state/.serve-answers/<task>.<key>`: the line identity, the form's
+//!   `state/.serve-answers/<task>/key-<key>`: the line identity, the form's
 //!   one-time `once` nonce and the answer. The same nonce and answer again
 //!   is the retry above (`answered`); anything else for that line is
 //!   `already-answered` with the answer recorded, and nothing is sent.
 //! - A decision that is no longer open and was not answered here was
 //!   resolved by someone else (`fm top`, `fm-send --key`):
 //!   `resolved-meanwhile`, nothing sent.
-//! - A per-task lock file (`state/.serve-answers/<task>.lock`) is held
-//!   across the check and the send, so two submissions at once (two
-//!   requests, or two `fm serve` processes) record one answer.
+//! - A per-task lock file (`state/.serve-answers/<task>/.lock`, a name
+//!   no record takes) is held across the check and the send, so two
+//!   submissions at once (two requests, or two `fm serve` processes)
+//!   record one answer.
+//!
+//! A directory per task, records under a prefix: both a task id and a
+//! key may hold `.`, so `<task>.<key>` names would let task `a` key `b.c`
+//! and task `a.b` key `c` share one record, and key `lock` be the lock.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -95,8 +100,14 @@ pub fn line_identity(id: &str, key: &str, at: Option<u64>, text: &str) -> String
     super::auth::hex(&h[..16])
 }
 
-fn dir(home: &Home) -> PathBuf {
-    home.state_dir().join(".serve-answers")
+/// Task `id`'s directory of answers.
+fn dir(home: &Home, id: &TaskId) -> PathBuf {
+    home.state_dir().join(".serve-answers").join(id.as_str())
+}
+
+/// The record of decision `key` in `dir`.
+fn record_path(dir: &std::path::Path, key: &str) -> PathBuf {
+    dir.join(format!("key-{key}"))
 }
 
 fn token_ok(s: &str) -> bool {
@@ -133,7 +144,7 @@ pub fn recorded(home: &Home, id: &TaskId, key: &str) -> Option<String> {
     if !status::valid_key(key) {
         return None;
     }
-    let bytes = fsx::read_optional(&dir(home).join(format!("{id}.{key}"))).ok()??;
+    let bytes = fsx::read_optional(&record_path(&dir(home, id), key)).ok()??;
     Record::parse(&bytes).map(|r| r.answer)
 }
 
@@ -167,10 +178,10 @@ fn answer_locked(
     s: &Submission,
     answer: &str,
 ) -> crate::error::Result<Outcome> {
-    let d = dir(home);
+    let d = dir(home, tid);
     fsx::ensure_dir(&d)?;
-    let _lock = fsx::lock(&d.join(format!("{tid}.lock")), LOCK_WAIT)?;
-    let rec_path = d.join(format!("{tid}.{}", s.key));
+    let _lock = fsx::lock(&d.join(".lock"), LOCK_WAIT)?;
+    let rec_path = record_path(&d, s.key);
     let record = fsx::read_optional(&rec_path)?.and_then(|b| Record::parse(&b));
     let (rows, _) = crate::route::fleet::rows(home, cfg, std::slice::from_ref(tid), clock::now());
     let open = rows
@@ -249,4 +260,27 @@ fn send(
         Some(u) => Err(u.why.clone()),
         None => Ok(rep.record_line()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_of_different_decisions_never_share_a_file() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let t = |s: &str| TaskId::parse(s).unwrap();
+        let path = |id: &str, key: &str| record_path(&dir(&home, &t(id)), key);
+        assert_ne!(path("a", "b.c"), path("a.b", "c"));
+        let lock = dir(&home, &t("a")).join(".lock");
+        for key in ["lock", ".lock", "..", "."] {
+            assert_ne!(path("a", key), lock, "{key}");
+            assert_eq!(
+                path("a", key).parent(),
+                Some(dir(&home, &t("a")).as_path()),
+                "{key}"
+            );
+        }
+    }
 }

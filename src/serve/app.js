@@ -19,6 +19,13 @@
     try { d = JSON.parse(e.data); } catch (_) { return; }
     swap("rows", d.rows);
     swap("wakes", d.wakes);
+    // "Mark wakes seen" marks what the feed shows now, no more.
+    var w = document.getElementById("wakes");
+    var f = document.getElementById("wakes-seen");
+    if (w && f && f.elements.upto && f.elements.hosts) {
+      f.elements.upto.value = w.dataset.upto || "0";
+      f.elements.hosts.value = w.dataset.hosts || "";
+    }
     var u = document.getElementById("unseen");
     if (u) u.textContent = d.unseen + " new";
     document.body.dataset.version = String(d.version);

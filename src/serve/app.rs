@@ -40,7 +40,9 @@ pub struct Shared {
     pub cfg: Config,
     pub keys: Keys,
     pub origins: Origins,
-    pub tls: bool,
+    /// The session cookie is `Secure`: under TLS, or behind an https
+    /// public URL (the browser sees https though this server speaks http).
+    pub secure_cookie: bool,
     pub fleet: Fleet,
     pub streams: AtomicUsize,
     pub max_streams: usize,
@@ -123,23 +125,39 @@ fn split_token(query: &str) -> (Option<&str>, String) {
     (token, rest.join("&"))
 }
 
-async fn guard(State(s): State<St>, mut req: Request, next: Next) -> Response {
+/// The guard's refusals end their connection: a client without the
+/// token holds no place with kept-alive connections (listen.rs).
+async fn guard(State(s): State<St>, req: Request, next: Next) -> Response {
+    match admit(s, req).await {
+        Ok(req) => next.run(req).await,
+        Err(mut r) => {
+            if matches!(r.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            r
+        }
+    }
+}
+
+/// The request, once the guard lets it through; else the answer.
+async fn admit(s: St, mut req: Request) -> Result<Request, Response> {
     let host = header_str(req.headers(), header::HOST)
         .unwrap_or("")
         .to_string();
     if !s.origins.host_ok(&host) {
-        return refused(
+        return Err(refused(
             StatusCode::FORBIDDEN,
             &format!("this server does not answer as {host:?}"),
-        );
+        ));
     }
     let (token, rest) = split_token(req.uri().query().unwrap_or(""));
     if let Some(t) = token {
         if !s.keys.token_ok(t) || req.method() != Method::GET {
-            return html(StatusCode::UNAUTHORIZED, pages::unauthorised());
+            return Err(html(StatusCode::UNAUTHORIZED, pages::unauthorised()));
         }
         let Ok(session) = s.keys.new_session() else {
-            return refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
+            return Err(refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness"));
         };
         let path = req.uri().path();
         let to = if rest.is_empty() {
@@ -151,19 +169,19 @@ async fn guard(State(s): State<St>, mut req: Request, next: Next) -> Response {
         let h = r.headers_mut();
         if let (Ok(loc), Ok(c)) = (
             HeaderValue::from_str(&to),
-            HeaderValue::from_str(&auth::set_cookie(&session, s.tls)),
+            HeaderValue::from_str(&auth::set_cookie(&session, s.secure_cookie)),
         ) {
             h.insert(header::LOCATION, loc);
             h.insert(header::SET_COOKIE, c);
         }
-        return r;
+        return Err(r);
     }
     let session = header_str(req.headers(), header::COOKIE)
         .and_then(|c| auth::cookie_value(c, auth::COOKIE))
         .filter(|c| s.keys.session_ok(c))
         .map(str::to_string);
     let Some(session) = session else {
-        return html(StatusCode::UNAUTHORIZED, pages::unauthorised());
+        return Err(html(StatusCode::UNAUTHORIZED, pages::unauthorised()));
     };
     match *req.method() {
         Method::GET | Method::HEAD => {}
@@ -174,28 +192,35 @@ async fn guard(State(s): State<St>, mut req: Request, next: Next) -> Response {
                 header_str(h, header::ORIGIN),
                 header_str(h, header::REFERER),
             ) {
-                return refused(StatusCode::FORBIDDEN, &why);
+                return Err(refused(StatusCode::FORBIDDEN, &why));
             }
         }
-        _ => return refused(StatusCode::METHOD_NOT_ALLOWED, "GET or POST only"),
+        _ => return Err(refused(StatusCode::METHOD_NOT_ALLOWED, "GET or POST only")),
     }
     req.extensions_mut().insert(Session(session));
     if req.method() == Method::POST {
         // The whole body within BODY_TIME and MAX_BODY, before any
         // handler: a client trickling a body holds no handler.
         let (parts, body) = req.into_parts();
-        let bytes = match tokio::time::timeout(BODY_TIME, axum::body::to_bytes(body, MAX_BODY))
-            .await
-        {
-            Ok(Ok(b)) => b,
-            Ok(Err(_)) => {
-                return refused(StatusCode::PAYLOAD_TOO_LARGE, "the request is too large");
-            }
-            Err(_) => return refused(StatusCode::REQUEST_TIMEOUT, "the request body was too slow"),
-        };
+        let bytes =
+            match tokio::time::timeout(BODY_TIME, axum::body::to_bytes(body, MAX_BODY)).await {
+                Ok(Ok(b)) => b,
+                Ok(Err(_)) => {
+                    return Err(refused(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "the request is too large",
+                    ));
+                }
+                Err(_) => {
+                    return Err(refused(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "the request body was too slow",
+                    ));
+                }
+            };
         req = Request::from_parts(parts, axum::body::Body::from(bytes));
     }
-    next.run(req).await
+    Ok(req)
 }
 
 async fn not_found() -> Response {
@@ -226,6 +251,7 @@ async fn fleet_page(State(s): State<St>, Extension(Session(c)): Extension<Sessio
         snap.unseen,
         snap.warning.as_deref(),
         &s.keys.csrf(&c),
+        &snap.shown,
     );
     html(StatusCode::OK, pages::page("fleet", snap.version, &body))
 }
@@ -418,6 +444,12 @@ async fn answer(
 struct SeenForm {
     #[serde(default)]
     csrf: String,
+    /// The local feed's end as the page showed it; none: nothing local.
+    #[serde(default)]
+    upto: u64,
+    /// `<host>:<seq>` pairs the page showed.
+    #[serde(default)]
+    hosts: String,
 }
 
 async fn wakes_seen(
@@ -429,7 +461,11 @@ async fn wakes_seen(
         return r;
     }
     let s2 = Arc::clone(&s);
-    let done = blocking(move || s2.fleet.mark_seen(&s2.home)).await;
+    let shown = super::fleet::Shown {
+        upto: f.upto,
+        hosts: super::fleet::Shown::parse_hosts(&f.hosts),
+    };
+    let done = blocking(move || s2.fleet.mark_seen(&s2.home, &shown)).await;
     s.fleet.kick();
     match done {
         Some(Ok(n)) => outcome_page("seen", &format!("{n} wakes marked seen"), "/"),

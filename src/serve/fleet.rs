@@ -43,6 +43,46 @@ pub struct Snapshot {
     pub rows_html: String,
     pub wakes_html: String,
     pub warning: Option<String>,
+    /// What the feed shows, for the "Mark wakes seen" form.
+    pub shown: Shown,
+}
+
+/// What a page's feed showed, as its "Mark wakes seen" form sends it
+/// back: the local log's end and each host's highest sequence number.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub upto: u64,
+    pub hosts: std::collections::BTreeMap<String, u64>,
+}
+
+impl Shown {
+    /// `<host>:<seq>` pairs, space-separated (a form field).
+    pub fn hosts_field(&self) -> String {
+        let pairs: Vec<String> = self.hosts.iter().map(|(h, s)| format!("{h}:{s}")).collect();
+        pairs.join(" ")
+    }
+
+    /// Reads [`Shown::hosts_field`] back; malformed pairs are left out.
+    pub fn parse_hosts(field: &str) -> std::collections::BTreeMap<String, u64> {
+        field
+            .split_whitespace()
+            .filter_map(|p| {
+                let (h, s) = p.rsplit_once(':')?;
+                Some((h.to_string(), s.parse().ok()?))
+            })
+            .collect()
+    }
+
+    fn of(end: u64, far: &[Merged]) -> Shown {
+        let mut hosts = std::collections::BTreeMap::new();
+        for m in far {
+            if let Some(h) = &m.host {
+                let s = hosts.entry(h.clone()).or_insert(0);
+                *s = m.wake.seq.max(*s);
+            }
+        }
+        Shown { upto: end, hosts }
+    }
 }
 
 /// The latest snapshot, and a way to ask for a fresh read.
@@ -111,18 +151,17 @@ impl Fleet {
         }
     }
 
-    /// Moves `fm top`'s seen cursors past the whole feed, local and the
-    /// hosts', as its `w` does; how many wakes the feed holds.
-    pub fn mark_seen(&self, home: &Home) -> crate::error::Result<usize> {
+    /// Moves `fm top`'s seen cursors past what a page showed (`shown`,
+    /// from its form), never past a wake that arrived after it rendered;
+    /// how many wakes became seen.
+    pub fn mark_seen(&self, home: &Home, shown: &Shown) -> crate::error::Result<usize> {
         let far = self
             .hosts
             .as_ref()
             .as_ref()
             .map(Feed::wakes)
             .unwrap_or_default();
-        let (lines, end) = seen::read(home, &far)?;
-        seen::mark(home, &far, end)?;
-        Ok(lines.len())
+        seen::mark_shown(home, &far, shown.upto, &shown.hosts)
     }
 
     /// Asks for a fresh read soon (after an action).
@@ -144,19 +183,41 @@ fn latest_of(w: &watch::Sender<Arc<Snapshot>>) -> Arc<Snapshot> {
 
 fn snapshot(home: &Home, mut rows: Vec<Row>, far: &[Merged], version: u64) -> Snapshot {
     sort_by_urgency(&mut rows);
-    let (mut feed, warning) = match seen::read(home, far) {
-        Ok((lines, _)) => (lines, None),
-        Err(e) => (Vec::new(), Some(format!("cannot read the wakes feed: {e}"))),
+    let (mut feed, end, warning) = match seen::read(home, far) {
+        Ok((lines, end)) => (lines, end, None),
+        Err(e) => (
+            Vec::new(),
+            0,
+            Some(format!("cannot read the wakes feed: {e}")),
+        ),
     };
+    let shown = Shown::of(end, far);
     let unseen = feed.iter().filter(|l| l.new).count();
     let skip = feed.len().saturating_sub(WAKES);
     let feed: Vec<FeedLine> = feed.drain(skip..).collect();
     Snapshot {
         version,
         rows_html: pages::rows(&rows).into_string(),
-        wakes_html: pages::wakes(&feed).into_string(),
+        wakes_html: pages::wakes(&feed, &shown).into_string(),
+        shown,
         rows,
         unseen,
         warning,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_a_page_showed_read_back() {
+        let mut hosts = std::collections::BTreeMap::new();
+        hosts.insert("far".to_string(), 3);
+        hosts.insert("box:2".to_string(), 17);
+        let shown = Shown { upto: 9, hosts };
+        assert_eq!(shown.hosts_field(), "box:2:17 far:3");
+        assert_eq!(Shown::parse_hosts(&shown.hosts_field()), shown.hosts);
+        assert!(Shown::parse_hosts("far:x nohost :").is_empty());
     }
 }

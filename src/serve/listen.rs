@@ -3,8 +3,11 @@
 //! with bounds a slow or hostile client cannot lift: a TLS handshake
 //! within [`HANDSHAKE`], request headers within [`HEADER_TIME`] and
 //! [`HEADER_BYTES`], at most [`MAX_CONNECTIONS`] connections at once
-//! (more wait in the kernel's backlog). The body bound is the router's
-//! ([`super::app::MAX_BODY`]).
+//! (more wait in the kernel's backlog), at most [`PER_IP`] of them from
+//! one address (a further one is closed at once). The guard's refusals
+//! close their connection (`Connection: close`), so a client without
+//! the token cannot hold places with kept-alive connections. The body
+//! bound is the router's ([`super::app::MAX_BODY`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +25,42 @@ pub const HANDSHAKE: Duration = Duration::from_secs(10);
 pub const HEADER_TIME: Duration = Duration::from_secs(10);
 pub const HEADER_BYTES: usize = 16 * 1024;
 pub const MAX_CONNECTIONS: usize = 128;
+/// Most connections open at once from one address.
+pub const PER_IP: usize = 16;
+
+/// Connections open per address; a [`IpSlot`] gives its place back.
+type PerIp = Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
+
+struct IpSlot(PerIp, std::net::IpAddr);
+
+impl IpSlot {
+    fn take(map: &PerIp, ip: std::net::IpAddr) -> Option<IpSlot> {
+        let mut m = map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = m.entry(ip).or_insert(0);
+        if *n >= PER_IP {
+            return None;
+        }
+        *n += 1;
+        Some(IpSlot(Arc::clone(map), ip))
+    }
+}
+
+impl Drop for IpSlot {
+    fn drop(&mut self) {
+        let mut m = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
 
 /// A rustls server config from PEM files: the certificate chain and its
 /// private key (PKCS#8, PKCS#1 or SEC1).
@@ -53,12 +92,17 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> 
 /// Serves `app` on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, app: axum::Router) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let per_ip = PerIp::default();
     loop {
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             return;
         };
-        let Ok((tcp, _)) = listener.accept().await else {
+        let Ok((tcp, peer)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        // One address past its share: closed at once (dropped).
+        let Some(ip_slot) = IpSlot::take(&per_ip, peer.ip()) else {
             continue;
         };
         let _ = tcp.set_nodelay(true);
@@ -66,6 +110,7 @@ pub async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, app: axum::R
         let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
+            let _ip_slot = ip_slot;
             match tls {
                 None => conn(TokioIo::new(tcp), app).await,
                 Some(acc) => {

@@ -108,7 +108,11 @@ pub fn run(
             cfg: cfg.clone(),
             keys: auth::Keys::new(&token),
             origins: auth::Origins::new(addr, tls.is_some(), o.public_url.as_deref()),
-            tls: tls.is_some(),
+            secure_cookie: tls.is_some()
+                || o.public_url
+                    .as_deref()
+                    .and_then(auth::origin_of)
+                    .is_some_and(|u| u.starts_with("https://")),
             fleet: fleet::Fleet::start(home, cfg, o.poll, o.events),
             streams: AtomicUsize::new(0),
             max_streams: o.max_streams,

@@ -12,6 +12,7 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use super::fleet::Shown;
 use crate::crew_state::Row;
 use crate::top::seen::FeedLine;
 
@@ -64,9 +65,9 @@ pub fn rows(rows: &[Row]) -> Markup {
 }
 
 /// The wakes feed, oldest first, local and the hosts' (`fm top`'s `w`).
-pub fn wakes(lines: &[FeedLine]) -> Markup {
+pub fn wakes(lines: &[FeedLine], shown: &Shown) -> Markup {
     html! {
-        ol id="wakes" {
+        ol id="wakes" data-upto=(shown.upto) data-hosts=(shown.hosts_field()) {
             @for l in lines {
                 @let w = &l.wake;
                 li.wake.new[l.new] data-seq=(w.seq) {
@@ -92,6 +93,7 @@ pub fn fleet(
     unseen: usize,
     warning: Option<&str>,
     csrf_token: &str,
+    shown: &Shown,
 ) -> Markup {
     html! {
         h1 { "Fleet" }
@@ -102,6 +104,10 @@ pub fn fleet(
             (PreEscaped(wakes_html))
             form #wakes-seen method="post" action="/wakes/seen" {
                 (csrf(csrf_token))
+                // What the feed showed: a wake that arrives later stays
+                // new (app.js keeps these in step with the live feed).
+                input type="hidden" name="upto" value=(shown.upto);
+                input type="hidden" name="hosts" value=(shown.hosts_field());
                 button type="submit" { "Mark wakes seen" }
             }
         }

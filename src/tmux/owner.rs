@@ -42,6 +42,12 @@ pub fn new_spawn_id() -> String {
     format!("{:016x}", h.finish())
 }
 
+/// Whether the raw mark `raw` is one of task `id`'s spawns (a valid
+/// `<id>/<16 hex digits>`).
+pub fn marks_task(raw: &str, id: &TaskId) -> bool {
+    matches!(Mark::parse(raw), Mark::Task(t, _) if &t == id)
+}
+
 /// A pane's mark as read: `<task id>/<16 hex digits>`, nothing, or
 /// anything else (never trusted, never printed).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -119,22 +119,67 @@ pub fn read(home: &Home, hosts: &[Merged]) -> Result<(Vec<FeedLine>, u64)> {
 /// Moves the cursors past `end` of the local log and past each of
 /// `hosts`' wakes.
 pub fn mark(home: &Home, hosts: &[Merged], end: u64) -> Result<()> {
+    let _guard = fsx::lock(&cursors_lock(home), fsx::LOCK_WAIT)?;
     fsx::atomic_write(&home.top_cursor(), format!("{end}\n").as_bytes())?;
-    if !hosts.is_empty() {
-        let mut cursors = host_cursors(home);
-        for m in hosts {
-            if let Some(h) = &m.host {
-                let c = cursors.entry(h.clone()).or_insert(0);
-                *c = (*c).max(m.wake.seq);
-            }
-        }
-        let mut text = String::new();
-        for (h, s) in &cursors {
-            text.push_str(&format!("{h}\t{s}\n"));
-        }
-        fsx::atomic_write(&home.top_hosts_cursor(), text.as_bytes())?;
+    mark_hosts(home, &hosts.iter().collect::<Vec<_>>())
+}
+
+/// The lock both cursors are moved under (`fm top` and `fm serve` may
+/// move them at once; the hosts' file is read, changed and replaced).
+fn cursors_lock(home: &Home) -> std::path::PathBuf {
+    home.state_dir().join(".top.cursor.lock")
+}
+
+/// Moves each host's cursor past its wakes in `hosts` (never back).
+fn mark_hosts(home: &Home, hosts: &[&Merged]) -> Result<()> {
+    if hosts.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let mut cursors = host_cursors(home);
+    for m in hosts {
+        if let Some(h) = &m.host {
+            let c = cursors.entry(h.clone()).or_insert(0);
+            *c = (*c).max(m.wake.seq);
+        }
+    }
+    let mut text = String::new();
+    for (h, s) in &cursors {
+        text.push_str(&format!("{h}\t{s}\n"));
+    }
+    fsx::atomic_write(&home.top_hosts_cursor(), text.as_bytes())
+}
+
+/// Moves the cursors past what a page showed, not past what arrived
+/// since: the local log up to offset `upto` (never beyond its end now,
+/// never back), and each host up to its sequence number in `shown`
+/// (`hosts` is the hosts' feed now). How many wakes became seen.
+pub fn mark_shown(
+    home: &Home,
+    hosts: &[Merged],
+    upto: u64,
+    shown: &BTreeMap<String, u64>,
+) -> Result<usize> {
+    let _guard = fsx::lock(&cursors_lock(home), fsx::LOCK_WAIT)?;
+    let from = cursor(home);
+    let read = wakes::read_since_each(home, from)?;
+    let upto = upto.min(read.end);
+    let seen_now = read.wakes.iter().filter(|(_, at)| *at <= upto).count();
+    if seen_now > 0 || read.started != from {
+        fsx::atomic_write(&home.top_cursor(), format!("{upto}\n").as_bytes())?;
+    }
+    let before = host_cursors(home);
+    let far: Vec<&Merged> = hosts
+        .iter()
+        .filter(|m| {
+            m.host
+                .as_ref()
+                .and_then(|h| shown.get(h))
+                .is_some_and(|&s| m.wake.seq <= s)
+        })
+        .collect();
+    let seen_far = far.iter().filter(|m| is_new(&before, m)).count();
+    mark_hosts(home, &far)?;
+    Ok(seen_now + seen_far)
 }
 
 #[cfg(test)]

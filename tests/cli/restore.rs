@@ -260,3 +260,130 @@ fn a_killed_server_brings_its_tasks_back_and_leaves_the_rest() {
     assert_eq!(now, again);
     assert_eq!(panes(&t).lines().count(), 2, "{}", panes(&t));
 }
+
+fn set_meta(h: &TestHome, id: &str, key: &str, value: Option<&str>) {
+    let rel = format!("state/{id}.meta");
+    let mut text = String::new();
+    for l in h.read_string(&rel).lines() {
+        if !l.starts_with(&format!("{key}=")) {
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    if let Some(v) = value {
+        text.push_str(&format!("{key}={v}\n"));
+    }
+    h.write(&rel, text);
+}
+
+#[test]
+fn restore_starts_no_agent_where_one_may_still_run_or_was_stopped() {
+    let Some(t) = Tmux::with_python() else { return };
+    let Some(dying) = Tmux::start() else { return };
+    let h = TestHome::new();
+    let proj = project(&h);
+    recording_stand_in(&h);
+    let mut pane = std::collections::BTreeMap::new();
+    for id in ["orphan", "respawned", "unmarked"] {
+        pane.insert(id, spawn(&h, &t, &proj, id));
+    }
+    pane.insert("stopped", spawn(&h, &dying, &proj, "stopped"));
+    for id in ["orphan", "respawned", "unmarked", "stopped"] {
+        assert!(
+            wait_until(10.0, || h.exists(&format!("{id}.argv"))),
+            "{id} never started"
+        );
+    }
+    // The captain stops one agent; later its server dies.
+    Cmd::new(bin("fm-control"))
+        .env("FM_HOME", h.root())
+        .env("FM_TMUX_SOCKET", &dying.socket)
+        .args(["stopped", "exit"])
+        .stdout("stopped stopped\n")
+        .run();
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &dying.socket, "kill-server"])
+        .output();
+    assert!(wait_until(10.0, || panes(&dying).is_empty()));
+    // Meta lost track of an agent that still runs (a restore whose meta
+    // write failed, say): its pane carries the task's mark.
+    set_meta(&h, "orphan", "pane", Some("%999"));
+    // Meta names no server, and the pane does not prove it is gone: it
+    // carries another spawn of the same task, or no mark at all.
+    for id in ["respawned", "unmarked"] {
+        set_meta(&h, id, "tmux_server", None);
+    }
+    set_meta(&h, "respawned", "spawn_id", Some("00000000000000bb"));
+    t.run([
+        "set-option",
+        "-p",
+        "-u",
+        "-t",
+        &pane["unmarked"],
+        "@fm_task",
+    ]);
+    let before = panes(&t);
+    let expected = format!(
+        "skipped orphan: pane {o} on its server carries its mark, an agent meta does not record (meta names %999): tmux kill-pane -t {o}, then restore\n\
+         skipped respawned: not proven gone: pane {r} is there and the pane belongs to another spawn of this task (fm-control respawned relaunch replaces it)\n\
+         skipped stopped: the captain stopped its agent (fm-control stopped exit): fm-control stopped relaunch starts it again\n\
+         skipped unmarked: not proven gone: pane {u} is there and the pane id now names an unmarked pane (fm-control unmarked relaunch replaces it)\n",
+        o = pane["orphan"],
+        r = pane["respawned"],
+        u = pane["unmarked"],
+    );
+    restore(&h, &["--dry-run"])
+        .stdout(format!(
+            "{expected}would restore 0 (resumed 0, fresh 0), skipped 4, failed 0\n"
+        ))
+        .run();
+    restore(&h, &[])
+        .stdout(format!(
+            "{expected}restored 0 (resumed 0, fresh 0), skipped 4, failed 0\n"
+        ))
+        .run();
+    assert_eq!(panes(&t), before);
+    assert!(panes(&dying).is_empty(), "{}", panes(&dying));
+    let events = h.read_string("state/events.jsonl");
+    assert!(!events.contains("control.restored"), "{events}");
+}
+
+#[test]
+fn a_restore_that_cannot_record_its_agent_leaves_none_running() {
+    let Some(t) = Tmux::with_python() else { return };
+    let h = TestHome::new();
+    let proj = project(&h);
+    recording_stand_in(&h);
+    spawn(&h, &t, &proj, "locked");
+    assert!(wait_until(10.0, || h.exists("locked.argv")));
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &t.socket, "kill-server"])
+        .output();
+    assert!(wait_until(10.0, || panes(&t).is_empty()));
+    // Meta cannot be written: its lock is held past the wait.
+    let lock = std::fs::File::create(h.path("state/.meta-locked.lock")).unwrap();
+    lock.lock().unwrap();
+    let out = restore(&h, &[]).status(1).stdout_any().stderr_any().run();
+    assert!(
+        out.stdout().contains("failed locked: "),
+        "{}{}",
+        out.stdout(),
+        out.stderr()
+    );
+    assert!(
+        !panes(&t).contains("locked/"),
+        "an agent runs unrecorded: {}",
+        panes(&t)
+    );
+    drop(lock);
+    restore(&h, &[])
+        .stdout_regex(
+            "restored locked pane=%\\d+ harness=stand-in fresh doorbell=none\n\
+             restored 1 \\(resumed 0, fresh 1\\), skipped 0, failed 0\n",
+        )
+        .run();
+    restore(&h, &[])
+        .stdout_has("skipped locked: alive in pane")
+        .run();
+    assert_eq!(panes(&t).matches("locked/").count(), 1, "{}", panes(&t));
+}

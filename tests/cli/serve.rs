@@ -662,11 +662,12 @@ fn rows_update_live_and_send_and_mark_seen_use_the_same_use_cases() {
         .contains("<li class=\"wake new\"")));
     let page = s.get("/", Some(&c));
     assert!(page.body.contains("&lt;b&gt;postgres"), "{}", page.body);
+    let (upto, hosts) = (page.input("upto"), page.input("hosts"));
     let r3 = s.post(
         "/wakes/seen",
         &c,
         Some(&own(&s)),
-        &[("csrf", csrf.as_str())],
+        &[("csrf", csrf.as_str()), ("upto", &upto), ("hosts", &hosts)],
     );
     assert_eq!(r3.outcome(), "seen", "{}", r3.body);
     let len = std::fs::metadata(f.h.path("state/wakes.log"))
@@ -794,13 +795,174 @@ fn a_remote_tasks_decision_is_answered_on_its_host_once() {
         }),
         "the host's wake on the page"
     );
-    let csrf = s.get("/", Some(&c)).input("csrf");
+    let page = s.get("/", Some(&c));
+    let (csrf, upto, hosts) = (page.input("csrf"), page.input("upto"), page.input("hosts"));
+    assert_eq!(hosts, "far:1");
     let r = s.post(
         "/wakes/seen",
         &c,
         Some(&own(&s)),
-        &[("csrf", csrf.as_str())],
+        &[("csrf", csrf.as_str()), ("upto", &upto), ("hosts", &hosts)],
     );
     assert_eq!(r.outcome(), "seen");
     assert_eq!(h.read_string("state/.top-hosts.cursor"), "far\t1\n");
+}
+
+/// "Mark wakes seen" marks what the page showed: a wake that arrived
+/// after the page rendered stays new.
+#[test]
+fn marking_wakes_seen_spares_a_wake_the_page_never_showed() {
+    let h = TestHome::new();
+    let s = Server::start(&h, &[], &[]);
+    let c = s.sign_in();
+    let now = firstmate::clock::now();
+    let first = format!("1\t{now}\tt1\tstatus\tneeds-decision key=a: shown\n");
+    h.write("state/wakes.log", &first);
+    assert!(wait_until(10.0, || s
+        .get("/", Some(&c))
+        .body
+        .contains("<li class=\"wake new\"")));
+    let page = s.get("/", Some(&c));
+    let (csrf, upto, hosts) = (page.input("csrf"), page.input("upto"), page.input("hosts"));
+    assert_eq!(upto, first.len().to_string());
+    assert!(
+        page.body.contains(&format!("data-upto=\"{upto}\"")),
+        "{}",
+        page.body
+    );
+    // A wake arrives while the captain reads the page.
+    h.write(
+        "state/wakes.log",
+        format!("{first}2\t{now}\tt1\tstatus\tfailed: never shown\n"),
+    );
+    let r = s.post(
+        "/wakes/seen",
+        &c,
+        Some(&own(&s)),
+        &[("csrf", &csrf), ("upto", &upto), ("hosts", &hosts)],
+    );
+    assert_eq!(r.outcome(), "seen", "{}", r.body);
+    assert!(r.body.contains("1 wakes marked seen"), "{}", r.body);
+    assert_eq!(h.read_string("state/.top.cursor").trim(), upto);
+    assert!(
+        wait_until(10.0, || {
+            let b = s.get("/", Some(&c)).body;
+            b.matches("<li class=\"wake new\"").count() == 1 && b.contains("never shown")
+        }),
+        "the later wake is still new"
+    );
+    // A form from an older page never moves the cursor back.
+    s.post(
+        "/wakes/seen",
+        &c,
+        Some(&own(&s)),
+        &[("csrf", &csrf), ("upto", "0"), ("hosts", "")],
+    );
+    assert_eq!(h.read_string("state/.top.cursor").trim(), upto);
+}
+
+/// Behind a proxy that ends TLS (an https public URL) the session cookie
+/// is `Secure`, though this server speaks http.
+#[test]
+fn the_cookie_is_secure_behind_an_https_public_url() {
+    let h = TestHome::new();
+    for (url, secure) in [
+        ("https://fleet.example/", true),
+        ("http://fleet.example/", false),
+    ] {
+        let s = Server::start(&h, &["--public-url", url], &[]);
+        let r = s.get(&format!("/?token={}", s.token), None);
+        assert_eq!(r.status, 303, "{}", r.body);
+        let set = r.header("set-cookie").unwrap();
+        assert_eq!(set.ends_with("; Secure"), secure, "{url}: {set}");
+    }
+}
+
+/// A connection from `from` to the server at `to`.
+fn connect_from(rt: &tokio::runtime::Runtime, from: &str, to: &str) -> std::net::TcpStream {
+    rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let tcp = sock.connect(to.parse().unwrap()).await.unwrap();
+        let tcp = tcp.into_std().unwrap();
+        tcp.set_nonblocking(false).unwrap();
+        tcp
+    })
+}
+
+/// Clients without the token cannot hold the connection places: a
+/// refusal closes its connection, one address holds at most 16, and the
+/// captain still gets a page at once.
+#[test]
+fn idle_unauthenticated_connections_leave_the_captain_a_place() {
+    use std::io::{Read, Write};
+    let h = TestHome::new();
+    let s = Server::start(&h, &[], &[]);
+    let c = s.sign_in();
+    let addr = s.base.strip_prefix("http://").unwrap().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    // A refusal ends its connection: the response, then end of file.
+    let mut one = connect_from(&rt, "127.0.0.1", &addr);
+    one.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    one.write_all(request.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    one.read_to_end(&mut got)
+        .expect("the server closes a refused connection");
+    let got = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(got.starts_with("http/1.1 401"), "{got}");
+    assert!(got.contains("connection: close"), "{got}");
+    // More idle connections than there are places, from one address,
+    // and kept-alive refusals from another.
+    let mut held = Vec::new();
+    for _ in 0..150 {
+        held.push(connect_from(&rt, "127.0.0.2", &addr));
+    }
+    for _ in 0..40 {
+        let mut t = connect_from(&rt, "127.0.0.3", &addr);
+        let _ = t.write_all(request.as_bytes());
+        held.push(t);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // The captain, on a new connection (not one kept from signing in).
+    let t0 = std::time::Instant::now();
+    let mut captain = connect_from(&rt, "127.0.0.1", &addr);
+    captain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    captain
+        .write_all(
+            format!(
+                "GET / HTTP/1.1\r\nHost: {addr}\r\nCookie: fm_session={c}\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let mut page = Vec::new();
+    let read = captain.read_to_end(&mut page);
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        read.is_ok() && page.starts_with("HTTP/1.1 200"),
+        "the captain waited {:?}: {read:?} {page}",
+        t0.elapsed()
+    );
+    // Past its 16 places an address is closed at once.
+    let closed = held[..150]
+        .iter()
+        .filter(|t| {
+            let mut t: &std::net::TcpStream = t;
+            t.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            match t.read(&mut [0u8; 16]) {
+                Ok(n) => n == 0,
+                Err(e) => !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+            }
+        })
+        .count();
+    assert!(closed >= 150 - 16, "{closed} closed");
 }
