@@ -26,7 +26,7 @@ pub const HEADER_TIME: Duration = Duration::from_secs(10);
 pub const HEADER_BYTES: usize = 16 * 1024;
 pub const MAX_CONNECTIONS: usize = 128;
 /// Most connections open at once from one address.
-pub const PER_IP: usize = 16;
+pub const PER_IP: usize = 48;
 
 /// Connections open per address; a [`IpSlot`] gives its place back.
 type PerIp = Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
