@@ -470,8 +470,7 @@ fn bare_fm_lists_what_needs_you_with_the_next_commands() {
     assert!(out.contains("\ngone  dead agent: pane gone"), "{out}");
     // Its pane is gone: restore comes first, with the agent's conversation.
     assert!(
-        out.contains("pane gone (")
-            && out.contains("\n  fm restore gone\n  fm control gone relaunch"),
+        out.contains("pane gone\n  fm restore gone\n  fm control gone relaunch"),
         "{out}"
     );
     assert!(
