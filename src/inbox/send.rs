@@ -51,7 +51,7 @@ pub struct Sent {
     pub(crate) duplicate: Option<Existing>,
 }
 
-/// `queued [<id> ]<NNN.msg> · doorbell <outcome>[ · duplicate of a
+/// `queued [<id> ]<NNN.msg> · doorbell <outcome>[ · leg <leg>][ · duplicate of a
 /// <pending|handled> record]`: the one line every front end shows for a
 /// sent record, local ([`Sent`]) or reported by a host
 /// ([`crate::route::send::SendReport`]). Without `task` for a line that
@@ -60,6 +60,7 @@ pub(crate) fn sent_line(
     task: Option<&str>,
     seq: u64,
     doorbell: &str,
+    leg: Option<&str>,
     duplicate: Option<&str>,
 ) -> String {
     let mut s = String::from("queued ");
@@ -70,6 +71,10 @@ pub(crate) fn sent_line(
     s.push_str(&super::record_name(seq));
     s.push_str(" \u{b7} doorbell ");
     s.push_str(doorbell);
+    if let Some(l) = leg {
+        s.push_str(" \u{b7} leg ");
+        s.push_str(l);
+    }
     if let Some(d) = duplicate {
         s.push_str(" \u{b7} duplicate of a ");
         s.push_str(d);
@@ -97,13 +102,10 @@ impl std::fmt::Display for Sent {
             task,
             self.seq,
             doorbell,
+            self.leg.map(Leg::as_str),
             self.duplicate.map(Existing::as_str),
         );
-        f.write_str(&line)?;
-        match self.leg {
-            Some(leg) => write!(f, " \u{b7} leg {leg}"),
-            None => Ok(()),
-        }
+        f.write_str(&line)
     }
 }
 

@@ -79,7 +79,7 @@ pub(crate) fn ring(
     if !cfg.send.legs {
         return Err("legs are off ([send] legs = false)".into());
     }
-    let text = crate::tmux::deliver::doorbell(home, id);
+    let text = crate::tmux::deliver::notice(home, id);
     match leg {
         Leg::Typed => Err("the profile's leg is typed".into()),
         Leg::Hook => {

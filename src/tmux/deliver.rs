@@ -87,15 +87,21 @@ impl std::fmt::Display for Outcome {
 /// `'\''`), so a bare shell that reads it runs `:` and nothing else: no
 /// `<n>` redirection, no `(…)` syntax error, no glob.
 pub fn doorbell(home: &Home, id: &TaskId) -> String {
+    format!(": {}", crate::shq::quote(&notice(home, id)))
+}
+
+/// The doorbell's notice itself, printable characters only: what a
+/// delivery leg hands over (docs/spec/ring.md#legs), and what the typed
+/// line quotes.
+pub fn notice(home: &Home, id: &TaskId) -> String {
     let inbox = home.inbox(id).display().to_string();
     let notice = format!(
         "firstmate inbox: new mail in {inbox} - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)"
     );
-    let printable: String = notice
+    notice
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    format!(": {}", crate::shq::quote(&printable))
+        .collect()
 }
 
 /// What the caller knows about the target before ringing.

@@ -27,6 +27,7 @@ mod grant;
 mod harden;
 mod harness;
 mod land;
+mod leg;
 mod mate;
 mod notify;
 mod pane;
