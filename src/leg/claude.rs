@@ -188,6 +188,25 @@ pub fn available(home: &Home, id: &TaskId, meta: &TaskMeta) -> std::result::Resu
     Ok(())
 }
 
+/// How long a ring waits for a waiter to start when none runs: Claude
+/// Code starts the turn's `Stop` hooks together, and the watcher, woken
+/// by the idle record one of them writes, may ring before the waiter
+/// another one starts is up.
+const ARM_WAIT: Duration = Duration::from_millis(500);
+
+/// [`available`], waiting up to [`ARM_WAIT`] for a waiter of this spawn
+/// when none runs (a turn that just ended starts one).
+pub(crate) fn armed(home: &Home, id: &TaskId, meta: &TaskMeta) -> std::result::Result<(), String> {
+    let deadline = Instant::now() + ARM_WAIT;
+    loop {
+        match available(home, id, meta) {
+            Ok(()) => return Ok(()),
+            Err(why) if Instant::now() >= deadline => return Err(why),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
 /// Asks the waiter for doorbell `text` and waits `[send] leg_wait_ms`
 /// for it to take it; a ring not taken by then is withdrawn (`Err`: the
 /// caller types it).

@@ -83,7 +83,7 @@ pub(crate) fn ring(
     match leg {
         Leg::Typed => Err("the profile's leg is typed".into()),
         Leg::Hook => {
-            claude::available(home, id, meta)?;
+            claude::armed(home, id, meta)?;
             claude::ring(home, cfg, id, meta, &text)
         }
         Leg::Queue => {

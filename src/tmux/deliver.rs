@@ -121,6 +121,10 @@ pub(crate) struct Target<'a> {
     pub(crate) spawned_at: Option<u64>,
     /// The task's ring lock, held for the whole ring.
     pub(crate) ring_lock: RingLock,
+    /// The profile's delivery leg could not take this ring
+    /// (docs/spec/ring.md#legs): an agent still booting then gets nothing
+    /// typed (`booting`, owed) — its leg arms itself as it starts.
+    pub(crate) hold_for_leg: bool,
 }
 
 /// How a ring keeps to one ringer at a time.
@@ -284,6 +288,9 @@ pub(crate) fn deliver_to(
         }
     }
     if !typed_before {
+        if target.hold_for_leg && target.booting(crate::clock::now()) {
+            return Outcome::Booting;
+        }
         if pane.type_text(id, line).is_err() {
             return Outcome::Failed;
         }

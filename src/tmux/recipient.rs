@@ -172,6 +172,7 @@ impl Recipient {
             } else {
                 RingLock::Wait(home.ring_lock(&self.id))
             },
+            hold_for_leg: self.leg_meta.is_some(),
         };
         let id = &self.id;
         if let Some(leg) = self.ring_leg(home, cfg) {

@@ -150,6 +150,21 @@ fn without_the_leg_the_doorbell_is_typed() {
         .args(["-KILL", &pid.to_string()])
         .status();
     assert!(wait_until(5.0, || !alive(pid)));
+    // Past the boot window: a booting agent's leg arms itself, and its
+    // ring would be owed rather than typed.
+    let meta = h.read_string("state/l2.meta");
+    let old = firstmate::clock::now() - 120;
+    let meta: String = meta
+        .lines()
+        .map(|l| {
+            if l.starts_with("spawned_at=") {
+                format!("spawned_at={old}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    h.write("state/l2.meta", meta);
     send(&h, &t, "l2", "and now")
         .stdout("queued l2 002.msg \u{b7} doorbell rang\n")
         .run();
