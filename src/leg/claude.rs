@@ -282,18 +282,22 @@ pub(crate) fn step(home: &Home, id: &TaskId, me: &Waiter) -> Result<Step> {
     if !fsx::exists(&home.leg_rings(id))? {
         return Ok(Step::Wait);
     }
-    let pending = crate::inbox::pending(home, id).unwrap_or_default();
     let (step, _) = with_rings(home, id, |r| {
         if r.rung <= r.delivered {
             return Step::Wait;
         }
+        // Listed under the lock, after the ring was seen: a listing made
+        // before it could miss the record the ring is for.
+        // An inbox that cannot be listed may hold mail: handed over.
+        let pending = crate::inbox::pending(home, id);
         r.delivered = r.rung;
-        match pending.last() {
-            Some(&seq) => {
+        match pending.as_deref().map(<[u64]>::last) {
+            Ok(Some(&seq)) => {
                 r.seq = seq;
                 Step::Deliver(r.text.clone())
             }
-            None => Step::Wait,
+            Ok(None) => Step::Wait,
+            Err(_) => Step::Deliver(r.text.clone()),
         }
     })?;
     Ok(step)
