@@ -40,6 +40,13 @@ impl Leg {
         }
     }
 
+    /// Whether the agent arms this leg by itself as it starts (the hook
+    /// leg's `SessionStart` waiter): a ring the leg could not take while
+    /// the agent still boots is then owed, not typed.
+    pub fn arms_at_start(self) -> bool {
+        self == Leg::Hook
+    }
+
     /// The built-in leg of harness `name`.
     pub fn builtin(name: &str) -> Leg {
         match name {

@@ -76,9 +76,9 @@ pub(crate) struct Recipient {
     pub(crate) spawned_at: Option<u64>,
     /// What the pane must prove to be this task's.
     pub(crate) claim: Option<Claim>,
-    /// Meta, kept only for a profile with a delivery leg (what the leg
-    /// checks its waiter or thread against).
-    pub(crate) leg_meta: Option<std::sync::Arc<TaskMeta>>,
+    /// The profile's delivery leg when the legs are on; `typed` otherwise
+    /// (docs/spec/ring.md#legs).
+    pub(crate) leg: Leg,
 }
 
 impl Recipient {
@@ -100,10 +100,10 @@ impl Recipient {
             .harness
             .as_deref()
             .and_then(|h| harness::profile(&cfg.harness, h));
-        let leg_meta = profile
+        let leg = profile
             .as_ref()
-            .filter(|p| p.leg != Leg::Typed && cfg.send.legs)
-            .map(|_| std::sync::Arc::new(meta.clone()));
+            .filter(|_| cfg.send.legs)
+            .map_or(Leg::Typed, |p| p.leg);
         Recipient {
             id: id.clone(),
             pane: meta.pane.clone(),
@@ -111,16 +111,23 @@ impl Recipient {
             profile,
             spawned_at: meta.spawned_at,
             claim: Claim::of(id, meta),
-            leg_meta,
+            leg,
         }
     }
 
     /// The doorbell through the profile's leg, when it has one that takes
-    /// it now ([`crate::leg::ring`]); `None`: type it.
+    /// it now ([`crate::leg::ring`]); `None`: type it. Meta is read here,
+    /// at the ring, for what the leg checks its waiter or thread against.
     fn ring_leg(&self, home: &Home, cfg: &Config) -> Option<Leg> {
-        let meta = self.leg_meta.as_deref()?;
-        let leg = self.profile.as_ref()?.leg;
-        match crate::leg::ring(home, cfg, &self.id, leg, meta) {
+        let leg = self.leg;
+        if leg == Leg::Typed {
+            return None;
+        }
+        let meta = TaskMeta::load(home, &self.id)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        match crate::leg::ring(home, cfg, &self.id, leg, &meta) {
             Ok(d) => {
                 let event = Event::LegRang {
                     leg: d.leg.as_str(),
@@ -172,7 +179,7 @@ impl Recipient {
             } else {
                 RingLock::Wait(home.ring_lock(&self.id))
             },
-            hold_for_leg: self.leg_meta.is_some(),
+            hold_for_leg: self.leg.arms_at_start(),
         };
         let id = &self.id;
         if let Some(leg) = self.ring_leg(home, cfg) {
@@ -325,7 +332,7 @@ mod tests {
             profile: Some(profile),
             spawned_at: None,
             claim: None,
-            leg_meta: None,
+            leg: Leg::Typed,
         };
         let f = FakePane::with("%1", "claude");
         f.edit("%1", |s| s.history.push("working… esc to interrupt".into()));
