@@ -284,6 +284,20 @@ impl Home {
     pub(crate) fn ring_lock(&self, id: &TaskId) -> PathBuf {
         self.state_dir().join(format!(".ring-{id}.lock"))
     }
+    /// The Claude Code leg's waiter (docs/spec/ring.md#legs): `pid`,
+    /// start time, spawn id and pane of the waiter listening now.
+    pub(crate) fn leg_waiter(&self, id: &TaskId) -> PathBuf {
+        self.state_file(id, "leg")
+    }
+    /// The leg's rings and delivered marks (`<rung> <delivered> <seq>`,
+    /// then the doorbell text).
+    pub(crate) fn leg_rings(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!(".leg-{id}.rings"))
+    }
+    /// Held while [`Home::leg_rings`] is read and changed.
+    pub(crate) fn leg_lock(&self, id: &TaskId) -> PathBuf {
+        self.state_dir().join(format!(".leg-{id}.lock"))
+    }
     /// The board's idempotency keys (no task's: a dot file).
     pub(crate) fn board_seen_keys(&self) -> PathBuf {
         self.state_dir().join(".board.seen")

@@ -339,6 +339,40 @@ pub struct Boot {
     pub ms: u64,
     /// Draw the composer at once, before the input is read.
     pub composer_early: bool,
+    /// Run the hook leg's waiter as Claude Code does (docs/spec/ring.md#legs):
+    /// `fm leg-wait` at the start and after every turn; its exit 2 starts a
+    /// turn with its stderr (`hook: <text>`), after a dialog is answered.
+    pub leg: bool,
+}
+
+/// What the main loop reacts to.
+enum Input {
+    Key(u8),
+    /// A waiter's doorbell (its stderr, exit 2).
+    Wake(String),
+    End,
+}
+
+/// Starts a waiter (`fm leg-wait <id>`) whose doorbell comes back on `tx`.
+fn start_waiter(home: &Home, id: &TaskId, tx: &std::sync::mpsc::Sender<Input>) {
+    let child = std::process::Command::new(sibling_bin("fm"))
+        .args(["leg-wait", "--home"])
+        .arg(home.root())
+        .arg(id.as_str())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(child) = child else { return };
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        if let Ok(out) = child.wait_with_output()
+            && out.status.code() == Some(2)
+        {
+            let text = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+            let _ = tx.send(Input::Wake(text));
+        }
+    });
 }
 
 /// Runs the stand-in until `/exit`, an `exit` instruction or end of input.
@@ -372,18 +406,73 @@ pub fn run_booting(home_dir: &Path, id: &TaskId, boot: Boot) -> Result<u8> {
     ));
     let mut agent = Agent::default();
     io.composer("");
-    let mut stdin = std::io::stdin().lock();
-    let mut byte = [0u8; 1];
-    loop {
-        match stdin.read(&mut byte) {
-            Ok(0) | Err(_) => return Ok(0),
-            Ok(_) => {
-                if !agent.key(byte[0], &mut io) {
-                    return Ok(0);
+    if !boot.leg {
+        let mut stdin = std::io::stdin().lock();
+        let mut byte = [0u8; 1];
+        loop {
+            match stdin.read(&mut byte) {
+                Ok(0) | Err(_) => return Ok(0),
+                Ok(_) => {
+                    if !agent.key(byte[0], &mut io) {
+                        return Ok(0);
+                    }
                 }
             }
         }
     }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let keys = tx.clone();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut byte = [0u8; 1];
+        loop {
+            match stdin.read(&mut byte) {
+                Ok(0) | Err(_) => {
+                    let _ = keys.send(Input::End);
+                    return;
+                }
+                Ok(_) => {
+                    if keys.send(Input::Key(byte[0])).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    start_waiter(&home, id, &tx);
+    let mut held: Vec<String> = Vec::new();
+    while let Ok(input) = rx.recv() {
+        match input {
+            Input::End => return Ok(0),
+            Input::Key(b) => {
+                let submitted = matches!(b, b'\r' | b'\n') && agent.dialog.is_none();
+                if !agent.key(b, &mut io) {
+                    return Ok(0);
+                }
+                if submitted {
+                    // A turn ended: its Stop hook starts a waiter.
+                    start_waiter(&home, id, &tx);
+                }
+            }
+            Input::Wake(text) => held.push(text),
+        }
+        // A wake starts a turn once no dialog holds the keyboard.
+        while agent.dialog.is_none() && !held.is_empty() {
+            let text = held.remove(0);
+            io.say(&format!("hook: {text}"));
+            agent.read_inbox(&mut io);
+            if agent.exit {
+                io.say("exiting as instructed");
+                return Ok(0);
+            }
+            match &agent.dialog {
+                Some(name) => io.dialog(name),
+                None => io.composer(&agent.buf),
+            }
+            start_waiter(&home, id, &tx);
+        }
+    }
+    Ok(0)
 }
 
 #[cfg(test)]

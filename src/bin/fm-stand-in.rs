@@ -20,6 +20,9 @@ struct Args {
     /// While starting up, draw the composer already
     #[arg(long)]
     composer_early: bool,
+    /// Run the hook leg's waiter, as Claude Code's asyncRewake hooks do
+    #[arg(long)]
+    leg: bool,
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         let boot = firstmate::stand_in::Boot {
             ms: args.boot_ms,
             composer_early: args.composer_early,
+            leg: args.leg,
         };
         firstmate::stand_in::run_booting(&args.home, &id, boot)
     });

@@ -114,6 +114,8 @@ enum Cmd {
     Restore(super::restore::RestoreArgs),
     #[command(hide = true)]
     SessionHook(super::restore::SessionHookArgs),
+    #[command(hide = true)]
+    LegWait(super::leg::LegWaitArgs),
     /// The web cockpit: the fleet in a browser, answers decisions (docs/serve.md)
     #[command(
         after_help = "The first line printed is the URL to open, token included.\n\nExamples:\n  fm serve\n  fm serve --listen 127.0.0.1:0\n  ssh -L 7878:127.0.0.1:7878 HOST   # then open the printed URL here\n\nExit codes: 0 after SIGTERM, 130 after Ctrl-C, 2 bad flags or a listen address refused, 3 environment failure."
@@ -182,6 +184,7 @@ fn run(a: Args) -> Result<u8> {
         Cmd::Setup(a) => super::setup::run(a),
         Cmd::Restore(a) => super::restore::run(a),
         Cmd::SessionHook(a) => super::restore::session_hook(&a),
+        Cmd::LegWait(a) => super::leg::wait(&a),
         Cmd::Serve(a) => super::serve::run(a),
         Cmd::Far { home } => far(&home),
         Cmd::Attach { id, home } => super::visit::attach(&home, &id),

@@ -22,6 +22,7 @@ pub mod dod;
 pub mod fm;
 pub(crate) mod grant;
 pub(crate) mod land;
+pub(crate) mod leg;
 pub(crate) mod mate;
 mod needs_you;
 pub(crate) mod restore;

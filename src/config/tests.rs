@@ -218,7 +218,7 @@ fn every_scalar_key_has_an_env_override() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 32, "scalar keys in the sections");
+    assert_eq!(seen, 34, "scalar keys in the sections");
 }
 
 #[test]

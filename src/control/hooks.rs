@@ -49,6 +49,22 @@ pub(super) fn claude_settings(home: &Home, id: &TaskId) -> serde_json::Value {
     }})
 }
 
+/// [`claude_settings`] with the delivery leg's waiter (docs/spec/ring.md#legs)
+/// when `leg` is the hook leg: an `asyncRewake` waiter at the session's
+/// start and at every turn's end.
+pub(super) fn claude_settings_with_leg(home: &Home, id: &TaskId, leg: bool) -> serde_json::Value {
+    let mut settings = claude_settings(home, id);
+    if leg {
+        let waiter = crate::leg::claude::hook_entry(home, id);
+        let hooks = &mut settings["hooks"];
+        hooks["SessionStart"] = serde_json::json!([{"hooks": [waiter.clone()]}]);
+        if let Some(list) = hooks["Stop"][0]["hooks"].as_array_mut() {
+            list.push(waiter);
+        }
+    }
+    settings
+}
+
 /// A TOML string literal (for a `-c key=value` override).
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
@@ -94,7 +110,8 @@ impl Ctl<'_> {
             "claude" => {
                 let path = self.home.agent_hooks(self.id);
                 fsx::ensure_dir(&self.home.state_dir())?;
-                let json = claude_settings(self.home, self.id);
+                let leg = profile.leg == crate::leg::Leg::Hook && self.cfg.send.legs;
+                let json = claude_settings_with_leg(self.home, self.id, leg);
                 fsx::atomic_write(&path, format!("{json:#}\n").as_bytes())?;
                 Ok(vec!["--settings".into(), path.display().to_string()])
             }
@@ -185,5 +202,32 @@ mod tests {
             events.push(event.clone());
         }
         assert_eq!(events, ["UserPromptSubmit", "Stop", "Interrupt"]);
+    }
+
+    /// The hook leg adds its waiter at the session's start and at every
+    /// turn's end: async, re-waking, with a day's timeout; off, nothing.
+    #[test]
+    fn the_hook_leg_adds_an_async_waiter_at_start_and_stop() {
+        let (_d, home, id) = home();
+        assert_eq!(
+            claude_settings_with_leg(&home, &id, false),
+            claude_settings(&home, &id)
+        );
+        let s = claude_settings_with_leg(&home, &id, true);
+        let waiter = crate::leg::claude::hook_entry(&home, &id);
+        assert_eq!(waiter["asyncRewake"], true);
+        assert_eq!(waiter["timeout"], 86_400);
+        assert!(
+            waiter["command"]
+                .as_str()
+                .unwrap()
+                .contains(" leg-wait --home "),
+            "{waiter}"
+        );
+        assert_eq!(s["hooks"]["SessionStart"][0]["hooks"][0], waiter);
+        let stop = s["hooks"]["Stop"][0]["hooks"].as_array().unwrap();
+        assert_eq!(stop.len(), 3);
+        assert_eq!(stop[2], waiter);
+        assert_eq!(stop[0]["command"], record_command(&home, &id, false));
     }
 }

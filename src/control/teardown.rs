@@ -73,6 +73,8 @@ impl Ctl<'_> {
         if let Agent::Exited(info) | Agent::Alive(info) = self.agent(&meta)? {
             let _ = self.tmux(&meta).run(&["kill-pane", "-t", &info.id]);
         }
+        // The delivery leg's waiter goes with its agent (docs/spec/ring.md#legs).
+        crate::leg::claude::stop(self.home, self.id);
         if has_worktree {
             let project = meta.project.clone().unwrap_or_else(|| worktree.clone());
             let wt = worktree.display().to_string();

@@ -3,6 +3,7 @@
 //! A check is `ok`, `warn` or `fail`; only `fail` makes the exit non-zero.
 
 mod hosts;
+mod legs;
 mod records;
 mod tools;
 
@@ -167,6 +168,7 @@ fn home_checks(home: &Home, checks: &mut Vec<Check>) {
     if let Ok(cfg) = &loaded {
         checks.push(task_records_check(home, cfg));
         checks.extend(panes_check(home, cfg));
+        checks.extend(legs::legs_check(home, cfg));
     }
     checks.extend(debris_check(home));
     checks.push(watcher_check(home, poll_secs));

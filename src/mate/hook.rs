@@ -129,7 +129,7 @@ pub fn mentions(transcript: &Path, token: &str) -> bool {
 /// Ends this process when its parent (the harness that ran the hook)
 /// goes away: a harness killed outright leaves its hooks running, and an
 /// orphaned waiter must not wake a lead that no longer exists.
-fn orphan_guard() {
+pub(crate) fn orphan_guard() {
     // Only a change counts: a harness may itself be process 1 (a
     // container's entrypoint).
     let parent = rustix::process::getppid();

@@ -59,6 +59,10 @@ pub struct SendReport {
     /// The doorbell's outcome word (`rang`, `quiet`, …; `ringing` in a
     /// provisional report kept while the ring runs).
     pub doorbell: String,
+    /// The delivery leg that took the doorbell (docs/spec/ring.md#legs);
+    /// absent when it was typed or did not ring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leg: Option<String>,
     /// Where an identical body already sat (`--dedupe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate: Option<String>,
@@ -80,6 +84,7 @@ impl SendReport {
             seq: sent.seq,
             path: sent.path.display().to_string(),
             doorbell: doorbell.to_string(),
+            leg: sent.leg.map(|l| l.as_str().to_string()),
             duplicate: sent.duplicate.map(|d| d.as_str().to_string()),
             note: None,
             unresolved: Vec::new(),
@@ -90,7 +95,13 @@ impl SendReport {
     /// The record and the doorbell, without the task:
     /// `queued 001.msg · doorbell rang` ([`inbox::sent_line`]).
     pub fn record_line(&self) -> String {
-        inbox::sent_line(None, self.seq, &self.doorbell, self.duplicate.as_deref())
+        inbox::sent_line(
+            None,
+            self.seq,
+            &self.doorbell,
+            self.leg.as_deref(),
+            self.duplicate.as_deref(),
+        )
     }
 
     /// The JSON line `fm-send --json` prints: the record as
@@ -103,6 +114,8 @@ impl SendReport {
             path: &'a str,
             doorbell: &'a str,
             #[serde(skip_serializing_if = "Option::is_none")]
+            leg: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
             duplicate: Option<&'a str>,
         }
         Line {
@@ -110,6 +123,7 @@ impl SendReport {
             seq: self.seq,
             path: &self.path,
             doorbell: &self.doorbell,
+            leg: self.leg.as_deref(),
             duplicate: self.duplicate.as_deref(),
         }
     }
@@ -120,7 +134,13 @@ impl SendReport {
 impl std::fmt::Display for SendReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let task = Some(self.task.as_str());
-        let line = inbox::sent_line(task, self.seq, &self.doorbell, self.duplicate.as_deref());
+        let line = inbox::sent_line(
+            task,
+            self.seq,
+            &self.doorbell,
+            self.leg.as_deref(),
+            self.duplicate.as_deref(),
+        );
         f.write_str(&line)
     }
 }

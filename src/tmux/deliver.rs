@@ -87,15 +87,21 @@ impl std::fmt::Display for Outcome {
 /// `'\''`), so a bare shell that reads it runs `:` and nothing else: no
 /// `<n>` redirection, no `(…)` syntax error, no glob.
 pub fn doorbell(home: &Home, id: &TaskId) -> String {
+    format!(": {}", crate::shq::quote(&notice(home, id)))
+}
+
+/// The doorbell's notice itself, printable characters only: what a
+/// delivery leg hands over (docs/spec/ring.md#legs), and what the typed
+/// line quotes.
+pub fn notice(home: &Home, id: &TaskId) -> String {
     let inbox = home.inbox(id).display().to_string();
     let notice = format!(
         "firstmate inbox: new mail in {inbox} - read each *.msg in numeric order, act on it, then run fm-ack {id} <n> (or move it into handled/)"
     );
-    let printable: String = notice
+    notice
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    format!(": {}", crate::shq::quote(&printable))
+        .collect()
 }
 
 /// What the caller knows about the target before ringing.
@@ -115,6 +121,10 @@ pub(crate) struct Target<'a> {
     pub(crate) spawned_at: Option<u64>,
     /// The task's ring lock, held for the whole ring.
     pub(crate) ring_lock: RingLock,
+    /// The profile's delivery leg could not take this ring
+    /// (docs/spec/ring.md#legs): an agent still booting then gets nothing
+    /// typed (`booting`, owed) — its leg arms itself as it starts.
+    pub(crate) hold_for_leg: bool,
 }
 
 /// How a ring keeps to one ringer at a time.
@@ -278,6 +288,9 @@ pub(crate) fn deliver_to(
         }
     }
     if !typed_before {
+        if target.hold_for_leg && target.booting(crate::clock::now()) {
+            return Outcome::Booting;
+        }
         if pane.type_text(id, line).is_err() {
             return Outcome::Failed;
         }

@@ -25,6 +25,7 @@ fn ring(f: &FakePane, p: Option<&HarnessProfile>, busy: bool) -> Outcome {
             busy_record: busy.then_some(0),
             spawned_at: None,
             ring_lock: RingLock::Without,
+            hold_for_leg: false,
         },
         ": ring",
         &cfg,
@@ -58,6 +59,7 @@ fn a_pane_that_is_not_the_tasks_is_never_typed_into() {
             busy_record: None,
             spawned_at: None,
             ring_lock: RingLock::Without,
+            hold_for_leg: false,
         };
         assert_eq!(deliver(&f, &t, ": ring", &cfg, &|_| {}), want, "{mark:?}");
         let calls = f.screen("%1").calls;
@@ -83,6 +85,7 @@ fn a_ring_waits_for_another_ring_of_its_task_and_a_lock_it_cannot_make_stops_not
         busy_record: None,
         spawned_at: None,
         ring_lock: RingLock::Wait(l),
+        hold_for_leg: false,
     };
     // Held past the longest ring: nothing typed, held back.
     let f = FakePane::with("%1", "claude");
@@ -180,6 +183,7 @@ fn dead_gone_busy_and_someone_elses_text() {
                 busy_record: None,
                 spawned_at: None,
                 ring_lock: RingLock::Without,
+                hold_for_leg: false,
             },
             "x",
             &cfg,
@@ -214,6 +218,7 @@ fn a_dialog_is_never_typed_into_and_a_missing_composer_is_waited_for() {
         busy_record: None,
         spawned_at: None,
         ring_lock: RingLock::Without,
+        hold_for_leg: false,
     };
     let out = deliver(&f, &target, ": ring", &cfg, &|d| {
         slept.set(slept.get() + u64::try_from(d.as_millis()).unwrap());
@@ -273,6 +278,7 @@ fn an_idle_screen_overrules_a_busy_record_only_for_a_whole_turn_profile() {
             busy_record: Some(at),
             spawned_at: None,
             ring_lock: RingLock::Without,
+            hold_for_leg: false,
         };
         deliver(f, &t, ": ring", &cfg, &|_| {})
     };
@@ -320,6 +326,7 @@ fn ring_spawned(f: &FakePane, p: &HarnessProfile, spawned_at: u64) -> Outcome {
         busy_record: None,
         spawned_at: Some(spawned_at),
         ring_lock: RingLock::Without,
+        hold_for_leg: false,
     };
     deliver(f, &t, ": ring", &cfg, &|_| {})
 }
@@ -383,6 +390,7 @@ fn a_short_piece_of_text_is_not_taken_for_the_doorbell() {
             busy_record: None,
             spawned_at: None,
             ring_lock: RingLock::Without,
+            hold_for_leg: false,
         };
         deliver(f, &t, door, &cfg, &|_| {})
     };

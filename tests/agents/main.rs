@@ -86,6 +86,41 @@ conformance!(
     relaunch_force_over_half_typed_text,
     doctor_knows_the_version_under_test,
     usage_shows_the_model_servers_tokens,
+    leg_latency,
+);
+
+/// The ring scenarios again on the harness's delivery leg
+/// (docs/spec/ring.md#legs), `claude_leg::<scenario>`: the same scenario
+/// functions, their worlds with `[send] legs = true`
+/// ([`world::with_leg`]); every doorbell must reach the model through the
+/// leg and none be typed ([`world::World::doorbells_received`]). The
+/// `conformance!` tests run with the legs off: the typed fallback.
+macro_rules! legged {
+    ($($(#[$attr:meta])* $scenario:ident),* $(,)?) => {
+        mod claude_leg {
+            $($(#[$attr])* #[test]
+              fn $scenario() {
+                  crate::world::with_leg(|| crate::scenarios::$scenario(crate::Harness::Claude))
+              })*
+        }
+    };
+}
+
+legged!(
+    one_send,
+    three_quick_sends,
+    half_typed_text_is_never_sent,
+    ack_loop,
+    busy_while_streaming,
+    busy_while_silent,
+    send_while_busy_rings_when_the_turn_ends,
+    rering_then_escalation,
+    relaunch_then_send,
+    dialog_folder_trust,
+    dialog_permission,
+    dialog_history,
+    send_while_booting,
+    leg_latency,
 );
 
 /// The first mate's scenarios (`mate.rs`), one `#[test]` per scenario and

@@ -26,6 +26,20 @@ use crate::model::ModelServer;
 /// The task every test works on.
 pub const ID: &str = "t1";
 
+thread_local! {
+    /// Whether this test's worlds use the harness's delivery leg
+    /// ([`with_leg`]); otherwise every doorbell is typed (`[send] legs =
+    /// false`), as the scenarios were first written for.
+    static LEG: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (a scenario) with its worlds on the harness's delivery leg
+/// (docs/spec/ring.md#legs): a scenario is parametrised by leg, not copied.
+pub fn with_leg(f: impl FnOnce()) {
+    LEG.with(|l| l.set(true));
+    f();
+}
+
 /// What the model answers the kickoff prompt (see [`rules`]).
 const KICKOFF_ANSWER: &str = "read it";
 
@@ -90,6 +104,8 @@ pub struct World {
     pub agent_home: PathBuf,
     pub project: PathBuf,
     pub pane: String,
+    /// The doorbell goes through the harness's delivery leg ([`with_leg`]).
+    pub leg: bool,
     watcher: Option<Started>,
     _scratch: tempfile::TempDir,
 }
@@ -114,7 +130,8 @@ impl World {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        let model = ModelServer::start(&dir, &rules(&Reply::Text));
+        let leg = LEG.with(std::cell::Cell::get);
+        let model = ModelServer::start(&dir, &rules(&Reply::Text, leg));
         let agent_home = dir.join("agent-home");
         std::fs::create_dir_all(&agent_home).unwrap();
         let project = dir.join("project");
@@ -131,6 +148,7 @@ impl World {
             agent_home,
             project,
             pane: String::new(),
+            leg,
             watcher: None,
             _scratch: scratch,
         };
@@ -317,7 +335,7 @@ hide_rate_limit_model_nudge = true
             String::new()
         };
         let cfg = format!(
-            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n{resume}",
+            "[tmux]\nsocket = {socket}\n\n[send]\nlegs = {legs}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n{resume}",
             socket = toml_str(&self.socket),
             grace = opts.grace_secs,
             rings = opts.max_rings,
@@ -325,6 +343,7 @@ hide_rate_limit_model_nudge = true
             launch = toml_list(&launch),
             approval = toml_str(if opts.prompts { "prompt" } else { "bypass" }),
             hooks = opts.hooks,
+            legs = self.leg,
         );
         self.home.write("config/firstmate.toml", cfg);
     }
@@ -459,11 +478,44 @@ hide_rate_limit_model_nudge = true
         let out = self
             .fm("send")
             .args([ID, text])
-            .stdout_regex(&format!(r"^queued {ID} \d{{3}}\.msg · doorbell [a-z-]+\n$"))
+            .stdout_regex(&format!(
+                r"^queued {ID} \d{{3}}\.msg · doorbell [a-z-]+( · leg [a-z]+)?\n$"
+            ))
             .stderr_any()
             .run()
             .stdout();
-        out.trim_end().rsplit(' ').next().unwrap().to_string()
+        let line = out.trim_end();
+        // A leg's ring is `rang` and names its leg; without the leg none may.
+        let leg = line.split(" · leg ").nth(1);
+        assert!(
+            self.leg || leg.is_none(),
+            "a leg took the doorbell with the legs off: {line}"
+        );
+        line.split(" · ")
+            .nth(1)
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    }
+
+    /// `fm-send t1 <text>`: the outcome and the leg it reported (`typed`
+    /// when none).
+    #[track_caller]
+    pub fn send_leg(&self, text: &str) -> (String, String) {
+        let out = self
+            .fm("send")
+            .args(["--json", ID, text])
+            .stdout_any()
+            .stderr_any()
+            .run()
+            .stdout();
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        (
+            v["doorbell"].as_str().unwrap().to_string(),
+            v["leg"].as_str().unwrap_or("typed").to_string(),
+        )
     }
 
     /// `fm-send t1 <text>`, which must report doorbell `want`; otherwise
@@ -501,9 +553,63 @@ hide_rate_limit_model_nudge = true
         firstmate::tmux::deliver::doorbell(&home, &firstmate::TaskId::parse(ID).unwrap())
     }
 
-    /// How many user text blocks of the conversation are the doorbell.
-    /// Fails the test if any block holds the doorbell with anything else
-    /// (glued to other text) or a piece of it.
+    /// The doorbell's notice, as a delivery leg hands it over.
+    pub fn notice(&self) -> String {
+        let home = firstmate::Home::at(&self.home.root()).unwrap();
+        firstmate::tmux::deliver::notice(&home, &firstmate::TaskId::parse(ID).unwrap())
+    }
+
+    /// Every user text block of the latest main request, synthetic ones
+    /// (a hook's notification) included, message by message.
+    fn raw_user_messages(&self) -> Vec<Vec<String>> {
+        let Some(last) = self.model.main_requests().pop() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for m in last["body"]["messages"].as_array().into_iter().flatten() {
+            if m["role"] != "user" {
+                continue;
+            }
+            let texts = match &m["content"] {
+                Value::String(s) => vec![s.clone()],
+                Value::Array(bs) => bs
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .map(|b| b["text"].as_str().unwrap_or("").to_string())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            out.push(texts);
+        }
+        out
+    }
+
+    /// How many doorbells a hook handed the model: user text blocks
+    /// holding `…hook blocking error from command "<event>": <notice>`.
+    /// Fails the test if one holds the notice twice or a piece of it.
+    #[track_caller]
+    fn hook_doorbells(&self) -> usize {
+        let notice = self.notice();
+        let mut n = 0;
+        for b in self.raw_user_messages().into_iter().flatten() {
+            if !b.starts_with("<system-reminder>") || !b.contains("firstmate inbox") {
+                continue;
+            }
+            assert_eq!(b.matches("firstmate inbox").count(), 1, "{b}");
+            assert!(
+                b.contains(&format!("\": {}", notice_head(&notice))),
+                "a hook block without the whole notice: {b}"
+            );
+            n += 1;
+        }
+        n
+    }
+
+    /// How many doorbells reached the model: typed ones (user text blocks
+    /// that are exactly the doorbell) and, on the leg, those a hook handed
+    /// over. Fails the test if any block holds the doorbell with anything
+    /// else (glued to other text) or a piece of it, and, on the leg, if a
+    /// doorbell was typed at all: the leg types nothing.
     #[track_caller]
     pub fn doorbells_received(&self) -> usize {
         let door = self.doorbell();
@@ -513,11 +619,35 @@ hide_rate_limit_model_nudge = true
                 assert_eq!(b.trim(), door, "a user block holds more than the doorbell");
             }
         }
-        blocks.iter().filter(|b| b.trim() == door).count()
+        let typed = blocks.iter().filter(|b| b.trim() == door).count();
+        if !self.leg {
+            return typed;
+        }
+        assert_eq!(
+            typed,
+            0,
+            "a doorbell was typed on the leg:\n{}",
+            self.screen()
+        );
+        assert!(
+            !self.screen().contains(": 'firstmate inbox"),
+            "the typed doorbell showed in the pane:\n{}",
+            self.screen()
+        );
+        self.hook_doorbells()
     }
 
-    /// The last user turn is exactly one doorbell.
+    /// The last user turn is exactly one doorbell (on the leg: the last
+    /// user message is the hook's, holding the notice once).
     pub fn last_turn_is_the_doorbell(&self) -> bool {
+        if self.leg {
+            let notice = self.notice();
+            return self.raw_user_messages().last().is_some_and(|t| {
+                t.iter().filter(|b| b.contains("firstmate inbox")).count() == 1
+                    && t.iter()
+                        .any(|b| b.contains(&format!("\": {}", notice_head(&notice))))
+            });
+        }
         let door = self.doorbell();
         self.model
             .user_turns()
@@ -527,7 +657,7 @@ hide_rate_limit_model_nudge = true
 
     /// Sets what the model answers a doorbell with.
     pub fn reply(&self, r: Reply) {
-        self.model.set_rules(&rules(&r));
+        self.model.set_rules(&rules(&r, self.leg));
     }
 
     pub fn tmux(&self, args: &[&str]) -> String {
@@ -649,14 +779,20 @@ impl Drop for World {
     }
 }
 
+/// The notice up to its `<n>` (the harness may escape the `<` and `>`).
+fn notice_head(notice: &str) -> &str {
+    notice.split(" <n>").next().unwrap_or(notice)
+}
+
 /// A TOML basic string.
 fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
 /// The model's rule file: the kickoff prompt gets a short answer; a
-/// doorbell gets `r`.
-pub fn rules(r: &Reply) -> Value {
+/// doorbell gets `r`. On the leg the doorbell is matched in the raw last
+/// user message: a hook's notification is a synthetic block.
+pub fn rules(r: &Reply, leg: bool) -> Value {
     let ack = format!("fm-ack {ID} --through 999999");
     let doorbell = match r {
         Reply::Text => json!({"text": "noted"}),
@@ -673,7 +809,7 @@ pub fn rules(r: &Reply) -> Value {
         "default": {"text": "ok"},
         "side_default": {"text": "A title"},
         "rules": [
-            {"name": "doorbell", "match": "firstmate inbox: new mail in", "action": doorbell},
+            {"name": "doorbell", "match": "firstmate inbox: new mail in", "raw": leg, "action": doorbell},
             {"name": "kickoff", "match": "Read the brief at ", "action": {"text": KICKOFF_ANSWER}},
         ]
     })

@@ -28,6 +28,7 @@ mod harden;
 mod harness;
 mod land;
 mod land_guard;
+mod leg;
 mod mate;
 mod notify;
 mod pane;
