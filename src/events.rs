@@ -90,7 +90,21 @@ pub enum Event {
         doorbell: Option<&'static str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         delivery: Option<&'static str>,
+        /// The leg that took the doorbell (docs/spec/ring.md#legs);
+        /// absent when it was typed (or did not ring).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        leg: Option<&'static str>,
     },
+    /// A doorbell a delivery leg took: nothing was typed.
+    #[serde(rename = "ring.leg")]
+    LegRang {
+        leg: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// A doorbell the profile's leg could not take (`why`): it is typed.
+    #[serde(rename = "ring.leg-fallback")]
+    LegFellBack { leg: &'static str, why: String },
     #[serde(rename = "inbox.acked")]
     InboxAcked { seq: u64 },
     /// A key pressed in the task's pane (`fm-send --key`).
@@ -155,6 +169,9 @@ pub enum Event {
         seq: u64,
         count: u64,
         doorbell: &'static str,
+        /// The leg that took it; absent when typed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        leg: Option<&'static str>,
     },
     #[serde(rename = "watch.escalation")]
     WatchEscalation { seq: u64 },
@@ -366,6 +383,7 @@ mod tests {
             bytes: Some(5),
             doorbell: Some("rang"),
             delivery: Some("fire-and-forget"),
+            leg: None,
         };
         assert_eq!(
             line(Entry::new(5, Tool::Send, "t1", queued).by("bob")),
@@ -376,6 +394,7 @@ mod tests {
             bytes: None,
             doorbell: None,
             delivery: None,
+            leg: None,
         };
         assert_eq!(
             line(Entry::new(7, Tool::Board, "w1", board).by("fm-board")),

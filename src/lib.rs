@@ -54,6 +54,7 @@ pub mod grant;
 pub(crate) mod harness;
 pub mod home;
 pub mod inbox;
+pub(crate) mod leg;
 pub(crate) mod listing;
 pub mod mate;
 pub mod meta;

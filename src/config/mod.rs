@@ -89,6 +89,13 @@ pub struct SendCfg {
     pub enter_retries: u64,
     #[serde(deserialize_with = "uint")]
     pub max_body_bytes: u64,
+    /// Whether a harness's delivery leg (docs/spec/ring.md#legs) is used;
+    /// `false` types every doorbell.
+    pub legs: bool,
+    /// How long a ring waits for a leg to take the doorbell before it
+    /// types it instead.
+    #[serde(deserialize_with = "uint")]
+    pub leg_wait_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -248,6 +255,8 @@ impl Default for SendCfg {
             enter_wait_ms: 400,
             enter_retries: 3,
             max_body_bytes: 1_048_576,
+            legs: true,
+            leg_wait_ms: 1000,
         }
     }
 }

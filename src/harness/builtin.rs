@@ -52,6 +52,7 @@ fn make_builtin(name: &str) -> Option<HarnessProfile> {
             env: Vec::new(),
             hooks: true,
             resume: None,
+            leg: crate::leg::Leg::builtin(name),
         }
     };
     let mut prof = match name {

@@ -64,6 +64,9 @@ pub struct HarnessProfile {
     /// with `{session}` for its id (`fm restore`, docs/spec/restore.md);
     /// `None`: the agent cannot resume, a restore starts it afresh.
     pub resume: Option<Vec<String>>,
+    /// How the doorbell reaches the agent (docs/spec/ring.md#legs): its
+    /// own channel (`hook`, `queue`) or typed into the pane (`typed`).
+    pub leg: crate::leg::Leg,
 }
 
 /// The approval posture of a spawned agent (`approval` in
@@ -116,6 +119,7 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
             env: Vec::new(),
             hooks: true,
             resume: None,
+            leg: crate::leg::Leg::Typed,
         },
         _ => return None,
     };
@@ -155,6 +159,9 @@ pub fn profile(overrides: &Overrides, name: &str) -> Option<HarnessProfile> {
         }
         if let Some(v) = ov.hooks {
             p.hooks = v;
+        }
+        if let Some(v) = ov.leg {
+            p.leg = v;
         }
     }
     Some(p)

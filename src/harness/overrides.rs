@@ -37,6 +37,9 @@ pub struct HarnessOverride {
     /// The argv that resumes a session (`{session}`: its id); `[]` means
     /// none (a restore starts the agent afresh).
     pub resume: Option<Vec<String>>,
+    /// The delivery leg (`hook`, `queue`, `typed`); `typed` turns the
+    /// built-in's leg off.
+    pub leg: Option<crate::leg::Leg>,
 }
 
 impl PartialEq for HarnessOverride {
@@ -55,6 +58,7 @@ impl PartialEq for HarnessOverride {
             && self.env == other.env
             && self.hooks == other.hooks
             && self.resume == other.resume
+            && self.leg == other.leg
     }
 }
 

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::events::{Entry, Event, Tool};
 use crate::home::Home;
+use crate::leg::Leg;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::Outcome;
 use crate::tmux::pane::PaneInfo;
@@ -42,6 +43,10 @@ pub struct Sent {
     /// `None` for [`Ring::Later`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub doorbell: Option<Outcome>,
+    /// The leg that took the doorbell (docs/spec/ring.md#legs); absent
+    /// when it was typed or did not ring.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leg: Option<Leg>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) duplicate: Option<Existing>,
 }
@@ -94,7 +99,11 @@ impl std::fmt::Display for Sent {
             doorbell,
             self.duplicate.map(Existing::as_str),
         );
-        f.write_str(&line)
+        f.write_str(&line)?;
+        match self.leg {
+            Some(leg) => write!(f, " \u{b7} leg {leg}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -136,6 +145,7 @@ pub fn send_then(
         seq,
         path: path.clone(),
         doorbell: None,
+        leg: None,
         duplicate,
     });
     let rung = |r: &Recipient, info| {
@@ -143,19 +153,23 @@ pub fn send_then(
             info,
             ..Known::default()
         };
-        let Rung { outcome, warnings } = r.ring(home, cfg, now, known);
+        let Rung {
+            outcome,
+            leg,
+            warnings,
+        } = r.ring(home, cfg, now, known);
         for w in warnings {
             crate::output::err_line(&format!("{}: warning: {w}", tool.as_str()));
         }
-        outcome
+        (Some(outcome), (leg != Leg::Typed).then_some(leg))
     };
-    let doorbell = match ring {
-        Ring::Later => None,
+    let (doorbell, leg) = match ring {
+        Ring::Later => (None, None),
         // A handled duplicate was already read: nothing to ring for.
-        Ring::Quiet => Some(Outcome::Quiet),
-        _ if duplicate == Some(Existing::Handled) => Some(Outcome::Quiet),
-        Ring::Now(r) => Some(rung(r, None)),
-        Ring::Known(r, info) => Some(rung(r, Some(info))),
+        Ring::Quiet => (Some(Outcome::Quiet), None),
+        _ if duplicate == Some(Existing::Handled) => (Some(Outcome::Quiet), None),
+        Ring::Now(r) => rung(r, None),
+        Ring::Known(r, info) => rung(r, Some(info)),
     };
     if duplicate.is_none() {
         let event = Event::InboxQueued {
@@ -165,6 +179,7 @@ pub fn send_then(
             bytes: matches!(tool, Tool::Send | Tool::Top).then_some(msg.body.len()),
             doorbell: doorbell.map(Outcome::as_str),
             delivery: msg.fire_and_forget.then_some("fire-and-forget"),
+            leg: leg.map(Leg::as_str),
         };
         Entry::new(now, tool, id.as_str(), event)
             .by(msg.from)
@@ -175,6 +190,7 @@ pub fn send_then(
         seq,
         path,
         doorbell,
+        leg,
         duplicate,
     })
 }

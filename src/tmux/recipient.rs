@@ -20,6 +20,7 @@ use crate::events::{Entry, Event, Tool};
 use crate::harness::{self, HarnessProfile};
 use crate::home::Home;
 use crate::inbox::ladder_files;
+use crate::leg::Leg;
 use crate::meta::TaskMeta;
 use crate::task_id::TaskId;
 use crate::tmux::deliver::{self, Outcome, RingLock, Target};
@@ -50,6 +51,9 @@ pub(crate) struct Known<'a> {
 #[derive(Debug)]
 pub(crate) struct Rung {
     pub(crate) outcome: Outcome,
+    /// The way the doorbell went (docs/spec/ring.md#legs): `typed` unless
+    /// the profile's leg took it.
+    pub(crate) leg: Leg,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -72,6 +76,9 @@ pub(crate) struct Recipient {
     pub(crate) spawned_at: Option<u64>,
     /// What the pane must prove to be this task's.
     pub(crate) claim: Option<Claim>,
+    /// Meta, kept only for a profile with a delivery leg (what the leg
+    /// checks its waiter or thread against).
+    pub(crate) leg_meta: Option<std::sync::Arc<TaskMeta>>,
 }
 
 impl Recipient {
@@ -89,16 +96,51 @@ impl Recipient {
     }
 
     pub(crate) fn from_meta(cfg: &Config, id: &TaskId, meta: &TaskMeta) -> Recipient {
+        let profile = meta
+            .harness
+            .as_deref()
+            .and_then(|h| harness::profile(&cfg.harness, h));
+        let leg_meta = profile
+            .as_ref()
+            .filter(|p| p.leg != Leg::Typed && cfg.send.legs)
+            .map(|_| std::sync::Arc::new(meta.clone()));
         Recipient {
             id: id.clone(),
             pane: meta.pane.clone(),
             tmux: Tmux::new(meta.socket(cfg)),
-            profile: meta
-                .harness
-                .as_deref()
-                .and_then(|h| harness::profile(&cfg.harness, h)),
+            profile,
             spawned_at: meta.spawned_at,
             claim: Claim::of(id, meta),
+            leg_meta,
+        }
+    }
+
+    /// The doorbell through the profile's leg, when it has one that takes
+    /// it now ([`crate::leg::ring`]); `None`: type it.
+    fn ring_leg(&self, home: &Home, cfg: &Config) -> Option<Leg> {
+        let meta = self.leg_meta.as_deref()?;
+        let leg = self.profile.as_ref()?.leg;
+        match crate::leg::ring(home, cfg, &self.id, leg, meta) {
+            Ok(d) => {
+                let event = Event::LegRang {
+                    leg: d.leg.as_str(),
+                    detail: d.detail,
+                };
+                Entry::new(crate::clock::now(), Tool::Send, self.id.as_str(), event)
+                    .by("firstmate")
+                    .record(home);
+                Some(d.leg)
+            }
+            Err(why) => {
+                let event = Event::LegFellBack {
+                    leg: leg.as_str(),
+                    why,
+                };
+                Entry::new(crate::clock::now(), Tool::Send, self.id.as_str(), event)
+                    .by("firstmate")
+                    .record(home);
+                None
+            }
         }
     }
 
@@ -131,6 +173,20 @@ impl Recipient {
                 RingLock::Wait(home.ring_lock(&self.id))
             },
         };
+        let id = &self.id;
+        if let Some(leg) = self.ring_leg(home, cfg) {
+            let mut warnings = Vec::new();
+            if known.owed != Some(false)
+                && let Err(e) = ladder_files::clear_owed(home, id)
+            {
+                warnings.push(format!("{id}: could not clear the owed doorbell: {e}"));
+            }
+            return Rung {
+                outcome: Outcome::Rang,
+                leg,
+                warnings,
+            };
+        }
         let line = deliver::doorbell(home, &self.id);
         let backend: &dyn Pane = known.backend.unwrap_or(&self.tmux);
         let sleep: &dyn Fn(Duration) = known.sleep.unwrap_or(&std::thread::sleep);
@@ -138,7 +194,6 @@ impl Recipient {
             Some(info) => deliver::deliver_to(backend, &target, info, &line, &cfg.send, sleep),
             None => deliver::deliver(backend, &target, &line, &cfg.send, sleep),
         };
-        let id = &self.id;
         let mut warnings = Vec::new();
         if outcome.owed() {
             if let Err(e) = ladder_files::write_owed(home, id, now) {
@@ -154,7 +209,11 @@ impl Recipient {
             // record: a ring owed from earlier is paid.
             warnings.push(format!("{id}: could not clear the owed doorbell: {e}"));
         }
-        Rung { outcome, warnings }
+        Rung {
+            outcome,
+            leg: Leg::Typed,
+            warnings,
+        }
     }
 
     /// Presses one named key in the pane (`fm-send --key`) and records
@@ -265,6 +324,7 @@ mod tests {
             profile: Some(profile),
             spawned_at: None,
             claim: None,
+            leg_meta: None,
         };
         let f = FakePane::with("%1", "claude");
         f.edit("%1", |s| s.history.push("working… esc to interrupt".into()));

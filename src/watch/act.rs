@@ -218,7 +218,11 @@ impl Exec<'_> {
                 owed: Some(t.files.owed.is_some()),
                 sleep: Some(ex.sleep),
             };
-            let Rung { outcome, warnings } = recipient.ring(home, cfg, now, known);
+            let Rung {
+                outcome,
+                leg,
+                warnings,
+            } = recipient.ring(home, cfg, now, known);
             for w in warnings {
                 ex.state.warn(w);
             }
@@ -232,6 +236,7 @@ impl Exec<'_> {
                 seq,
                 count,
                 doorbell: outcome.as_str(),
+                leg: (leg != crate::leg::Leg::Typed).then_some(leg.as_str()),
             };
             Entry::new(now, Tool::Watch, id.as_str(), event)
                 .by(ACTOR)

@@ -44,6 +44,7 @@ fn entry() -> impl Strategy<Value = events::Entry> {
                 bytes,
                 doorbell: rang.then_some("rang"),
                 delivery: ff.then_some("fire-and-forget"),
+                leg: None,
             }),
         (
             any::<String>(),
