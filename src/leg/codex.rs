@@ -48,6 +48,10 @@ use crate::task_id::TaskId;
 /// takes up to ~10 s to pick it up.
 pub const RERING_FLOOR_SECS: u64 = 30;
 
+/// How long an idle agent may leave a queued doorbell untaken before
+/// the ring types it ([`stuck`]).
+const STUCK_SECS: u64 = 20;
+
 /// How long `codex queue` may run (it returns in ~0.2 s).
 const QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -265,6 +269,13 @@ pub fn ring(
     if let (Some(at), Some(rollout)) = (state.queued_at, &state.rollout)
         && !taken_since(rollout, at)
     {
+        if stuck(rollout, at, now) {
+            // Codex runs no queued message after a turn the captain
+            // interrupted (Escape) until its next turn: typed, it lands.
+            return Err(format!(
+                "the doorbell queued at {at} was not taken and the agent is idle: typed instead"
+            ));
+        }
         // One queued doorbell covers every pending record: no copy more.
         return Ok(Delivered {
             leg: Leg::Queue,
@@ -426,6 +437,30 @@ pub(crate) fn taken_since(path: &Path, at: u64) -> bool {
         }
         window = (window * 8).min(MAX_TAIL);
     }
+}
+
+/// Whether a queued doorbell not taken yet is stuck: queued
+/// [`STUCK_SECS`] ago or more, and the agent's last turn ended at least as
+/// long ago (its rollout unwritten since). An idle TUI takes its queue
+/// within ~10 s — except after an interrupted turn.
+pub(crate) fn stuck(rollout: &Path, queued_at: u64, now: u64) -> bool {
+    if now < queued_at.saturating_add(STUCK_SECS) {
+        return false;
+    }
+    let idle = matches!(
+        crate::agent_report::last_turn_event(rollout),
+        Some(crate::agent_report::TurnEvent::Ended)
+    );
+    idle && modified(rollout).is_some_and(|m| m.saturating_add(STUCK_SECS) <= now)
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the agent's own session log"
+)]
+fn modified(p: &Path) -> Option<u64> {
+    let m = std::fs::metadata(p).ok()?.modified().ok()?;
+    Some(m.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
 }
 
 /// The `started_at` of the last `task_started` in the complete lines of

@@ -312,3 +312,46 @@ fn doctor_asks_the_program_for_its_queue_subcommand() {
             .contains("no `queue`")
     );
 }
+
+#[test]
+fn a_doorbell_an_idle_agent_left_in_the_queue_is_typed_instead() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("r.jsonl");
+    let now = crate::clock::now();
+    let age = |p: &Path, secs: u64| {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(now - secs);
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    std::fs::write(
+        &p,
+        format!(
+            "{{\"type\":\"session_meta\"}}\n{}\n{COMPLETE}\n",
+            started(1000)
+        ),
+    )
+    .unwrap();
+    age(&p, 60);
+    assert!(
+        stuck(&p, now - 30, now),
+        "idle for a minute, queued 30 s ago"
+    );
+    assert!(
+        !stuck(&p, now - 5, now),
+        "queued moments ago: the TUI's poll may come"
+    );
+    age(&p, 3);
+    assert!(!stuck(&p, now - 30, now), "the log was written moments ago");
+    // A turn running: the queue runs after it.
+    std::fs::write(
+        &p,
+        format!("{{\"type\":\"session_meta\"}}\n{}\n", started(1000)),
+    )
+    .unwrap();
+    age(&p, 60);
+    assert!(!stuck(&p, now - 30, now));
+}

@@ -47,6 +47,10 @@ pub struct Opts {
     pub max_rings: u64,
     /// The agent's own busy/idle hooks (`[harness.<name>] hooks`).
     pub hooks: bool,
+    /// `[send] legs`: the doorbell through the harness's delivery leg
+    /// (docs/spec/ring.md#legs). Off unless a scenario is about the leg:
+    /// the other scenarios are the typed doorbell's.
+    pub legs: bool,
 }
 
 impl Default for Opts {
@@ -57,6 +61,7 @@ impl Default for Opts {
             grace_secs: 3600,
             max_rings: 3,
             hooks: true,
+            legs: false,
         }
     }
 }
@@ -317,7 +322,8 @@ hide_rate_limit_model_nudge = true
             String::new()
         };
         let cfg = format!(
-            "[tmux]\nsocket = {socket}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n{resume}",
+            "[tmux]\nsocket = {socket}\n\n[send]\nlegs = {legs}\n\n[watch]\ngrace_secs = {grace}\nmax_rings = {rings}\npoll_secs = 1\n\n[harness.{name}]\nlaunch = {launch}\napproval = {approval}\nhooks = {hooks}\n{resume}",
+            legs = opts.legs,
             socket = toml_str(&self.socket),
             grace = opts.grace_secs,
             rings = opts.max_rings,
