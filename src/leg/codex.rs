@@ -374,15 +374,48 @@ fn is_file(p: &Path) -> bool {
     p.is_file()
 }
 
-/// The rollout of `thread` under the agent's Codex home: the newest
-/// written since the spawn in the worktree, whose name ends in the
-/// thread's id.
+/// The rollout of `thread` under the agent's Codex home: the file named
+/// after the thread (`rollout-<time>-<thread>.jsonl`) — the newest the
+/// worktree's since the spawn, else found by its name in any day's
+/// directory (a resumed thread appends to the file of the day it began).
 fn find_thread_rollout(codex_home: &Path, meta: &TaskMeta, thread: &str) -> Option<PathBuf> {
-    let worktree = meta.worktree.as_deref()?;
-    let since = meta.spawned_at.unwrap_or(0).saturating_sub(5);
-    let p = crate::agent_report::find_rollout(&codex_home.join("sessions"), worktree, since)?;
-    let name = p.file_name()?.to_str()?;
-    name.ends_with(&format!("-{thread}.jsonl")).then_some(p)
+    let sessions = codex_home.join("sessions");
+    let suffix = format!("-{thread}.jsonl");
+    let named = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+    };
+    if let Some(worktree) = meta.worktree.as_deref() {
+        let since = meta.spawned_at.unwrap_or(0).saturating_sub(5);
+        if let Some(p) = crate::agent_report::find_rollout(&sessions, worktree, since)
+            && named(&p)
+        {
+            return Some(p);
+        }
+    }
+    let mut dirs = vec![(0, sessions)];
+    let mut found = None;
+    while let Some((depth, dir)) = dirs.pop() {
+        for p in entries(&dir) {
+            if depth < 3 {
+                dirs.push((depth + 1, p));
+            } else if named(&p) {
+                found = Some(p);
+            }
+        }
+    }
+    found
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "outside the home: the agent's session log directories"
+)]
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
 }
 
 /// A rollout's `session_meta.cli_version`.

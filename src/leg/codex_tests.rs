@@ -355,3 +355,41 @@ fn a_doorbell_an_idle_agent_left_in_the_queue_is_typed_instead() {
     age(&p, 60);
     assert!(!stuck(&p, now - 30, now));
 }
+
+#[test]
+fn a_resumed_threads_rollout_is_found_by_its_name() {
+    let (d, home, id, mut meta) = world("0.169.0", Some("s1"));
+    // Another rollout of the worktree is the newest since the spawn (the
+    // agent a relaunch replaced): the thread's own is found by its name.
+    let day = d.path().join("agent/.codex/sessions/2026/12/07");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::write(
+        day.join("rollout-2026-12-07T00-00-00-other.jsonl"),
+        format!(
+            "{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"other\",\"cwd\":\"{}\"}}}}\n",
+            d.path().join("wt").display()
+        ),
+    )
+    .unwrap();
+    // The thread's own was last written before this spawn (resumed).
+    let own = d.path().join(format!(
+        "agent/.codex/sessions/2026/12/06/rollout-2026-12-06T15-37-15-{THREAD}.jsonl"
+    ));
+    let old = std::time::SystemTime::now() - Duration::from_secs(600);
+    std::fs::File::options()
+        .write(true)
+        .open(&own)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    meta.spawned_at = Some(crate::clock::now());
+    assert_eq!(available(&home, &id, &meta), Ok(()));
+    let s = QueueState::load(&home, &id).unwrap();
+    assert!(
+        s.rollout
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .ends_with(&format!("-{THREAD}.jsonl"))
+    );
+}

@@ -213,7 +213,13 @@ pub fn three_quick_sends(legs: bool) {
     std::thread::sleep(Duration::from_secs(if legs { 12 } else { 2 }));
     let got = w.doorbells_received();
     if legs {
-        assert_eq!(got, 1, "one queued doorbell for 3 sends");
+        assert_eq!(
+            got,
+            1,
+            "one queued doorbell for 3 sends\n{:#?}\n--- events\n{}",
+            w.model.user_turns(),
+            events(&w)
+        );
         let queued = events(&w).matches(r#""detail":"queued for thread"#).count();
         assert_eq!(queued, 1, "{}", events(&w));
         nothing_typed(&w);
