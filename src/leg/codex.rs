@@ -437,7 +437,7 @@ pub(crate) fn cli_version(path: &Path) -> Option<String> {
     Some(v.get("payload")?.get("cli_version")?.as_str()?.to_string())
 }
 
-/// Whether the rollout shows a turn started at or after `at`: a queued
+/// Whether the rollout shows a turn started after `at`: a queued
 /// doorbell runs as a turn of its own, so one that started since it was
 /// queued took it (or, the captain's, comes before it: a copy more then
 /// only rings twice, which is harmless).
@@ -463,7 +463,10 @@ pub(crate) fn taken_since(path: &Path, at: u64) -> bool {
             return true;
         }
         if let Some(started) = last_start(&buf, take == len) {
-            return started >= at;
+            // Strictly after: a turn stamped in the very second the
+            // doorbell was queued began before the TUI could take it
+            // (it takes seconds).
+            return started > at;
         }
         if take == len || window >= MAX_TAIL {
             return false;

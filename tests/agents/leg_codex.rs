@@ -390,7 +390,13 @@ pub fn relaunch(legs: bool) {
     };
     w.spawn_ready();
     let old = session(&w);
-    w.fm("control")
+    // Relaunched in the agent's environment, as it was spawned: spawn
+    // and relaunch note the Codex home the launch sees.
+    let mut relaunch = w.fm("control");
+    for (k, v) in w.agent_env() {
+        relaunch = relaunch.env(k, v);
+    }
+    relaunch
         .args([ID, "relaunch", "--note", "carry on"])
         .stdout(format!("relaunched {ID} harness=codex from=codex\n"))
         .run();
