@@ -355,7 +355,7 @@ pub(crate) fn program_of(first: &str) -> Result<PathBuf, String> {
 /// Read only when the ladder would ring a Codex worker.
 pub fn rering_held_until(home: &Home, id: &TaskId, meta: &TaskMeta, now: u64) -> Option<u64> {
     let state = QueueState::load(home, id)?;
-    if Some(state.spawn_id.as_str()) != meta.spawn_id.as_deref() {
+    if state.spawn_id != meta.spawn_id.as_deref().unwrap_or_default() {
         return None;
     }
     held_until(state.queued_at, now)

@@ -397,3 +397,38 @@ fn a_resumed_threads_rollout_is_found_by_its_name() {
             .ends_with(&format!("-{THREAD}.jsonl"))
     );
 }
+
+fn fake_codex(_socket: &str) -> Box<dyn crate::tmux::pane::Pane> {
+    Box::new(crate::tmux::pane::FakePane::with("%1", "codex"))
+}
+
+#[test]
+fn the_watcher_does_not_re_ring_a_freshly_queued_doorbell() {
+    let (_d, home, id) = home();
+    let now = crate::clock::now();
+    std::fs::create_dir_all(home.inbox(&id).join("handled")).unwrap();
+    std::fs::write(
+        home.inbox(&id).join("001.msg"),
+        crate::inbox::render(&crate::clock::rfc3339(now - 600), "captain", false, b"hi"),
+    )
+    .unwrap();
+    // No spawn id: the fake pane carries no mark to prove it.
+    std::fs::write(home.meta(&id), "harness=codex\npane=%1\n").unwrap();
+    let cfg = Config::default();
+    let pass = |at: u64| {
+        let mut state = crate::watch::pass::State::load(&home).unwrap();
+        crate::watch::pass::run(&home, &cfg, &fake_codex, &|_| {}, &mut state, at).unwrap()
+    };
+    // Queued 5 s ago: the ladder's ring (the record is 600 s old) waits.
+    let q = QueueState {
+        queued_at: Some(now - 5),
+        ..QueueState::default()
+    };
+    q.save(&home, &id).unwrap();
+    let held = pass(now);
+    assert!(held.rings.is_empty(), "{:?} {:?}", held.rings, held.wakes);
+    assert_eq!(held.next_due, Some(now - 5 + RERING_FLOOR_SECS));
+    // Once the floor passed, the ladder rings as ever.
+    let rung = pass(now - 5 + RERING_FLOOR_SECS);
+    assert_eq!(rung.rings.len(), 1, "{:?}", rung.rings);
+}
