@@ -1,5 +1,6 @@
 use std::os::unix::fs::PermissionsExt;
 
+use super::rollout::last_start;
 use super::*;
 
 const THREAD: &str = "019b0d5e-1f2a-7c31-9a4e-2b6f8d1e3c57";
