@@ -63,19 +63,16 @@ fn launches_codex(argv: &[String]) -> bool {
 /// The Codex home an agent launched with `env` (`NAME=value` entries the
 /// pane gets on top of firstmate's environment) uses.
 fn codex_home(env: &[String], var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    launch_var(env, "CODEX_HOME", &var)
-        .or_else(|| launch_var(env, "HOME", &var).map(|h| h.join(".codex")))
-}
-
-/// The absolute path variable `k` an agent launched with `env` sees.
-fn launch_var(env: &[String], k: &str, var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    env.iter()
-        .rev()
-        .find_map(|e| e.strip_prefix(k)?.strip_prefix('=').map(str::to_string))
-        .or_else(|| var(k))
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
+    let lookup = |k: &str| {
+        env.iter()
+            .rev()
+            .find_map(|e| e.strip_prefix(k)?.strip_prefix('=').map(str::to_string))
+            .or_else(|| var(k))
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    lookup("CODEX_HOME").or_else(|| lookup("HOME").map(|h| h.join(".codex")))
 }
 
 /// Notes where the agent `argv` launches writes its session log (spawn
@@ -88,17 +85,8 @@ pub fn note_launch(home: &Home, id: &TaskId, argv: &[String], env: &[String]) {
         .flatten()
         .and_then(|p| p.to_str().map(str::to_string))
         .filter(|p| !p.contains('\n'));
-    // The agent's `HOME` too: the Codex delivery leg runs `codex queue`
-    // as the agent (crate::leg::codex).
-    let agent_home = dir
-        .as_ref()
-        .and_then(|_| launch_var(env, "HOME", |k| std::env::var(k).ok()))
-        .and_then(|p| p.to_str().map(str::to_string))
-        .filter(|p| !p.contains('\n'))
-        .map(|h| format!("home {h}\n"))
-        .unwrap_or_default();
     let _ = match dir {
-        Some(d) => fsx::atomic_write(&path, format!("codex {d}\n{agent_home}").as_bytes()),
+        Some(d) => fsx::atomic_write(&path, format!("codex {d}\n").as_bytes()),
         None => fsx::remove_optional(&path).map(drop),
     };
 }

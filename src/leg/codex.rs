@@ -177,17 +177,19 @@ fn agent_home(home: &Home, id: &TaskId) -> Option<AgentHome> {
     parse_note(&String::from_utf8_lossy(&note))
 }
 
-/// The note's `codex <dir>` line and, when present, its `home <dir>` line.
+/// The note's `codex <dir>` line; the agent's `HOME` is that directory's
+/// parent when it is `<HOME>/.codex` (Codex's default), else unknown
+/// (`codex queue` then runs with the ringer's `HOME`: the Codex home is
+/// what it reads and writes).
 pub(crate) fn parse_note(text: &str) -> Option<AgentHome> {
-    let mut lines = text.lines();
-    let codex_home = PathBuf::from(lines.next()?.strip_prefix("codex ")?);
-    let home = lines
-        .find_map(|l| l.strip_prefix("home "))
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    codex_home
-        .is_absolute()
-        .then_some(AgentHome { codex_home, home })
+    let codex_home = PathBuf::from(text.lines().next()?.strip_prefix("codex ")?);
+    if !codex_home.is_absolute() {
+        return None;
+    }
+    let home = (codex_home.file_name()? == ".codex")
+        .then(|| codex_home.parent().map(Path::to_path_buf))
+        .flatten();
+    Some(AgentHome { codex_home, home })
 }
 
 /// Everything a queued doorbell needs, found by [`check`].

@@ -41,11 +41,7 @@ fn world(version: &str, bound: Option<&str>) -> (tempfile::TempDir, Home, TaskId
     .unwrap();
     std::fs::write(
         crate::agent_report::agent_home_file(&home, &id),
-        format!(
-            "codex {}\nhome {}\n",
-            codex.display(),
-            d.path().join("agent").display()
-        ),
+        format!("codex {}\n", codex.display()),
     )
     .unwrap();
     let mut meta = format!(
@@ -100,10 +96,10 @@ fn the_program_must_be_codex() {
 
 #[test]
 fn the_note_names_the_codex_home_and_the_agents_home() {
-    let n = parse_note("codex /a/.codex\nhome /a\n").unwrap();
+    let n = parse_note("codex /a/.codex\n").unwrap();
     assert_eq!(n.codex_home, PathBuf::from("/a/.codex"));
     assert_eq!(n.home, Some(PathBuf::from("/a")));
-    assert_eq!(parse_note("codex /a/.codex\n").unwrap().home, None);
+    assert_eq!(parse_note("codex /a/ch\n").unwrap().home, None);
     assert!(parse_note("codex rel\n").is_none());
     assert!(parse_note("other /x\n").is_none());
 }
