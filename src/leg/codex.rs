@@ -210,8 +210,15 @@ fn check(home: &Home, id: &TaskId, meta: &TaskMeta) -> Result<Ready, String> {
     let thread = bound_thread(meta)?;
     let agent = agent_home(home, id).ok_or("no Codex home noted for the agent")?;
     let spawn_id = meta.spawn_id.clone().unwrap_or_default();
+    // Kept across spawns of the same thread: `codex queue` is durable, so
+    // a doorbell queued before a restore is still the one the resumed
+    // agent will take.
     let mut state = QueueState::load(home, id)
-        .filter(|s| s.spawn_id == spawn_id && s.thread == thread)
+        .filter(|s| s.thread == thread)
+        .map(|s| QueueState {
+            spawn_id: spawn_id.clone(),
+            ..s
+        })
         .unwrap_or_else(|| QueueState {
             spawn_id,
             thread: thread.clone(),

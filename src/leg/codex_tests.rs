@@ -429,3 +429,18 @@ fn the_watcher_does_not_re_ring_a_freshly_queued_doorbell() {
     let rung = pass(now - 5 + RERING_FLOOR_SECS);
     assert_eq!(rung.rings.len(), 1, "{:?}", rung.rings);
 }
+
+#[test]
+fn a_doorbell_queued_before_a_restore_is_not_queued_again() {
+    let (_d, home, id, meta) = world("0.169.0", Some("s1"));
+    available(&home, &id, &meta).unwrap();
+    let mut s = QueueState::load(&home, &id).unwrap();
+    s.spawn_id = "s0".into();
+    s.queued_at = Some(crate::clock::now());
+    s.save(&home, &id).unwrap();
+    // The restore's spawn resumes the same thread: the queued doorbell
+    // (durable) is still the one it will take.
+    let ready = check(&home, &id, &meta).unwrap();
+    assert_eq!(ready.state.queued_at, s.queued_at);
+    assert_eq!(ready.state.spawn_id, "s1");
+}

@@ -418,6 +418,60 @@ pub fn relaunch(legs: bool) {
     }
 }
 
+/// Durable: a doorbell queued while the tmux server (and the TUI with
+/// it) is gone runs once `fm restore` resumed the thread — one doorbell,
+/// queued once, nothing typed.
+pub fn restore(legs: bool) {
+    let Some(mut w) = world(legs, Opts::default()) else {
+        return;
+    };
+    w.spawn_ready();
+    w.wait_for("the hooks to record the thread", 30.0, |w| {
+        !session(w).is_empty()
+    });
+    let thread = session(&w);
+    w.tmux(&["kill-server"]);
+    if legs {
+        sends_through(&w, legs, "after the restart", &[]);
+    } else {
+        assert_eq!(send(&w, "after the restart").0, "dead");
+    }
+    let mut restore = crate::harness::Cmd::new(crate::harness::bin("fm"))
+        .env("FM_HOME", w.home.root())
+        .env("PATH", World::path());
+    for (k, v) in w.agent_env() {
+        restore = restore.env(k, v);
+    }
+    let out = restore
+        .arg("restore")
+        .stdout_regex(&format!(
+            "restored {ID} pane=%\\d+ harness=codex resumed={thread} doorbell=rang\n\
+             restored 1 \\(resumed 1, fresh 0\\), skipped 0, failed 0\n"
+        ))
+        .run()
+        .stdout();
+    w.pane = out
+        .split("pane=")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .to_string();
+    w.wait_for("the doorbell in the resumed thread", 60.0, |w| {
+        w.doorbells_received() == 1
+    });
+    w.wait_idle(30.0);
+    w.holds_for("one doorbell only", 12.0, |w| w.doorbells_received() == 1);
+    if legs {
+        let ev = events(&w);
+        assert_eq!(
+            ev.matches(r#""detail":"queued for thread"#).count(),
+            1,
+            "{ev}"
+        );
+        nothing_typed(&w);
+    }
+}
+
 fn session(w: &World) -> String {
     w.home
         .read_string(&format!("state/{ID}.meta"))
@@ -449,4 +503,5 @@ leg_codex!(
     dialog_escaped,
     booting,
     relaunch,
+    restore,
 );
