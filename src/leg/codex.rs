@@ -215,15 +215,11 @@ fn check(home: &Home, id: &TaskId, meta: &TaskMeta) -> Result<Ready, String> {
     // agent will take.
     let mut state = QueueState::load(home, id)
         .filter(|s| s.thread == thread)
-        .map(|s| QueueState {
-            spawn_id: spawn_id.clone(),
-            ..s
-        })
         .unwrap_or_else(|| QueueState {
-            spawn_id,
             thread: thread.clone(),
             ..QueueState::default()
         });
+    state.spawn_id = spawn_id;
     let rollout = if let Some(p) = state.rollout.clone().filter(|p| is_file(p)) {
         p
     } else {
