@@ -172,6 +172,7 @@ pub(crate) fn session_hook(a: &SessionHookArgs) -> Result<u8> {
         &input,
         var("TMUX_PANE").as_deref(),
         var("TMUX").as_deref(),
+        var(control::session::SPAWN_ENV).as_deref(),
     )?;
     common::out(&format!("{learned:?}"))?;
     Ok(0)

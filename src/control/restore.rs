@@ -168,9 +168,14 @@ impl Ctl<'_> {
             m.set("tmux_server", &server);
             m.set("window", &format!("fm-{}", self.id));
             m.set("spawned_at", &now.to_string());
-            match &plan.session {
-                Some(s) => m.set(session::KEY, s),
-                None => m.remove(session::KEY),
+            if let Some(s) = &plan.session {
+                // The resumed agent runs that very thread: bound to this
+                // spawn (the Codex leg may queue to it at once).
+                m.set(session::KEY, s);
+                m.set(session::SPAWN_KEY, &spawn_id);
+            } else {
+                m.remove(session::KEY);
+                m.remove(session::SPAWN_KEY);
             }
         })
         .and_then(|_| self.reset_busy());

@@ -12,6 +12,14 @@
 //! never writes over the task's session. Spawn and relaunch clear the key
 //! (a new agent, a new conversation); a restore that resumes keeps it.
 //!
+//! The id is bound to the spawn instance that learned it: `session_spawn`
+//! is meta's `spawn_id` when the hook wrote `session`, and the hook of an
+//! agent started by another spawn (its `FM_SPAWN`, `<id>/<spawn_id>`, the
+//! pane's mark spawn gave its environment) writes nothing — an old agent's
+//! last hook in a pane a relaunch reused cannot bind its thread to the new
+//! agent. A restore that resumes the thread binds it to the restore's
+//! spawn. The Codex delivery leg ([`crate::leg::codex`]) keys on this.
+//!
 //! Without hooks, a Codex agent's id is read from its rollout
 //! ([`crate::agent_report`]'s file: the newest whose `cwd` is the
 //! worktree, written since the spawn; its first line's `id`).
@@ -22,6 +30,12 @@ use super::*;
 
 /// The meta key.
 pub(crate) const KEY: &str = "session";
+
+/// The meta key naming the spawn (`spawn_id`) `session` was learned in.
+pub(crate) const SPAWN_KEY: &str = "session_spawn";
+
+/// The environment variable spawn gives the agent: its pane's mark.
+pub(crate) const SPAWN_ENV: &str = "FM_SPAWN";
 
 /// The longest id kept (both agents use a UUID).
 const MAX_LEN: usize = 128;
@@ -71,13 +85,15 @@ pub enum Learned {
 
 /// Records the `session_id` of the hook input `input` in task `id`'s
 /// meta, for the agent meta names: `pane` is the hook's `TMUX_PANE`,
-/// `tmux` its `TMUX` (`<socket>,<server pid>,<session>`).
+/// `tmux` its `TMUX` (`<socket>,<server pid>,<session>`), `spawn` its
+/// `FM_SPAWN` (the mark of the spawn that started it).
 pub fn learn(
     home: &Home,
     id: &TaskId,
     input: &[u8],
     pane: Option<&str>,
     tmux: Option<&str>,
+    spawn: Option<&str>,
 ) -> Result<Learned> {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(input) else {
         return Ok(Learned::Ignored("the hook input is not JSON"));
@@ -91,19 +107,24 @@ pub fn learn(
     let Some(meta) = TaskMeta::load(home, id)? else {
         return Ok(Learned::Ignored("no meta"));
     };
-    if !is_the_agent(&meta, pane, tmux) {
+    if !is_the_agent(id, &meta, pane, tmux, spawn) {
         return Ok(Learned::Ignored("not the agent meta names"));
     }
-    if of(&meta).as_deref() == Some(session) {
+    if of(&meta).as_deref() == Some(session) && bound_here(&meta) {
         return Ok(Learned::Unchanged);
     }
     let mut bound = true;
     meta::update(home, id, |m| {
         // Checked again under the meta lock: a relaunch may have moved
         // the task to another pane meanwhile.
-        bound = is_the_agent(&TaskMeta::from_raw(m.clone()), pane, tmux);
+        let now = TaskMeta::from_raw(m.clone());
+        bound = is_the_agent(id, &now, pane, tmux, spawn);
         if bound {
             m.set(KEY, session);
+            match &now.spawn_id {
+                Some(s) => m.set(SPAWN_KEY, s),
+                None => m.remove(SPAWN_KEY),
+            }
         }
     })?;
     Ok(if bound {
@@ -113,11 +134,35 @@ pub fn learn(
     })
 }
 
-/// Whether a hook run in `pane` under the server `tmux` is the agent
-/// meta names. A hook with no `TMUX_PANE` ran outside tmux (both agents'
-/// hooks inherit it from the pane): not the agent. A `TMUX` without a
-/// server pid proves nothing when meta records the server.
-fn is_the_agent(meta: &TaskMeta, pane: Option<&str>, tmux: Option<&str>) -> bool {
+/// Whether meta's `session` is bound to meta's spawn (`session_spawn` is
+/// its `spawn_id`; both absent in a meta from before spawn ids).
+pub(crate) fn bound_here(meta: &TaskMeta) -> bool {
+    let bound = meta
+        .raw
+        .get(SPAWN_KEY)
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    bound == meta.spawn_id.as_deref()
+}
+
+/// Whether a hook run in `pane` under the server `tmux`, by an agent
+/// started with the mark `spawn`, is the agent meta names. A hook with no
+/// `TMUX_PANE` ran outside tmux (both agents' hooks inherit it from the
+/// pane): not the agent. A `TMUX` without a server pid proves nothing when
+/// meta records the server. An agent without a mark (one started before
+/// marks were given) is judged by its pane alone.
+fn is_the_agent(
+    id: &TaskId,
+    meta: &TaskMeta,
+    pane: Option<&str>,
+    tmux: Option<&str>,
+    spawn: Option<&str>,
+) -> bool {
+    if let (Some(mark), Some(spawn_id)) = (spawn.filter(|s| !s.is_empty()), &meta.spawn_id)
+        && mark != crate::tmux::owner::mark(id, spawn_id)
+    {
+        return false;
+    }
     let Some(pane) = pane.filter(|p| !p.is_empty()) else {
         return false;
     };
@@ -197,7 +242,7 @@ mod tests {
     fn the_hook_records_the_session_of_the_agent_meta_names_only() {
         let (_d, home, id) = home();
         let input = format!(r#"{{"session_id":"{ID}","hook_event_name":"Stop"}}"#);
-        let learn = |pane, tmux| learn(&home, &id, input.as_bytes(), pane, tmux).unwrap();
+        let learn = |pane, tmux| learn(&home, &id, input.as_bytes(), pane, tmux, None).unwrap();
         assert_eq!(learn(None, None), Learned::Ignored("no meta"));
         std::fs::write(home.meta(&id), "pane=%3\ntmux_server=4242-1700000000\n").unwrap();
         let server = Some("/tmp/tmux-0/fm,4242,0");
@@ -233,8 +278,45 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_session_is_bound_to_the_spawn_that_learned_it() {
+        let (_d, home, id) = home();
+        let input = format!(r#"{{"session_id":"{ID}"}}"#);
+        std::fs::write(home.meta(&id), "pane=%3\nspawn_id=s2\n").unwrap();
+        let learn = |spawn| learn(&home, &id, input.as_bytes(), Some("%3"), None, spawn).unwrap();
+        // The last hook of the agent a relaunch replaced in this pane.
+        assert_eq!(
+            learn(Some("t1/s1")),
+            Learned::Ignored("not the agent meta names")
+        );
+        let meta = TaskMeta::load(&home, &id).unwrap().unwrap();
+        assert_eq!(of(&meta), None);
+        assert_eq!(learn(Some("t1/s2")), Learned::Recorded(ID.into()));
+        let meta = TaskMeta::load(&home, &id).unwrap().unwrap();
+        assert_eq!(meta.raw.get(SPAWN_KEY), Some("s2"));
+        assert!(bound_here(&meta));
+        // A restore that gave another spawn the same thread: rebound.
+        std::fs::write(
+            home.meta(&id),
+            format!("pane=%3\nspawn_id=s3\nsession={ID}\nsession_spawn=s2\n"),
+        )
+        .unwrap();
+        assert!(!bound_here(&TaskMeta::load(&home, &id).unwrap().unwrap()));
+        assert_eq!(learn(Some("t1/s3")), Learned::Recorded(ID.into()));
+        assert!(bound_here(&TaskMeta::load(&home, &id).unwrap().unwrap()));
+        assert_eq!(learn(None), Learned::Unchanged);
+    }
+
     fn learn_raw(home: &Home, id: &TaskId, input: &[u8]) -> Learned {
-        learn(home, id, input, Some("%3"), Some("/tmp/tmux-0/fm,4242,0")).unwrap()
+        learn(
+            home,
+            id,
+            input,
+            Some("%3"),
+            Some("/tmp/tmux-0/fm,4242,0"),
+            None,
+        )
+        .unwrap()
     }
 
     #[test]

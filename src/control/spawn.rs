@@ -151,7 +151,7 @@ impl Ctl<'_> {
             ])
             .unwrap_or_default();
         tmux.run(&["set-option", "-p", "-t", pane, owner::MARK_OPTION, mark])?;
-        let started = self.respawn_marked(tmux, pane, worktree, launch);
+        let started = self.respawn_marked(tmux, pane, worktree, launch, mark);
         if started.is_ok()
             && let Err(e) = verify_started(tmux, pane, worktree)
         {
@@ -179,12 +179,27 @@ impl Ctl<'_> {
         pane: &str,
         worktree: &str,
         launch: Launch,
+        mark: &str,
     ) -> Result<()> {
         let env = format!("FM_HOME={}", self.home.root().display());
+        // The agent's hooks name the spawn that started it: only its own
+        // spawn's meta takes the session they report (session.rs).
+        let spawn = format!("{}={mark}", session::SPAWN_ENV);
         let cwd = no_format(worktree);
-        let mut args: Vec<String> = ["respawn-pane", "-k", "-t", pane, "-c", &cwd, "-e", &env]
-            .map(String::from)
-            .to_vec();
+        let mut args: Vec<String> = [
+            "respawn-pane",
+            "-k",
+            "-t",
+            pane,
+            "-c",
+            &cwd,
+            "-e",
+            &env,
+            "-e",
+            &spawn,
+        ]
+        .map(String::from)
+        .to_vec();
         for e in &launch.env {
             args.push("-e".into());
             args.push(e.clone());
@@ -396,6 +411,7 @@ impl Ctl<'_> {
                 m.set("base_ref", name);
             }
             m.remove(session::KEY);
+            m.remove(session::SPAWN_KEY);
         })?;
         self.reset_busy()?;
         self.restart_ladder();

@@ -337,6 +337,7 @@ impl Ctl<'_> {
             m.set("spawned_at", &clock::now().to_string());
             // A new agent: its conversation is not the old one's.
             m.remove(session::KEY);
+            m.remove(session::SPAWN_KEY);
         })?;
         self.reset_busy()?;
         self.restart_ladder();

@@ -110,12 +110,13 @@ impl Ctl<'_> {
 impl Ctl<'_> {
     /// What teardown moves into the archive entry (the idempotency keys
     /// too: a retried teardown finds its answer there).
-    fn archived_paths(&self) -> [PathBuf; 10] {
+    fn archived_paths(&self) -> [PathBuf; 11] {
         let id = self.id;
         [
             self.home.meta(id),
             crate::inbox::ladder_files::agent_dead_path(self.home, id),
             crate::agent_report::agent_home_file(self.home, id),
+            crate::leg::codex::state_file(self.home, id),
             self.home.seen_keys(id),
             self.home.status(id),
             self.home.busy(id),

@@ -105,7 +105,11 @@ impl std::fmt::Display for Sent {
             self.leg.map(Leg::as_str),
             self.duplicate.map(Existing::as_str),
         );
-        f.write_str(&line)
+        f.write_str(&line)?;
+        match self.leg {
+            Some(leg) => write!(f, " \u{b7} leg {leg}"),
+            None => Ok(()),
+        }
     }
 }
 

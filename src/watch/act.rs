@@ -249,6 +249,20 @@ impl Exec<'_> {
                 outcome,
             });
         };
+        // The queue leg's own grace (docs/spec/watch.md#ladder): a doorbell
+        // handed to `codex queue` is not rung again before the TUI could
+        // take it. Read only when the ladder would ring a worker whose
+        // leg is the queue.
+        if let Action::Ring { .. } = action
+            && cfg.send.legs
+            && profile
+                .as_ref()
+                .is_some_and(|p| p.leg == crate::leg::Leg::Queue)
+            && let Some(until) = crate::leg::codex::rering_held_until(home, id, meta, now)
+        {
+            self.due(until);
+            return;
+        }
         match action {
             Action::Wait { until } => {
                 if let Some(u) = until {

@@ -32,6 +32,7 @@
 mod harness;
 
 mod agents;
+mod leg_codex;
 mod mate;
 mod model;
 mod restore;

@@ -61,6 +61,10 @@ pub struct Opts {
     pub max_rings: u64,
     /// The agent's own busy/idle hooks (`[harness.<name>] hooks`).
     pub hooks: bool,
+    /// `[send] legs`: the doorbell through the harness's delivery leg
+    /// (docs/spec/ring.md#legs). Off unless a scenario is about the leg:
+    /// the other scenarios are the typed doorbell's.
+    pub legs: bool,
 }
 
 impl Default for Opts {
@@ -71,6 +75,7 @@ impl Default for Opts {
             grace_secs: 3600,
             max_rings: 3,
             hooks: true,
+            legs: false,
         }
     }
 }
@@ -343,7 +348,7 @@ hide_rate_limit_model_nudge = true
             launch = toml_list(&launch),
             approval = toml_str(if opts.prompts { "prompt" } else { "bypass" }),
             hooks = opts.hooks,
-            legs = self.leg,
+            legs = self.leg || opts.legs,
         );
         self.home.write("config/firstmate.toml", cfg);
     }
