@@ -21,8 +21,8 @@ pub(super) fn legs_check(home: &Home, cfg: &Config) -> Option<Check> {
             "off ([send] legs = false): every doorbell is typed",
         ));
     }
-    // harness → (leg, ready, tasks, why not by task)
-    let mut by: BTreeMap<String, (Leg, usize, usize, Vec<String>)> = BTreeMap::new();
+    // harness → (leg, ready, tasks, why not by task, its program)
+    let mut by: BTreeMap<String, (Leg, usize, usize, Vec<String>, String)> = BTreeMap::new();
     for id in home.task_ids_with_meta().unwrap_or_default() {
         let Ok(Some(meta)) = TaskMeta::load(home, &id) else {
             continue;
@@ -38,7 +38,10 @@ pub(super) fn legs_check(home: &Home, cfg: &Config) -> Option<Check> {
             Leg::Hook => crate::leg::claude::available(home, &id, &meta),
             Leg::Queue => crate::leg::codex::available(home, &id, &meta),
         };
-        let e = by.entry(name).or_insert((profile.leg, 0, 0, Vec::new()));
+        let program = profile.launch.first().cloned().unwrap_or_default();
+        let e = by
+            .entry(name)
+            .or_insert((profile.leg, 0, 0, Vec::new(), program));
         e.2 += 1;
         match ready {
             Ok(()) => e.1 += 1,
@@ -50,7 +53,7 @@ pub(super) fn legs_check(home: &Home, cfg: &Config) -> Option<Check> {
     }
     let mut parts = Vec::new();
     let mut level = Level::Ok;
-    for (name, (leg, ready, tasks, not)) in &by {
+    for (name, (leg, ready, tasks, not, program)) in &by {
         let what = match leg {
             Leg::Hook => "waiters alive",
             Leg::Queue => "ready",
@@ -60,6 +63,14 @@ pub(super) fn legs_check(home: &Home, cfg: &Config) -> Option<Check> {
         if !not.is_empty() {
             level = Level::Warn;
             part.push_str(&format!(" (typed for {})", not.join(", ")));
+        }
+        // The queue leg needs the program's `queue` subcommand (asked once
+        // per harness, in a throwaway home).
+        if *leg == Leg::Queue
+            && let Err(why) = crate::leg::codex::queue_present(program)
+        {
+            level = Level::Warn;
+            part.push_str(&format!(" (no `{program} queue`: {why})"));
         }
         parts.push(part);
     }

@@ -367,28 +367,13 @@ pub(crate) fn held_until(queued_at: Option<u64>, now: u64) -> Option<u64> {
     (now < until && queued_at? <= now).then_some(until)
 }
 
-/// `fm doctor`'s piece for the Codex leg: of `tasks` (the live Codex
-/// workers: id and meta), how many have their thread bound to this spawn.
-#[allow(dead_code, reason = "fm doctor's harness line calls it")]
-pub fn doctor_threads(tasks: &[(TaskId, TaskMeta)]) -> String {
-    let known = tasks
-        .iter()
-        .filter(|(_, m)| bound_thread(m).is_ok())
-        .count();
-    format!(
-        "thread ids known for {known}/{} live Codex task(s)",
-        tasks.len()
-    )
-}
-
-/// `fm doctor`'s other piece: whether `program` has the `queue`
+/// `fm doctor`'s piece for the Codex leg: whether `program` has the `queue`
 /// subcommand (`codex queue --help`, in a throwaway home: Codex writes
 /// its config directory on any start; bounded).
 #[expect(
     clippy::disallowed_methods,
     reason = "outside the home: a private directory in the temp dir"
 )]
-#[allow(dead_code, reason = "fm doctor's harness line calls it")]
 pub fn queue_present(program: &str) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     // A new private directory: one that already exists is never reused.

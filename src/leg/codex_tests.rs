@@ -286,15 +286,6 @@ fn the_state_file_round_trips() {
 }
 
 #[test]
-fn doctor_counts_the_bound_threads() {
-    let (_d, _home, _id, bound) = world("0.169.0", Some("s1"));
-    let (_d2, _h2, _i2, stale) = world("0.169.0", Some("s0"));
-    let t = TaskId::parse("t1").unwrap();
-    let line = doctor_threads(&[(t.clone(), bound), (t, stale)]);
-    assert_eq!(line, "thread ids known for 1/2 live Codex task(s)");
-}
-
-#[test]
 fn doctor_asks_the_program_for_its_queue_subcommand() {
     let d = tempfile::tempdir().unwrap();
     let prog = d.path().join("codex");
