@@ -86,16 +86,26 @@ pub(crate) fn ring(
     if !cfg.send.legs {
         return Err("legs are off ([send] legs = false)".into());
     }
-    let text = crate::tmux::deliver::notice(home, id);
     match leg {
         Leg::Typed => Err("the profile's leg is typed".into()),
+        // The hook's text reaches the model inside Claude Code's own
+        // notification frame: the notice alone.
         Leg::Hook => {
             claude::armed(home, id, meta)?;
-            claude::ring(home, cfg, id, meta, &text)
+            claude::ring(home, cfg, id, meta, &crate::tmux::deliver::notice(home, id))
         }
+        // A queued message reaches the model as a user turn, exactly as a
+        // typed one would: the same doorbell line, so a worker reads the
+        // same words whichever way its doorbell came.
         Leg::Queue => {
             codex::available(home, id, meta)?;
-            codex::ring(home, cfg, id, meta, &text)
+            codex::ring(
+                home,
+                cfg,
+                id,
+                meta,
+                &crate::tmux::deliver::doorbell(home, id),
+            )
         }
     }
 }
