@@ -25,9 +25,11 @@ impl Present {
     pub(crate) const BUSY: u8 = 4;
     pub(crate) const RUN: u8 = 8;
     pub(crate) const INBOX: u8 = 16;
+    /// `.agent-home`: where the agent writes its own reports.
+    pub(crate) const AGENT_HOME: u8 = 32;
 
     /// Unknown: every file may exist (a single task, no listing).
-    pub(crate) const ALL: Present = Present(31);
+    pub(crate) const ALL: Present = Present(63);
 
     pub(crate) fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -70,6 +72,7 @@ fn task_file(name: &[u8]) -> Option<(usize, u8)> {
         b'y' => (b".busy", Present::BUSY),
         b'n' => (b".run", Present::RUN),
         b'x' => (b".inbox", Present::INBOX),
+        b'e' => (b".agent-home", Present::AGENT_HOME),
         _ => return None,
     };
     name.ends_with(suffix)

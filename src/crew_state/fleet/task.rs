@@ -10,7 +10,7 @@ use crate::crew_state::Row;
 use crate::crew_state::facts::{Facts, PaneFact};
 use crate::crew_state::gather::{self, Ancestry};
 use crate::crew_state::notices::TaskNotices;
-use crate::crew_state::read::{self, Listed, Stamps, StateDir};
+use crate::crew_state::read::{self, Listed, Present, Stamps, StateDir};
 use crate::crew_state::resolve::step;
 use crate::error::Result;
 use crate::gitfiles::GitFiles;
@@ -133,9 +133,18 @@ pub(super) fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
         .meta
         .as_ref()
         .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
+    // Only a noted agent home has reports of the agent's own to read.
+    let has_pane_reports = has_pane && present.has(Present::AGENT_HOME);
     // The session log changes with every turn: read each time, not kept.
-    f.agent_turn = if has_pane {
+    f.agent_turn = if has_pane_reports {
         read::agent_turn(home, &f)
+    } else {
+        None
+    };
+    // Claude Code's session file is read once the pane's process is known.
+    f.agent_session = None;
+    f.agent_config = if has_pane_reports {
+        read::agent_config(home, &f)
     } else {
         None
     };

@@ -47,6 +47,13 @@ pub(crate) fn agent_turn(home: &Home, f: &Facts) -> Option<u64> {
     crate::status::busy::busy_from_log(at, f.last_line_at, f.busy.as_ref())
 }
 
+/// The Claude Code config dir spawn noted for the task's agent, if it
+/// launched Claude Code ([`super::agent_session`]).
+pub(crate) fn agent_config(home: &Home, f: &Facts) -> Option<std::path::PathBuf> {
+    let note = fsx::read_optional(&crate::agent_report::agent_home_file(home, &f.id)).ok()??;
+    crate::agent_report::noted_claude(&note)
+}
+
 /// Whether the meta names a host (the row's `host`, `Row::with`).
 pub(crate) fn is_remote(m: &TaskMeta) -> bool {
     m.host_name().is_some()
