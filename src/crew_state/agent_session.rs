@@ -29,7 +29,7 @@ const MAX_CHILDREN: usize = 4;
 /// What the session file says the agent is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
-    /// A turn runs (`busy`; `shell`, a command it runs, too).
+    /// A turn runs (`busy`; `shell` is read so too).
     Busy,
     Idle,
     /// A permission prompt waits for an answer.

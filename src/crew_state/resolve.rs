@@ -104,11 +104,10 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         };
         return Ok(r(State::Exited, Source::Pane, which));
     }
-    // The agent's own session file, when it is as new as the busy record
-    // (docs/spec/crew-state.md#agent-session).
-    let session = f
-        .agent_session
-        .filter(|s| alive == Some(true) && f.busy.as_ref().is_none_or(|b| s.at >= b.at));
+    // The agent's own session file, ahead of the busy record and the
+    // screen (docs/spec/crew-state.md#agent-session): the live process
+    // rewrites it at every change, while a record can outlive its turn.
+    let session = f.agent_session.filter(|_| alive == Some(true));
     if let Some(s) = session {
         match s.status {
             Status::Waiting => {

@@ -475,8 +475,7 @@ fn a_row_moved_out_of_its_facts_is_the_row_copied_from_them() {
 }
 
 /// Claude Code's own session file decides busy, idle and waiting ahead of
-/// the screen, when it is as new as the busy record; an older one leaves
-/// the record and the screen to decide.
+/// the busy record and the screen.
 #[test]
 fn rule4_the_agent_session_file_comes_before_the_screen() {
     use crate::crew_state::agent_session::{Session, Status};
@@ -516,19 +515,20 @@ fn rule4_the_agent_session_file_comes_before_the_screen() {
         says(&f),
         "blocked \u{b7} pane \u{b7} waiting in a dialog: permission"
     );
-    // A busy record newer than the session file wins; one as old loses.
+    // Over a busy record, even a newer one (a turn interrupted from the
+    // keyboard leaves it behind); without the file the record decides.
     f.screen = Some("> \n".into());
     f.busy = Some(BusyRecord {
         busy: true,
         at: NOW - 1,
         source: "hook".into(),
     });
-    assert_eq!(says(&f), "working \u{b7} pane \u{b7} busy (hook)");
-    f.busy.as_mut().unwrap().at = NOW - 2;
     assert_eq!(
         says(&f),
         "idle \u{b7} agent-session \u{b7} idle (agent-session), no status yet"
     );
+    f.agent_session = None;
+    assert_eq!(says(&f), "working \u{b7} pane \u{b7} busy (hook)");
     // A dead pane: the session file is not asked.
     f.pane = PaneFact::Present {
         dead: true,

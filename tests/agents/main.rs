@@ -86,6 +86,7 @@ conformance!(
     relaunch_force_over_half_typed_text,
     doctor_knows_the_version_under_test,
     leg_latency,
+    agent_session_reports,
 );
 
 /// The ring scenarios again on the harness's delivery leg
