@@ -138,10 +138,9 @@ pub fn turn_running(home: &Home, id: &TaskId) -> Option<u64> {
     running_in(&noted(&note)?, &meta)
 }
 
-/// [`turn_running`] with the task's meta already read.
-pub(crate) fn turn_running_with(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<u64> {
-    let note = fsx::read_optional(&agent_home_file(home, id)).ok()??;
-    running_in(&noted(&note)?, meta)
+/// [`turn_running`] with the note and the task's meta already read.
+pub(crate) fn turn_running_noted(note: &[u8], meta: &TaskMeta) -> Option<u64> {
+    running_in(&noted(note)?, meta)
 }
 
 fn running_in(codex_home: &Path, meta: &TaskMeta) -> Option<u64> {

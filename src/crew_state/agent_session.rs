@@ -5,7 +5,7 @@
 //! (config dir: its `CLAUDE_CONFIG_DIR`, else `$HOME/.claude`), one JSON
 //! object holding its `pid`, `procStart` (the process's start time in
 //! clock ticks, as `/proc/<pid>/stat` has it), a `status` (`busy`, `idle`,
-//! `shell`, `waiting` — a permission prompt) and `statusUpdatedAt`
+//! `shell`, `waiting` — a dialog such as a permission prompt) and `statusUpdatedAt`
 //! (milliseconds). Spawn notes the config dir (`state/<id>.agent-home`,
 //! `claude <dir>`, [`crate::agent_report::note_launch`]); the pane's
 //! process, or one of its children, is the pid.
@@ -32,7 +32,7 @@ pub enum Status {
     /// A turn runs (`busy`; `shell` is read so too).
     Busy,
     Idle,
-    /// A permission prompt waits for an answer.
+    /// A dialog waits for an answer (a permission prompt, the rewind view).
     Waiting,
 }
 

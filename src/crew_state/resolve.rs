@@ -110,11 +110,20 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
     let session = f.agent_session.filter(|_| alive == Some(true));
     if let Some(s) = session {
         match s.status {
+            // Any dialog waiting for an answer (a permission prompt, the
+            // rewind view): the screen names it when it shows it.
             Status::Waiting => {
+                let name = match &f.screen {
+                    None => return Err(Need::Screen),
+                    Some(s) => crate::tmux::screen::screen_dialog(f.profile.as_deref(), s),
+                };
                 return Ok(r(
                     State::Blocked,
                     Source::AgentSession,
-                    "waiting in a dialog: permission",
+                    format!(
+                        "waiting in a dialog: {}",
+                        name.as_deref().unwrap_or("input")
+                    ),
                 ));
             }
             Status::Busy => {

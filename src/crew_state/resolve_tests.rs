@@ -499,14 +499,17 @@ fn rule4_the_agent_session_file_comes_before_the_screen() {
         "working \u{b7} agent-session \u{b7} busy (agent-session)"
     );
     f.agent_session = session(Status::Waiting, NOW - 2);
-    assert_eq!(
-        step(&f).map(|r| r.source),
-        Ok(Source::AgentSession),
-        "no screen needed"
-    );
+    assert_eq!(step(&f), Err(Need::Screen), "the screen names the dialog");
+    f.screen = Some(" Bash command\n Do you want to proceed?\n \u{276f} 1. Yes\n   4. No\n".into());
     assert_eq!(
         says(&f),
         "blocked \u{b7} agent-session \u{b7} waiting in a dialog: permission"
+    );
+    // Not drawn yet: waiting all the same.
+    f.screen = Some("> \n".into());
+    assert_eq!(
+        says(&f),
+        "blocked \u{b7} agent-session \u{b7} waiting in a dialog: input"
     );
     // Idle by the session file; a dialog the screen shows still counts.
     f.agent_session = session(Status::Idle, NOW - 2);

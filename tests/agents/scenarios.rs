@@ -443,10 +443,12 @@ fn never_typed_into(w: &World, name: &str) {
         "dialog"
     };
     assert_eq!(outcome, want, "{}", w.screen_escaped());
-    // Claude Code's session file says when it waits for a permission.
+    // Claude Code's session file says `waiting` in its own dialogs (a
+    // permission prompt, the rewind view); it is not written yet while
+    // the trust dialog is open.
     let source = match (w.h, name) {
-        (Harness::Claude, "permission") => "agent-session",
-        _ => "pane",
+        (Harness::Claude, "trust") | (Harness::Codex, _) => "pane",
+        (Harness::Claude, _) => "agent-session",
     };
     assert_eq!(
         w.crew(),

@@ -123,7 +123,7 @@ fn claude_codes_session_file_says_busy_idle_and_waiting_before_the_screen() {
     set("waiting");
     assert_eq!(
         crew(),
-        "state: blocked · source: agent-session · waiting in a dialog: permission"
+        "state: blocked · source: agent-session · waiting in a dialog: input"
     );
     let json = fm("fm-crew-state")
         .args(["x1", "--json"])

@@ -135,19 +135,17 @@ pub(super) fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
         .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
     // Only a noted agent home has reports of the agent's own to read.
     let has_pane_reports = has_pane && present.has(Present::AGENT_HOME);
-    // The session log changes with every turn: read each time, not kept.
-    f.agent_turn = if has_pane_reports {
-        read::agent_turn(home, &f)
+    // The agent's own reports change with every turn: read each time,
+    // not kept. Claude Code's session file is read once the pane's process
+    // is known (`gather`).
+    let note = if has_pane_reports {
+        read::agent_note(home, id)
     } else {
         None
     };
-    // Claude Code's session file is read once the pane's process is known.
+    f.agent_turn = note.as_deref().and_then(|n| read::agent_turn(&f, n));
+    f.agent_config = note.as_deref().and_then(crate::agent_report::noted_claude);
     f.agent_session = None;
-    f.agent_config = if has_pane_reports {
-        read::agent_config(home, &f)
-    } else {
-        None
-    };
     let resolved = if has_pane { None } else { step(&f).ok() };
     let keep_facts = resolved.is_none() || (s.keep && f.error.is_none());
     let stamps = stamps.filter(|_| f.error.is_none()).map(Box::new);
