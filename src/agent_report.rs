@@ -55,9 +55,35 @@ pub fn agent_home_file(home: &Home, id: &TaskId) -> PathBuf {
 
 /// Whether `argv` launches Codex (its program is named `codex`).
 fn launches_codex(argv: &[String]) -> bool {
+    launches(argv, "codex")
+}
+
+fn launches(argv: &[String], name: &str) -> bool {
     argv.first()
         .and_then(|p| Path::new(p).file_name())
-        .is_some_and(|n| n == "codex")
+        .is_some_and(|n| n == name)
+}
+
+/// The Claude Code config dir an agent launched with `env` uses:
+/// `CLAUDE_CONFIG_DIR`, else `<HOME>/.claude`.
+fn claude_config(env: &[String], var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let lookup = |k: &str| {
+        env.iter()
+            .rev()
+            .find_map(|e| e.strip_prefix(k)?.strip_prefix('=').map(str::to_string))
+            .or_else(|| var(k))
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    lookup("CLAUDE_CONFIG_DIR").or_else(|| lookup("HOME").map(|h| h.join(".claude")))
+}
+
+/// The Claude Code config dir a note names (`claude <dir>`), if any.
+pub(crate) fn noted_claude(bytes: &[u8]) -> Option<PathBuf> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let dir = text.lines().next()?.strip_prefix("claude ")?;
+    Some(PathBuf::from(dir)).filter(|p| p.is_absolute())
 }
 
 /// The Codex home an agent launched with `env` (`NAME=value` entries the
@@ -80,13 +106,19 @@ fn codex_home(env: &[String], var: impl Fn(&str) -> Option<String>) -> Option<Pa
 /// without the note busy comes from the hooks and the screen alone.
 pub fn note_launch(home: &Home, id: &TaskId, argv: &[String], env: &[String]) {
     let path = agent_home_file(home, id);
-    let dir = launches_codex(argv)
-        .then(|| codex_home(env, |k| std::env::var(k).ok()))
-        .flatten()
-        .and_then(|p| p.to_str().map(str::to_string))
-        .filter(|p| !p.contains('\n'));
+    let var = |k: &str| std::env::var(k).ok();
+    let dir = if launches_codex(argv) {
+        codex_home(env, var).map(|p| ("codex", p))
+    } else if launches(argv, "claude") {
+        claude_config(env, var).map(|p| ("claude", p))
+    } else {
+        None
+    };
+    let dir = dir
+        .and_then(|(h, p)| Some((h, p.to_str()?.to_string())))
+        .filter(|(_, p)| !p.contains('\n'));
     let _ = match dir {
-        Some(d) => fsx::atomic_write(&path, format!("codex {d}\n").as_bytes()),
+        Some((h, d)) => fsx::atomic_write(&path, format!("{h} {d}\n").as_bytes()),
         None => fsx::remove_optional(&path).map(drop),
     };
 }
@@ -106,10 +138,9 @@ pub fn turn_running(home: &Home, id: &TaskId) -> Option<u64> {
     running_in(&noted(&note)?, &meta)
 }
 
-/// [`turn_running`] with the task's meta already read.
-pub(crate) fn turn_running_with(home: &Home, id: &TaskId, meta: &TaskMeta) -> Option<u64> {
-    let note = fsx::read_optional(&agent_home_file(home, id)).ok()??;
-    running_in(&noted(&note)?, meta)
+/// [`turn_running`] with the note and the task's meta already read.
+pub(crate) fn turn_running_noted(note: &[u8], meta: &TaskMeta) -> Option<u64> {
+    running_in(&noted(note)?, meta)
 }
 
 fn running_in(codex_home: &Path, meta: &TaskMeta) -> Option<u64> {
@@ -421,6 +452,30 @@ mod tests {
         assert_eq!(noted(b"codex /a b/c\n"), Some(PathBuf::from("/a b/c")));
         assert_eq!(noted(b"claude /a\n"), None);
         assert_eq!(noted(b"codex rel\n"), None);
+    }
+
+    #[test]
+    fn the_claude_config_dir_comes_from_the_launch_then_the_environment() {
+        let env = |k: &str| (k == "HOME").then(|| "/home/cap".to_string());
+        let want = |p: &str| Some(PathBuf::from(p));
+        assert_eq!(claude_config(&[], env), want("/home/cap/.claude"));
+        assert_eq!(claude_config(&["HOME=/h".into()], env), want("/h/.claude"));
+        assert_eq!(
+            claude_config(&["HOME=/h".into(), "CLAUDE_CONFIG_DIR=/c".into()], env),
+            want("/c")
+        );
+        assert_eq!(claude_config(&["HOME=rel".into()], |_| None), None);
+        assert_eq!(noted_claude(b"claude /a b\n"), want("/a b"));
+        assert_eq!(noted_claude(b"codex /a\n"), None);
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::at(d.path()).unwrap();
+        let id = TaskId::parse("t1").unwrap();
+        std::fs::create_dir_all(home.state_dir()).unwrap();
+        note_launch(&home, &id, &["/opt/claude".into()], &["HOME=/h".into()]);
+        let note = std::fs::read(agent_home_file(&home, &id)).unwrap();
+        assert_eq!(noted_claude(&note), want("/h/.claude"));
+        note_launch(&home, &id, &["sh".into()], &[]);
+        assert!(!agent_home_file(&home, &id).exists());
     }
 
     #[test]

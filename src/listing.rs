@@ -26,9 +26,11 @@ impl Present {
     pub(crate) const RUN: u8 = 8;
     pub(crate) const INBOX: u8 = 16;
     pub(crate) const USAGE: u8 = 32;
+    /// `.agent-home`: where the agent writes its own reports.
+    pub(crate) const AGENT_HOME: u8 = 64;
 
     /// Unknown: every file may exist (a single task, no listing).
-    pub(crate) const ALL: Present = Present(63);
+    pub(crate) const ALL: Present = Present(127);
 
     pub(crate) fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -71,7 +73,9 @@ fn task_file(name: &[u8]) -> Option<(usize, u8)> {
         b'y' => (b".busy", Present::BUSY),
         b'n' => (b".run", Present::RUN),
         b'x' => (b".inbox", Present::INBOX),
-        b'e' => (b".usage", Present::USAGE),
+        // `.usage` and `.agent-home` share their last byte.
+        b'e' if name.ends_with(b".usage") => (b".usage", Present::USAGE),
+        b'e' => (b".agent-home", Present::AGENT_HOME),
         _ => return None,
     };
     name.ends_with(suffix)
@@ -144,5 +148,37 @@ impl Listing {
             tasks,
             dir: Some(dir),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_file_is_told_by_its_suffix() {
+        for (name, stem, bit) in [
+            (&b"t1.meta"[..], 2, Present::META),
+            (b"t1.status", 2, Present::STATUS),
+            (b"t1.busy", 2, Present::BUSY),
+            (b"t1.run", 2, Present::RUN),
+            (b"t1.inbox", 2, Present::INBOX),
+            (b"t1.usage", 2, Present::USAGE),
+            (b"t1.agent-home", 2, Present::AGENT_HOME),
+        ] {
+            assert_eq!(task_file(name), Some((stem, bit)), "{name:?}");
+        }
+        assert_eq!(task_file(b"t1.note"), None);
+        assert_eq!(task_file(b"t1.home"), None);
+        let all = [
+            Present::META,
+            Present::STATUS,
+            Present::BUSY,
+            Present::RUN,
+            Present::INBOX,
+            Present::USAGE,
+            Present::AGENT_HOME,
+        ];
+        assert_eq!(all.iter().fold(0, |a, b| a | b), Present::ALL.0);
     }
 }

@@ -107,6 +107,12 @@ pub struct Facts {
     /// When the turn the agent's own session log reports running began
     /// (`crate::agent_report`); looked up on every read, never kept.
     pub(crate) agent_turn: Option<u64>,
+    /// The Claude Code config dir spawn noted (`crate::agent_report`),
+    /// where its per-process session file is.
+    pub(crate) agent_config: Option<std::path::PathBuf>,
+    /// What that session file says, read for a live pane on every read,
+    /// never kept ([`super::agent_session`]).
+    pub(crate) agent_session: Option<super::agent_session::Session>,
     pub(crate) fold: Fold,
     /// Time of the log's last status line: its `at=`, else the log's mtime.
     pub(crate) last_line_at: Option<u64>,
@@ -154,6 +160,8 @@ impl Facts {
             profile: None,
             busy: None,
             agent_turn: None,
+            agent_config: None,
+            agent_session: None,
             fold: Fold::default(),
             last_line_at: None,
             log_mtime: None,

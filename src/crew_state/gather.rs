@@ -27,7 +27,7 @@ use super::resolve::{Need, step};
 use crate::config::Config;
 use crate::gitfiles::{GitFiles, Head};
 use crate::status::{StatusLine, Verb};
-use crate::tmux::batch::{self, Capture};
+use crate::tmux::batch::{self, Capture, Listed, ScreenKey};
 use crate::tmux::owner::{Claim, Lost};
 use crate::tmux::pane::{PaneInfo, Tmux};
 
@@ -181,6 +181,11 @@ fn wants_screen(f: &mut Facts) -> bool {
     wants
 }
 
+/// The pane's process id, from its screen key (`<server>:<pane>:…`).
+fn pane_pid(key: &ScreenKey) -> Option<u32> {
+    key.shape.split(':').nth(1)?.parse().ok()
+}
+
 /// The tmux side of a view, and what a kept reader remembers of it.
 #[derive(Debug, Default)]
 pub(crate) struct Panes {
@@ -246,9 +251,15 @@ impl Panes {
                     continue;
                 }
             };
-            let by_id: HashMap<&str, &PaneInfo> =
-                panes.iter().map(|p| (p.id.as_str(), p)).collect();
-            let server = panes.first().map(|p| p.server.as_str());
+            let by_id: HashMap<&str, &PaneInfo> = panes
+                .iter()
+                .map(|p| (p.info.id.as_str(), &p.info))
+                .collect();
+            let pids: HashMap<&str, u32> = panes
+                .iter()
+                .filter_map(|p| Some((p.info.id.as_str(), pane_pid(&p.key)?)))
+                .collect();
+            let server = panes.first().map(|p| p.info.server.as_str());
             for &i in &idx {
                 let f = &mut *tasks[i];
                 let pane = f
@@ -269,6 +280,13 @@ impl Panes {
                         None => PaneFact::Gone,
                     },
                 };
+                if let (Some(config), PaneFact::Present { dead, command }) =
+                    (&f.agent_config, &f.pane)
+                    && crate::harness::is_alive(f.profile.as_deref(), *dead, command)
+                    && let Some(&pid) = pids.get(pane.as_str())
+                {
+                    f.agent_session = super::agent_session::read(config, pid);
+                }
                 if step(f) == Err(Need::Screen) {
                     let text = match screens.get(&pane) {
                         Some(c) => c.text.clone(),
@@ -296,12 +314,11 @@ impl Panes {
         before: Option<HashMap<String, Capture>>,
         wanted: &[String],
         now: u64,
-    ) -> crate::Result<(Vec<PaneInfo>, HashMap<String, Capture>)> {
+    ) -> crate::Result<(Vec<Listed>, HashMap<String, Capture>)> {
         let wanted_refs: Vec<&str> = wanted.iter().map(String::as_str).collect();
         let Some(mut before) = before.filter(|_| self.keep) else {
             let snap = batch::snapshot(tmux, true, &wanted_refs, now)?;
-            let panes = snap.panes.unwrap_or_default();
-            return Ok((panes.into_iter().map(|p| p.info).collect(), snap.screens));
+            return Ok((snap.panes.unwrap_or_default(), snap.screens));
         };
         let snap = batch::snapshot(tmux, true, &[], now)?;
         let listed = snap.panes.unwrap_or_default();
@@ -325,7 +342,7 @@ impl Panes {
                 screens.insert(pane, c);
             }
         }
-        Ok((listed.into_iter().map(|p| p.info).collect(), screens))
+        Ok((listed, screens))
     }
 }
 

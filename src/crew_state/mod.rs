@@ -17,6 +17,7 @@
 //!
 //! Crew state only reads: it never writes a file under the home.
 
+pub(crate) mod agent_session;
 pub mod attention;
 mod done_check;
 pub mod facts;
@@ -81,6 +82,8 @@ impl State {
 pub enum Source {
     Run,
     Pane,
+    /// The agent's own session file ([`agent_session`]).
+    AgentSession,
     StatusLog,
     None,
 }
@@ -90,6 +93,7 @@ impl Source {
         match self {
             Source::Run => "run",
             Source::Pane => "pane",
+            Source::AgentSession => agent_session::SOURCE,
             Source::StatusLog => "status-log",
             Source::None => "none",
         }

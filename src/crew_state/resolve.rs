@@ -7,6 +7,7 @@
 //! direction: an ungated ship `done` reads blocked, an uncaptured screen
 //! reads not busy.
 
+use super::agent_session::{self, Status};
 use super::facts::{Facts, Gate, PaneFact, WorktreeFact};
 use super::{Source, State};
 use crate::meta::Kind;
@@ -103,6 +104,38 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         };
         return Ok(r(State::Exited, Source::Pane, which));
     }
+    // The agent's own session file, ahead of the busy record and the
+    // screen (docs/spec/crew-state.md#agent-session): the live process
+    // rewrites it at every change, while a record can outlive its turn.
+    let session = f.agent_session.filter(|_| alive == Some(true));
+    if let Some(s) = session {
+        match s.status {
+            // Any dialog waiting for an answer (a permission prompt, the
+            // rewind view): the screen names it when it shows it.
+            Status::Waiting => {
+                let name = match &f.screen {
+                    None => return Err(Need::Screen),
+                    Some(s) => crate::tmux::screen::screen_dialog(f.profile.as_deref(), s),
+                };
+                return Ok(r(
+                    State::Blocked,
+                    Source::AgentSession,
+                    format!(
+                        "waiting in a dialog: {}",
+                        name.as_deref().unwrap_or("input")
+                    ),
+                ));
+            }
+            Status::Busy => {
+                return Ok(r(
+                    State::Working,
+                    Source::AgentSession,
+                    format!("busy ({})", agent_session::SOURCE),
+                ));
+            }
+            Status::Idle => {}
+        }
+    }
     if alive == Some(true) {
         // A dialog owns the keyboard whatever the busy record says (a
         // permission prompt comes mid-turn).
@@ -120,7 +153,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
                 }
             }
         }
-        if let Some(b) = &f.busy
+        if let Some(b) = f.busy.as_ref().filter(|_| session.is_none())
             && b.busy_since(f.last_line_at)
         {
             // A screen that shows every turn and reads idle overrules a
@@ -155,7 +188,7 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
             ));
         }
         let regex = f.profile.as_ref().and_then(|p| p.busy_regex.as_ref());
-        if regex.is_some() {
+        if regex.is_some() && session.is_none() {
             match &f.screen {
                 None => return Err(Need::Screen),
                 Some(s) if crate::tmux::screen::screen_busy(f.profile.as_deref(), s) => {
@@ -182,6 +215,13 @@ pub fn step(f: &Facts) -> Result<Resolution, Need> {
         return Ok(r(state, Source::StatusLog, c.text));
     }
     // Rule 6.
+    if session.is_some() {
+        return Ok(r(
+            State::Idle,
+            Source::AgentSession,
+            format!("idle ({}), no status yet", agent_session::SOURCE),
+        ));
+    }
     if alive == Some(true) {
         return Ok(r(State::Idle, Source::Pane, "agent alive, no status yet"));
     }

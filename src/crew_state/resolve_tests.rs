@@ -473,3 +473,70 @@ fn a_row_moved_out_of_its_facts_is_the_row_copied_from_them() {
     let copied = crate::crew_state::Row::with(&f, r.clone(), &cfg);
     assert_eq!(copied, crate::crew_state::Row::from_owned(f, r, &cfg));
 }
+
+/// Claude Code's own session file decides busy, idle and waiting ahead of
+/// the busy record and the screen.
+#[test]
+fn rule4_the_agent_session_file_comes_before_the_screen() {
+    use crate::crew_state::agent_session::{Session, Status};
+    let session = |status, at| Some(Session { status, at });
+    let mut f = live();
+    // The screen says busy; the session file says idle.
+    f.screen = Some(fixture("claude/busy-streaming"));
+    f.agent_session = session(Status::Idle, NOW - 2);
+    assert_eq!(
+        says(&f),
+        "idle \u{b7} agent-session \u{b7} idle (agent-session), no status yet"
+    );
+    // The agent's status line still says what it does.
+    log(&mut f, "working: tests\n");
+    assert_eq!(says(&f), "working \u{b7} status-log \u{b7} tests");
+    let mut f = live();
+    f.screen = None;
+    f.agent_session = session(Status::Busy, NOW - 2);
+    assert_eq!(
+        says(&f),
+        "working \u{b7} agent-session \u{b7} busy (agent-session)"
+    );
+    f.agent_session = session(Status::Waiting, NOW - 2);
+    assert_eq!(step(&f), Err(Need::Screen), "the screen names the dialog");
+    f.screen = Some(" Bash command\n Do you want to proceed?\n \u{276f} 1. Yes\n   4. No\n".into());
+    assert_eq!(
+        says(&f),
+        "blocked \u{b7} agent-session \u{b7} waiting in a dialog: permission"
+    );
+    // Not drawn yet: waiting all the same.
+    f.screen = Some("> \n".into());
+    assert_eq!(
+        says(&f),
+        "blocked \u{b7} agent-session \u{b7} waiting in a dialog: input"
+    );
+    // Idle by the session file; a dialog the screen shows still counts.
+    f.agent_session = session(Status::Idle, NOW - 2);
+    f.screen = Some(" Bash command\n Do you want to proceed?\n \u{276f} 1. Yes\n   4. No\n".into());
+    assert_eq!(
+        says(&f),
+        "blocked \u{b7} pane \u{b7} waiting in a dialog: permission"
+    );
+    // Over a busy record, even a newer one (a turn interrupted from the
+    // keyboard leaves it behind); without the file the record decides.
+    f.screen = Some("> \n".into());
+    f.busy = Some(BusyRecord {
+        busy: true,
+        at: NOW - 1,
+        source: "hook".into(),
+    });
+    assert_eq!(
+        says(&f),
+        "idle \u{b7} agent-session \u{b7} idle (agent-session), no status yet"
+    );
+    f.agent_session = None;
+    assert_eq!(says(&f), "working \u{b7} pane \u{b7} busy (hook)");
+    // A dead pane: the session file is not asked.
+    f.pane = PaneFact::Present {
+        dead: true,
+        command: "claude".into(),
+    };
+    f.agent_session = session(Status::Busy, NOW);
+    assert_eq!(says(&f), "exited \u{b7} pane \u{b7} agent exited");
+}

@@ -88,6 +88,7 @@ conformance!(
     doctor_knows_the_version_under_test,
     usage_shows_the_model_servers_tokens,
     leg_latency,
+    agent_session_reports,
 );
 
 /// The ring scenarios again on the harness's delivery leg

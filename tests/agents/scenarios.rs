@@ -7,6 +7,25 @@ use crate::world::{ID, Opts, Reply, World};
 
 const IDLE: &str = "state: idle · source: pane · agent alive, no status yet";
 
+/// Idle as crew state reads it: Claude Code's from its own session file.
+fn idle(h: Harness) -> &'static str {
+    match h {
+        Harness::Claude => {
+            "state: idle · source: agent-session · idle (agent-session), no status yet"
+        }
+        Harness::Codex => IDLE,
+    }
+}
+
+/// Working as crew state reads it: Claude Code's from its own session
+/// file; Codex's from its hooks, its session log or the screen.
+fn working(h: Harness) -> &'static str {
+    match h {
+        Harness::Claude => "state: working · source: agent-session · busy (agent-session)",
+        Harness::Codex => "state: working · source: pane · busy (",
+    }
+}
+
 fn world(h: Harness) -> Option<World> {
     World::new(h, Opts::default())
 }
@@ -37,7 +56,7 @@ pub fn spawn_to_prompt_then_idle(h: Harness) {
         "",
         "the launch left the worktree clean"
     );
-    w.crew_holds("reading idle", 3.0, |c| c == IDLE);
+    w.crew_holds("reading idle", 3.0, |c| c == idle(h));
 }
 
 /// The hooks spawn installs feed the busy record (docs/spec/crew-state.md#busy-record) from the
@@ -177,6 +196,7 @@ pub fn ack_loop(h: Harness) {
 }
 
 fn busy_during(w: &mut World, reply: Reply) {
+    let h = w.h;
     w.spawn_ready();
     w.reply(reply);
     w.sends("take your time", "rang");
@@ -185,7 +205,7 @@ fn busy_during(w: &mut World, reply: Reply) {
     });
     w.wait_working(10.0);
     w.crew_holds("reading working during the turn", 4.0, |c| {
-        c.starts_with("state: working · source: pane · busy (")
+        c.starts_with(working(h))
     });
     // A send now is held for the turn's end, never typed into it.
     w.sends("while you work", "queued");
@@ -246,11 +266,11 @@ pub fn captain_interrupts_while_streaming(h: Harness) {
     });
     w.wait_working(10.0);
     w.crew_holds("reading working while it streams", 2.0, |c| {
-        c.starts_with("state: working · source: pane · busy (")
+        c.starts_with(working(h))
     });
     w.keys(&["Escape"]);
     w.wait_idle(10.0);
-    w.crew_holds("reading idle after the interrupt", 3.0, |c| c == IDLE);
+    w.crew_holds("reading idle after the interrupt", 3.0, |c| c == idle(h));
     w.reply(Reply::Text);
     w.sends("after your interrupt", "rang");
     w.wait_for("the next doorbell as its own turn", 20.0, |w| {
@@ -347,7 +367,7 @@ pub fn interrupt_twice_while_idle(h: Harness) {
             ))
             .run();
     }
-    w.crew_holds("the agent alive and idle", 2.0, |c| c == IDLE);
+    w.crew_holds("the agent alive and idle", 2.0, |c| c == idle(h));
     w.sends("still there?", "rang");
     w.wait_for("the doorbell at the model", 20.0, |w| {
         w.doorbells_received() == 1
@@ -423,9 +443,16 @@ fn never_typed_into(w: &World, name: &str) {
         "dialog"
     };
     assert_eq!(outcome, want, "{}", w.screen_escaped());
+    // Claude Code's session file says `waiting` in its own dialogs (a
+    // permission prompt, the rewind view); it is not written yet while
+    // the trust dialog is open.
+    let source = match (w.h, name) {
+        (Harness::Claude, "trust") | (Harness::Codex, _) => "pane",
+        (Harness::Claude, _) => "agent-session",
+    };
     assert_eq!(
         w.crew(),
-        format!("state: blocked · source: pane · waiting in a dialog: {name}")
+        format!("state: blocked · source: {source} · waiting in a dialog: {name}")
     );
     // Older than grace_secs (1 s), so the watcher would ring it.
     std::thread::sleep(std::time::Duration::from_millis(1100));
@@ -504,6 +531,13 @@ pub fn dialog_permission(h: Harness) {
     w.wait_for("the permission prompt", 30.0, |w| {
         w.crew().ends_with(&format!("waiting in a dialog: {name}"))
     });
+    // Claude Code's session file says `waiting` a moment before the
+    // prompt is drawn; `fm-send` reads the screen.
+    if h == Harness::Claude {
+        w.wait_for("the permission prompt drawn", 10.0, |w| {
+            w.screen().contains("Do you want to proceed?")
+        });
+    }
     w.reply(Reply::Text);
     never_typed_into(&w, name);
     assert!(!probe.exists(), "nobody approved the command");
@@ -638,7 +672,7 @@ pub fn interrupt_after_the_captains_escape(h: Harness) {
             h.name()
         ))
         .run();
-    w.crew_holds("idle, no dialog opened", 2.0, |c| c == IDLE);
+    w.crew_holds("idle, no dialog opened", 2.0, |c| c == idle(h));
     w.reply(Reply::Text);
     w.sends("still there?", "rang");
     w.wait_for("the doorbell as its own turn", 20.0, |w| {
@@ -947,4 +981,55 @@ pub fn usage_shows_the_model_servers_tokens(h: Harness) {
         "the USAGE column never showed {shown}:\n{}",
         w.tmux(&["capture-pane", "-p", "-t", &dash])
     );
+}
+
+/// Claude Code's own session file (`<config dir>/sessions/<pid>.json`) is
+/// what crew state reads busy, idle and waiting from, its hooks off: busy
+/// while the answer streams, idle after, waiting on a permission prompt.
+/// (Codex writes no such file: its session log is
+/// [`busy_while_streaming_without_hooks`].)
+pub fn agent_session_reports(h: Harness) {
+    if h != Harness::Claude {
+        return;
+    }
+    let Some(mut w) = World::new(
+        h,
+        Opts {
+            hooks: false,
+            prompts: true,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    w.spawn_ready();
+    let sessions = w.agent_home.join(".claude/sessions");
+    assert!(
+        std::fs::read_dir(&sessions)
+            .is_ok_and(|mut d| d
+                .any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))),
+        "no session file under {}",
+        sessions.display()
+    );
+    w.crew_holds("idle from the session file", 2.0, |c| c == idle(h));
+    w.reply(Reply::Stream(8));
+    w.sends("take your time", "rang");
+    w.wait_for("busy from the session file", 20.0, |w| {
+        w.crew() == working(h)
+    });
+    w.crew_holds("busy while it streams", 3.0, |c| c == working(h));
+    w.wait_for("idle after the turn", 30.0, |w| w.crew() == idle(h));
+    let probe = w.worktree().join("approved.txt");
+    let cmd: &'static str = Box::leak(format!("echo yes > {}", probe.display()).into_boxed_str());
+    w.reply(Reply::Command(cmd));
+    w.sends("run it", "rang");
+    w.wait_for("waiting from the session file", 30.0, |w| {
+        w.crew() == "state: blocked · source: agent-session · waiting in a dialog: permission"
+    });
+    w.reply(Reply::Text);
+    w.keys(&["Escape"]);
+    w.wait_for("idle once the prompt is gone", 30.0, |w| {
+        w.crew() == idle(h)
+    });
+    assert!(!probe.exists(), "nobody approved the command");
 }

@@ -14,6 +14,7 @@
 
 mod ack;
 mod agent_report;
+mod agent_session;
 mod board;
 mod brief;
 mod browser;

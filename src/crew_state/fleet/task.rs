@@ -10,7 +10,7 @@ use crate::crew_state::Row;
 use crate::crew_state::facts::{Facts, PaneFact};
 use crate::crew_state::gather::{self, Ancestry};
 use crate::crew_state::notices::TaskNotices;
-use crate::crew_state::read::{self, Listed, Stamps, StateDir};
+use crate::crew_state::read::{self, Listed, Present, Stamps, StateDir};
 use crate::crew_state::resolve::step;
 use crate::error::Result;
 use crate::gitfiles::GitFiles;
@@ -133,12 +133,19 @@ pub(super) fn refresh<T>(s: &Shared, map: Map<T>, item: Item) -> Done<T> {
         .meta
         .as_ref()
         .is_some_and(|m| m.pane.is_some() && !read::is_remote(m));
-    // The session log changes with every turn: read each time, not kept.
-    f.agent_turn = if has_pane {
-        read::agent_turn(home, &f)
+    // Only a noted agent home has reports of the agent's own to read.
+    let has_pane_reports = has_pane && present.has(Present::AGENT_HOME);
+    // The agent's own reports change with every turn: read each time,
+    // not kept. Claude Code's session file is read once the pane's process
+    // is known (`gather`).
+    let note = if has_pane_reports {
+        read::agent_note(home, id)
     } else {
         None
     };
+    f.agent_turn = note.as_deref().and_then(|n| read::agent_turn(&f, n));
+    f.agent_config = note.as_deref().and_then(crate::agent_report::noted_claude);
+    f.agent_session = None;
     let resolved = if has_pane { None } else { step(&f).ok() };
     let keep_facts = resolved.is_none() || (s.keep && f.error.is_none());
     let stamps = stamps.filter(|_| f.error.is_none()).map(Box::new);

@@ -36,15 +36,22 @@ pub(crate) use state_dir::StateDir;
 
 /// When the turn the agent's session log reports running began, unless a
 /// busy record already counts ([`crate::agent_report`]).
-pub(crate) fn agent_turn(home: &Home, f: &Facts) -> Option<u64> {
+/// `note` is the task's `.agent-home` ([`agent_note`]).
+pub(crate) fn agent_turn(f: &Facts, note: &[u8]) -> Option<u64> {
     if f.busy
         .as_ref()
         .is_some_and(|b| b.busy_since(f.last_line_at))
     {
         return None;
     }
-    let at = crate::agent_report::turn_running_with(home, &f.id, f.meta.as_ref()?)?;
+    let at = crate::agent_report::turn_running_noted(note, f.meta.as_ref()?)?;
     crate::status::busy::busy_from_log(at, f.last_line_at, f.busy.as_ref())
+}
+
+/// The task's `.agent-home` note: where its agent writes its own reports
+/// (a Codex home, a Claude Code config dir).
+pub(crate) fn agent_note(home: &Home, id: &TaskId) -> Option<Vec<u8>> {
+    fsx::read_optional(&crate::agent_report::agent_home_file(home, id)).ok()?
 }
 
 /// Whether the meta names a host (the row's `host`, `Row::with`).
