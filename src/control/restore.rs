@@ -22,7 +22,6 @@
 //! host reports through the far lifecycle entry like any other verb.
 
 use super::*;
-use crate::status::Verb;
 use crate::tmux::deliver::Outcome;
 use crate::tmux::owner::Lost;
 
@@ -338,12 +337,7 @@ impl Ctl<'_> {
 
     /// The task's last status says `done`.
     fn finished(&self) -> bool {
-        let bytes = fsx::read_optional(&self.home.status(self.id))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        let fold = crate::status::Fold::from_bytes(&bytes, &self.cfg.brief.paused_verb);
-        fold.last_state.is_some_and(|s| s.kind == Verb::Done)
+        crate::status::finished(self.home, self.id, &self.cfg.brief.paused_verb)
     }
 
     /// Rings the doorbell owed to the restored agent when records are

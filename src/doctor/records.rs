@@ -129,17 +129,6 @@ pub(super) fn task_records_check(home: &Home, cfg: &Config) -> Check {
 /// ([`crate::tmux::owner`]): a pane gone (its server restarted, or the id
 /// now another's) and a pane two tasks record are named. Local tasks
 /// only (a far host's doctor checks its own); one tmux call per socket.
-/// Whether task `id`'s last status says `done`.
-fn finished(home: &Home, cfg: &Config, id: &crate::task_id::TaskId) -> bool {
-    let bytes = crate::fsx::read_optional(&home.status(id))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    crate::status::Fold::from_bytes(&bytes, &cfg.brief.paused_verb)
-        .last_state
-        .is_some_and(|s| s.kind == crate::status::Verb::Done)
-}
-
 pub(super) fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
     use crate::tmux::owner::{Claim, Lost};
     use crate::tmux::pane::{Pane, Tmux};
@@ -174,7 +163,7 @@ pub(super) fn panes_check(home: &Home, cfg: &Config) -> Option<Check> {
             // A finished task's pane closing with the server is its end.
             let ids: Vec<&str> = claims
                 .iter()
-                .filter(|c| !finished(home, cfg, &c.task))
+                .filter(|c| !crate::status::finished(home, &c.task, &cfg.brief.paused_verb))
                 .map(|c| c.task.as_str())
                 .collect();
             if ids.is_empty() {

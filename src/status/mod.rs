@@ -123,6 +123,19 @@ pub enum Parsed {
     Invalid(String),
 }
 
+/// Whether task `id`'s last status says `done` (no log, or one that
+/// cannot be read: not done). `fm restore` skips such a task with nothing
+/// to resume, and `fm doctor` does not count its pane as lost.
+pub fn finished(home: &crate::home::Home, id: &crate::task_id::TaskId, paused_verb: &str) -> bool {
+    let bytes = crate::fsx::read_optional(&home.status(id))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Fold::from_bytes(&bytes, paused_verb)
+        .last_state
+        .is_some_and(|s| s.kind == Verb::Done)
+}
+
 /// True for a valid key slug.
 pub fn valid_key(k: &str) -> bool {
     !k.is_empty()
